@@ -1,0 +1,234 @@
+//! `Hotel`: the catalog entry of one hotel and its room types.
+//!
+//! Catalog writes are PUTs: setting the same details again records nothing, so staff
+//! tools can retry freely.
+
+use std::collections::BTreeMap;
+
+use cqrs_es::event_sink::EventSink;
+use cqrs_es::{Aggregate, DomainEvent};
+use serde::{Deserialize, Serialize};
+
+use crate::types::{HotelId, InvalidInput, RoomTypeId};
+
+/// Name, city and IANA timezone of a hotel, validated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HotelDetails {
+    name: String,
+    city: String,
+    timezone: String,
+}
+
+fn short_text(field: &'static str, value: &str, max: usize) -> Result<String, InvalidInput> {
+    let value = value.trim();
+    if value.is_empty() || value.chars().count() > max || value.chars().any(char::is_control) {
+        return Err(InvalidInput::new(
+            field,
+            format!("must be 1 to {max} printable characters"),
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+impl HotelDetails {
+    pub fn parse(name: &str, city: &str, timezone: &str) -> Result<Self, InvalidInput> {
+        let name = short_text("name", name, 200)?;
+        let city = short_text("city", city, 100)?;
+        if timezone.parse::<chrono_tz::Tz>().is_err() {
+            return Err(InvalidInput::new(
+                "timezone",
+                "must be an IANA timezone name such as Europe/Lisbon",
+            ));
+        }
+        Ok(Self {
+            name,
+            city,
+            timezone: timezone.to_owned(),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn city(&self) -> &str {
+        &self.city
+    }
+
+    pub fn timezone(&self) -> &str {
+        &self.timezone
+    }
+}
+
+/// A room type's name and how many guests it sleeps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoomTypeDetails {
+    name: String,
+    max_occupancy: u32,
+}
+
+impl RoomTypeDetails {
+    pub fn parse(name: &str, max_occupancy: i64) -> Result<Self, InvalidInput> {
+        let name = short_text("name", name, 100)?;
+        let max_occupancy = match u32::try_from(max_occupancy) {
+            Ok(v) if (1..=50).contains(&v) => v,
+            _ => {
+                return Err(InvalidInput::new(
+                    "max_occupancy",
+                    "must be between 1 and 50",
+                ))
+            }
+        };
+        Ok(Self {
+            name,
+            max_occupancy,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn max_occupancy(&self) -> u32 {
+        self.max_occupancy
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Hotel {
+    hotel_id: Option<HotelId>,
+    details: Option<HotelDetails>,
+    room_types: BTreeMap<RoomTypeId, RoomTypeDetails>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HotelCommand {
+    SetDetails {
+        hotel_id: HotelId,
+        details: HotelDetails,
+    },
+    SetRoomType {
+        room_type_id: RoomTypeId,
+        details: RoomTypeDetails,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HotelEvent {
+    HotelDetailsSet {
+        hotel_id: HotelId,
+        details: HotelDetails,
+    },
+    RoomTypeSet {
+        room_type_id: RoomTypeId,
+        details: RoomTypeDetails,
+    },
+}
+
+impl DomainEvent for HotelEvent {
+    fn event_type(&self) -> String {
+        match self {
+            Self::HotelDetailsSet { .. } => "HotelDetailsSet",
+            Self::RoomTypeSet { .. } => "RoomTypeSet",
+        }
+        .to_owned()
+    }
+
+    fn event_version(&self) -> String {
+        "1.0".to_owned()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum HotelError {
+    #[error("no such hotel")]
+    UnknownHotel,
+    #[error("the hotel id does not match this hotel")]
+    WrongHotel,
+}
+
+impl Hotel {
+    pub fn hotel_id(&self) -> Option<HotelId> {
+        self.hotel_id
+    }
+
+    pub fn details(&self) -> Option<&HotelDetails> {
+        self.details.as_ref()
+    }
+
+    pub fn room_type(&self, id: RoomTypeId) -> Option<&RoomTypeDetails> {
+        self.room_types.get(&id)
+    }
+
+    pub fn room_types(&self) -> &BTreeMap<RoomTypeId, RoomTypeDetails> {
+        &self.room_types
+    }
+
+    pub fn decide(&self, command: HotelCommand) -> Result<Vec<HotelEvent>, HotelError> {
+        match command {
+            HotelCommand::SetDetails { hotel_id, details } => {
+                if self.hotel_id.is_some_and(|id| id != hotel_id) {
+                    return Err(HotelError::WrongHotel);
+                }
+                if self.details.as_ref() == Some(&details) {
+                    return Ok(Vec::new());
+                }
+                Ok(vec![HotelEvent::HotelDetailsSet { hotel_id, details }])
+            }
+            HotelCommand::SetRoomType {
+                room_type_id,
+                details,
+            } => {
+                if self.hotel_id.is_none() {
+                    return Err(HotelError::UnknownHotel);
+                }
+                if self.room_types.get(&room_type_id) == Some(&details) {
+                    return Ok(Vec::new());
+                }
+                Ok(vec![HotelEvent::RoomTypeSet {
+                    room_type_id,
+                    details,
+                }])
+            }
+        }
+    }
+
+    pub fn apply_event(&mut self, event: &HotelEvent) {
+        match event {
+            HotelEvent::HotelDetailsSet { hotel_id, details } => {
+                self.hotel_id = Some(*hotel_id);
+                self.details = Some(details.clone());
+            }
+            HotelEvent::RoomTypeSet {
+                room_type_id,
+                details,
+            } => {
+                self.room_types.insert(*room_type_id, details.clone());
+            }
+        }
+    }
+}
+
+impl Aggregate for Hotel {
+    const TYPE: &'static str = "hotel";
+    type Command = HotelCommand;
+    type Event = HotelEvent;
+    type Error = HotelError;
+    type Services = ();
+
+    async fn handle(
+        &mut self,
+        command: Self::Command,
+        _service: &Self::Services,
+        sink: &EventSink<Self>,
+    ) -> Result<(), Self::Error> {
+        for event in self.decide(command)? {
+            sink.write(event, self).await;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, event: Self::Event) {
+        self.apply_event(&event);
+    }
+}

@@ -1,0 +1,36 @@
+//! The pure domain of the reservation platform: commands, events and aggregates.
+//!
+//! Nothing here does IO or reads a clock: the current time, prices and ids arrive in the
+//! commands, so every rule is a synchronous function that can be tested without a
+//! database. The aggregates implement cqrs-es's `Aggregate` (its `handle` is a thin async
+//! wrapper around the synchronous `decide`), so cqrs-es's `TestFramework` drives the
+//! given/when/then tests and any cqrs-es tooling can replay the streams.
+//!
+//! - [`room_night::RoomNight`]: one (hotel, room type, night); enforces
+//!   `confirmed + held <= total_rooms + overbooking_allowance`.
+//! - [`reservation::Reservation`]: one guest's stay and its lifecycle.
+//! - [`hotel::Hotel`]: the catalog.
+//! - [`booking`]: decisions that span a reservation and its nights (hold, confirm,
+//!   cancel, change dates, expire, set inventory over a range).
+//!
+//! cqrs-es itself depends on tokio (its `EventSink` holds a `tokio::sync::Mutex`), so
+//! tokio's synchronisation types are in this crate's dependency tree through cqrs-es
+//! alone; no code here uses them, and no IO crate (sqlx, axum, redis) is a dependency.
+
+pub mod booking;
+pub mod hotel;
+pub mod reservation;
+pub mod room_night;
+pub mod types;
+
+pub use booking::{Decision, Nights, Rejection};
+pub use hotel::{Hotel, HotelCommand, HotelDetails, HotelEvent, RoomTypeDetails};
+pub use reservation::{
+    CancelledBy, Reservation, ReservationCommand, ReservationDetails, ReservationEvent,
+    ReservationStatus,
+};
+pub use room_night::{Hold, RoomNight, RoomNightCommand, RoomNightEvent, RoomNightKey};
+pub use types::{
+    BookingLimits, Guest, HotelId, InvalidInput, InventoryLevels, ReservationId, RoomCount,
+    RoomTypeId, StayDates,
+};

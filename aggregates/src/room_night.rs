@@ -1,0 +1,496 @@
+//! `RoomNight`: what is sold of one room type at one hotel on one night.
+//!
+//! This is where the one sentence of the platform is enforced: confirmed rooms plus held
+//! rooms never exceed total rooms plus the overbooking allowance. Every allocation is keyed
+//! by reservation id, so holding, confirming and releasing are idempotent by id and never
+//! a blind counter change.
+//!
+//! A hold whose `expires_at` has passed does not count: a command that needs room first
+//! drops every lapsed hold with its own `HoldLapsed` event, so the stored counters stay
+//! exact and the invariant holds on them (not only on "live" holds).
+//!
+//! The counters `confirmed` and `held` are the state the invariant is checked against.
+//! The allocation maps say who holds what; the write side may load only the allocations a
+//! command can touch (the reservation's own and the lapsed holds), which is why no decision
+//! here ever derives a count from the maps.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use cqrs_es::event_sink::EventSink;
+use cqrs_es::{Aggregate, DomainEvent};
+use serde::{Deserialize, Serialize};
+
+use crate::types::{HotelId, InventoryLevels, ReservationId, RoomCount, RoomTypeId};
+
+/// Identifies one room-night stream: `{hotel}:{room type}:{night}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RoomNightKey {
+    pub hotel_id: HotelId,
+    pub room_type_id: RoomTypeId,
+    pub night: NaiveDate,
+}
+
+impl RoomNightKey {
+    pub fn new(hotel_id: HotelId, room_type_id: RoomTypeId, night: NaiveDate) -> Self {
+        Self {
+            hotel_id,
+            room_type_id,
+            night,
+        }
+    }
+
+    /// The stream id. It starts with the hotel id, so every write stays derivable to
+    /// one hotel (the shard key, should one ever be needed), and sorting stream ids
+    /// sorts nights in date order.
+    pub fn stream_id(&self) -> String {
+        format!(
+            "{}:{}:{}",
+            self.hotel_id,
+            self.room_type_id,
+            self.night.format("%Y-%m-%d")
+        )
+    }
+}
+
+/// A hold on some rooms, until `expires_at`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hold {
+    pub rooms: u32,
+    pub expires_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RoomNight {
+    key: Option<RoomNightKey>,
+    levels: Option<InventoryLevels>,
+    confirmed: u32,
+    held: u32,
+    holds: BTreeMap<ReservationId, Hold>,
+    confirmations: BTreeMap<ReservationId, u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RoomNightCommand {
+    /// Set what is for sale on this night. Refused if it would drop below what is sold.
+    SetInventory {
+        key: RoomNightKey,
+        levels: InventoryLevels,
+        now: DateTime<Utc>,
+    },
+    /// Hold `rooms` for a reservation until `expires_at`.
+    Hold {
+        reservation_id: ReservationId,
+        rooms: RoomCount,
+        expires_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    },
+    /// Take `rooms` as confirmed at once (a confirmed stay moving to new dates).
+    Book {
+        reservation_id: ReservationId,
+        rooms: RoomCount,
+        now: DateTime<Utc>,
+    },
+    /// Turn the reservation's live hold into a confirmed sale.
+    Confirm {
+        reservation_id: ReservationId,
+        now: DateTime<Utc>,
+    },
+    /// Give back whatever the reservation holds or has confirmed on this night.
+    Release { reservation_id: ReservationId },
+    /// Drop the reservation's hold if it has lapsed.
+    ExpireHold {
+        reservation_id: ReservationId,
+        now: DateTime<Utc>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RoomNightEvent {
+    InventorySet {
+        key: RoomNightKey,
+        total_rooms: u32,
+        overbooking_allowance: u32,
+        rate_cents: i64,
+    },
+    RoomsHeld {
+        reservation_id: ReservationId,
+        rooms: u32,
+        expires_at: DateTime<Utc>,
+    },
+    RoomsBooked {
+        reservation_id: ReservationId,
+        rooms: u32,
+    },
+    HoldConfirmed {
+        reservation_id: ReservationId,
+        rooms: u32,
+    },
+    HoldLapsed {
+        reservation_id: ReservationId,
+        rooms: u32,
+        expired_at: DateTime<Utc>,
+    },
+    RoomsReleased {
+        reservation_id: ReservationId,
+        rooms: u32,
+        was_confirmed: bool,
+    },
+}
+
+impl DomainEvent for RoomNightEvent {
+    fn event_type(&self) -> String {
+        match self {
+            Self::InventorySet { .. } => "InventorySet",
+            Self::RoomsHeld { .. } => "RoomsHeld",
+            Self::RoomsBooked { .. } => "RoomsBooked",
+            Self::HoldConfirmed { .. } => "HoldConfirmed",
+            Self::HoldLapsed { .. } => "HoldLapsed",
+            Self::RoomsReleased { .. } => "RoomsReleased",
+        }
+        .to_owned()
+    }
+
+    fn event_version(&self) -> String {
+        "1.0".to_owned()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum RoomNightError {
+    #[error("this night has no inventory for sale")]
+    NotForSale,
+    #[error("sold out: {remaining} room(s) left")]
+    SoldOut { remaining: u32 },
+    #[error("inventory cannot go below the {reserved} room(s) already sold")]
+    BelowReserved { reserved: u32 },
+    #[error("the reservation already holds {rooms} room(s) here on different terms")]
+    AllocationMismatch { rooms: u32 },
+    #[error("the reservation has no hold on this night")]
+    NoHold,
+    #[error("the hold lapsed at {expired_at}")]
+    HoldExpired { expired_at: DateTime<Utc> },
+    #[error("the hold has not lapsed yet")]
+    HoldStillLive,
+    #[error("the inventory key does not match this night")]
+    WrongNight,
+}
+
+impl RoomNight {
+    pub fn key(&self) -> Option<RoomNightKey> {
+        self.key
+    }
+
+    pub fn levels(&self) -> Option<InventoryLevels> {
+        self.levels
+    }
+
+    pub fn confirmed(&self) -> u32 {
+        self.confirmed
+    }
+
+    /// Rooms on hold, lapsed holds included until they are dropped.
+    pub fn held(&self) -> u32 {
+        self.held
+    }
+
+    pub fn capacity(&self) -> u32 {
+        self.levels.map_or(0, |l| l.capacity())
+    }
+
+    /// Rooms still for sale, counting every recorded hold.
+    pub fn remaining(&self) -> u32 {
+        self.capacity()
+            .saturating_sub(self.confirmed.saturating_add(self.held))
+    }
+
+    pub fn hold_of(&self, reservation_id: &ReservationId) -> Option<Hold> {
+        self.holds.get(reservation_id).copied()
+    }
+
+    pub fn confirmed_for(&self, reservation_id: &ReservationId) -> Option<u32> {
+        self.confirmations.get(reservation_id).copied()
+    }
+
+    /// Holds currently recorded (the loaded ones, when the state is a partial load).
+    pub fn holds(&self) -> &BTreeMap<ReservationId, Hold> {
+        &self.holds
+    }
+
+    pub fn confirmations(&self) -> &BTreeMap<ReservationId, u32> {
+        &self.confirmations
+    }
+
+    /// Rebuilds a night from its stored snapshot: the counters and the allocations the
+    /// caller chose to load. Used by the write side, which keeps this state inline.
+    pub fn from_snapshot(
+        key: RoomNightKey,
+        levels: InventoryLevels,
+        confirmed: u32,
+        held: u32,
+        holds: BTreeMap<ReservationId, Hold>,
+        confirmations: BTreeMap<ReservationId, u32>,
+    ) -> Self {
+        Self {
+            key: Some(key),
+            levels: Some(levels),
+            confirmed,
+            held,
+            holds,
+            confirmations,
+        }
+    }
+
+    /// The invariant, as the database's CHECK also states it.
+    pub fn invariant_holds(&self) -> bool {
+        u64::from(self.confirmed) + u64::from(self.held) <= u64::from(self.capacity())
+    }
+
+    /// Decides a command against the current state: the events to record, or why not.
+    /// Pure: the time comes in the command.
+    pub fn decide(&self, command: RoomNightCommand) -> Result<Vec<RoomNightEvent>, RoomNightError> {
+        match command {
+            RoomNightCommand::SetInventory { key, levels, now } => {
+                if self.key.is_some_and(|k| k != key) {
+                    return Err(RoomNightError::WrongNight);
+                }
+                let (mut events, state) = self.drop_lapsed(now);
+                let reserved = state.confirmed + state.held;
+                if reserved > levels.capacity() {
+                    return Err(RoomNightError::BelowReserved { reserved });
+                }
+                if self.levels != Some(levels) {
+                    events.push(RoomNightEvent::InventorySet {
+                        key,
+                        total_rooms: levels.total_rooms(),
+                        overbooking_allowance: levels.overbooking_allowance(),
+                        rate_cents: levels.rate_cents(),
+                    });
+                }
+                Ok(events)
+            }
+            RoomNightCommand::Hold {
+                reservation_id,
+                rooms,
+                expires_at,
+                now,
+            } => self.take(reservation_id, rooms, Some(expires_at), now),
+            RoomNightCommand::Book {
+                reservation_id,
+                rooms,
+                now,
+            } => self.take(reservation_id, rooms, None, now),
+            RoomNightCommand::Confirm {
+                reservation_id,
+                now,
+            } => {
+                if self.confirmations.contains_key(&reservation_id) {
+                    return Ok(Vec::new());
+                }
+                let hold = self.holds.get(&reservation_id).ok_or(RoomNightError::NoHold)?;
+                if hold.expires_at <= now {
+                    return Err(RoomNightError::HoldExpired {
+                        expired_at: hold.expires_at,
+                    });
+                }
+                Ok(vec![RoomNightEvent::HoldConfirmed {
+                    reservation_id,
+                    rooms: hold.rooms,
+                }])
+            }
+            RoomNightCommand::Release { reservation_id } => {
+                if let Some(hold) = self.holds.get(&reservation_id) {
+                    Ok(vec![RoomNightEvent::RoomsReleased {
+                        reservation_id,
+                        rooms: hold.rooms,
+                        was_confirmed: false,
+                    }])
+                } else if let Some(rooms) = self.confirmations.get(&reservation_id) {
+                    Ok(vec![RoomNightEvent::RoomsReleased {
+                        reservation_id,
+                        rooms: *rooms,
+                        was_confirmed: true,
+                    }])
+                } else {
+                    Ok(Vec::new())
+                }
+            }
+            RoomNightCommand::ExpireHold {
+                reservation_id,
+                now,
+            } => match self.holds.get(&reservation_id) {
+                None => Ok(Vec::new()),
+                Some(hold) if hold.expires_at <= now => Ok(vec![RoomNightEvent::HoldLapsed {
+                    reservation_id,
+                    rooms: hold.rooms,
+                    expired_at: hold.expires_at,
+                }]),
+                Some(_) => Err(RoomNightError::HoldStillLive),
+            },
+        }
+    }
+
+    /// Hold (`hold_until` set) or book (`None`) rooms for a reservation, dropping lapsed
+    /// holds first so they neither count nor linger.
+    fn take(
+        &self,
+        reservation_id: ReservationId,
+        rooms: RoomCount,
+        hold_until: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<RoomNightEvent>, RoomNightError> {
+        if self.levels.is_none() {
+            return Err(RoomNightError::NotForSale);
+        }
+        // Repeating the same hold or booking changes nothing.
+        match (self.holds.get(&reservation_id), self.confirmations.get(&reservation_id)) {
+            (Some(hold), _) if hold.expires_at > now => {
+                return if hold_until == Some(hold.expires_at) && hold.rooms == rooms.get() {
+                    Ok(Vec::new())
+                } else {
+                    Err(RoomNightError::AllocationMismatch { rooms: hold.rooms })
+                };
+            }
+            (_, Some(booked)) => {
+                return if hold_until.is_none() && *booked == rooms.get() {
+                    Ok(Vec::new())
+                } else {
+                    Err(RoomNightError::AllocationMismatch { rooms: *booked })
+                };
+            }
+            _ => {}
+        }
+        let (mut events, state) = self.drop_lapsed(now);
+        let remaining = state.remaining();
+        if rooms.get() > remaining {
+            return Err(RoomNightError::SoldOut { remaining });
+        }
+        events.push(match hold_until {
+            Some(expires_at) => RoomNightEvent::RoomsHeld {
+                reservation_id,
+                rooms: rooms.get(),
+                expires_at,
+            },
+            None => RoomNightEvent::RoomsBooked {
+                reservation_id,
+                rooms: rooms.get(),
+            },
+        });
+        Ok(events)
+    }
+
+    /// The events that drop every lapsed hold, and the state after them.
+    fn drop_lapsed(&self, now: DateTime<Utc>) -> (Vec<RoomNightEvent>, RoomNight) {
+        let events: Vec<_> = self
+            .holds
+            .iter()
+            .filter(|(_, hold)| hold.expires_at <= now)
+            .map(|(id, hold)| RoomNightEvent::HoldLapsed {
+                reservation_id: *id,
+                rooms: hold.rooms,
+                expired_at: hold.expires_at,
+            })
+            .collect();
+        let mut state = self.clone();
+        for event in &events {
+            state.apply_event(event);
+        }
+        (events, state)
+    }
+
+    /// Applies an event. Counters saturate instead of wrapping so a corrupt history shows
+    /// up as a broken invariant in the auditor's replay rather than as a panic.
+    pub fn apply_event(&mut self, event: &RoomNightEvent) {
+        match event {
+            RoomNightEvent::InventorySet {
+                key,
+                total_rooms,
+                overbooking_allowance,
+                rate_cents,
+            } => {
+                self.key = Some(*key);
+                self.levels = InventoryLevels::parse(
+                    i64::from(*total_rooms),
+                    i64::from(*overbooking_allowance),
+                    *rate_cents,
+                )
+                .ok();
+            }
+            RoomNightEvent::RoomsHeld {
+                reservation_id,
+                rooms,
+                expires_at,
+            } => {
+                self.held = self.held.saturating_add(*rooms);
+                self.holds.insert(
+                    *reservation_id,
+                    Hold {
+                        rooms: *rooms,
+                        expires_at: *expires_at,
+                    },
+                );
+            }
+            RoomNightEvent::RoomsBooked {
+                reservation_id,
+                rooms,
+            } => {
+                self.confirmed = self.confirmed.saturating_add(*rooms);
+                self.confirmations.insert(*reservation_id, *rooms);
+            }
+            RoomNightEvent::HoldConfirmed {
+                reservation_id,
+                rooms,
+            } => {
+                self.holds.remove(reservation_id);
+                self.held = self.held.saturating_sub(*rooms);
+                self.confirmed = self.confirmed.saturating_add(*rooms);
+                self.confirmations.insert(*reservation_id, *rooms);
+            }
+            RoomNightEvent::HoldLapsed {
+                reservation_id,
+                rooms,
+                ..
+            } => {
+                self.holds.remove(reservation_id);
+                self.held = self.held.saturating_sub(*rooms);
+            }
+            RoomNightEvent::RoomsReleased {
+                reservation_id,
+                rooms,
+                was_confirmed,
+            } => {
+                if *was_confirmed {
+                    self.confirmations.remove(reservation_id);
+                    self.confirmed = self.confirmed.saturating_sub(*rooms);
+                } else {
+                    self.holds.remove(reservation_id);
+                    self.held = self.held.saturating_sub(*rooms);
+                }
+            }
+        }
+    }
+}
+
+impl Aggregate for RoomNight {
+    const TYPE: &'static str = "room_night";
+    type Command = RoomNightCommand;
+    type Event = RoomNightEvent;
+    type Error = RoomNightError;
+    type Services = ();
+
+    async fn handle(
+        &mut self,
+        command: Self::Command,
+        _service: &Self::Services,
+        sink: &EventSink<Self>,
+    ) -> Result<(), Self::Error> {
+        for event in self.decide(command)? {
+            sink.write(event, self).await;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, event: Self::Event) {
+        self.apply_event(&event);
+    }
+}
