@@ -238,7 +238,7 @@ pub struct InventoryLevels {
 
 impl InventoryLevels {
     pub const MAX_ROOMS: u32 = 1_000_000;
-    pub const MAX_RATE_CENTS: i64 = 100_000_000_00;
+    pub const MAX_RATE_CENTS: i64 = 10_000_000_000;
 
     pub fn parse(
         total_rooms: i64,
