@@ -1,0 +1,188 @@
+//! Loading the streams a command touches, from their inline state rows.
+//!
+//! A night is loaded from `room_nights` (its counters and version) plus only the
+//! allocations the command can touch: the reservation's own, and every lapsed hold (which
+//! a command that needs room drops). The domain never derives a count from the
+//! allocation maps, so this partial load decides exactly as a full replay would.
+
+use std::collections::BTreeMap;
+
+use aggregates::{
+    Hold, Hotel, HotelId, InventoryLevels, Nights, Reservation, ReservationId, RoomNight,
+    RoomNightKey, RoomTypeId,
+};
+use chrono::{DateTime, NaiveDate, Utc};
+use sqlx::{PgConnection, Row};
+use uuid::Uuid;
+
+use super::AttemptError;
+use crate::error::CommandError;
+
+fn corrupt(what: &str, e: impl std::fmt::Display) -> AttemptError {
+    AttemptError::Fatal(CommandError::Internal(format!("stored {what} unreadable: {e}")))
+}
+
+/// A stream's inline state and the version it was at when loaded.
+#[derive(Debug, Clone)]
+pub struct LoadedReservation {
+    pub reservation: Reservation,
+    pub version: i64,
+}
+
+/// The nights of one hotel and room type that a command touches, with their versions
+/// (absent: the night has no stream yet).
+#[derive(Debug, Clone)]
+pub struct LoadedNights {
+    pub hotel_id: HotelId,
+    pub room_type_id: RoomTypeId,
+    pub nights: Nights,
+    pub versions: BTreeMap<NaiveDate, i64>,
+}
+
+pub struct Loader<'c> {
+    pub conn: &'c mut PgConnection,
+}
+
+impl Loader<'_> {
+    /// The hotel aggregate and its version (a default aggregate at version 0 if unknown).
+    pub async fn hotel(&mut self, hotel_id: HotelId) -> Result<(Hotel, i64), AttemptError> {
+        let row = sqlx::query("SELECT state, version FROM hotels WHERE hotel_id = $1")
+            .bind(hotel_id.get())
+            .fetch_optional(&mut *self.conn)
+            .await?;
+        match row {
+            None => Ok((Hotel::default(), 0)),
+            Some(row) => {
+                let state: serde_json::Value = row.try_get("state")?;
+                let hotel = serde_json::from_value(state).map_err(|e| corrupt("hotel", e))?;
+                Ok((hotel, row.try_get("version")?))
+            }
+        }
+    }
+
+    /// The reservation and its version; `lock` takes its row `FOR UPDATE` so concurrent
+    /// commands on one reservation queue (pessimistic strategy).
+    pub async fn reservation(
+        &mut self,
+        reservation_id: ReservationId,
+        lock: bool,
+    ) -> Result<Option<LoadedReservation>, AttemptError> {
+        let sql = if lock {
+            "SELECT state, version FROM reservations WHERE reservation_id = $1 FOR UPDATE"
+        } else {
+            "SELECT state, version FROM reservations WHERE reservation_id = $1"
+        };
+        let row = sqlx::query(sql)
+            .bind(reservation_id.as_uuid())
+            .fetch_optional(&mut *self.conn)
+            .await?;
+        match row {
+            None => Ok(None),
+            Some(row) => {
+                let state: serde_json::Value = row.try_get("state")?;
+                let reservation =
+                    serde_json::from_value(state).map_err(|e| corrupt("reservation", e))?;
+                Ok(Some(LoadedReservation {
+                    reservation,
+                    version: row.try_get("version")?,
+                }))
+            }
+        }
+    }
+
+    /// The given nights, in night order. With `lock`, their rows are locked `FOR UPDATE`
+    /// in that order before anything is decided.
+    pub async fn nights(
+        &mut self,
+        hotel_id: HotelId,
+        room_type_id: RoomTypeId,
+        dates: &[NaiveDate],
+        reservation_id: Option<ReservationId>,
+        now: DateTime<Utc>,
+        lock: bool,
+    ) -> Result<LoadedNights, AttemptError> {
+        let sql = if lock {
+            "SELECT night, total_rooms, overbooking_allowance, rate_cents, confirmed, held, version
+               FROM room_nights
+              WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
+              ORDER BY night
+                FOR UPDATE"
+        } else {
+            "SELECT night, total_rooms, overbooking_allowance, rate_cents, confirmed, held, version
+               FROM room_nights
+              WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)"
+        };
+        let rows = sqlx::query(sql)
+            .bind(hotel_id.get())
+            .bind(room_type_id.get())
+            .bind(dates)
+            .fetch_all(&mut *self.conn)
+            .await?;
+
+        let reservation_uuid = reservation_id.map(|r| r.as_uuid()).unwrap_or(Uuid::nil());
+        let allocation_rows = sqlx::query(
+            "SELECT night, reservation_id, rooms, expires_at
+               FROM room_night_allocations
+              WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
+                AND (reservation_id = $4 OR expires_at <= $5)",
+        )
+        .bind(hotel_id.get())
+        .bind(room_type_id.get())
+        .bind(dates)
+        .bind(reservation_uuid)
+        .bind(now)
+        .fetch_all(&mut *self.conn)
+        .await?;
+
+        let mut holds: BTreeMap<NaiveDate, BTreeMap<ReservationId, Hold>> = BTreeMap::new();
+        let mut confirmations: BTreeMap<NaiveDate, BTreeMap<ReservationId, u32>> =
+            BTreeMap::new();
+        for row in allocation_rows {
+            let night: NaiveDate = row.try_get("night")?;
+            let id = ReservationId::from_uuid(row.try_get("reservation_id")?);
+            let rooms = non_negative(row.try_get("rooms")?)?;
+            match row.try_get::<Option<DateTime<Utc>>, _>("expires_at")? {
+                Some(expires_at) => {
+                    holds
+                        .entry(night)
+                        .or_default()
+                        .insert(id, Hold { rooms, expires_at });
+                }
+                None => {
+                    confirmations.entry(night).or_default().insert(id, rooms);
+                }
+            }
+        }
+
+        let mut loaded = LoadedNights {
+            hotel_id,
+            room_type_id,
+            nights: Nights::new(),
+            versions: BTreeMap::new(),
+        };
+        for row in rows {
+            let night: NaiveDate = row.try_get("night")?;
+            let levels = InventoryLevels::parse(
+                i64::from(row.try_get::<i32, _>("total_rooms")?),
+                i64::from(row.try_get::<i32, _>("overbooking_allowance")?),
+                row.try_get("rate_cents")?,
+            )
+            .map_err(|e| corrupt("room night", e))?;
+            let state = RoomNight::from_snapshot(
+                RoomNightKey::new(hotel_id, room_type_id, night),
+                levels,
+                non_negative(row.try_get("confirmed")?)?,
+                non_negative(row.try_get("held")?)?,
+                holds.remove(&night).unwrap_or_default(),
+                confirmations.remove(&night).unwrap_or_default(),
+            );
+            loaded.versions.insert(night, row.try_get("version")?);
+            loaded.nights.insert(night, state);
+        }
+        Ok(loaded)
+    }
+}
+
+fn non_negative(value: i32) -> Result<u32, AttemptError> {
+    u32::try_from(value).map_err(|e| corrupt("room count", e))
+}

@@ -1,0 +1,141 @@
+//! The write side's unit of work: load the streams a command touches, let the pure
+//! domain decide, and append every event of every stream — with the inline state rows
+//! and the idempotency record — in ONE PostgreSQL transaction.
+//!
+//! cqrs-es's framework commits one aggregate per transaction; a booking changes one
+//! `Reservation` and N `RoomNight`s all-or-nothing, so this module owns the transaction.
+//!
+//! Two contention strategies, chosen by configuration:
+//! - **optimistic**: read without locks, decide, then write each stream with its expected
+//!   version (the events primary key and `version = expected` on the inline rows); a lost
+//!   race rolls back and retries, bounded, with jittered backoff;
+//! - **pessimistic**: lock the `room_nights` rows `FOR UPDATE` in night order (a fixed
+//!   order, so no deadlocks) before deciding; concurrent bookings of one night queue
+//!   instead of retrying.
+//!
+//! Either way, when retries run out the caller gets `Contention` (try again), never a
+//! wrong answer; and the `room_nights` CHECK refuses an oversold night even if the code
+//! above it were wrong.
+
+mod append;
+pub mod idempotency;
+mod load;
+
+use std::future::Future;
+use std::time::Duration;
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::CommandError;
+
+pub use append::{EventMetadata, Writer};
+pub use idempotency::{IdempotencyKey, RequestFingerprint};
+pub use load::{LoadedNights, LoadedReservation, Loader};
+
+/// How concurrent commands on the same nights are kept apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// Decide without locks; detect conflicts at write time and retry.
+    Optimistic,
+    /// Lock the nights in order before deciding; queue instead of retrying.
+    Pessimistic,
+}
+
+impl Strategy {
+    pub fn locks_nights(self) -> bool {
+        self == Strategy::Pessimistic
+    }
+}
+
+/// Retry policy for lost races.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    pub max_attempts: u32,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 12,
+            base_delay: Duration::from_millis(2),
+            max_delay: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Why one attempt did not finish.
+#[derive(Debug)]
+pub enum AttemptError {
+    /// A concurrent writer got there first: reload and try again.
+    Conflict,
+    /// Anything else: give up and report it.
+    Fatal(CommandError),
+}
+
+impl From<sqlx::Error> for AttemptError {
+    fn from(e: sqlx::Error) -> Self {
+        let code = e
+            .as_database_error()
+            .and_then(|d| d.code())
+            .map(|c| c.into_owned());
+        match code.as_deref() {
+            // unique_violation: another writer appended the same stream version (the
+            // events primary key is the optimistic lock) or created the same row.
+            // serialization_failure / deadlock_detected: the database picked us to lose.
+            Some("23505") | Some("40001") | Some("40P01") => AttemptError::Conflict,
+            // check_violation: the database refused a state the domain accepted.
+            Some("23514") => AttemptError::Fatal(CommandError::Internal(format!(
+                "the database refused a decided write: {e}"
+            ))),
+            _ => AttemptError::Fatal(CommandError::Database(e)),
+        }
+    }
+}
+
+impl From<CommandError> for AttemptError {
+    fn from(e: CommandError) -> Self {
+        AttemptError::Fatal(e)
+    }
+}
+
+/// Runs `attempt` until it succeeds or fails for a reason other than a lost race,
+/// backing off with full jitter between attempts.
+pub async fn with_retries<T, F, Fut>(policy: RetryPolicy, mut attempt: F) -> Result<T, CommandError>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<T, AttemptError>>,
+{
+    let attempts = policy.max_attempts.max(1);
+    for n in 1..=attempts {
+        match attempt(n).await {
+            Ok(value) => return Ok(value),
+            Err(AttemptError::Fatal(e)) => return Err(e),
+            Err(AttemptError::Conflict) => {
+                metrics_conflict();
+                if n < attempts {
+                    let ceiling = policy
+                        .base_delay
+                        .saturating_mul(1 << n.min(10))
+                        .min(policy.max_delay);
+                    let jitter = rand::thread_rng().gen_range(0..=ceiling.as_micros() as u64);
+                    tokio::time::sleep(Duration::from_micros(jitter)).await;
+                }
+            }
+        }
+    }
+    Err(CommandError::Contention { attempts })
+}
+
+fn metrics_conflict() {
+    tracing::debug!("unit of work lost a race; retrying");
+}
+
+impl From<aggregates::Rejection> for AttemptError {
+    fn from(e: aggregates::Rejection) -> Self {
+        AttemptError::Fatal(CommandError::Rejected(e))
+    }
+}
