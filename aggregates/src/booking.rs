@@ -16,7 +16,9 @@ use crate::reservation::{
     CancelledBy, Reservation, ReservationCommand, ReservationDetails, ReservationError,
     ReservationEvent, ReservationStatus,
 };
-use crate::room_night::{RoomNight, RoomNightCommand, RoomNightError, RoomNightEvent, RoomNightKey};
+use crate::room_night::{
+    RoomNight, RoomNightCommand, RoomNightError, RoomNightEvent, RoomNightKey,
+};
 use crate::types::{
     local_date, BookingLimits, Guest, HotelId, InvalidInput, InventoryLevels, ReservationId,
     RoomCount, RoomTypeId, StayDates,
@@ -264,7 +266,13 @@ pub fn cancel(
                 reservation_id: details.reservation_id,
             },
         )?;
-        push_night(&mut decision, details.hotel_id, details.room_type_id, date, events);
+        push_night(
+            &mut decision,
+            details.hotel_id,
+            details.room_type_id,
+            date,
+            events,
+        );
     }
     Ok(decision)
 }
@@ -299,7 +307,13 @@ pub fn confirm(
             },
             other => other,
         })?;
-        push_night(&mut decision, details.hotel_id, details.room_type_id, date, events);
+        push_night(
+            &mut decision,
+            details.hotel_id,
+            details.room_type_id,
+            date,
+            events,
+        );
     }
     Ok(decision)
 }
@@ -325,7 +339,13 @@ pub fn expire_hold(
                 now,
             },
         )?;
-        push_night(&mut decision, details.hotel_id, details.room_type_id, date, events);
+        push_night(
+            &mut decision,
+            details.hotel_id,
+            details.room_type_id,
+            date,
+            events,
+        );
     }
     Ok(decision)
 }
@@ -382,7 +402,13 @@ pub fn change_dates(
             _ => continue,
         };
         let events = decide_night(night, date, command)?;
-        push_night(&mut decision, details.hotel_id, details.room_type_id, date, events);
+        push_night(
+            &mut decision,
+            details.hotel_id,
+            details.room_type_id,
+            date,
+            events,
+        );
     }
     if nightly.is_none() {
         return Err(Rejection::SoldOut {
@@ -449,4 +475,1146 @@ pub fn set_inventory(
         push_night(&mut decision, hotel_id, room_type_id, date, events);
     }
     Ok(decision)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hotel::{HotelCommand, HotelDetails, RoomTypeDetails};
+    use chrono::TimeZone;
+    use uuid::Uuid;
+
+    const HOTEL: i64 = 7;
+    const KING: i64 = 3;
+
+    fn hotel_id() -> HotelId {
+        HotelId::parse(HOTEL).expect("valid id")
+    }
+
+    fn king() -> RoomTypeId {
+        RoomTypeId::parse(KING).expect("valid id")
+    }
+
+    fn day(d: u32) -> NaiveDate {
+        NaiveDate::from_ymd_opt(2027, 6, d).expect("valid date")
+    }
+
+    fn key(d: u32) -> RoomNightKey {
+        RoomNightKey::new(hotel_id(), king(), day(d))
+    }
+
+    fn stay(start: u32, end: u32) -> StayDates {
+        StayDates::parse(day(start), day(end)).expect("valid stay")
+    }
+
+    /// Minutes after 2027-06-01 12:00 UTC (13:00 in Lisbon, so "today" is the 1st).
+    fn at(minutes: i64) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2027, 6, 1, 12, 0, 0)
+            .single()
+            .expect("valid time")
+            + chrono::Duration::minutes(minutes)
+    }
+
+    fn res(n: u128) -> ReservationId {
+        ReservationId::from_uuid(Uuid::from_u128(n))
+    }
+
+    fn rooms(n: i64) -> RoomCount {
+        RoomCount::parse(n).expect("valid count")
+    }
+
+    fn guest() -> Guest {
+        Guest::parse("Ana Lima", "ana@example.com").expect("valid guest")
+    }
+
+    /// Hotel 7 in Lisbon with room type 3.
+    fn hotel() -> Hotel {
+        let mut hotel = Hotel::default();
+        let commands = [
+            HotelCommand::SetDetails {
+                hotel_id: hotel_id(),
+                details: HotelDetails::parse("Casa do Rio", "Lisbon", "Europe/Lisbon")
+                    .expect("valid details"),
+            },
+            HotelCommand::SetRoomType {
+                room_type_id: king(),
+                details: RoomTypeDetails::parse("King", 2).expect("valid room type"),
+            },
+        ];
+        for command in commands {
+            for event in hotel.decide(command).expect("catalog accepts") {
+                hotel.apply_event(&event);
+            }
+        }
+        hotel
+    }
+
+    /// Nights of room type 3, each `(day, total_rooms, allowance, rate_cents)`.
+    fn nights(spec: &[(u32, u32, u32, i64)]) -> Nights {
+        spec.iter()
+            .map(|&(d, total, allowance, rate)| {
+                let mut night = RoomNight::default();
+                night.apply_event(&RoomNightEvent::InventorySet {
+                    key: key(d),
+                    total_rooms: total,
+                    overbooking_allowance: allowance,
+                    rate_cents: rate,
+                });
+                (day(d), night)
+            })
+            .collect()
+    }
+
+    /// Nights 10..=13 with `total` rooms each at 100, 120, 140, 160 euros.
+    fn four_nights(total: u32) -> Nights {
+        nights(&[
+            (10, total, 0, 10_000),
+            (11, total, 0, 12_000),
+            (12, total, 0, 14_000),
+            (13, total, 0, 16_000),
+        ])
+    }
+
+    fn hold_cmd(id: u128, start: u32, end: u32, n: i64) -> HoldStay {
+        HoldStay {
+            reservation_id: res(id),
+            hotel_id: hotel_id(),
+            room_type_id: king(),
+            stay: stay(start, end),
+            rooms: rooms(n),
+            guest: guest(),
+            channel: "direct".to_owned(),
+            expected_total_cents: None,
+            now: at(0),
+            hold_expires_at: at(15),
+        }
+    }
+
+    fn apply(decision: &Decision, reservation: &mut Reservation, nights: &mut Nights) {
+        for event in &decision.reservation {
+            reservation.apply_event(event);
+        }
+        for (key, events) in &decision.nights {
+            let night = nights.entry(key.night).or_default();
+            for event in events {
+                night.apply_event(event);
+            }
+        }
+    }
+
+    /// Holds a stay for `id` and applies it, returning the reservation.
+    fn held(cmd: HoldStay, nights: &mut Nights) -> Reservation {
+        let mut reservation = Reservation::default();
+        let decision = hold_stay(
+            &hotel(),
+            &reservation,
+            nights,
+            &BookingLimits::default(),
+            cmd,
+        )
+        .expect("the stay can be held");
+        apply(&decision, &mut reservation, nights);
+        reservation
+    }
+
+    fn confirmed(cmd: HoldStay, nights: &mut Nights) -> Reservation {
+        let mut reservation = held(cmd, nights);
+        let decision = confirm(&reservation, nights, at(1)).expect("the hold is live");
+        apply(&decision, &mut reservation, nights);
+        reservation
+    }
+
+    fn invalid_field(result: Result<Decision, Rejection>) -> String {
+        match result {
+            Err(Rejection::Invalid(InvalidInputRejection { field, .. })) => field,
+            other => panic!("expected an invalid input rejection, got {other:?}"),
+        }
+    }
+
+    fn rooms_held(id: u128, n: u32) -> RoomNightEvent {
+        RoomNightEvent::RoomsHeld {
+            reservation_id: res(id),
+            rooms: n,
+            expires_at: at(15),
+        }
+    }
+
+    fn rooms_released(id: u128, n: u32, was_confirmed: bool) -> RoomNightEvent {
+        RoomNightEvent::RoomsReleased {
+            reservation_id: res(id),
+            rooms: n,
+            was_confirmed,
+        }
+    }
+
+    // --- price_of -----------------------------------------------------------------------
+
+    #[test]
+    fn the_price_of_a_stay_is_the_sum_of_its_nightly_rates() {
+        let nights = four_nights(1);
+        assert_eq!(price_of(&nights, &stay(10, 13)), Some(36_000));
+        assert_eq!(price_of(&nights, &stay(13, 14)), Some(16_000));
+        assert_eq!(price_of(&nights, &stay(12, 15)), None);
+    }
+
+    // --- hold_stay ----------------------------------------------------------------------
+
+    #[test]
+    fn holding_a_stay_holds_every_night_at_the_sum_of_the_rates_times_the_rooms() {
+        let nights = four_nights(3);
+        let decision = hold_stay(
+            &hotel(),
+            &Reservation::default(),
+            &nights,
+            &BookingLimits::default(),
+            hold_cmd(1, 10, 13, 2),
+        )
+        .expect("the stay can be held");
+        assert_eq!(
+            decision.nights,
+            vec![
+                (key(10), vec![rooms_held(1, 2)]),
+                (key(11), vec![rooms_held(1, 2)]),
+                (key(12), vec![rooms_held(1, 2)]),
+            ]
+        );
+        assert_eq!(
+            decision.reservation,
+            vec![ReservationEvent::ReservationHeld(ReservationDetails {
+                reservation_id: res(1),
+                hotel_id: hotel_id(),
+                room_type_id: king(),
+                stay: stay(10, 13),
+                rooms: rooms(2),
+                guest: guest(),
+                channel: "direct".to_owned(),
+                total_cents: 2 * (10_000 + 12_000 + 14_000),
+                hold_expires_at: at(15),
+                created_at: at(0),
+            })]
+        );
+    }
+
+    #[test]
+    fn a_stay_whose_middle_night_is_sold_out_holds_no_night() {
+        let mut nights = four_nights(1);
+        held(hold_cmd(1, 11, 12, 1), &mut nights);
+        let before = nights.clone();
+        let result = hold_stay(
+            &hotel(),
+            &Reservation::default(),
+            &nights,
+            &BookingLimits::default(),
+            hold_cmd(2, 10, 13, 1),
+        );
+        assert_eq!(result, Err(Rejection::SoldOut { night: day(11) }));
+        assert_eq!(nights, before);
+    }
+
+    #[test]
+    fn a_stay_sold_out_on_several_nights_names_the_first_of_them() {
+        let mut nights = four_nights(1);
+        held(hold_cmd(1, 12, 14, 1), &mut nights);
+        let result = hold_stay(
+            &hotel(),
+            &Reservation::default(),
+            &nights,
+            &BookingLimits::default(),
+            hold_cmd(2, 10, 14, 1),
+        );
+        assert_eq!(result, Err(Rejection::SoldOut { night: day(12) }));
+    }
+
+    #[test]
+    fn a_stay_over_a_night_with_no_inventory_is_sold_out_on_that_night() {
+        let nights = nights(&[(10, 5, 0, 10_000), (12, 5, 0, 10_000)]);
+        let result = hold_stay(
+            &hotel(),
+            &Reservation::default(),
+            &nights,
+            &BookingLimits::default(),
+            hold_cmd(1, 10, 13, 1),
+        );
+        assert_eq!(result, Err(Rejection::SoldOut { night: day(11) }));
+    }
+
+    #[test]
+    fn a_stay_needing_more_rooms_than_remain_is_sold_out() {
+        let nights = four_nights(1);
+        let result = hold_stay(
+            &hotel(),
+            &Reservation::default(),
+            &nights,
+            &BookingLimits::default(),
+            hold_cmd(1, 10, 11, 2),
+        );
+        assert_eq!(result, Err(Rejection::SoldOut { night: day(10) }));
+    }
+
+    #[test]
+    fn a_stay_ending_on_a_day_and_one_starting_that_day_share_no_night() {
+        let mut nights = four_nights(1);
+        let first = held(hold_cmd(1, 10, 12, 1), &mut nights);
+        let second = held(hold_cmd(2, 12, 14, 1), &mut nights);
+        assert_eq!(first.recorded_status(), Some(ReservationStatus::Held));
+        assert_eq!(second.recorded_status(), Some(ReservationStatus::Held));
+        for night in nights.values() {
+            assert_eq!((night.held(), night.remaining()), (1, 0));
+            assert!(night.invariant_holds());
+        }
+        assert!(nights[&day(11)].hold_of(&res(1)).is_some());
+        assert!(nights[&day(12)].hold_of(&res(2)).is_some());
+    }
+
+    #[test]
+    fn a_hold_quoting_the_wrong_total_is_price_changed_with_the_actual_total() {
+        let nights = four_nights(3);
+        let mut cmd = hold_cmd(1, 10, 12, 2);
+        cmd.expected_total_cents = Some(40_000);
+        let result = hold_stay(
+            &hotel(),
+            &Reservation::default(),
+            &nights,
+            &BookingLimits::default(),
+            cmd.clone(),
+        );
+        assert_eq!(
+            result,
+            Err(Rejection::PriceChanged {
+                total_cents: 44_000
+            })
+        );
+        cmd.expected_total_cents = Some(44_000);
+        assert!(hold_stay(
+            &hotel(),
+            &Reservation::default(),
+            &nights,
+            &BookingLimits::default(),
+            cmd,
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn holding_at_an_unknown_hotel_is_unknown_hotel() {
+        let nights = four_nights(3);
+        let limits = BookingLimits::default();
+        let empty = Reservation::default();
+        let result = hold_stay(
+            &Hotel::default(),
+            &empty,
+            &nights,
+            &limits,
+            hold_cmd(1, 10, 11, 1),
+        );
+        assert_eq!(result, Err(Rejection::UnknownHotel));
+        let mut cmd = hold_cmd(1, 10, 11, 1);
+        cmd.hotel_id = HotelId::parse(8).expect("valid id");
+        assert_eq!(
+            hold_stay(&hotel(), &empty, &nights, &limits, cmd),
+            Err(Rejection::UnknownHotel)
+        );
+    }
+
+    #[test]
+    fn holding_an_unknown_room_type_is_unknown_room_type() {
+        let mut cmd = hold_cmd(1, 10, 11, 1);
+        cmd.room_type_id = RoomTypeId::parse(4).expect("valid id");
+        let result = hold_stay(
+            &hotel(),
+            &Reservation::default(),
+            &four_nights(3),
+            &BookingLimits::default(),
+            cmd,
+        );
+        assert_eq!(result, Err(Rejection::UnknownRoomType));
+    }
+
+    #[test]
+    fn holding_outside_the_booking_limits_is_invalid() {
+        let nights = four_nights(20);
+        let limits = BookingLimits::default();
+        let empty = Reservation::default();
+        let attempt = |cmd: HoldStay| hold_stay(&hotel(), &empty, &nights, &limits, cmd);
+
+        let mut too_long = hold_cmd(1, 10, 11, 1);
+        too_long.stay = StayDates::parse(day(10), day(10) + chrono::Days::new(31)).expect("valid");
+        assert_eq!(invalid_field(attempt(too_long)), "end_date");
+
+        assert_eq!(invalid_field(attempt(hold_cmd(1, 10, 11, 11))), "rooms");
+
+        let mut far = hold_cmd(1, 10, 11, 1);
+        far.now = Utc
+            .with_ymd_and_hms(2025, 6, 1, 12, 0, 0)
+            .single()
+            .expect("valid");
+        far.hold_expires_at = far.now + chrono::Duration::minutes(15);
+        assert_eq!(invalid_field(attempt(far)), "start_date");
+
+        let strict = BookingLimits {
+            max_nights: 2,
+            max_rooms: 1,
+            max_days_ahead: 730,
+        };
+        let result = hold_stay(&hotel(), &empty, &nights, &strict, hold_cmd(1, 10, 13, 1));
+        assert_eq!(invalid_field(result), "end_date");
+    }
+
+    #[test]
+    fn the_start_may_not_be_in_the_past_at_the_hotel_even_if_it_is_not_in_utc() {
+        // 23:30 UTC on the 9th is already 00:30 on the 10th in Lisbon (UTC+1 in June).
+        let late = Utc
+            .with_ymd_and_hms(2027, 6, 9, 23, 30, 0)
+            .single()
+            .expect("valid");
+        let nights = four_nights(3);
+        let limits = BookingLimits::default();
+        let empty = Reservation::default();
+        let mut cmd = hold_cmd(1, 9, 11, 1);
+        cmd.now = late;
+        cmd.hold_expires_at = late + chrono::Duration::minutes(15);
+        let mut extended = nights.clone();
+        extended.extend(self::nights(&[(9, 3, 0, 10_000)]));
+        assert_eq!(
+            invalid_field(hold_stay(&hotel(), &empty, &extended, &limits, cmd.clone())),
+            "start_date"
+        );
+        cmd.stay = stay(10, 11);
+        assert!(hold_stay(&hotel(), &empty, &nights, &limits, cmd).is_ok());
+    }
+
+    #[test]
+    fn holding_with_the_id_of_an_existing_reservation_is_reservation_exists() {
+        let mut nights = four_nights(3);
+        let existing = held(hold_cmd(1, 10, 11, 1), &mut nights);
+        let result = hold_stay(
+            &hotel(),
+            &existing,
+            &nights,
+            &BookingLimits::default(),
+            hold_cmd(1, 12, 13, 1),
+        );
+        assert_eq!(result, Err(Rejection::ReservationExists));
+    }
+
+    #[test]
+    fn holding_drops_lapsed_holds_of_other_reservations_on_its_nights() {
+        let mut nights = four_nights(1);
+        held(hold_cmd(1, 10, 12, 1), &mut nights);
+        let mut cmd = hold_cmd(2, 11, 13, 1);
+        cmd.now = at(20);
+        cmd.hold_expires_at = at(35);
+        let decision = hold_stay(
+            &hotel(),
+            &Reservation::default(),
+            &nights,
+            &BookingLimits::default(),
+            cmd,
+        )
+        .expect("the lapsed hold makes room");
+        let new_hold = RoomNightEvent::RoomsHeld {
+            reservation_id: res(2),
+            rooms: 1,
+            expires_at: at(35),
+        };
+        assert_eq!(
+            decision.nights,
+            vec![
+                (
+                    key(11),
+                    vec![
+                        RoomNightEvent::HoldLapsed {
+                            reservation_id: res(1),
+                            rooms: 1,
+                            expired_at: at(15),
+                        },
+                        new_hold.clone(),
+                    ]
+                ),
+                (key(12), vec![new_hold]),
+            ]
+        );
+    }
+
+    // --- cancel -------------------------------------------------------------------------
+
+    #[test]
+    fn cancelling_a_held_stay_releases_every_night() {
+        let mut nights = four_nights(3);
+        let reservation = held(hold_cmd(1, 10, 13, 2), &mut nights);
+        let decision = cancel(
+            &reservation,
+            &nights,
+            at(5),
+            "plans".into(),
+            CancelledBy::Guest,
+        )
+        .expect("cancellable");
+        assert_eq!(
+            decision.reservation,
+            vec![ReservationEvent::ReservationCancelled {
+                cancelled_at: at(5),
+                reason: "plans".into(),
+                by: CancelledBy::Guest,
+            }]
+        );
+        assert_eq!(
+            decision.nights,
+            (10..13)
+                .map(|d| (key(d), vec![rooms_released(1, 2, false)]))
+                .collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn cancelling_a_confirmed_stay_releases_every_confirmed_night() {
+        let mut nights = four_nights(3);
+        let mut reservation = confirmed(hold_cmd(1, 10, 12, 1), &mut nights);
+        let decision = cancel(
+            &reservation,
+            &nights,
+            at(600),
+            "closed".into(),
+            CancelledBy::Hotel,
+        )
+        .expect("cancellable");
+        assert_eq!(
+            decision.nights,
+            vec![
+                (key(10), vec![rooms_released(1, 1, true)]),
+                (key(11), vec![rooms_released(1, 1, true)]),
+            ]
+        );
+        apply(&decision, &mut reservation, &mut nights);
+        for night in nights.values() {
+            assert_eq!(
+                (night.confirmed(), night.held(), night.remaining()),
+                (0, 0, 3)
+            );
+        }
+    }
+
+    #[test]
+    fn cancelling_twice_is_invalid_state_and_releases_nothing() {
+        let mut nights = four_nights(3);
+        let mut reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
+        let first = cancel(
+            &reservation,
+            &nights,
+            at(5),
+            "plans".into(),
+            CancelledBy::Guest,
+        )
+        .expect("cancellable");
+        apply(&first, &mut reservation, &mut nights);
+        // Someone else takes the freed rooms; a second cancel must not free theirs.
+        held(hold_cmd(2, 10, 12, 3), &mut nights);
+        let second = cancel(
+            &reservation,
+            &nights,
+            at(6),
+            "plans".into(),
+            CancelledBy::Guest,
+        );
+        assert_eq!(
+            second,
+            Err(Rejection::InvalidState {
+                status: ReservationStatus::Cancelled
+            })
+        );
+    }
+
+    #[test]
+    fn cancelling_a_lapsed_hold_is_invalid_state_expired() {
+        let mut nights = four_nights(3);
+        let reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
+        assert_eq!(
+            cancel(
+                &reservation,
+                &nights,
+                at(15),
+                "late".into(),
+                CancelledBy::Guest
+            ),
+            Err(Rejection::InvalidState {
+                status: ReservationStatus::Expired
+            })
+        );
+    }
+
+    #[test]
+    fn cancelling_an_unknown_reservation_is_not_found() {
+        assert_eq!(
+            cancel(
+                &Reservation::default(),
+                &four_nights(1),
+                at(0),
+                "?".into(),
+                CancelledBy::Guest
+            ),
+            Err(Rejection::ReservationNotFound)
+        );
+    }
+
+    // --- confirm ------------------------------------------------------------------------
+
+    #[test]
+    fn confirming_a_live_hold_confirms_every_night() {
+        let mut nights = four_nights(3);
+        let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
+        let decision = confirm(&reservation, &nights, at(14)).expect("the hold is live");
+        assert_eq!(
+            decision.reservation,
+            vec![ReservationEvent::ReservationConfirmed {
+                confirmed_at: at(14)
+            }]
+        );
+        let hold_confirmed = RoomNightEvent::HoldConfirmed {
+            reservation_id: res(1),
+            rooms: 2,
+        };
+        assert_eq!(
+            decision.nights,
+            vec![
+                (key(10), vec![hold_confirmed.clone()]),
+                (key(11), vec![hold_confirmed]),
+            ]
+        );
+    }
+
+    #[test]
+    fn confirming_twice_decides_nothing() {
+        let mut nights = four_nights(3);
+        let reservation = confirmed(hold_cmd(1, 10, 12, 2), &mut nights);
+        let decision = confirm(&reservation, &nights, at(30)).expect("idempotent");
+        assert!(decision.is_empty());
+    }
+
+    #[test]
+    fn confirming_a_lapsed_hold_is_hold_expired() {
+        let mut nights = four_nights(3);
+        let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
+        assert_eq!(
+            confirm(&reservation, &nights, at(15)),
+            Err(Rejection::HoldExpired { expired_at: at(15) })
+        );
+    }
+
+    #[test]
+    fn confirming_when_a_night_has_lost_the_hold_refuses_the_whole_confirmation() {
+        let mut nights = four_nights(3);
+        let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
+        let mut broken = nights.clone();
+        broken
+            .get_mut(&day(11))
+            .expect("night exists")
+            .apply_event(&rooms_released(1, 2, false));
+        assert_eq!(
+            confirm(&reservation, &broken, at(5)),
+            Err(Rejection::HoldExpired { expired_at: at(15) })
+        );
+    }
+
+    #[test]
+    fn confirming_a_cancelled_reservation_is_invalid_state() {
+        let mut nights = four_nights(3);
+        let mut reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
+        let decision = cancel(&reservation, &nights, at(1), "x".into(), CancelledBy::Guest)
+            .expect("cancellable");
+        apply(&decision, &mut reservation, &mut nights);
+        assert_eq!(
+            confirm(&reservation, &nights, at(2)),
+            Err(Rejection::InvalidState {
+                status: ReservationStatus::Cancelled
+            })
+        );
+    }
+
+    #[test]
+    fn confirming_an_unknown_reservation_is_not_found() {
+        assert_eq!(
+            confirm(&Reservation::default(), &four_nights(1), at(0)),
+            Err(Rejection::ReservationNotFound)
+        );
+    }
+
+    // --- expire_hold --------------------------------------------------------------------
+
+    #[test]
+    fn expiring_a_lapsed_hold_drops_it_from_the_nights_that_still_carry_it() {
+        let mut nights = four_nights(1);
+        let reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
+        // Another stay on the 11th already dropped the lapsed hold there.
+        let mut late = hold_cmd(2, 11, 12, 1);
+        late.now = at(20);
+        late.hold_expires_at = at(35);
+        held(late, &mut nights);
+        assert_eq!(nights[&day(11)].hold_of(&res(1)), None);
+
+        let decision = expire_hold(&reservation, &nights, at(30)).expect("lapsed");
+        assert_eq!(
+            decision.reservation,
+            vec![ReservationEvent::HoldExpired { expired_at: at(15) }]
+        );
+        assert_eq!(
+            decision.nights,
+            vec![(
+                key(10),
+                vec![RoomNightEvent::HoldLapsed {
+                    reservation_id: res(1),
+                    rooms: 1,
+                    expired_at: at(15),
+                }]
+            )]
+        );
+    }
+
+    #[test]
+    fn expiring_a_live_hold_is_hold_still_live() {
+        let mut nights = four_nights(3);
+        let reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
+        assert_eq!(
+            expire_hold(&reservation, &nights, at(14)),
+            Err(Rejection::HoldStillLive)
+        );
+    }
+
+    #[test]
+    fn expiring_twice_decides_nothing() {
+        let mut nights = four_nights(3);
+        let mut reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
+        let decision = expire_hold(&reservation, &nights, at(20)).expect("lapsed");
+        apply(&decision, &mut reservation, &mut nights);
+        let again = expire_hold(&reservation, &nights, at(25)).expect("idempotent");
+        assert!(again.is_empty());
+    }
+
+    #[test]
+    fn expiring_a_confirmed_reservation_is_invalid_state() {
+        let mut nights = four_nights(3);
+        let reservation = confirmed(hold_cmd(1, 10, 12, 1), &mut nights);
+        assert_eq!(
+            expire_hold(&reservation, &nights, at(60)),
+            Err(Rejection::InvalidState {
+                status: ReservationStatus::Confirmed
+            })
+        );
+    }
+
+    #[test]
+    fn expiring_an_unknown_reservation_is_not_found() {
+        assert_eq!(
+            expire_hold(&Reservation::default(), &four_nights(1), at(60)),
+            Err(Rejection::ReservationNotFound)
+        );
+    }
+
+    // --- change_dates -------------------------------------------------------------------
+
+    fn change(
+        reservation: &Reservation,
+        nights: &Nights,
+        new_stay: StayDates,
+        expected: Option<i64>,
+        now: DateTime<Utc>,
+    ) -> Result<Decision, Rejection> {
+        change_dates(
+            &hotel(),
+            reservation,
+            nights,
+            &BookingLimits::default(),
+            new_stay,
+            expected,
+            now,
+        )
+    }
+
+    #[test]
+    fn changing_the_dates_of_a_hold_releases_old_nights_holds_new_ones_and_leaves_the_overlap() {
+        let mut nights = four_nights(2);
+        let reservation = held(hold_cmd(1, 10, 13, 2), &mut nights);
+        let decision = change(&reservation, &nights, stay(11, 14), None, at(5)).expect("movable");
+        assert_eq!(
+            decision.nights,
+            vec![
+                (key(10), vec![rooms_released(1, 2, false)]),
+                (key(13), vec![rooms_held(1, 2)]),
+            ]
+        );
+        assert_eq!(
+            decision.reservation,
+            vec![ReservationEvent::DatesChanged {
+                stay: stay(11, 14),
+                total_cents: 2 * (12_000 + 14_000 + 16_000),
+                changed_at: at(5),
+            }]
+        );
+    }
+
+    #[test]
+    fn a_confirmed_reservation_moves_with_rooms_booked() {
+        let mut nights = four_nights(1);
+        let mut reservation = confirmed(hold_cmd(1, 10, 12, 1), &mut nights);
+        let decision = change(&reservation, &nights, stay(11, 13), None, at(60)).expect("movable");
+        assert_eq!(
+            decision.nights,
+            vec![
+                (key(10), vec![rooms_released(1, 1, true)]),
+                (
+                    key(12),
+                    vec![RoomNightEvent::RoomsBooked {
+                        reservation_id: res(1),
+                        rooms: 1,
+                    }]
+                ),
+            ]
+        );
+        apply(&decision, &mut reservation, &mut nights);
+        assert_eq!(nights[&day(10)].remaining(), 1);
+        assert_eq!(nights[&day(11)].confirmed_for(&res(1)), Some(1));
+        assert_eq!(nights[&day(12)].confirmed_for(&res(1)), Some(1));
+        assert_eq!(
+            reservation.details().map(|d| (d.stay, d.total_cents)),
+            Some((stay(11, 13), 26_000))
+        );
+        assert_eq!(
+            reservation.recorded_status(),
+            Some(ReservationStatus::Confirmed)
+        );
+    }
+
+    #[test]
+    fn moving_onto_a_sold_out_night_is_refused_naming_it() {
+        let mut nights = four_nights(1);
+        let reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
+        held(hold_cmd(2, 13, 14, 1), &mut nights);
+        assert_eq!(
+            change(&reservation, &nights, stay(11, 14), None, at(5)),
+            Err(Rejection::SoldOut { night: day(13) })
+        );
+    }
+
+    #[test]
+    fn moving_onto_a_night_without_inventory_is_refused_naming_it() {
+        let mut nights = four_nights(1);
+        let reservation = held(hold_cmd(1, 12, 14, 1), &mut nights);
+        assert_eq!(
+            change(&reservation, &nights, stay(13, 15), None, at(5)),
+            Err(Rejection::SoldOut { night: day(14) })
+        );
+    }
+
+    #[test]
+    fn moving_with_a_stale_expected_total_is_price_changed() {
+        let mut nights = four_nights(1);
+        let reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
+        assert_eq!(
+            change(&reservation, &nights, stay(11, 13), Some(22_000), at(5)),
+            Err(Rejection::PriceChanged {
+                total_cents: 26_000
+            })
+        );
+        assert!(change(&reservation, &nights, stay(11, 13), Some(26_000), at(5)).is_ok());
+    }
+
+    #[test]
+    fn moving_to_the_same_dates_is_invalid() {
+        let mut nights = four_nights(1);
+        let reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
+        assert_eq!(
+            invalid_field(change(&reservation, &nights, stay(10, 12), None, at(5))),
+            "end_date"
+        );
+    }
+
+    #[test]
+    fn moving_a_lapsed_hold_is_hold_expired() {
+        let mut nights = four_nights(1);
+        let reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
+        assert_eq!(
+            change(&reservation, &nights, stay(11, 13), None, at(15)),
+            Err(Rejection::HoldExpired { expired_at: at(15) })
+        );
+    }
+
+    #[test]
+    fn moving_a_cancelled_reservation_is_invalid_state() {
+        let mut nights = four_nights(1);
+        let mut reservation = confirmed(hold_cmd(1, 10, 12, 1), &mut nights);
+        let decision = cancel(&reservation, &nights, at(2), "x".into(), CancelledBy::Hotel)
+            .expect("cancellable");
+        apply(&decision, &mut reservation, &mut nights);
+        assert_eq!(
+            change(&reservation, &nights, stay(11, 13), None, at(3)),
+            Err(Rejection::InvalidState {
+                status: ReservationStatus::Cancelled
+            })
+        );
+    }
+
+    #[test]
+    fn moving_outside_the_booking_limits_is_invalid() {
+        let mut nights = four_nights(1);
+        let reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
+        let long = StayDates::parse(day(10), day(10) + chrono::Days::new(31)).expect("valid");
+        assert_eq!(
+            invalid_field(change(&reservation, &nights, long, None, at(5))),
+            "end_date"
+        );
+        let past = StayDates::parse(
+            NaiveDate::from_ymd_opt(2027, 5, 31).expect("valid date"),
+            day(11),
+        )
+        .expect("valid");
+        assert_eq!(
+            invalid_field(change(&reservation, &nights, past, None, at(5))),
+            "start_date"
+        );
+    }
+
+    #[test]
+    fn moving_an_unknown_reservation_is_not_found() {
+        assert_eq!(
+            change(
+                &Reservation::default(),
+                &four_nights(1),
+                stay(10, 11),
+                None,
+                at(0)
+            ),
+            Err(Rejection::ReservationNotFound)
+        );
+    }
+
+    // --- set_inventory ------------------------------------------------------------------
+
+    fn update(total: i64, allowance: Option<i64>, rate: Option<i64>) -> InventoryUpdate {
+        InventoryUpdate {
+            total_rooms: total,
+            overbooking_allowance: allowance,
+            rate_cents: rate,
+        }
+    }
+
+    fn set(
+        nights: &Nights,
+        range: StayDates,
+        update: InventoryUpdate,
+    ) -> Result<Decision, Rejection> {
+        set_inventory(&hotel(), nights, hotel_id(), king(), range, update, at(0))
+    }
+
+    fn inventory_set(
+        d: u32,
+        total: u32,
+        allowance: u32,
+        rate: i64,
+    ) -> (RoomNightKey, Vec<RoomNightEvent>) {
+        (
+            key(d),
+            vec![RoomNightEvent::InventorySet {
+                key: key(d),
+                total_rooms: total,
+                overbooking_allowance: allowance,
+                rate_cents: rate,
+            }],
+        )
+    }
+
+    #[test]
+    fn setting_inventory_on_new_nights_puts_every_night_of_the_range_on_sale() {
+        let decision =
+            set(&Nights::new(), stay(10, 12), update(5, None, Some(9_000))).expect("valid update");
+        assert!(decision.reservation.is_empty());
+        assert_eq!(
+            decision.nights,
+            vec![
+                inventory_set(10, 5, 0, 9_000),
+                inventory_set(11, 5, 0, 9_000)
+            ]
+        );
+    }
+
+    #[test]
+    fn omitting_the_rate_for_a_night_without_inventory_is_invalid() {
+        let nights = nights(&[(10, 5, 0, 9_000)]);
+        match set(&nights, stay(10, 12), update(5, None, None)) {
+            Err(Rejection::Invalid(InvalidInputRejection { field, message })) => {
+                assert_eq!(field, "rate_cents");
+                assert!(message.contains("2027-06-11"), "{message}");
+            }
+            other => panic!("expected invalid rate_cents, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn omitted_allowance_and_rate_keep_the_current_values() {
+        let nights = nights(&[(10, 5, 2, 9_000), (11, 5, 1, 11_000)]);
+        let decision = set(&nights, stay(10, 12), update(8, None, None)).expect("valid update");
+        assert_eq!(
+            decision.nights,
+            vec![
+                inventory_set(10, 8, 2, 9_000),
+                inventory_set(11, 8, 1, 11_000)
+            ]
+        );
+        let decision =
+            set(&nights, stay(10, 12), update(8, Some(0), Some(10_000))).expect("valid update");
+        assert_eq!(
+            decision.nights,
+            vec![
+                inventory_set(10, 8, 0, 10_000),
+                inventory_set(11, 8, 0, 10_000)
+            ]
+        );
+    }
+
+    #[test]
+    fn setting_unchanged_inventory_decides_nothing() {
+        let nights = nights(&[(10, 5, 2, 9_000)]);
+        let decision = set(&nights, stay(10, 11), update(5, None, None)).expect("valid update");
+        assert!(decision.is_empty());
+    }
+
+    #[test]
+    fn setting_inventory_below_what_is_sold_names_the_night_and_changes_no_night() {
+        let mut nights = four_nights(3);
+        held(hold_cmd(1, 11, 12, 2), &mut nights);
+        confirmed(hold_cmd(2, 12, 13, 1), &mut nights);
+        assert_eq!(
+            set(&nights, stay(10, 14), update(1, None, None)),
+            Err(Rejection::InventoryBelowReserved {
+                night: day(11),
+                reserved: 2
+            })
+        );
+        let decision = set(&nights, stay(10, 14), update(2, None, None)).expect("fits");
+        assert_eq!(decision.nights.len(), 4);
+    }
+
+    #[test]
+    fn lapsed_holds_do_not_count_as_sold_when_lowering_inventory() {
+        let mut nights = four_nights(3);
+        held(hold_cmd(1, 11, 12, 2), &mut nights);
+        let decision = set_inventory(
+            &hotel(),
+            &nights,
+            hotel_id(),
+            king(),
+            stay(11, 12),
+            update(0, None, None),
+            at(15),
+        )
+        .expect("the lapsed hold does not count");
+        assert_eq!(
+            decision.nights,
+            vec![(
+                key(11),
+                vec![
+                    RoomNightEvent::HoldLapsed {
+                        reservation_id: res(1),
+                        rooms: 2,
+                        expired_at: at(15),
+                    },
+                    RoomNightEvent::InventorySet {
+                        key: key(11),
+                        total_rooms: 0,
+                        overbooking_allowance: 0,
+                        rate_cents: 12_000,
+                    },
+                ]
+            )]
+        );
+    }
+
+    #[test]
+    fn out_of_range_inventory_values_are_invalid() {
+        let nights = four_nights(3);
+        assert_eq!(
+            invalid_field(set(&nights, stay(10, 11), update(-1, None, None))),
+            "total_rooms"
+        );
+        assert_eq!(
+            invalid_field(set(&nights, stay(10, 11), update(1, Some(-1), None))),
+            "overbooking_allowance"
+        );
+        assert_eq!(
+            invalid_field(set(&nights, stay(10, 11), update(1, None, Some(-5)))),
+            "rate_cents"
+        );
+    }
+
+    #[test]
+    fn setting_inventory_of_an_unknown_hotel_or_room_type_is_refused() {
+        let range = stay(10, 11);
+        let up = update(1, None, Some(1));
+        assert_eq!(
+            set_inventory(
+                &Hotel::default(),
+                &Nights::new(),
+                hotel_id(),
+                king(),
+                range,
+                up,
+                at(0)
+            ),
+            Err(Rejection::UnknownHotel)
+        );
+        let other_type = RoomTypeId::parse(9).expect("valid id");
+        assert_eq!(
+            set_inventory(
+                &hotel(),
+                &Nights::new(),
+                hotel_id(),
+                other_type,
+                range,
+                up,
+                at(0)
+            ),
+            Err(Rejection::UnknownRoomType)
+        );
+    }
+
+    // --- Rejection ----------------------------------------------------------------------
+
+    #[test]
+    fn reservation_errors_map_to_rejections() {
+        assert_eq!(
+            Rejection::from(ReservationError::NotFound),
+            Rejection::ReservationNotFound
+        );
+        assert_eq!(
+            Rejection::from(ReservationError::AlreadyExists),
+            Rejection::ReservationExists
+        );
+        assert_eq!(
+            Rejection::from(ReservationError::HoldStillLive),
+            Rejection::HoldStillLive
+        );
+        assert_eq!(
+            invalid_field(Err(ReservationError::SameDates.into())),
+            "end_date"
+        );
+    }
+
+    #[test]
+    fn rejections_survive_a_json_round_trip() {
+        let rejections = [
+            Rejection::SoldOut { night: day(11) },
+            Rejection::PriceChanged { total_cents: 1 },
+            Rejection::InvalidState {
+                status: ReservationStatus::Cancelled,
+            },
+            InvalidInput::new("rooms", "too many").into(),
+        ];
+        for rejection in rejections {
+            let json = serde_json::to_string(&rejection).expect("serializes");
+            let back: Rejection = serde_json::from_str(&json).expect("deserializes");
+            assert_eq!(back, rejection);
+        }
+        assert_eq!(
+            serde_json::to_value(Rejection::SoldOut { night: day(11) }).expect("serializes"),
+            serde_json::json!({"error": "sold_out", "night": "2027-06-11"})
+        );
+    }
 }

@@ -1,0 +1,555 @@
+//! Property test: random sequences of booking decisions over a few nights of one room
+//! type never break a night's invariant, never leave a stay partly allocated, and the
+//! event streams they record replay to exactly the live aggregates.
+
+use std::collections::BTreeMap;
+
+use aggregates::booking::{self, HoldStay, InvalidInputRejection, InventoryUpdate};
+use aggregates::{
+    BookingLimits, CancelledBy, Decision, Guest, Hotel, HotelCommand, HotelDetails, HotelEvent,
+    HotelId, Nights, Rejection, Reservation, ReservationEvent, ReservationId, ReservationStatus,
+    RoomCount, RoomNight, RoomNightEvent, RoomNightKey, RoomTypeDetails, RoomTypeId, StayDates,
+};
+use chrono::{DateTime, Duration, NaiveDate, TimeZone, Utc};
+use cqrs_es::Aggregate;
+use proptest::prelude::*;
+use uuid::Uuid;
+
+/// The nights on sale at the start: 2027-06-10 ..= 2027-06-13.
+const FIRST_DAY: u32 = 10;
+const NIGHTS: u32 = 4;
+const RESERVATION_IDS: u128 = 6;
+
+fn hotel_id() -> HotelId {
+    HotelId::parse(7).expect("valid id")
+}
+
+fn king() -> RoomTypeId {
+    RoomTypeId::parse(3).expect("valid id")
+}
+
+/// The `offset`-th night from the first; offsets past the fourth night have no inventory
+/// until an inventory update puts them on sale.
+fn night(offset: u32) -> NaiveDate {
+    NaiveDate::from_ymd_opt(2027, 6, FIRST_DAY + offset).expect("valid date")
+}
+
+fn range(start: u32, len: u32) -> StayDates {
+    StayDates::parse(night(start), night(start + len)).expect("valid stay")
+}
+
+fn res(n: u128) -> ReservationId {
+    ReservationId::from_uuid(Uuid::from_u128(n))
+}
+
+fn start_time() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2027, 6, 1, 12, 0, 0)
+        .single()
+        .expect("valid time")
+}
+
+/// The reservation an allocation event is about; `None` for inventory changes.
+fn allocation_of(event: &RoomNightEvent) -> Option<&ReservationId> {
+    match event {
+        RoomNightEvent::InventorySet { .. } => None,
+        RoomNightEvent::RoomsHeld { reservation_id, .. }
+        | RoomNightEvent::RoomsBooked { reservation_id, .. }
+        | RoomNightEvent::HoldConfirmed { reservation_id, .. }
+        | RoomNightEvent::RoomsReleased { reservation_id, .. }
+        | RoomNightEvent::HoldLapsed { reservation_id, .. } => Some(reservation_id),
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Hold {
+        id: u128,
+        start: u32,
+        len: u32,
+        rooms: i64,
+        ttl_minutes: i64,
+    },
+    Confirm {
+        id: u128,
+    },
+    Cancel {
+        id: u128,
+    },
+    Expire {
+        id: u128,
+    },
+    ChangeDates {
+        id: u128,
+        start: u32,
+        len: u32,
+    },
+    SetInventory {
+        start: u32,
+        len: u32,
+        total: i64,
+        allowance: Option<i64>,
+        rate: Option<i64>,
+    },
+    Advance {
+        minutes: i64,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let id = 1..=RESERVATION_IDS;
+    // Stays may run one night past the initial inventory, which is then not for sale.
+    let start = 0..NIGHTS;
+    let len = 1..=3_u32;
+    let rate = prop::option::of(prop::sample::select(vec![8_000_i64, 10_000, 12_500]));
+    prop_oneof![
+        4 => (id.clone(), start.clone(), len.clone(), 1..=2_i64, 1..=30_i64).prop_map(
+            |(id, start, len, rooms, ttl_minutes)| Op::Hold { id, start, len, rooms, ttl_minutes }
+        ),
+        3 => id.clone().prop_map(|id| Op::Confirm { id }),
+        2 => id.clone().prop_map(|id| Op::Cancel { id }),
+        2 => id.clone().prop_map(|id| Op::Expire { id }),
+        2 => (id, start.clone(), len.clone())
+            .prop_map(|(id, start, len)| Op::ChangeDates { id, start, len }),
+        1 => (start, len, 0..=4_i64, prop::option::of(0..=1_i64), rate).prop_map(
+            |(start, len, total, allowance, rate)| Op::SetInventory { start, len, total, allowance, rate }
+        ),
+        3 => (1..=20_i64).prop_map(|minutes| Op::Advance { minutes }),
+    ]
+}
+
+/// The live aggregates and every event recorded on each stream.
+#[derive(Debug, Clone, PartialEq)]
+struct Model {
+    now: DateTime<Utc>,
+    hotel: Hotel,
+    reservations: BTreeMap<ReservationId, Reservation>,
+    nights: Nights,
+    hotel_log: Vec<HotelEvent>,
+    reservation_logs: BTreeMap<ReservationId, Vec<ReservationEvent>>,
+    night_logs: BTreeMap<RoomNightKey, Vec<RoomNightEvent>>,
+}
+
+impl Model {
+    fn new(totals: &[(i64, i64)]) -> Self {
+        let mut model = Model {
+            now: start_time(),
+            hotel: Hotel::default(),
+            reservations: BTreeMap::new(),
+            nights: Nights::new(),
+            hotel_log: Vec::new(),
+            reservation_logs: BTreeMap::new(),
+            night_logs: BTreeMap::new(),
+        };
+        for command in [
+            HotelCommand::SetDetails {
+                hotel_id: hotel_id(),
+                details: HotelDetails::parse("Casa do Rio", "Lisbon", "Europe/Lisbon")
+                    .expect("valid details"),
+            },
+            HotelCommand::SetRoomType {
+                room_type_id: king(),
+                details: RoomTypeDetails::parse("King", 2).expect("valid room type"),
+            },
+        ] {
+            for event in model.hotel.decide(command).expect("catalog accepts") {
+                model.hotel.apply_event(&event);
+                model.hotel_log.push(event);
+            }
+        }
+        for (offset, &(total, allowance)) in (0..).zip(totals) {
+            let decision = booking::set_inventory(
+                &model.hotel,
+                &model.nights,
+                hotel_id(),
+                king(),
+                range(offset, 1),
+                InventoryUpdate {
+                    total_rooms: total,
+                    overbooking_allowance: Some(allowance),
+                    rate_cents: Some(10_000 + 1_000 * i64::from(offset)),
+                },
+                model.now,
+            )
+            .expect("initial inventory");
+            model.record(None, &decision);
+        }
+        model
+    }
+
+    fn reservation(&self, id: u128) -> Reservation {
+        self.reservations.get(&res(id)).cloned().unwrap_or_default()
+    }
+
+    /// Applies a decision to the live aggregates and appends it to the streams.
+    fn record(&mut self, reservation_id: Option<ReservationId>, decision: &Decision) {
+        if !decision.reservation.is_empty() {
+            let id = reservation_id.expect("reservation events need a reservation stream");
+            let reservation = self.reservations.entry(id).or_default();
+            for event in &decision.reservation {
+                reservation.apply_event(event);
+            }
+            self.reservation_logs
+                .entry(id)
+                .or_default()
+                .extend(decision.reservation.iter().cloned());
+        }
+        let mut previous = None;
+        for (key, events) in &decision.nights {
+            assert_eq!((key.hotel_id, key.room_type_id), (hotel_id(), king()));
+            assert!(!events.is_empty(), "nights without events are left out");
+            assert!(previous < Some(key.night), "nights come once, in order");
+            previous = Some(key.night);
+            let night = self.nights.entry(key.night).or_default();
+            for event in events {
+                night.apply_event(event);
+            }
+            self.night_logs
+                .entry(*key)
+                .or_default()
+                .extend(events.iter().cloned());
+        }
+    }
+
+    /// Rooms a night has sold if lapsed holds are not counted, from the full allocations.
+    fn live_use(&self, date: NaiveDate) -> u32 {
+        self.nights.get(&date).map_or(0, |n| {
+            n.confirmations().values().sum::<u32>()
+                + n.holds()
+                    .values()
+                    .filter(|h| h.expires_at > self.now)
+                    .map(|h| h.rooms)
+                    .sum::<u32>()
+        })
+    }
+
+    fn fits(&self, date: NaiveDate, rooms: u32) -> bool {
+        self.nights
+            .get(&date)
+            .and_then(RoomNight::levels)
+            .is_some_and(|l| self.live_use(date) + rooms <= l.capacity())
+    }
+
+    fn step(&mut self, op: &Op) {
+        let before = self.clone();
+        let limits = BookingLimits::default();
+        let now = self.now;
+        let (id, result) = match *op {
+            Op::Advance { minutes } => {
+                self.now += Duration::minutes(minutes);
+                return;
+            }
+            Op::Hold {
+                id,
+                start,
+                len,
+                rooms,
+                ttl_minutes,
+            } => {
+                let stay = range(start, len);
+                let rooms = RoomCount::parse(rooms).expect("valid count");
+                let result = booking::hold_stay(
+                    &self.hotel,
+                    &self.reservation(id),
+                    &self.nights,
+                    &limits,
+                    HoldStay {
+                        reservation_id: res(id),
+                        hotel_id: hotel_id(),
+                        room_type_id: king(),
+                        stay,
+                        rooms,
+                        guest: Guest::parse("Ana", "ana@example.com").expect("valid guest"),
+                        channel: "direct".to_owned(),
+                        expected_total_cents: None,
+                        now,
+                        hold_expires_at: now + Duration::minutes(ttl_minutes),
+                    },
+                );
+                // Oracle: all nights or none, and the first night without room is named.
+                let first_full = stay.nights().find(|d| !self.fits(*d, rooms.get()));
+                let expected_price = stay.nights().try_fold(0, |sum, d| {
+                    Some(sum + self.nights.get(&d)?.levels()?.rate_cents())
+                });
+                match (&result, self.reservations.contains_key(&res(id))) {
+                    (Err(Rejection::ReservationExists), true) => {}
+                    (_, true) => panic!("holding an existing id gave {result:?}"),
+                    (Err(Rejection::SoldOut { night }), false) => {
+                        assert_eq!(Some(*night), first_full);
+                    }
+                    (Ok(decision), false) => {
+                        assert_eq!(first_full, None);
+                        assert_eq!(decision.nights.len(), stay.night_count() as usize);
+                        match decision.reservation.as_slice() {
+                            [ReservationEvent::ReservationHeld(details)] => assert_eq!(
+                                Some(details.total_cents),
+                                expected_price.map(|p| p * i64::from(rooms.get()))
+                            ),
+                            other => panic!("expected one ReservationHeld, got {other:?}"),
+                        }
+                    }
+                    (Err(other), false) => panic!("unexpected rejection {other:?}"),
+                }
+                (id, result)
+            }
+            Op::Confirm { id } => (
+                id,
+                booking::confirm(&self.reservation(id), &self.nights, now),
+            ),
+            Op::Cancel { id } => (
+                id,
+                booking::cancel(
+                    &self.reservation(id),
+                    &self.nights,
+                    now,
+                    "test".to_owned(),
+                    CancelledBy::Guest,
+                ),
+            ),
+            Op::Expire { id } => (
+                id,
+                booking::expire_hold(&self.reservation(id), &self.nights, now),
+            ),
+            Op::ChangeDates { id, start, len } => {
+                let new_stay = range(start, len);
+                let reservation = self.reservation(id);
+                let result = booking::change_dates(
+                    &self.hotel,
+                    &reservation,
+                    &self.nights,
+                    &limits,
+                    new_stay,
+                    None,
+                    now,
+                );
+                if let (Some(details), Some(status)) =
+                    (reservation.details(), reservation.status_at(now))
+                {
+                    let entered: Vec<_> = new_stay
+                        .nights()
+                        .filter(|d| !details.stay.contains(*d))
+                        .collect();
+                    let first_full = entered
+                        .iter()
+                        .copied()
+                        .find(|d| !self.fits(*d, details.rooms.get()));
+                    match &result {
+                        Ok(decision) => {
+                            assert!(status.occupies_nights());
+                            assert_eq!(first_full, None);
+                            let released = details
+                                .stay
+                                .nights()
+                                .filter(|d| !new_stay.contains(*d))
+                                .count();
+                            // Every night left or entered changes; the overlap does not.
+                            assert_eq!(decision.nights.len(), released + entered.len());
+                            assert!(decision
+                                .nights
+                                .iter()
+                                .all(|(k, _)| details.stay.contains(k.night)
+                                    != new_stay.contains(k.night)));
+                        }
+                        Err(Rejection::SoldOut { night }) => {
+                            assert!(status.occupies_nights());
+                            assert_eq!(Some(*night), first_full);
+                        }
+                        Err(_) => {}
+                    }
+                } else {
+                    assert_eq!(result, Err(Rejection::ReservationNotFound));
+                }
+                (id, result)
+            }
+            Op::SetInventory {
+                start,
+                len,
+                total,
+                allowance,
+                rate,
+            } => {
+                let target = range(start, len);
+                let result = booking::set_inventory(
+                    &self.hotel,
+                    &self.nights,
+                    hotel_id(),
+                    king(),
+                    target,
+                    InventoryUpdate {
+                        total_rooms: total,
+                        overbooking_allowance: allowance,
+                        rate_cents: rate,
+                    },
+                    now,
+                );
+                // Oracle: the first night that cannot take the update refuses all of it.
+                let expected = target.nights().find_map(|d| {
+                    let current = self.nights.get(&d).and_then(RoomNight::levels);
+                    if rate.is_none() && current.is_none() {
+                        return Some(Err("rate_cents"));
+                    }
+                    let allowance = allowance
+                        .or(current.map(|l| i64::from(l.overbooking_allowance())))
+                        .unwrap_or(0);
+                    let capacity = u32::try_from(total + allowance).expect("small");
+                    let used = self.live_use(d);
+                    (used > capacity).then_some(Ok((d, used)))
+                });
+                match (&result, expected) {
+                    (Ok(_), None) => {}
+                    (
+                        Err(Rejection::Invalid(InvalidInputRejection { field, .. })),
+                        Some(Err(expected_field)),
+                    ) => assert_eq!(field, expected_field),
+                    (
+                        Err(Rejection::InventoryBelowReserved { night, reserved }),
+                        Some(Ok((d, used))),
+                    ) => assert_eq!((*night, *reserved), (d, used)),
+                    (result, expected) => {
+                        panic!("set_inventory gave {result:?}, expected {expected:?}")
+                    }
+                }
+                if let Ok(decision) = &result {
+                    assert!(decision.reservation.is_empty());
+                }
+                (0, result)
+            }
+        };
+        match result {
+            Ok(decision) => {
+                let stream = (id != 0).then(|| res(id));
+                self.record(stream, &decision);
+            }
+            Err(_) => assert_eq!(*self, before, "a rejected command changed state"),
+        }
+        self.check();
+    }
+
+    /// The invariants that must hold after every command.
+    fn check(&self) {
+        for (date, night) in &self.nights {
+            assert!(
+                night.invariant_holds(),
+                "invariant broken on {date}: {night:?}"
+            );
+            assert_eq!(
+                night.confirmed(),
+                night.confirmations().values().sum::<u32>(),
+                "confirmed counter on {date}"
+            );
+            assert_eq!(
+                night.held(),
+                night.holds().values().map(|h| h.rooms).sum::<u32>(),
+                "held counter on {date}"
+            );
+            // Every allocation belongs to a reservation that occupies this night.
+            for (id, hold) in night.holds() {
+                let details = self.reservations[id].details().expect("placed");
+                assert_eq!(
+                    self.reservations[id].recorded_status(),
+                    Some(ReservationStatus::Held),
+                    "{date} holds rooms for a reservation that is not held"
+                );
+                assert!(details.stay.contains(*date));
+                assert_eq!(hold.rooms, details.rooms.get());
+                assert_eq!(hold.expires_at, details.hold_expires_at);
+            }
+            for (id, rooms) in night.confirmations() {
+                let details = self.reservations[id].details().expect("placed");
+                assert_eq!(
+                    self.reservations[id].recorded_status(),
+                    Some(ReservationStatus::Confirmed),
+                    "{date} has a sale for a reservation that is not confirmed"
+                );
+                assert!(details.stay.contains(*date));
+                assert_eq!(*rooms, details.rooms.get());
+            }
+        }
+        for (id, reservation) in &self.reservations {
+            let details = reservation.details().expect("placed");
+            let status = reservation.recorded_status().expect("placed");
+            for date in details.stay.nights() {
+                let night = self.nights.get(&date);
+                let hold = night.and_then(|n| n.hold_of(id));
+                let sale = night.and_then(|n| n.confirmed_for(id));
+                match status {
+                    ReservationStatus::Confirmed => {
+                        assert_eq!(sale, Some(details.rooms.get()), "{id} on {date}");
+                        assert_eq!(hold, None);
+                    }
+                    ReservationStatus::Held => {
+                        assert_eq!(sale, None);
+                        if hold.is_none() {
+                            // Only a lapsed hold may be missing, dropped with its own event.
+                            assert!(details.hold_expires_at <= self.now, "{id} lost {date}");
+                            let key = RoomNightKey::new(hotel_id(), king(), date);
+                            let last = self.night_logs[&key]
+                                .iter()
+                                .rev()
+                                .find(|e| allocation_of(e) == Some(id));
+                            assert!(
+                                matches!(last, Some(RoomNightEvent::HoldLapsed { .. })),
+                                "{id} on {date}: last event {last:?}"
+                            );
+                        }
+                    }
+                    ReservationStatus::Cancelled
+                    | ReservationStatus::Expired
+                    | ReservationStatus::Declined => {
+                        assert_eq!((hold, sale), (None, None), "{id} still on {date}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Rebuilds every aggregate from its stream alone and compares it with the live one.
+    fn assert_replays(&self) {
+        let mut hotel = Hotel::default();
+        for event in &self.hotel_log {
+            hotel.apply(event.clone());
+        }
+        assert_eq!(hotel, self.hotel);
+
+        assert_eq!(
+            self.reservation_logs.keys().collect::<Vec<_>>(),
+            self.reservations.keys().collect::<Vec<_>>()
+        );
+        for (id, log) in &self.reservation_logs {
+            let mut reservation = Reservation::default();
+            for event in log {
+                reservation.apply(event.clone());
+            }
+            assert_eq!(&reservation, &self.reservations[id]);
+        }
+
+        assert_eq!(
+            self.night_logs.keys().map(|k| k.night).collect::<Vec<_>>(),
+            self.nights.keys().copied().collect::<Vec<_>>()
+        );
+        for (key, log) in &self.night_logs {
+            let mut night = RoomNight::default();
+            for event in log {
+                night.apply(event.clone());
+            }
+            assert_eq!(night.key(), Some(*key));
+            assert_eq!(&night, &self.nights[&key.night]);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn random_bookings_keep_every_night_consistent_and_replayable(
+        totals in prop::collection::vec((1..=4_i64, 0..=1_i64), NIGHTS as usize),
+        ops in prop::collection::vec(op(), 1..=60),
+    ) {
+        let mut model = Model::new(&totals);
+        model.check();
+        for op in &ops {
+            model.step(op);
+        }
+        model.assert_replays();
+    }
+}
