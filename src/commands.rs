@@ -333,7 +333,16 @@ impl CommandService {
                     hold_expires_at: now + self.config.hold_ttl,
                 },
             );
-            finish(tx, &metadata, Some(&fingerprint), &nights, None, decision, now).await
+            finish(
+                tx,
+                &metadata,
+                Some(&fingerprint),
+                &nights,
+                None,
+                decision,
+                now,
+            )
+            .await
         })
         .await?;
         Ok(outcome?)
@@ -532,7 +541,14 @@ impl CommandService {
             let (hotel_id, room_type_id) = (details.hotel_id, details.room_type_id);
             let (hotel, _) = loader.hotel(hotel_id).await?;
             let nights = loader
-                .nights(hotel_id, room_type_id, &dates, Some(reservation_id), now, lock)
+                .nights(
+                    hotel_id,
+                    room_type_id,
+                    &dates,
+                    Some(reservation_id),
+                    now,
+                    lock,
+                )
                 .await?;
             let decision = decide(Loaded {
                 hotel: &hotel,

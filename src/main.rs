@@ -3,10 +3,19 @@
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "reservations", version, about = "Event-sourced hotel reservation platform")]
+#[command(
+    name = "reservations",
+    version,
+    about = "Event-sourced hotel reservation platform"
+)]
 struct Cli {
     /// PostgreSQL URL; the database is created and migrated if needed.
-    #[arg(long, env = "DATABASE_URL", default_value = "postgres://localhost/reservations", global = true)]
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "postgres://localhost/reservations",
+        global = true
+    )]
     database_url: String,
     #[command(subcommand)]
     command: Command,

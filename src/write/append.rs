@@ -120,10 +120,15 @@ impl Writer {
             let new_version = version + events.len() as i64;
             self.events
                 .push(RoomNight::TYPE, &key.stream_id(), version + 1, events)?;
-            let rows = if version == 0 { &mut inserts } else { &mut updates };
+            let rows = if version == 0 {
+                &mut inserts
+            } else {
+                &mut updates
+            };
             rows.push(key.night, &after, version, new_version)?;
 
-            let touched: BTreeSet<ReservationId> = events.iter().filter_map(reservation_of).collect();
+            let touched: BTreeSet<ReservationId> =
+                events.iter().filter_map(reservation_of).collect();
             for id in touched {
                 if let Some(hold) = after.hold_of(&id) {
                     kept.push(key.night, id, hold.rooms, Some(hold.expires_at))?;

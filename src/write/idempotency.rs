@@ -123,9 +123,8 @@ pub async fn claim<T: DeserializeOwned>(
             let outcome: Option<serde_json::Value> = row.try_get("outcome")?;
             let outcome = outcome
                 .ok_or_else(|| CommandError::Internal("completed record without outcome".into()))?;
-            let decoded = serde_json::from_value(outcome).map_err(|e| {
-                CommandError::Internal(format!("stored outcome unreadable: {e}"))
-            })?;
+            let decoded = serde_json::from_value(outcome)
+                .map_err(|e| CommandError::Internal(format!("stored outcome unreadable: {e}")))?;
             Ok(Some(decoded))
         }
         "in_flight" => Err(CommandError::InFlight.into()),

@@ -19,7 +19,9 @@ use super::AttemptError;
 use crate::error::CommandError;
 
 fn corrupt(what: &str, e: impl std::fmt::Display) -> AttemptError {
-    AttemptError::Fatal(CommandError::Internal(format!("stored {what} unreadable: {e}")))
+    AttemptError::Fatal(CommandError::Internal(format!(
+        "stored {what} unreadable: {e}"
+    )))
 }
 
 /// A stream's inline state and the version it was at when loaded.
@@ -135,8 +137,7 @@ impl Loader<'_> {
         .await?;
 
         let mut holds: BTreeMap<NaiveDate, BTreeMap<ReservationId, Hold>> = BTreeMap::new();
-        let mut confirmations: BTreeMap<NaiveDate, BTreeMap<ReservationId, u32>> =
-            BTreeMap::new();
+        let mut confirmations: BTreeMap<NaiveDate, BTreeMap<ReservationId, u32>> = BTreeMap::new();
         for row in allocation_rows {
             let night: NaiveDate = row.try_get("night")?;
             let id = ReservationId::from_uuid(row.try_get("reservation_id")?);

@@ -1,0 +1,223 @@
+//! Real concurrency racing for the last rooms: many tasks, one or two independent
+//! "servers" (pools + command services), both contention strategies. Every race ends by
+//! checking the invariant in the database, from the events, and by replay.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use aggregates::Rejection;
+use chrono::Days;
+use common::*;
+use rand::{Rng, SeedableRng};
+use reservations::commands::{CommandService, WriteConfig};
+use reservations::error::CommandError;
+use reservations::write::Strategy;
+
+const ROOMS: i64 = 5;
+const NIGHTS: u64 = 8;
+const TASKS: usize = 64;
+const HOLDS: usize = 300;
+
+#[derive(Default)]
+struct Tally {
+    held: AtomicUsize,
+    held_room_nights: AtomicUsize,
+    sold_out: AtomicUsize,
+    gave_up: AtomicUsize,
+}
+
+/// 64 tasks race 300 holds of 1-3 nights over `services` (round robin).
+async fn race(services: Vec<CommandService>, seed: u64) -> Arc<Tally> {
+    let tally = Arc::new(Tally::default());
+    let next = Arc::new(AtomicUsize::new(0));
+    let first = day(30);
+    let mut tasks = Vec::new();
+    for task in 0..TASKS {
+        let svc = services[task % services.len()].clone();
+        let tally = tally.clone();
+        let next = next.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed + task as u64);
+            loop {
+                let n = next.fetch_add(1, Ordering::SeqCst);
+                if n >= HOLDS {
+                    break;
+                }
+                let start = rng.gen_range(0..NIGHTS);
+                let len = rng.gen_range(1..=3).min(NIGHTS - start);
+                let from = first.checked_add_days(Days::new(start)).expect("date");
+                let to = from.checked_add_days(Days::new(len)).expect("date");
+                let request = hold_request(stay(from, to), 1, n);
+                let idem = key(&format!("race-{seed}-{n}"));
+                // A client retries "try again" with the same key; give it a few tries.
+                let mut outcome = None;
+                for _ in 0..20 {
+                    match svc.hold("web", idem.clone(), request.clone()).await {
+                        Err(CommandError::Contention { .. }) | Err(CommandError::InFlight) => {
+                            continue
+                        }
+                        other => {
+                            outcome = Some(other);
+                            break;
+                        }
+                    }
+                }
+                match outcome {
+                    Some(Ok(view)) => {
+                        tally.held.fetch_add(1, Ordering::SeqCst);
+                        tally
+                            .held_room_nights
+                            .fetch_add(view.nights as usize, Ordering::SeqCst);
+                    }
+                    Some(Err(CommandError::Rejected(Rejection::SoldOut { night }))) => {
+                        assert!(
+                            night >= from && night < to,
+                            "sold_out names a night of the stay"
+                        );
+                        tally.sold_out.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Some(Err(e)) => panic!("unexpected outcome: {e:?}"),
+                    None => {
+                        tally.gave_up.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("task panicked");
+    }
+    tally
+}
+
+async fn check_after_race(db: &TestDb, tally: &Tally) {
+    eprintln!(
+        "held {} ({} room-nights), sold out {}, gave up {}",
+        tally.held.load(Ordering::SeqCst),
+        tally.held_room_nights.load(Ordering::SeqCst),
+        tally.sold_out.load(Ordering::SeqCst),
+        tally.gave_up.load(Ordering::SeqCst)
+    );
+    let replayed = assert_invariants(&db.pool).await;
+    let rows = night_rows(&db.pool).await;
+    // Every acknowledged hold exists, and nothing else does.
+    let held: i32 = rows.values().map(|r| r.held + r.confirmed).sum();
+    assert_eq!(held as usize, tally.held_room_nights.load(Ordering::SeqCst));
+    assert_eq!(
+        replayed.reservations.len(),
+        tally.held.load(Ordering::SeqCst),
+        "one reservation stream per acknowledged hold"
+    );
+    let capacity = (ROOMS as usize) * (NIGHTS as usize);
+    assert!(held as usize <= capacity);
+    assert_eq!(
+        tally.held.load(Ordering::SeqCst)
+            + tally.sold_out.load(Ordering::SeqCst)
+            + tally.gave_up.load(Ordering::SeqCst),
+        HOLDS
+    );
+    // The race was real: demand far exceeded supply.
+    assert!(
+        tally.sold_out.load(Ordering::SeqCst) > 0,
+        "nothing sold out"
+    );
+    let (reservations,): (i64,) = sqlx::query_as("SELECT count(*) FROM reservations")
+        .fetch_one(&db.pool)
+        .await
+        .expect("count");
+    assert_eq!(reservations as usize, tally.held.load(Ordering::SeqCst));
+}
+
+async fn race_one_server(strategy: Strategy) {
+    let db = TestDb::new().await;
+    let svc = db.service(strategy);
+    hotel_with_rooms(&svc, day(30), NIGHTS, ROOMS).await;
+
+    let tally = race(vec![svc], 7).await;
+
+    check_after_race(&db, &tally).await;
+    db.drop_database().await;
+}
+
+async fn race_two_servers(strategy: Strategy) {
+    let db = TestDb::new().await;
+    let first = db.service(strategy);
+    hotel_with_rooms(&first, day(30), NIGHTS, ROOMS).await;
+    let second = CommandService::new(
+        db.another_pool().await,
+        WriteConfig {
+            strategy,
+            ..WriteConfig::default()
+        },
+    );
+
+    let tally = race(vec![first, second], 99).await;
+
+    check_after_race(&db, &tally).await;
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixty_four_tasks_racing_optimistically_never_oversell() {
+    race_one_server(Strategy::Optimistic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixty_four_tasks_racing_pessimistically_never_oversell() {
+    race_one_server(Strategy::Pessimistic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_racing_optimistically_never_oversell() {
+    race_two_servers(Strategy::Optimistic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_racing_pessimistically_never_oversell() {
+    race_two_servers(Strategy::Pessimistic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn twenty_concurrent_calls_with_one_key_make_one_reservation() {
+    for strategy in [Strategy::Optimistic, Strategy::Pessimistic] {
+        let db = TestDb::new().await;
+        let svc = db.service(strategy);
+        hotel_with_rooms(&svc, day(30), 3, 5).await;
+        let request = hold_request(stay(day(30), day(32)), 1, 1);
+
+        let mut calls = Vec::new();
+        for _ in 0..20 {
+            let svc = svc.clone();
+            let request = request.clone();
+            calls.push(tokio::spawn(async move {
+                // Like a client: retry while the first is in flight, same key.
+                loop {
+                    match svc.hold("web", key("same-intent"), request.clone()).await {
+                        Err(CommandError::InFlight) | Err(CommandError::Contention { .. }) => {
+                            tokio::task::yield_now().await
+                        }
+                        other => return other,
+                    }
+                }
+            }));
+        }
+        let mut ids = std::collections::BTreeSet::new();
+        for call in calls {
+            let view = call.await.expect("task").expect("hold");
+            ids.insert(view.reservation_id);
+        }
+
+        assert_eq!(ids.len(), 1, "every call got the same reservation");
+        let (reservations,): (i64,) = sqlx::query_as("SELECT count(*) FROM reservations")
+            .fetch_one(&db.pool)
+            .await
+            .expect("count");
+        assert_eq!(reservations, 1);
+        assert_eq!(taken(&db.pool, day(30)).await, 1);
+        assert_eq!(taken(&db.pool, day(31)).await, 1);
+        assert_invariants(&db.pool).await;
+        db.drop_database().await;
+    }
+}
