@@ -57,7 +57,7 @@ pub enum Caller {
 }
 
 impl Caller {
-    fn name(&self) -> &str {
+    pub fn name(&self) -> &str {
         match self {
             Caller::Channel(name) | Caller::Staff(name) => name,
         }
@@ -286,14 +286,27 @@ impl CommandService {
         .await
     }
 
-    /// Holds a stay for a channel: every night or none, for `hold_ttl`.
+    /// Holds a stay for a channel: every night or none, for `hold_ttl`. The channel's
+    /// name scopes the idempotency key.
     pub async fn hold(
         &self,
         channel: &str,
         key: IdempotencyKey,
         request: HoldRequest,
     ) -> Result<ReservationView, CommandError> {
-        let fingerprint = RequestFingerprint::new(channel, key, "hold_stay", &request)?;
+        self.hold_as(channel, channel, key, request).await
+    }
+
+    /// Holds a stay owned by `channel`, with the idempotency key scoped to `scope` (the
+    /// calling token).
+    pub async fn hold_as(
+        &self,
+        channel: &str,
+        scope: &str,
+        key: IdempotencyKey,
+        request: HoldRequest,
+    ) -> Result<ReservationView, CommandError> {
+        let fingerprint = RequestFingerprint::new(scope, key, "hold_stay", &request)?;
         let now = self.now();
         let reservation_id = ReservationId::from_uuid(Uuid::now_v7());
         let dates: Vec<NaiveDate> = request.stay.nights().collect();
@@ -356,6 +369,20 @@ impl CommandService {
         reservation_id: ReservationId,
         reason: String,
     ) -> Result<ReservationView, CommandError> {
+        self.cancel_as(caller, caller.name(), key, reservation_id, reason)
+            .await
+    }
+
+    /// As [`Self::cancel`], with the idempotency key scoped to `scope`.
+    pub async fn cancel_as(
+        &self,
+        caller: &Caller,
+        scope: &str,
+        key: impl Into<Option<IdempotencyKey>>,
+        reservation_id: ReservationId,
+        reason: String,
+    ) -> Result<ReservationView, CommandError> {
+        let key = key.into();
         #[derive(Serialize)]
         struct CancelRequest<'a> {
             reservation_id: ReservationId,
@@ -369,9 +396,16 @@ impl CommandService {
             reservation_id,
             reason: &reason,
         };
-        self.reservation_command(caller, key, "cancel", &request, reservation_id, None, |l| {
-            booking::cancel(l.reservation, l.nights, l.now, reason.clone(), by)
-        })
+        self.reservation_command(
+            caller,
+            scope,
+            key,
+            "cancel",
+            &request,
+            reservation_id,
+            None,
+            |l| booking::cancel(l.reservation, l.nights, l.now, reason.clone(), by),
+        )
         .await
     }
 
@@ -385,6 +419,28 @@ impl CommandService {
         new_stay: StayDates,
         expected_total_cents: Option<i64>,
     ) -> Result<ReservationView, CommandError> {
+        self.change_dates_as(
+            caller,
+            caller.name(),
+            key,
+            reservation_id,
+            new_stay,
+            expected_total_cents,
+        )
+        .await
+    }
+
+    /// As [`Self::change_dates`], with the idempotency key scoped to `scope`.
+    pub async fn change_dates_as(
+        &self,
+        caller: &Caller,
+        scope: &str,
+        key: impl Into<Option<IdempotencyKey>>,
+        reservation_id: ReservationId,
+        new_stay: StayDates,
+        expected_total_cents: Option<i64>,
+    ) -> Result<ReservationView, CommandError> {
+        let key = key.into();
         #[derive(Serialize)]
         struct ChangeRequest {
             reservation_id: ReservationId,
@@ -399,6 +455,7 @@ impl CommandService {
         let limits = self.config.limits;
         self.reservation_command(
             caller,
+            scope,
             key,
             "change_dates",
             &request,
@@ -429,6 +486,7 @@ impl CommandService {
     ) -> Result<ReservationView, CommandError> {
         self.reservation_command(
             caller,
+            caller.name(),
             key,
             "confirm",
             &reservation_id,
@@ -447,6 +505,7 @@ impl CommandService {
         let caller = Caller::Staff(String::from("expiry"));
         self.reservation_command(
             &caller,
+            "expiry",
             None,
             "expire_hold",
             &reservation_id,
@@ -491,6 +550,7 @@ impl CommandService {
     async fn reservation_command<R, F>(
         &self,
         caller: &Caller,
+        scope: &str,
         key: Option<IdempotencyKey>,
         command: &'static str,
         request: &R,
@@ -503,7 +563,7 @@ impl CommandService {
         F: Fn(Loaded<'_>) -> Result<Decision, Rejection>,
     {
         let fingerprint = key
-            .map(|key| RequestFingerprint::new(caller.name(), key, command, request))
+            .map(|key| RequestFingerprint::new(scope, key, command, request))
             .transpose()?;
         let now = self.now();
         let lock = self.config.strategy.locks_nights();

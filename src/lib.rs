@@ -1,14 +1,22 @@
 //! The reservation platform's server: the write side (event store and unit of work),
-//! the command API, and the process around them.
+//! the command API, the HTTP API, and the process around them.
 //!
 //! - [`write`]: the unit of work that loads streams, lets the pure domain decide, and
 //!   appends every change of a command in one PostgreSQL transaction;
 //! - [`commands`]: the command API (catalog, inventory, hold, cancel, change dates,
 //!   confirm, expire) with idempotency;
-//! - [`db`]: connecting, creating and migrating the database.
+//! - [`api`]: the HTTP contract of `../shared/API.md`, served by axum;
+//! - [`startup`]: configuration and the `Application` (build on a port, run until
+//!   stopped);
+//! - [`db`]: connecting, creating and migrating the database;
+//! - [`demo`]: the demo catalog `reservations seed-demo` loads.
 
+pub mod api;
 pub mod clock;
 pub mod commands;
 pub mod db;
+pub mod demo;
 pub mod error;
+pub mod startup;
+pub mod telemetry;
 pub mod write;

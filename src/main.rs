@@ -1,6 +1,9 @@
-//! `reservations`: the server binary.
+//! `reservations`: the server binary and its administrative subcommands.
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
+use reservations::commands::CommandService;
+use reservations::startup::{Application, Settings};
 
 #[derive(Parser)]
 #[command(
@@ -9,38 +12,70 @@ use clap::{Parser, Subcommand};
     about = "Event-sourced hotel reservation platform"
 )]
 struct Cli {
-    /// PostgreSQL URL; the database is created and migrated if needed.
-    #[arg(
-        long,
-        env = "DATABASE_URL",
-        default_value = "postgres://localhost/reservations",
-        global = true
-    )]
-    database_url: String,
+    /// Log as JSON lines instead of text.
+    #[arg(long, env = "LOG_JSON", global = true)]
+    log_json: bool,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve the HTTP API (creates and migrates the database first).
+    Serve(Settings),
     /// Create the database if missing and apply every migration.
-    Migrate,
+    Migrate {
+        #[arg(
+            long,
+            env = "DATABASE_URL",
+            default_value = "postgres://localhost/reservations"
+        )]
+        database_url: String,
+    },
+    /// Load three demo hotels with room types and 365 nights of inventory and rates.
+    SeedDemo {
+        #[arg(
+            long,
+            env = "DATABASE_URL",
+            default_value = "postgres://localhost/reservations"
+        )]
+        database_url: String,
+    },
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
     let cli = Cli::parse();
+    reservations::telemetry::init_tracing(cli.log_json);
     match cli.command {
-        Command::Migrate => {
-            let pool = reservations::db::connect_and_migrate(&cli.database_url, 2).await?;
+        Command::Serve(settings) => {
+            let app = Application::build(settings.clone()).await?;
+            if let Some(token) = app.generated_admin_token() {
+                // Printed once, on purpose: there is no other way to learn it.
+                println!("No API_TOKENS configured; generated admin token: {token}");
+            }
+            tracing::info!(
+                address = %settings.listen_addr,
+                port = app.port(),
+                strategy = ?settings.strategy,
+                "serving"
+            );
+            app.run_until_stopped().await?;
+        }
+        Command::Migrate { database_url } => {
+            let pool = reservations::db::connect_and_migrate(&database_url, 2).await?;
             pool.close().await;
             tracing::info!("database ready");
+        }
+        Command::SeedDemo { database_url } => {
+            let pool = reservations::db::connect_and_migrate(&database_url, 4).await?;
+            let settings = Settings::for_database(&database_url);
+            let commands = CommandService::new(pool.clone(), settings.write_config());
+            let nights = reservations::demo::seed(&commands)
+                .await
+                .context("loading the demo catalog")?;
+            pool.close().await;
+            println!("demo catalog loaded: hotels 812 (Lisbon), 813 (Porto), 901 (Paris); {nights} room-nights");
         }
     }
     Ok(())

@@ -115,8 +115,10 @@ where
             Ok(value) => return Ok(value),
             Err(AttemptError::Fatal(e)) => return Err(e),
             Err(AttemptError::Conflict) => {
-                metrics_conflict();
+                metrics::counter!("unit_of_work_conflicts_total").increment(1);
+                tracing::debug!(attempt = n, "unit of work lost a race");
                 if n < attempts {
+                    metrics::counter!("unit_of_work_retries_total").increment(1);
                     let ceiling = policy
                         .base_delay
                         .saturating_mul(1 << n.min(10))
@@ -127,11 +129,8 @@ where
             }
         }
     }
+    metrics::counter!("unit_of_work_exhausted_total").increment(1);
     Err(CommandError::Contention { attempts })
-}
-
-fn metrics_conflict() {
-    tracing::debug!("unit of work lost a race; retrying");
 }
 
 impl From<aggregates::Rejection> for AttemptError {

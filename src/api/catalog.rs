@@ -1,0 +1,417 @@
+//! Catalog and inventory (admin), hotel look-ups and availability (any role).
+
+use aggregates::booking::InventoryUpdate;
+use aggregates::{Hotel, HotelDetails, HotelId, RoomTypeDetails, RoomTypeId, StayDates};
+use axum::extract::State;
+use axum::Json;
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use utoipa::{IntoParams, ToSchema};
+
+use super::auth::{Principal, Role};
+use super::error::{ApiError, ErrorBody};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::AppState;
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct PutHotel {
+    #[schema(example = "Hotel Tejo")]
+    pub name: String,
+    #[schema(example = "Lisbon")]
+    pub city: String,
+    /// IANA timezone name.
+    #[schema(example = "Europe/Lisbon")]
+    pub timezone: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoomTypeOut {
+    pub room_type_id: i64,
+    pub name: String,
+    pub max_occupancy: u32,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HotelOut {
+    pub hotel_id: i64,
+    pub name: String,
+    pub city: String,
+    pub timezone: String,
+    pub room_types: Vec<RoomTypeOut>,
+}
+
+impl HotelOut {
+    fn of(hotel: &Hotel) -> Option<Self> {
+        let details = hotel.details()?;
+        Some(Self {
+            hotel_id: hotel.hotel_id()?.get(),
+            name: details.name().to_owned(),
+            city: details.city().to_owned(),
+            timezone: details.timezone().to_owned(),
+            room_types: hotel
+                .room_types()
+                .iter()
+                .map(|(id, rt)| RoomTypeOut {
+                    room_type_id: id.get(),
+                    name: rt.name().to_owned(),
+                    max_occupancy: rt.max_occupancy(),
+                })
+                .collect(),
+        })
+    }
+}
+
+fn hotel_out(hotel: &Hotel) -> Result<Json<HotelOut>, ApiError> {
+    HotelOut::of(hotel)
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("no such hotel"))
+}
+
+/// Path ids arrive as integers; a non-positive one names nothing.
+fn hotel_id(raw: i64) -> Result<HotelId, ApiError> {
+    HotelId::parse(raw).map_err(|_| ApiError::not_found("no such hotel"))
+}
+
+/// Create or update a hotel.
+#[utoipa::path(put, path = "/v1/hotels/{hotel_id}", tag = "catalog",
+    params(("hotel_id" = i64, Path, description = "Positive integer chosen by the caller")),
+    request_body = PutHotel,
+    responses(
+        (status = 200, body = HotelOut),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn put_hotel(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<PutHotel>,
+) -> Result<Json<HotelOut>, ApiError> {
+    principal.require(&[Role::Admin])?;
+    let id = HotelId::parse(id)?;
+    let details = HotelDetails::parse(&body.name, &body.city, &body.timezone)?;
+    let hotel = state.commands.set_hotel(id, details).await?;
+    hotel_out(&hotel)
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct PutRoomType {
+    #[schema(example = "king")]
+    pub name: String,
+    #[schema(example = 2)]
+    pub max_occupancy: i64,
+}
+
+/// Create or update a room type of an existing hotel.
+#[utoipa::path(put, path = "/v1/hotels/{hotel_id}/room-types/{room_type_id}", tag = "catalog",
+    params(("hotel_id" = i64, Path), ("room_type_id" = i64, Path)),
+    request_body = PutRoomType,
+    responses(
+        (status = 200, body = HotelOut),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn put_room_type(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath((hotel, room_type)): ApiPath<(i64, i64)>,
+    ApiJson(body): ApiJson<PutRoomType>,
+) -> Result<Json<HotelOut>, ApiError> {
+    principal.require(&[Role::Admin])?;
+    let hotel = HotelId::parse(hotel)?;
+    let room_type = RoomTypeId::parse(room_type)?;
+    let details = RoomTypeDetails::parse(&body.name, body.max_occupancy)?;
+    let hotel = state
+        .commands
+        .set_room_type(hotel, room_type, details)
+        .await?;
+    hotel_out(&hotel)
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct PutInventory {
+    /// First night set.
+    pub start_date: NaiveDate,
+    /// The night after the last one set (half-open range).
+    pub end_date: NaiveDate,
+    #[schema(example = 100)]
+    pub total_rooms: i64,
+    /// Kept as it is when omitted (0 for a new night).
+    #[schema(example = 0)]
+    pub overbooking_allowance: Option<i64>,
+    /// Kept as it is when omitted; required for nights without a rate yet.
+    #[schema(example = 18000)]
+    pub rate_cents: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InventorySet {
+    /// How many nights were set.
+    pub nights: u32,
+}
+
+/// Set total rooms, overbooking allowance and rate on every night of a range.
+#[utoipa::path(put, path = "/v1/hotels/{hotel_id}/room-types/{room_type_id}/inventory",
+    tag = "catalog",
+    params(("hotel_id" = i64, Path), ("room_type_id" = i64, Path)),
+    request_body = PutInventory,
+    responses(
+        (status = 200, body = InventorySet),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody),
+        (status = 409, description = "inventory_below_reserved, names the night", body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn put_inventory(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath((hotel, room_type)): ApiPath<(i64, i64)>,
+    ApiJson(body): ApiJson<PutInventory>,
+) -> Result<Json<InventorySet>, ApiError> {
+    principal.require(&[Role::Admin])?;
+    let hotel = HotelId::parse(hotel)?;
+    let room_type = RoomTypeId::parse(room_type)?;
+    let range = StayDates::parse(body.start_date, body.end_date)?;
+    let nights = state
+        .commands
+        .set_inventory(
+            hotel,
+            room_type,
+            range,
+            InventoryUpdate {
+                total_rooms: body.total_rooms,
+                overbooking_allowance: body.overbooking_allowance,
+                rate_cents: body.rate_cents,
+            },
+        )
+        .await?;
+    Ok(Json(InventorySet { nights }))
+}
+
+async fn load_hotel(state: &AppState, id: HotelId) -> Result<Hotel, ApiError> {
+    let state_json: Option<serde_json::Value> =
+        sqlx::query_scalar("SELECT state FROM hotels WHERE hotel_id = $1")
+            .bind(id.get())
+            .fetch_optional(&state.pool)
+            .await?;
+    let Some(state_json) = state_json else {
+        return Err(ApiError::not_found("no such hotel"));
+    };
+    serde_json::from_value(state_json).map_err(|e| {
+        tracing::error!(error = %e, "stored hotel unreadable");
+        ApiError::from(crate::error::CommandError::Internal(e.to_string()))
+    })
+}
+
+/// A hotel with its room types.
+#[utoipa::path(get, path = "/v1/hotels/{hotel_id}", tag = "browse",
+    params(("hotel_id" = i64, Path)),
+    responses((status = 200, body = HotelOut), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get_hotel(
+    State(state): State<AppState>,
+    _principal: Principal,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<HotelOut>, ApiError> {
+    let hotel = load_hotel(&state, hotel_id(id)?).await?;
+    hotel_out(&hotel)
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct CitySearch {
+    /// City name, case-insensitive.
+    pub city: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HotelList {
+    pub hotels: Vec<HotelOut>,
+}
+
+/// Hotels in a city.
+#[utoipa::path(get, path = "/v1/hotels", tag = "browse", params(CitySearch),
+    responses((status = 200, body = HotelList), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn search_hotels(
+    State(state): State<AppState>,
+    _principal: Principal,
+    ApiQuery(query): ApiQuery<CitySearch>,
+) -> Result<Json<HotelList>, ApiError> {
+    let rows = sqlx::query(
+        "SELECT state FROM hotels WHERE lower(city) = lower($1) ORDER BY hotel_id LIMIT 500",
+    )
+    .bind(query.city.trim())
+    .fetch_all(&state.pool)
+    .await?;
+    let mut hotels = Vec::with_capacity(rows.len());
+    for row in rows {
+        let value: serde_json::Value = row.try_get("state")?;
+        if let Some(out) = serde_json::from_value::<Hotel>(value)
+            .ok()
+            .as_ref()
+            .and_then(HotelOut::of)
+        {
+            hotels.push(out);
+        }
+    }
+    Ok(Json(HotelList { hotels }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct AvailabilityQuery {
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    /// Rooms wanted on every night (default 1).
+    pub rooms: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NightOut {
+    pub date: NaiveDate,
+    pub remaining: u32,
+    pub rate_cents: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoomTypeAvailability {
+    pub room_type_id: i64,
+    pub name: String,
+    /// `remaining >= rooms` on every night.
+    pub available: bool,
+    /// The minimum over the nights.
+    pub remaining: u32,
+    /// Price of the stay for the rooms asked, when every night has a rate.
+    pub total_cents: Option<i64>,
+    pub nights: Vec<NightOut>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Availability {
+    pub hotel_id: i64,
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    /// When the answer was read.
+    pub as_of: DateTime<Utc>,
+    /// `database` (read from the write side's rows) or `cache` (the read model).
+    #[schema(example = "database")]
+    pub source: String,
+    pub room_types: Vec<RoomTypeAvailability>,
+}
+
+/// Remaining rooms and rates for a stay, per room type. May be a little stale; a hold
+/// is always decided against the database.
+#[utoipa::path(get, path = "/v1/hotels/{hotel_id}/availability", tag = "browse",
+    params(("hotel_id" = i64, Path), AvailabilityQuery),
+    responses((status = 200, body = Availability), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn availability(
+    State(state): State<AppState>,
+    _principal: Principal,
+    ApiPath(id): ApiPath<i64>,
+    ApiQuery(query): ApiQuery<AvailabilityQuery>,
+) -> Result<Json<Availability>, ApiError> {
+    let id = hotel_id(id)?;
+    let stay = StayDates::parse(query.start_date, query.end_date)?;
+    let limits = state.commands.config().limits;
+    if stay.night_count() > limits.max_nights {
+        return Err(ApiError::invalid(
+            "end_date",
+            format!("a stay may have at most {} nights", limits.max_nights),
+        ));
+    }
+    let rooms = match query.rooms {
+        None => 1,
+        Some(r) if (1..=i64::from(limits.max_rooms)).contains(&r) => r as u32,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "rooms",
+                format!("rooms must be between 1 and {}", limits.max_rooms),
+            ))
+        }
+    };
+    let hotel = load_hotel(&state, id).await?;
+    let now = state.commands.now();
+    // Lapsed holds do not count, whether or not anyone has dropped them yet.
+    let rows = sqlx::query(
+        "SELECT n.room_type_id, n.night, n.rate_cents,
+                greatest(n.total_rooms + n.overbooking_allowance - n.confirmed - n.held
+                         + coalesce(l.lapsed, 0), 0)::bigint AS remaining
+           FROM room_nights n
+           LEFT JOIN LATERAL (
+                SELECT sum(a.rooms) AS lapsed FROM room_night_allocations a
+                 WHERE a.hotel_id = n.hotel_id AND a.room_type_id = n.room_type_id
+                   AND a.night = n.night AND a.expires_at <= $4) l ON true
+          WHERE n.hotel_id = $1 AND n.night >= $2 AND n.night < $3
+          ORDER BY n.room_type_id, n.night",
+    )
+    .bind(id.get())
+    .bind(stay.start())
+    .bind(stay.end())
+    .bind(now)
+    .fetch_all(&state.pool)
+    .await?;
+    let mut by_type: std::collections::BTreeMap<i64, Vec<(NaiveDate, u32, i64)>> =
+        Default::default();
+    for row in rows {
+        let remaining: i64 = row.try_get("remaining")?;
+        by_type
+            .entry(row.try_get("room_type_id")?)
+            .or_default()
+            .push((
+                row.try_get("night")?,
+                u32::try_from(remaining).unwrap_or(u32::MAX),
+                row.try_get("rate_cents")?,
+            ));
+    }
+    let room_types = hotel
+        .room_types()
+        .iter()
+        .map(|(rt, details)| {
+            let known = by_type.remove(&rt.get()).unwrap_or_default();
+            let nights: Vec<NightOut> = stay
+                .nights()
+                .map(|date| match known.iter().find(|(d, _, _)| *d == date) {
+                    Some((_, remaining, rate)) => NightOut {
+                        date,
+                        remaining: *remaining,
+                        rate_cents: Some(*rate),
+                    },
+                    None => NightOut {
+                        date,
+                        remaining: 0,
+                        rate_cents: None,
+                    },
+                })
+                .collect();
+            let remaining = nights.iter().map(|n| n.remaining).min().unwrap_or(0);
+            let total_cents = nights
+                .iter()
+                .try_fold(0_i64, |sum, n| sum.checked_add(n.rate_cents?))
+                .and_then(|nightly| nightly.checked_mul(i64::from(rooms)));
+            RoomTypeAvailability {
+                room_type_id: rt.get(),
+                name: details.name().to_owned(),
+                available: remaining >= rooms,
+                remaining,
+                total_cents,
+                nights,
+            }
+        })
+        .collect();
+    Ok(Json(Availability {
+        hotel_id: id.get(),
+        start_date: stay.start(),
+        end_date: stay.end(),
+        as_of: now,
+        source: "database".into(),
+        room_types,
+    }))
+}

@@ -1,0 +1,200 @@
+//! The one API error type. Every way a request can fail — a domain rejection, a bad
+//! request, an auth failure, an infrastructure outage — becomes an `ApiError`, and this
+//! file alone decides its status code and its `{"error", "message", ...}` body.
+
+use aggregates::Rejection;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use utoipa::ToSchema;
+
+use crate::error::CommandError;
+
+/// The error body every endpoint returns: a stable code for programs, a message for
+/// people, and sometimes details (`night`, `total_cents`, `status`, `field`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// Stable machine-readable code, e.g. `sold_out`.
+    #[schema(example = "sold_out")]
+    pub error: String,
+    /// Explanation for a person.
+    pub message: String,
+}
+
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    details: Map<String, Value>,
+    retry_after: Option<u32>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            details: Map::new(),
+            retry_after: None,
+        }
+    }
+
+    pub fn with(mut self, key: &str, value: impl Serialize) -> Self {
+        self.details.insert(
+            key.to_owned(),
+            serde_json::to_value(value).unwrap_or(Value::Null),
+        );
+        self
+    }
+
+    pub fn retry_after(mut self, seconds: u32) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", message).with("field", field)
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message).retry_after(2)
+    }
+}
+
+impl From<aggregates::InvalidInput> for ApiError {
+    fn from(e: aggregates::InvalidInput) -> Self {
+        ApiError::invalid(e.field, format!("{}: {}", e.field, e.message))
+    }
+}
+
+impl From<Rejection> for ApiError {
+    fn from(rejection: Rejection) -> Self {
+        let message = rejection.to_string();
+        match rejection {
+            Rejection::SoldOut { night } => {
+                ApiError::new(StatusCode::CONFLICT, "sold_out", message).with("night", night)
+            }
+            Rejection::PriceChanged { total_cents } => {
+                ApiError::new(StatusCode::CONFLICT, "price_changed", message)
+                    .with("total_cents", total_cents)
+            }
+            Rejection::UnknownHotel => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "unknown_hotel", message)
+            }
+            Rejection::UnknownRoomType => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_room_type",
+                message,
+            ),
+            Rejection::ReservationNotFound => ApiError::not_found(message),
+            Rejection::ReservationExists => {
+                ApiError::new(StatusCode::CONFLICT, "reservation_exists", message)
+            }
+            Rejection::InvalidState { status } => {
+                ApiError::new(StatusCode::CONFLICT, "invalid_state", message).with("status", status)
+            }
+            Rejection::HoldExpired { expired_at } => {
+                ApiError::new(StatusCode::CONFLICT, "hold_expired", message)
+                    .with("expired_at", expired_at)
+            }
+            Rejection::HoldStillLive => {
+                ApiError::new(StatusCode::CONFLICT, "invalid_state", message).with("status", "held")
+            }
+            Rejection::InventoryBelowReserved { night, reserved } => {
+                ApiError::new(StatusCode::CONFLICT, "inventory_below_reserved", message)
+                    .with("night", night)
+                    .with("reserved", reserved)
+            }
+            Rejection::Invalid(invalid) => ApiError::invalid(
+                &invalid.field,
+                format!("{}: {}", invalid.field, invalid.message),
+            ),
+        }
+    }
+}
+
+impl From<CommandError> for ApiError {
+    fn from(e: CommandError) -> Self {
+        let message = e.to_string();
+        match e {
+            CommandError::Rejected(rejection) => rejection.into(),
+            CommandError::KeyReused => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency_key_reused",
+                message,
+            ),
+            CommandError::InFlight => {
+                ApiError::new(StatusCode::CONFLICT, "request_in_flight", message).retry_after(1)
+            }
+            CommandError::Contention { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "try_again", message).retry_after(1)
+            }
+            CommandError::Forbidden => ApiError::forbidden(message),
+            CommandError::Database(e) => database(e),
+            CommandError::Internal(detail) => {
+                tracing::error!(%detail, "internal inconsistency");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "an internal error occurred; it has been logged",
+                )
+            }
+        }
+    }
+}
+
+/// A database failure is the dependency's, not the client's: 503 with `Retry-After`.
+pub fn database(e: sqlx::Error) -> ApiError {
+    tracing::warn!(error = %e, "database error");
+    ApiError::unavailable("the database is unavailable; try again shortly")
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        database(e)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = Map::new();
+        body.insert("error".into(), json!(self.code));
+        body.insert("message".into(), json!(self.message));
+        body.extend(self.details);
+        let mut response = (self.status, Json(Value::Object(body))).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}

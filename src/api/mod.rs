@@ -1,0 +1,179 @@
+//! The HTTP API (v1), as `../shared/API.md` specifies it: routing, shared state, the
+//! request span and metrics middleware, and the OpenAPI document generated from the
+//! handlers' own types.
+
+pub mod audit;
+pub mod auth;
+pub mod catalog;
+pub mod error;
+pub mod extract;
+pub mod ops;
+pub mod reservations;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::Router;
+use metrics_exporter_prometheus::PrometheusHandle;
+use sqlx::PgPool;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::commands::CommandService;
+use crate::telemetry::Metrics;
+use auth::TokenTable;
+use error::ApiError;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub commands: CommandService,
+    pub pool: PgPool,
+    pub tokens: Arc<TokenTable>,
+    pub metrics: Metrics,
+    pub prometheus: PrometheusHandle,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Hotel reservations API", version = "1",
+        description = "Hold, confirm, cancel and change hotel stays; every room-night is sold once (or up to the hotel's overbooking allowance). Stays are half-open date ranges [start_date, end_date). Errors are {\"error\", \"message\", ...}."),
+    paths(
+        catalog::put_hotel, catalog::put_room_type, catalog::put_inventory,
+        catalog::get_hotel, catalog::search_hotels, catalog::availability,
+        reservations::create, reservations::get, reservations::cancel,
+        reservations::change_dates, reservations::events,
+        audit::feed,
+        ops::healthz, ops::readyz, ops::metrics, ops::openapi,
+    ),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "catalog", description = "Hotels, room types and inventory (admin)"),
+        (name = "browse", description = "Hotel look-ups and availability (any role)"),
+        (name = "reservations", description = "The reservation lifecycle (channel)"),
+        (name = "audit", description = "Event history (auditor)"),
+        (name = "operations", description = "Health, readiness, metrics"),
+    )
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    let v1 = Router::new()
+        .route("/v1/hotels", get(catalog::search_hotels))
+        .route(
+            "/v1/hotels/{hotel_id}",
+            put(catalog::put_hotel).get(catalog::get_hotel),
+        )
+        .route(
+            "/v1/hotels/{hotel_id}/room-types/{room_type_id}",
+            put(catalog::put_room_type),
+        )
+        .route(
+            "/v1/hotels/{hotel_id}/room-types/{room_type_id}/inventory",
+            put(catalog::put_inventory),
+        )
+        .route(
+            "/v1/hotels/{hotel_id}/availability",
+            get(catalog::availability),
+        )
+        .route("/v1/reservations", post(reservations::create))
+        .route("/v1/reservations/{reservation_id}", get(reservations::get))
+        .route(
+            "/v1/reservations/{reservation_id}/cancel",
+            post(reservations::cancel),
+        )
+        .route(
+            "/v1/reservations/{reservation_id}/change-dates",
+            post(reservations::change_dates),
+        )
+        .route(
+            "/v1/reservations/{reservation_id}/events",
+            get(reservations::events),
+        )
+        .route("/v1/events", get(audit::feed));
+
+    Router::new()
+        .merge(v1)
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .route("/openapi.json", get(ops::openapi))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(64 * 1024))
+        .layer(middleware::from_fn(record_request))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            Duration::from_secs(30),
+        ))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &Request| {
+                let route = request
+                    .extensions()
+                    .get::<MatchedPath>()
+                    .map(|p| p.as_str().to_owned())
+                    .unwrap_or_else(|| request.uri().path().to_owned());
+                tracing::info_span!("request", method = %request.method(), route = %route)
+            }),
+        )
+        .layer(CatchPanicLayer::custom(|_| {
+            tracing::error!("a handler panicked");
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "an internal error occurred; it has been logged",
+            )
+            .into_response()
+        }))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such endpoint")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this endpoint does not accept that method",
+    )
+}
+
+/// Counts requests by route and status, with a latency histogram.
+async fn record_request(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let method = request.method().to_string();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    let labels = [("method", method), ("route", route), ("status", status)];
+    metrics::counter!("http_requests_total", &labels).increment(1);
+    metrics::histogram!("http_request_duration_seconds", &labels)
+        .record(started.elapsed().as_secs_f64());
+    response
+}

@@ -1,0 +1,360 @@
+//! Reservations: hold, look up, cancel, change dates, and a reservation's history.
+
+use aggregates::{Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use utoipa::ToSchema;
+
+use super::auth::{Principal, Role};
+use super::error::{ApiError, ErrorBody};
+use super::extract::{ApiJson, ApiPath, Idempotency};
+use super::AppState;
+use crate::commands::{Caller, HoldRequest, ReservationView};
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct GuestIn {
+    #[schema(example = "Ana Lima")]
+    pub name: String,
+    #[schema(example = "ana@example.com")]
+    pub email: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateReservation {
+    #[schema(example = 812)]
+    pub hotel_id: i64,
+    #[schema(example = 3)]
+    pub room_type_id: i64,
+    /// First night of the stay.
+    pub start_date: NaiveDate,
+    /// Check-out day: the stay is `[start_date, end_date)`.
+    pub end_date: NaiveDate,
+    /// Rooms on every night (default 1).
+    #[schema(example = 1)]
+    pub rooms: Option<i64>,
+    pub guest: GuestIn,
+    /// The total the client showed the guest; refused with `price_changed` if the
+    /// server's price differs. The client never sets the price.
+    pub expected_total_cents: Option<i64>,
+}
+
+/// A reservation as of now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReservationOut {
+    pub reservation_id: uuid::Uuid,
+    pub hotel_id: i64,
+    pub room_type_id: i64,
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    pub nights: u32,
+    pub rooms: u32,
+    pub guest: GuestOut,
+    pub channel: String,
+    pub total_cents: i64,
+    /// `held`, `confirmed`, `cancelled`, `expired` or `declined`.
+    #[schema(example = "held")]
+    pub status: String,
+    pub hold_expires_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// Present on a cancellation: what goes back to the guest's card.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refund_cents: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GuestOut {
+    pub name: String,
+    pub email: String,
+}
+
+impl From<ReservationView> for ReservationOut {
+    fn from(v: ReservationView) -> Self {
+        Self {
+            reservation_id: v.reservation_id,
+            hotel_id: v.hotel_id,
+            room_type_id: v.room_type_id,
+            start_date: v.start_date,
+            end_date: v.end_date,
+            nights: v.nights,
+            rooms: v.rooms,
+            guest: GuestOut {
+                name: v.guest.name,
+                email: v.guest.email,
+            },
+            channel: v.channel,
+            total_cents: v.total_cents,
+            status: v.status.as_str().to_owned(),
+            hold_expires_at: v.hold_expires_at,
+            created_at: v.created_at,
+            updated_at: v.updated_at,
+            refund_cents: None,
+        }
+    }
+}
+
+fn caller(principal: &Principal) -> Result<Caller, ApiError> {
+    match principal.role {
+        Role::Channel => Ok(Caller::Channel(principal.name.clone())),
+        Role::Admin => Ok(Caller::Staff(principal.name.clone())),
+        Role::Auditor => Err(ApiError::forbidden("the auditor role is read-only")),
+    }
+}
+
+/// The scope of idempotency keys: the calling token.
+fn client_scope(principal: &Principal) -> String {
+    format!("{}:{}", principal.role, principal.token_id)
+}
+
+fn reservation_id(raw: &str) -> Result<ReservationId, ApiError> {
+    ReservationId::parse(raw).map_err(|_| ApiError::not_found("no such reservation"))
+}
+
+/// Hold a stay: every night of `[start_date, end_date)` or none.
+#[utoipa::path(post, path = "/v1/reservations", tag = "reservations",
+    params(("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent")),
+    request_body = CreateReservation,
+    responses(
+        (status = 201, body = ReservationOut),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody),
+        (status = 409, description = "sold_out (names the night), price_changed, request_in_flight, try_again", body = ErrorBody),
+        (status = 415, body = ErrorBody),
+        (status = 422, description = "invalid dates or rooms, unknown hotel or room type, idempotency_key_reused", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn create(
+    State(state): State<AppState>,
+    principal: Principal,
+    Idempotency(key): Idempotency,
+    ApiJson(body): ApiJson<CreateReservation>,
+) -> Result<(StatusCode, Json<ReservationOut>), ApiError> {
+    principal.require(&[Role::Channel])?;
+    let request = HoldRequest {
+        hotel_id: HotelId::parse(body.hotel_id)?,
+        room_type_id: RoomTypeId::parse(body.room_type_id)?,
+        stay: StayDates::parse(body.start_date, body.end_date)?,
+        rooms: RoomCount::parse(body.rooms.unwrap_or(1))?,
+        guest: Guest::parse(&body.guest.name, &body.guest.email)?,
+        expected_total_cents: body.expected_total_cents,
+    };
+    // The channel owns the reservation; the key is scoped to the token.
+    let result = state
+        .commands
+        .hold_as(&principal.name, &client_scope(&principal), key, request)
+        .await;
+    state.metrics.booking(&result);
+    Ok((StatusCode::CREATED, Json(result?.into())))
+}
+
+/// The reservation as of now (read-your-writes).
+#[utoipa::path(get, path = "/v1/reservations/{reservation_id}", tag = "reservations",
+    params(("reservation_id" = uuid::Uuid, Path)),
+    responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<ReservationOut>, ApiError> {
+    let id = reservation_id(&id)?;
+    let view = state
+        .commands
+        .reservation(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such reservation"))?;
+    check_owner(&principal, &view.channel)?;
+    Ok(Json(view.into()))
+}
+
+fn check_owner(principal: &Principal, channel: &str) -> Result<(), ApiError> {
+    if principal.role == Role::Channel && principal.name != channel {
+        return Err(ApiError::forbidden(
+            "this reservation belongs to another client",
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct CancelReservation {
+    /// Why; kept in the event history.
+    #[schema(example = "change of plans")]
+    pub reason: Option<String>,
+}
+
+/// Cancel a held or confirmed reservation; its nights return to sale.
+#[utoipa::path(post, path = "/v1/reservations/{reservation_id}/cancel", tag = "reservations",
+    params(("reservation_id" = uuid::Uuid, Path),
+        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII")),
+    request_body = CancelReservation,
+    responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "invalid_state (already cancelled or expired), request_in_flight", body = ErrorBody),
+        (status = 415, body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn cancel(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+    Idempotency(key): Idempotency,
+    ApiJson(body): ApiJson<CancelReservation>,
+) -> Result<Json<ReservationOut>, ApiError> {
+    let caller = caller(&principal)?;
+    let id = reservation_id(&id)?;
+    let reason = body.reason.unwrap_or_default();
+    if reason.chars().count() > 500 {
+        return Err(ApiError::invalid(
+            "reason",
+            "reason: at most 500 characters",
+        ));
+    }
+    let view = state
+        .commands
+        .cancel_as(&caller, &client_scope(&principal), key, id, reason)
+        .await?;
+    let mut out = ReservationOut::from(view);
+    // No payment is taken before confirmation, and confirmation with payment is not
+    // served yet: nothing was charged, so nothing is refunded.
+    out.refund_cents = Some(0);
+    Ok(Json(out))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ChangeDates {
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    pub expected_total_cents: Option<i64>,
+}
+
+/// Move a reservation to new dates in one step, or change nothing.
+#[utoipa::path(post, path = "/v1/reservations/{reservation_id}/change-dates", tag = "reservations",
+    params(("reservation_id" = uuid::Uuid, Path),
+        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII")),
+    request_body = ChangeDates,
+    responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "sold_out (names the night), price_changed, invalid_state, hold_expired", body = ErrorBody),
+        (status = 415, body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn change_dates(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+    Idempotency(key): Idempotency,
+    ApiJson(body): ApiJson<ChangeDates>,
+) -> Result<Json<ReservationOut>, ApiError> {
+    let caller = caller(&principal)?;
+    let id = reservation_id(&id)?;
+    let stay = StayDates::parse(body.start_date, body.end_date)?;
+    let view = state
+        .commands
+        .change_dates_as(
+            &caller,
+            &client_scope(&principal),
+            key,
+            id,
+            stay,
+            body.expected_total_cents,
+        )
+        .await?;
+    Ok(Json(view.into()))
+}
+
+/// One recorded event.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventOut {
+    /// Global position in the log.
+    pub position: i64,
+    /// `{aggregate_type}/{aggregate_id}`.
+    #[schema(example = "reservation/812:0193f3c6-5b0e-7a51-9a0e-2c1c1f8b4a10")]
+    pub stream: String,
+    /// Sequence of the event within its stream.
+    pub version: i64,
+    #[serde(rename = "type")]
+    #[schema(example = "ReservationHeld")]
+    pub event_type: String,
+    pub recorded_at: DateTime<Utc>,
+    pub data: serde_json::Value,
+    pub metadata: serde_json::Value,
+}
+
+impl EventOut {
+    pub fn from_row(row: &sqlx::postgres::PgRow) -> Result<Self, sqlx::Error> {
+        let kind: String = row.try_get("aggregate_type")?;
+        let id: String = row.try_get("aggregate_id")?;
+        let payload: serde_json::Value = row.try_get("payload")?;
+        // Stored payloads are cqrs-es's externally tagged enums: {"Type": {...}}.
+        let data = match payload {
+            serde_json::Value::Object(map) if map.len() == 1 => {
+                map.into_iter().next().map(|(_, v)| v).unwrap_or_default()
+            }
+            other => other,
+        };
+        Ok(Self {
+            position: row.try_get("global_position")?,
+            stream: format!("{kind}/{id}"),
+            version: row.try_get("sequence")?,
+            event_type: row.try_get("event_type")?,
+            recorded_at: row.try_get("recorded_at")?,
+            data,
+            metadata: row.try_get("metadata")?,
+        })
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReservationEvents {
+    pub reservation_id: uuid::Uuid,
+    pub events: Vec<EventOut>,
+}
+
+/// A reservation's event history (its owner channel, admin or auditor).
+#[utoipa::path(get, path = "/v1/reservations/{reservation_id}/events", tag = "reservations",
+    params(("reservation_id" = uuid::Uuid, Path)),
+    responses((status = 200, body = ReservationEvents), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn events(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<ReservationEvents>, ApiError> {
+    let id = reservation_id(&id)?;
+    let row = sqlx::query("SELECT stream_id, channel FROM reservations WHERE reservation_id = $1")
+        .bind(id.as_uuid())
+        .fetch_optional(&state.pool)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such reservation"))?;
+    let stream: String = row.try_get("stream_id")?;
+    let channel: String = row.try_get("channel")?;
+    check_owner(&principal, &channel)?;
+    let rows = sqlx::query(
+        "SELECT aggregate_type, aggregate_id, sequence, event_type, payload, metadata,
+                global_position, recorded_at
+           FROM events WHERE aggregate_type = 'reservation' AND aggregate_id = $1
+          ORDER BY sequence",
+    )
+    .bind(&stream)
+    .fetch_all(&state.pool)
+    .await?;
+    let events = rows
+        .iter()
+        .map(EventOut::from_row)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Json(ReservationEvents {
+        reservation_id: id.as_uuid(),
+        events,
+    }))
+}

@@ -1,0 +1,189 @@
+//! The server process: configuration, building the app on a bound port (port 0 in
+//! tests), and running it until a shutdown signal, letting in-flight requests finish.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::Router;
+use chrono::Duration;
+use sqlx::PgPool;
+use tokio::net::TcpListener;
+
+use crate::api::auth::TokenTable;
+use crate::api::{router, AppState};
+use crate::clock::{Clock, SystemClock};
+use crate::commands::{CommandService, WriteConfig};
+use crate::telemetry::{prometheus, Metrics};
+use crate::write::Strategy;
+
+/// Everything `reservations serve` can be told, from flags or the environment.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Settings {
+    /// PostgreSQL; the database is created and migrated at start.
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "postgres://localhost/reservations"
+    )]
+    pub database_url: String,
+    /// Redis for the availability read model and rate limits.
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+    /// HTTP address to listen on (port 0: any free port).
+    #[arg(long, env = "LISTEN_ADDR", default_value = "127.0.0.1:8080")]
+    pub listen_addr: String,
+    /// Comma-separated `token:role[:name]`, role `admin`, `channel` or `auditor`. When
+    /// unset, an admin token is generated and printed once at start.
+    #[arg(long, env = "API_TOKENS", hide_env_values = true)]
+    pub api_tokens: Option<String>,
+    /// How long a hold lasts before it lapses.
+    #[arg(long, env = "HOLD_TTL_SECONDS", default_value_t = 900,
+          value_parser = clap::value_parser!(u32).range(1..=86_400))]
+    pub hold_ttl_seconds: u32,
+    /// HMAC key for `X-Signature` on the payment webhook; unset refuses the webhook.
+    #[arg(long, env = "PAYMENT_WEBHOOK_SECRET", hide_env_values = true)]
+    pub payment_webhook_secret: Option<String>,
+    /// How concurrent bookings of the same nights are kept apart.
+    #[arg(
+        long,
+        env = "WRITE_STRATEGY",
+        value_enum,
+        default_value = "pessimistic"
+    )]
+    pub strategy: Strategy,
+    /// Size of the PostgreSQL connection pool.
+    #[arg(long, env = "DB_MAX_CONNECTIONS", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub db_max_connections: u32,
+}
+
+impl Settings {
+    /// Defaults for a given database, as if no flag or variable were set.
+    pub fn for_database(database_url: &str) -> Self {
+        Self {
+            database_url: database_url.to_owned(),
+            redis_url: "redis://127.0.0.1:6379".into(),
+            listen_addr: "127.0.0.1:8080".into(),
+            api_tokens: None,
+            hold_ttl_seconds: 900,
+            payment_webhook_secret: None,
+            strategy: Strategy::Pessimistic,
+            db_max_connections: 20,
+        }
+    }
+
+    pub fn write_config(&self) -> WriteConfig {
+        WriteConfig {
+            strategy: self.strategy,
+            hold_ttl: Duration::seconds(i64::from(self.hold_ttl_seconds)),
+            ..WriteConfig::default()
+        }
+    }
+}
+
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    pool: PgPool,
+    generated_admin_token: Option<String>,
+}
+
+impl Application {
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        Self::build_with_clock(settings, Arc::new(SystemClock)).await
+    }
+
+    /// Connects (creating and migrating the database), binds the listener and wires the
+    /// routes; nothing is served until [`Application::run_until`].
+    pub async fn build_with_clock(
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+    ) -> anyhow::Result<Self> {
+        let (tokens, generated_admin_token) = match settings.api_tokens.as_deref() {
+            Some(spec) if !spec.trim().is_empty() => {
+                (TokenTable::parse(spec).map_err(anyhow::Error::msg)?, None)
+            }
+            _ => {
+                let (table, token) = TokenTable::generated_admin();
+                (table, Some(token))
+            }
+        };
+        let pool =
+            crate::db::connect_and_migrate(&settings.database_url, settings.db_max_connections)
+                .await
+                .context("connecting to PostgreSQL")?;
+        let listener = TcpListener::bind(&settings.listen_addr)
+            .await
+            .with_context(|| format!("binding {}", settings.listen_addr))?;
+        let state = AppState {
+            commands: CommandService::with_clock(pool.clone(), settings.write_config(), clock),
+            pool: pool.clone(),
+            tokens: Arc::new(tokens),
+            metrics: Metrics,
+            prometheus: prometheus(),
+        };
+        Ok(Self {
+            listener,
+            router: router(state),
+            pool,
+            generated_admin_token,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    /// The admin token generated because no `API_TOKENS` were configured.
+    pub fn generated_admin_token(&self) -> Option<&str> {
+        self.generated_admin_token.as_deref()
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Serves until `shutdown` completes, then stops accepting and lets in-flight
+    /// requests finish before returning.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown)
+            .await?;
+        self.pool.close().await;
+        Ok(())
+    }
+
+    /// Serves until SIGINT or SIGTERM.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.run_until(shutdown_signal()).await
+    }
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}
