@@ -18,11 +18,14 @@ use super::reservations::EventOut;
 use super::AppState;
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct FeedQuery {
     /// The `position` of the last event already read (`next` of the previous page);
     /// 0 or absent to start from the beginning.
+    #[param(minimum = 0)]
     pub after: Option<i64>,
     /// At most this many events (1..=1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
 }
 
@@ -37,6 +40,7 @@ pub struct EventFeed {
 #[utoipa::path(get, path = "/v1/events", tag = "audit", params(FeedQuery),
     responses((status = 200, body = EventFeed), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, description = "unknown_position", body = ErrorBody),
         (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn feed(
@@ -67,9 +71,10 @@ pub async fn feed(
         .fetch_optional(&mut *conn)
         .await?;
         Some(txid.ok_or_else(|| {
-            ApiError::invalid(
-                "after",
-                "after must be the position of an event already read",
+            ApiError::new(
+                axum::http::StatusCode::NOT_FOUND,
+                "unknown_position",
+                "after must be the position of an event already read (or 0)",
             )
         })?)
     };

@@ -16,12 +16,27 @@ use super::AppState;
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PutHotel {
-    #[schema(example = "Hotel Tejo")]
+    #[schema(
+        example = "Hotel Tejo",
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     pub name: String,
-    #[schema(example = "Lisbon")]
+    #[schema(
+        example = "Lisbon",
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     pub city: String,
     /// IANA timezone name.
-    #[schema(example = "Europe/Lisbon")]
+    #[schema(
+        example = "Europe/Lisbon",
+        min_length = 1,
+        max_length = 64,
+        pattern = r"^[A-Za-z][A-Za-z0-9_+\-]*(/[A-Za-z0-9_+\-]+)*$"
+    )]
     pub timezone: String,
 }
 
@@ -75,12 +90,13 @@ fn hotel_id(raw: i64) -> Result<HotelId, ApiError> {
 
 /// Create or update a hotel.
 #[utoipa::path(put, path = "/v1/hotels/{hotel_id}", tag = "catalog",
-    params(("hotel_id" = i64, Path, description = "Positive integer chosen by the caller")),
+    params(("hotel_id" = i64, Path, description = "Positive integer chosen by the caller", minimum = 1, maximum = 9_007_199_254_740_991_i64)),
     request_body = PutHotel,
     responses(
         (status = 200, body = HotelOut),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 415, body = ErrorBody),
         (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn put_hotel(
@@ -98,20 +114,27 @@ pub async fn put_hotel(
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PutRoomType {
-    #[schema(example = "king")]
+    #[schema(
+        example = "king",
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     pub name: String,
-    #[schema(example = 2)]
+    #[schema(example = 2, minimum = 1, maximum = 50)]
     pub max_occupancy: i64,
 }
 
 /// Create or update a room type of an existing hotel.
 #[utoipa::path(put, path = "/v1/hotels/{hotel_id}/room-types/{room_type_id}", tag = "catalog",
-    params(("hotel_id" = i64, Path), ("room_type_id" = i64, Path)),
+    params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64),
+        ("room_type_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64)),
     request_body = PutRoomType,
     responses(
         (status = 200, body = HotelOut),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 415, body = ErrorBody),
         (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn put_room_type(
@@ -137,13 +160,13 @@ pub struct PutInventory {
     pub start_date: NaiveDate,
     /// The night after the last one set (half-open range).
     pub end_date: NaiveDate,
-    #[schema(example = 100)]
+    #[schema(example = 100, minimum = 0, maximum = 1_000_000)]
     pub total_rooms: i64,
     /// Kept as it is when omitted (0 for a new night).
-    #[schema(example = 0)]
+    #[schema(example = 0, minimum = 0, maximum = 1_000_000)]
     pub overbooking_allowance: Option<i64>,
     /// Kept as it is when omitted; required for nights without a rate yet.
-    #[schema(example = 18000)]
+    #[schema(example = 18000, minimum = 0, maximum = 10_000_000_000_i64)]
     pub rate_cents: Option<i64>,
 }
 
@@ -156,13 +179,15 @@ pub struct InventorySet {
 /// Set total rooms, overbooking allowance and rate on every night of a range.
 #[utoipa::path(put, path = "/v1/hotels/{hotel_id}/room-types/{room_type_id}/inventory",
     tag = "catalog",
-    params(("hotel_id" = i64, Path), ("room_type_id" = i64, Path)),
+    params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64),
+        ("room_type_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64)),
     request_body = PutInventory,
     responses(
         (status = 200, body = InventorySet),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody),
         (status = 409, description = "inventory_below_reserved, names the night", body = ErrorBody),
+        (status = 415, body = ErrorBody),
         (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn put_inventory(
@@ -208,7 +233,7 @@ async fn load_hotel(state: &AppState, id: HotelId) -> Result<Hotel, ApiError> {
 
 /// A hotel with its room types.
 #[utoipa::path(get, path = "/v1/hotels/{hotel_id}", tag = "browse",
-    params(("hotel_id" = i64, Path)),
+    params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64)),
     responses((status = 200, body = HotelOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 503, body = ErrorBody)),
@@ -223,8 +248,14 @@ pub async fn get_hotel(
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CitySearch {
     /// City name, case-insensitive.
+    #[param(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$"
+    )]
     pub city: String,
 }
 
@@ -236,17 +267,25 @@ pub struct HotelList {
 /// Hotels in a city.
 #[utoipa::path(get, path = "/v1/hotels", tag = "browse", params(CitySearch),
     responses((status = 200, body = HotelList), (status = 400, body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 401, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn search_hotels(
     State(state): State<AppState>,
     _principal: Principal,
     ApiQuery(query): ApiQuery<CitySearch>,
 ) -> Result<Json<HotelList>, ApiError> {
+    let city = query.city.trim();
+    if city.is_empty() || city.chars().count() > 100 || city.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            "city",
+            "city: must be 1 to 100 printable characters",
+        ));
+    }
     let rows = sqlx::query(
         "SELECT state FROM hotels WHERE lower(city) = lower($1) ORDER BY hotel_id LIMIT 500",
     )
-    .bind(query.city.trim())
+    .bind(city)
     .fetch_all(&state.pool)
     .await?;
     let mut hotels = Vec::with_capacity(rows.len());
@@ -264,10 +303,14 @@ pub async fn search_hotels(
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AvailabilityQuery {
+    /// First night of the stay.
     pub start_date: NaiveDate,
+    /// Check-out day: the stay is `[start_date, end_date)`, at most 30 nights.
     pub end_date: NaiveDate,
     /// Rooms wanted on every night (default 1).
+    #[param(minimum = 1, maximum = 10)]
     pub rooms: Option<i64>,
 }
 
@@ -307,7 +350,7 @@ pub struct Availability {
 /// Remaining rooms and rates for a stay, per room type. May be a little stale; a hold
 /// is always decided against the database.
 #[utoipa::path(get, path = "/v1/hotels/{hotel_id}/availability", tag = "browse",
-    params(("hotel_id" = i64, Path), AvailabilityQuery),
+    params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64), AvailabilityQuery),
     responses((status = 200, body = Availability), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),

@@ -17,24 +17,33 @@ use crate::commands::{Caller, HoldRequest, ReservationView};
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct GuestIn {
-    #[schema(example = "Ana Lima")]
+    #[schema(
+        example = "Ana Lima",
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     pub name: String,
-    #[schema(example = "ana@example.com")]
+    #[schema(
+        example = "ana@example.com",
+        max_length = 254,
+        pattern = r"^[^@\s\u0000-\u001F\u007F-\u009F]+@[^@\s.\u0000-\u001F\u007F-\u009F][^@\s\u0000-\u001F\u007F-\u009F]*\.[^@\s\u0000-\u001F\u007F-\u009F]*[^@\s.\u0000-\u001F\u007F-\u009F]$"
+    )]
     pub email: String,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CreateReservation {
-    #[schema(example = 812)]
+    #[schema(example = 812, minimum = 1, maximum = 9_007_199_254_740_991_i64)]
     pub hotel_id: i64,
-    #[schema(example = 3)]
+    #[schema(example = 3, minimum = 1, maximum = 9_007_199_254_740_991_i64)]
     pub room_type_id: i64,
     /// First night of the stay.
     pub start_date: NaiveDate,
     /// Check-out day: the stay is `[start_date, end_date)`.
     pub end_date: NaiveDate,
-    /// Rooms on every night (default 1).
-    #[schema(example = 1)]
+    /// Rooms on every night (default 1; at most 10).
+    #[schema(example = 1, minimum = 1, maximum = 10)]
     pub rooms: Option<i64>,
     pub guest: GuestIn,
     /// The total the client showed the guest; refused with `price_changed` if the
@@ -116,7 +125,7 @@ fn reservation_id(raw: &str) -> Result<ReservationId, ApiError> {
 
 /// Hold a stay: every night of `[start_date, end_date)` or none.
 #[utoipa::path(post, path = "/v1/reservations", tag = "reservations",
-    params(("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent")),
+    params(("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
     request_body = CreateReservation,
     responses(
         (status = 201, body = ReservationOut),
@@ -185,14 +194,18 @@ fn check_owner(principal: &Principal, channel: &str) -> Result<(), ApiError> {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CancelReservation {
     /// Why; kept in the event history.
-    #[schema(example = "change of plans")]
+    #[schema(
+        example = "change of plans",
+        max_length = 500,
+        pattern = r"^[^\u0000-\u0008\u000B-\u001F\u007F-\u009F]*$"
+    )]
     pub reason: Option<String>,
 }
 
 /// Cancel a held or confirmed reservation; its nights return to sale.
 #[utoipa::path(post, path = "/v1/reservations/{reservation_id}/cancel", tag = "reservations",
     params(("reservation_id" = uuid::Uuid, Path),
-        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII")),
+        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
     request_body = CancelReservation,
     responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
@@ -238,7 +251,7 @@ pub struct ChangeDates {
 /// Move a reservation to new dates in one step, or change nothing.
 #[utoipa::path(post, path = "/v1/reservations/{reservation_id}/change-dates", tag = "reservations",
     params(("reservation_id" = uuid::Uuid, Path),
-        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII")),
+        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
     request_body = ChangeDates,
     responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),

@@ -22,6 +22,7 @@ pub mod idempotency;
 mod load;
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rand::Rng;
@@ -115,6 +116,7 @@ where
             Ok(value) => return Ok(value),
             Err(AttemptError::Fatal(e)) => return Err(e),
             Err(AttemptError::Conflict) => {
+                CONFLICTS.fetch_add(1, Ordering::Relaxed);
                 metrics::counter!("unit_of_work_conflicts_total").increment(1);
                 tracing::debug!(attempt = n, "unit of work lost a race");
                 if n < attempts {
@@ -129,8 +131,21 @@ where
             }
         }
     }
+    EXHAUSTED.fetch_add(1, Ordering::Relaxed);
     metrics::counter!("unit_of_work_exhausted_total").increment(1);
     Err(CommandError::Contention { attempts })
+}
+
+static CONFLICTS: AtomicU64 = AtomicU64::new(0);
+static EXHAUSTED: AtomicU64 = AtomicU64::new(0);
+
+/// Lost races and commands that ran out of retries since the process started (the same
+/// figures the Prometheus counters carry; readable without a recorder, for benchmarks).
+pub fn contention_totals() -> (u64, u64) {
+    (
+        CONFLICTS.load(Ordering::Relaxed),
+        EXHAUSTED.load(Ordering::Relaxed),
+    )
 }
 
 impl From<aggregates::Rejection> for AttemptError {
