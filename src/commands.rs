@@ -306,6 +306,11 @@ impl CommandService {
         key: IdempotencyKey,
         request: HoldRequest,
     ) -> Result<ReservationView, CommandError> {
+        // Refuse absurd stays before loading (and locking) a night of them.
+        self.config
+            .limits
+            .check_size(&request.stay, request.rooms)
+            .map_err(Rejection::from)?;
         let fingerprint = RequestFingerprint::new(scope, key, "hold_stay", &request)?;
         let now = self.now();
         let reservation_id = ReservationId::from_uuid(Uuid::now_v7());
@@ -441,6 +446,10 @@ impl CommandService {
         expected_total_cents: Option<i64>,
     ) -> Result<ReservationView, CommandError> {
         let key = key.into();
+        self.config
+            .limits
+            .check_nights(&new_stay)
+            .map_err(Rejection::from)?;
         #[derive(Serialize)]
         struct ChangeRequest {
             reservation_id: ReservationId,

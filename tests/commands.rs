@@ -650,3 +650,41 @@ async fn catalog_writes_are_idempotent_puts() {
     ));
     db.drop_database().await;
 }
+
+#[tokio::test]
+async fn an_absurdly_long_stay_is_refused_before_the_database_is_touched() {
+    // A pool that cannot reach any database: only a refusal that happens before loading
+    // anything can come back as a rejection rather than a database error.
+    let unreachable = sqlx::postgres::PgPoolOptions::new()
+        .acquire_timeout(std::time::Duration::from_millis(200))
+        .connect_lazy("postgres://nobody@127.0.0.1:1/none")
+        .expect("lazy pool");
+    let svc =
+        reservations::commands::CommandService::new(unreachable, config(Strategy::Optimistic));
+    let millennia = stay(
+        chrono::NaiveDate::from_ymd_opt(1900, 1, 1).expect("date"),
+        chrono::NaiveDate::from_ymd_opt(9999, 12, 31).expect("date"),
+    );
+
+    let held = svc
+        .hold("web", key("k"), hold_request(millennia, 1, 1))
+        .await;
+    let moved = svc
+        .change_dates(
+            &web(),
+            Some(key("m")),
+            ReservationId::from_uuid(uuid::Uuid::nil()),
+            millennia,
+            None,
+        )
+        .await;
+
+    for result in [held.map(|_| ()), moved.map(|_| ())] {
+        match result {
+            Err(CommandError::Rejected(Rejection::Invalid(invalid))) => {
+                assert_eq!(invalid.field, "end_date")
+            }
+            other => panic!("expected a refusal before any IO, got {other:?}"),
+        }
+    }
+}

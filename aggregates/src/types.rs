@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, Days, NaiveDate, Utc};
+use chrono::{DateTime, Datelike, Days, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -149,6 +149,15 @@ impl StayDates {
     /// Rejects zero-night and inverted ranges: a stay of no nights would take no room
     /// and still be "booked".
     pub fn parse(start: NaiveDate, end: NaiveDate) -> Result<Self, InvalidInput> {
+        // Far outside any bookable horizon, and outside what PostgreSQL's `date` holds
+        // (it starts in 4713 BC): refused here rather than by the database.
+        let supported = |d: NaiveDate| (1900..=9999).contains(&d.year());
+        if !supported(start) || !supported(end) {
+            return Err(InvalidInput::new(
+                "start_date",
+                "dates must be between 1900-01-01 and 9999-12-31",
+            ));
+        }
         if end <= start {
             return Err(InvalidInput::new(
                 "end_date",
@@ -355,18 +364,7 @@ impl BookingLimits {
         rooms: RoomCount,
         today: NaiveDate,
     ) -> Result<(), InvalidInput> {
-        if stay.night_count() > self.max_nights {
-            return Err(InvalidInput::new(
-                "end_date",
-                format!("a stay may have at most {} nights", self.max_nights),
-            ));
-        }
-        if rooms.get() > self.max_rooms {
-            return Err(InvalidInput::new(
-                "rooms",
-                format!("a reservation may take at most {} rooms", self.max_rooms),
-            ));
-        }
+        self.check_size(stay, rooms)?;
         if stay.start() < today {
             return Err(InvalidInput::new(
                 "start_date",
@@ -378,6 +376,29 @@ impl BookingLimits {
             return Err(InvalidInput::new(
                 "start_date",
                 format!("must be within {} days from today", self.max_days_ahead),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The checks that need no clock: how long and how large. Cheap, so callers run it
+    /// before loading anything for a stay.
+    pub fn check_size(&self, stay: &StayDates, rooms: RoomCount) -> Result<(), InvalidInput> {
+        self.check_nights(stay)?;
+        if rooms.get() > self.max_rooms {
+            return Err(InvalidInput::new(
+                "rooms",
+                format!("a reservation may take at most {} rooms", self.max_rooms),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn check_nights(&self, stay: &StayDates) -> Result<(), InvalidInput> {
+        if stay.night_count() > self.max_nights {
+            return Err(InvalidInput::new(
+                "end_date",
+                format!("a stay may have at most {} nights", self.max_nights),
             ));
         }
         Ok(())

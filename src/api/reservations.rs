@@ -224,10 +224,13 @@ pub async fn cancel(
     let caller = caller(&principal)?;
     let id = reservation_id(&id)?;
     let reason = body.reason.unwrap_or_default();
-    if reason.chars().count() > 500 {
+    // Newlines and tabs are fine in a note; other control characters (NUL above all,
+    // which PostgreSQL cannot store) are not.
+    let printable = |c: char| !c.is_control() || c == '\n' || c == '\t';
+    if reason.chars().count() > 500 || !reason.chars().all(printable) {
         return Err(ApiError::invalid(
             "reason",
-            "reason: at most 500 characters",
+            "reason: at most 500 characters, no control characters",
         ));
     }
     let view = state
