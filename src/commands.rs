@@ -257,6 +257,9 @@ impl CommandService {
         with_retries(self.config.retry, |_| async {
             let mut tx = self.pool.begin().await?;
             let mut loader = Loader { conn: &mut tx };
+            if self.config.strategy.locks_nights() {
+                loader.lock_room_type(hotel_id, room_type_id).await?;
+            }
             let (hotel, _) = loader.hotel(hotel_id).await?;
             let nights = loader
                 .nights(
@@ -322,6 +325,11 @@ impl CommandService {
                 return Ok(stored);
             }
             let mut loader = Loader { conn: &mut tx };
+            if self.config.strategy.locks_nights() {
+                loader
+                    .lock_room_type(request.hotel_id, request.room_type_id)
+                    .await?;
+            }
             let (hotel, _) = loader.hotel(request.hotel_id).await?;
             let nights = loader
                 .nights(
@@ -585,7 +593,18 @@ impl CommandService {
                 }
             }
             let mut loader = Loader { conn: &mut tx };
-            let Some(loaded) = loader.reservation(reservation_id, lock).await? else {
+            let mut found = loader.reservation(reservation_id, false).await?;
+            if lock {
+                // Queue behind every writer of this room type before taking any row
+                // lock (see `Loader::lock_room_type`), then re-read under the lock.
+                if let Some(details) = found.as_ref().and_then(|l| l.reservation.details()) {
+                    loader
+                        .lock_room_type(details.hotel_id, details.room_type_id)
+                        .await?;
+                    found = loader.reservation(reservation_id, true).await?;
+                }
+            }
+            let Some(loaded) = found else {
                 let outcome = Err(Rejection::ReservationNotFound);
                 if let Some(fingerprint) = &fingerprint {
                     idempotency::complete(&mut tx, fingerprint, &outcome).await?;

@@ -128,6 +128,11 @@ async fn check_after_race(db: &TestDb, tally: &Tally) {
         .await
         .expect("count");
     assert_eq!(reservations as usize, tally.held.load(Ordering::SeqCst));
+    assert_eq!(
+        streams_out_of_commit_order(&db.pool).await,
+        0,
+        "read in commit order, some stream's events are out of sequence"
+    );
 }
 
 async fn race_one_server(strategy: Strategy) {

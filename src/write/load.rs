@@ -46,6 +46,34 @@ pub struct Loader<'c> {
 }
 
 impl Loader<'_> {
+    /// Pessimistic strategy, first lock of a command: a transaction-scoped advisory lock
+    /// on (hotel, room type), taken before any row lock.
+    ///
+    /// Every command that writes nights of a room type queues here, so a flash sale
+    /// waits in line instead of retrying. It also keeps the event log's commit-order
+    /// reading faithful to each stream's order: PostgreSQL assigns a transaction id at
+    /// its first row lock or write, and an advisory lock needs none, so a command only
+    /// gets its id after the previous writer of the same nights has committed. Without
+    /// it, a command could take an id, then wait on a night another command locked
+    /// later, and append that night's next event under a smaller transaction id than
+    /// the event before it — and readers ordering by `(transaction_id, position)`
+    /// would see the stream out of order. (Optimistic commands read before their first
+    /// write, and fail if a stream moved meanwhile, so they keep the order too.)
+    pub async fn lock_room_type(
+        &mut self,
+        hotel_id: HotelId,
+        room_type_id: RoomTypeId,
+    ) -> Result<(), AttemptError> {
+        // The two-int advisory key space; ids beyond 2^31 fold onto smaller ones, which
+        // only makes unrelated room types queue together.
+        sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
+            .bind(hotel_id.get() as i32)
+            .bind(room_type_id.get() as i32)
+            .execute(&mut *self.conn)
+            .await?;
+        Ok(())
+    }
+
     /// The hotel aggregate and its version (a default aggregate at version 0 if unknown).
     pub async fn hotel(&mut self, hotel_id: HotelId) -> Result<(Hotel, i64), AttemptError> {
         let row = sqlx::query("SELECT state, version FROM hotels WHERE hotel_id = $1")

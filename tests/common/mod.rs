@@ -355,3 +355,20 @@ pub async fn assert_invariants_at(pool: &PgPool, now: chrono::DateTime<Utc>) -> 
     }
     replayed
 }
+
+/// Streams whose events, read in commit order `(transaction_id, global_position)` as
+/// projections read them, are not in sequence order. Must be zero: projections apply
+/// each stream's events in the order they read them.
+pub async fn streams_out_of_commit_order(pool: &PgPool) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM (
+            SELECT sequence, lag(sequence) OVER (
+                     PARTITION BY aggregate_type, aggregate_id
+                     ORDER BY transaction_id, global_position) AS previous
+              FROM events) s
+          WHERE previous IS NOT NULL AND sequence <> previous + 1",
+    )
+    .fetch_one(pool)
+    .await
+    .expect("order check")
+}
