@@ -1,1 +1,11 @@
+//! The read side: projections that follow the event log durably.
+//!
+//! - [`log`]: reading the log in commit order without ever skipping an event;
+//! - [`runner`]: checkpoints, one active runner per projection, wake-ups, retries, lag
+//!   metrics, and rebuilding a projection into a new generation while the old serves.
 
+pub mod log;
+pub mod runner;
+
+pub use log::{Checkpoint, StoredEvent};
+pub use runner::{rebuild, run, Projection, RunnerConfig};

@@ -1,0 +1,359 @@
+//! Running a projection: follow the log from its checkpoint, in batches, for ever.
+//!
+//! - **One active runner per projection**, however many server processes run: a runner
+//!   serves only while it holds a session advisory lock named after its projection;
+//!   the others wait as standbys and take over if the leader's connection dies.
+//! - **Checkpoint** `(transaction_id, global_position)` and **generation** live in
+//!   `projection_checkpoints`; each batch is applied and its checkpoint saved in one
+//!   PostgreSQL transaction, which locks the checkpoint row. A projection kept in
+//!   PostgreSQL writes through that transaction and so applies each event exactly once;
+//!   one kept elsewhere (Redis) makes its writes idempotent per event.
+//! - **Wake-ups**: LISTEN on `events` (a statement trigger NOTIFYs), with polling as the
+//!   fallback, so a lost notification costs latency, never an event.
+//! - **Errors** are retried with exponential backoff, counted in metrics, and never
+//!   skipped: the checkpoint only moves past a batch that was applied.
+//! - **Rebuild**: fill the next generation from position zero while the current one
+//!   keeps serving, then switch both the checkpoint and the generation in one commit.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::PgListener;
+use sqlx::{PgConnection, PgPool, Postgres, Row};
+use tokio::sync::watch;
+
+use crate::log::{self, Checkpoint, StoredEvent};
+
+/// A read model that follows the event log.
+pub trait Projection: Send + 'static {
+    /// Stable name: the checkpoint row and the leadership lock.
+    fn name(&self) -> &'static str;
+
+    /// Applies a batch of events (commit order) to `generation`. `tx` is the transaction
+    /// that will save the checkpoint; an error rolls it back and the batch is retried.
+    fn apply(
+        &mut self,
+        tx: &mut PgConnection,
+        generation: i32,
+        batch: &[StoredEvent],
+    ) -> impl Future<Output = anyhow::Result<()>> + Send;
+
+    /// Removes everything `generation` holds (before filling it from zero, or once it
+    /// is no longer served).
+    fn clear(
+        &mut self,
+        conn: &mut PgConnection,
+        generation: i32,
+    ) -> impl Future<Output = anyhow::Result<()>> + Send;
+
+    /// Whether the storage of `generation` still holds what the checkpoint says was
+    /// applied. `false` (say, Redis restarted empty) makes the runner clear it and start
+    /// again from position zero.
+    fn storage_intact(
+        &mut self,
+        _generation: i32,
+        _checkpoint: Checkpoint,
+    ) -> impl Future<Output = anyhow::Result<bool>> + Send {
+        async { Ok(true) }
+    }
+
+    /// Everything visible has been applied, up to `checkpoint`.
+    fn caught_up(
+        &mut self,
+        _generation: i32,
+        _checkpoint: Checkpoint,
+    ) -> impl Future<Output = anyhow::Result<()>> + Send {
+        async { Ok(()) }
+    }
+
+    /// `generation` is now the one served (after a rebuild switched to it).
+    fn switched(&mut self, _generation: i32) -> impl Future<Output = anyhow::Result<()>> + Send {
+        async { Ok(()) }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct RunnerConfig {
+    pub batch_size: i64,
+    /// How long to wait for a notification before polling anyway.
+    pub poll_interval: Duration,
+    /// How often to measure the lag.
+    pub lag_interval: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            batch_size: 500,
+            poll_interval: Duration::from_millis(500),
+            lag_interval: Duration::from_secs(2),
+            max_backoff: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The advisory lock that makes a runner the one active runner of `name`.
+fn leader_lock_id(name: &str) -> i64 {
+    let digest = Sha256::digest(format!("projection:{name}").as_bytes());
+    let mut bytes = [0_u8; 8];
+    bytes.copy_from_slice(&digest[..8]);
+    i64::from_be_bytes(bytes)
+}
+
+/// The projection's checkpoint row (created at position zero if missing).
+pub async fn load_checkpoint(
+    conn: &mut PgConnection,
+    name: &str,
+) -> Result<(i32, Checkpoint), sqlx::Error> {
+    sqlx::query("INSERT INTO projection_checkpoints (name) VALUES ($1) ON CONFLICT DO NOTHING")
+        .bind(name)
+        .execute(&mut *conn)
+        .await?;
+    let row = sqlx::query(
+        "SELECT generation, transaction_id::text::bigint AS txid, global_position
+           FROM projection_checkpoints WHERE name = $1",
+    )
+    .bind(name)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok((
+        row.try_get("generation")?,
+        Checkpoint {
+            transaction_id: row.try_get("txid")?,
+            position: row.try_get("global_position")?,
+        },
+    ))
+}
+
+/// The generation a projection serves from (1 when it has never run).
+pub async fn served_generation(pool: &PgPool, name: &str) -> Result<i32, sqlx::Error> {
+    let generation: Option<i32> =
+        sqlx::query_scalar("SELECT generation FROM projection_checkpoints WHERE name = $1")
+            .bind(name)
+            .fetch_optional(pool)
+            .await?;
+    Ok(generation.unwrap_or(1))
+}
+
+async fn save_checkpoint(
+    conn: &mut PgConnection,
+    name: &str,
+    generation: i32,
+    checkpoint: Checkpoint,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE projection_checkpoints
+            SET generation = $2, transaction_id = $3::text::xid8, global_position = $4,
+                updated_at = now()
+          WHERE name = $1",
+    )
+    .bind(name)
+    .bind(generation)
+    .bind(checkpoint.transaction_id.to_string())
+    .bind(checkpoint.position)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Applies one batch and saves its checkpoint, in one transaction. Returns `false` if
+/// the served generation changed under us (a rebuild switched): nothing was applied.
+async fn apply_batch<P: Projection>(
+    pool: &PgPool,
+    projection: &mut P,
+    generation: i32,
+    batch: &[StoredEvent],
+) -> anyhow::Result<bool> {
+    let Some(last) = batch.last() else {
+        return Ok(true);
+    };
+    let mut tx = pool.begin().await?;
+    let current: i32 = sqlx::query_scalar(
+        "SELECT generation FROM projection_checkpoints WHERE name = $1 FOR UPDATE",
+    )
+    .bind(projection.name())
+    .fetch_one(&mut *tx)
+    .await?;
+    if current != generation {
+        return Ok(false);
+    }
+    projection.apply(&mut tx, generation, batch).await?;
+    save_checkpoint(&mut tx, projection.name(), generation, last.checkpoint()).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Runs `projection` until `shutdown` turns true, as leader or standby. A batch under
+/// way when shutdown is asked for is finished first.
+pub async fn run<P: Projection>(
+    pool: PgPool,
+    mut projection: P,
+    config: RunnerConfig,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let name = projection.name();
+    let mut backoff = Duration::from_millis(100);
+    while !*shutdown.borrow() {
+        match lead(&pool, &mut projection, config, &mut shutdown).await {
+            Ok(()) => backoff = Duration::from_millis(100),
+            Err(e) => {
+                metrics::counter!("projection_errors_total", "projection" => name).increment(1);
+                tracing::warn!(projection = name, error = %e, ?backoff, "projection runner failed; retrying");
+                sleep_or_shutdown(backoff, &mut shutdown).await;
+                backoff = (backoff * 2).min(config.max_backoff);
+            }
+        }
+    }
+    tracing::info!(projection = name, "projection runner stopped");
+}
+
+async fn sleep_or_shutdown(duration: Duration, shutdown: &mut watch::Receiver<bool>) {
+    tokio::select! {
+        _ = tokio::time::sleep(duration) => {}
+        _ = shutdown.changed() => {}
+    }
+}
+
+/// One leadership term: take the lock (or wait as standby), then follow the log.
+async fn lead<P: Projection>(
+    pool: &PgPool,
+    projection: &mut P,
+    config: RunnerConfig,
+    shutdown: &mut watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let name = projection.name();
+    let mut leader: PoolConnection<Postgres> = pool.acquire().await?;
+    let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+        .bind(leader_lock_id(name))
+        .fetch_one(&mut *leader)
+        .await?;
+    if !locked {
+        metrics::gauge!("projection_leader", "projection" => name).set(0.0);
+        sleep_or_shutdown(config.poll_interval * 4, shutdown).await;
+        return Ok(());
+    }
+    metrics::gauge!("projection_leader", "projection" => name).set(1.0);
+    tracing::info!(projection = name, "projection runner leads");
+    let result = follow(pool, projection, config, shutdown, &mut leader).await;
+    metrics::gauge!("projection_leader", "projection" => name).set(0.0);
+    // Release leadership explicitly; if the connection is broken, closing it does.
+    let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
+        .bind(leader_lock_id(name))
+        .execute(&mut *leader)
+        .await;
+    if unlocked.is_err() {
+        let _ = leader.detach();
+    }
+    result
+}
+
+async fn follow<P: Projection>(
+    pool: &PgPool,
+    projection: &mut P,
+    config: RunnerConfig,
+    shutdown: &mut watch::Receiver<bool>,
+    leader: &mut PgConnection,
+) -> anyhow::Result<()> {
+    let name = projection.name();
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.listen("events").await?;
+    let (mut generation, mut checkpoint) = load_checkpoint(leader, name).await?;
+    if !projection.storage_intact(generation, checkpoint).await? {
+        tracing::warn!(projection = name, generation, "storage lost its data; rebuilding from position zero");
+        projection.clear(leader, generation).await?;
+        checkpoint = Checkpoint::START;
+        save_checkpoint(leader, name, generation, checkpoint).await?;
+    }
+    let mut last_lag = Instant::now() - config.lag_interval;
+    while !*shutdown.borrow() {
+        if last_lag.elapsed() >= config.lag_interval {
+            let (behind, seconds) = log::lag(leader, checkpoint).await?;
+            metrics::gauge!("projection_lag_events", "projection" => name).set(behind as f64);
+            metrics::gauge!("projection_lag_seconds", "projection" => name).set(seconds);
+            last_lag = Instant::now();
+            // The leader's connection doubles as a liveness check of the lock.
+        }
+        let batch = log::read_after(leader, checkpoint, config.batch_size).await?;
+        if batch.is_empty() {
+            projection.caught_up(generation, checkpoint).await?;
+            if !projection.storage_intact(generation, checkpoint).await? {
+                return Err(anyhow::anyhow!("{name}: storage lost its data"));
+            }
+            tokio::select! {
+                _ = listener.recv() => {}
+                _ = tokio::time::sleep(config.poll_interval) => {}
+                _ = shutdown.changed() => {}
+            }
+            continue;
+        }
+        if apply_batch(pool, projection, generation, &batch).await? {
+            metrics::counter!("projection_events_applied_total", "projection" => name)
+                .increment(batch.len() as u64);
+            if let Some(last) = batch.last() {
+                checkpoint = last.checkpoint();
+            }
+        } else {
+            // A rebuild switched generations: continue from its checkpoint.
+            (generation, checkpoint) = load_checkpoint(leader, name).await?;
+            projection.switched(generation).await?;
+            tracing::info!(projection = name, generation, "switched to a rebuilt generation");
+        }
+    }
+    Ok(())
+}
+
+/// Rebuilds `projection` from position zero into the next generation while the current
+/// one keeps serving, then switches to it. `progress(applied, total)` is called after
+/// every batch. Returns the new generation.
+pub async fn rebuild<P: Projection>(
+    pool: &PgPool,
+    projection: &mut P,
+    batch_size: i64,
+    mut progress: impl FnMut(u64, u64),
+) -> anyhow::Result<i32> {
+    let name = projection.name();
+    let mut conn = pool.acquire().await?;
+    let (live, _) = load_checkpoint(&mut conn, name).await?;
+    let next = live + 1;
+    projection.clear(&mut conn, next).await?;
+    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
+        .fetch_one(&mut *conn)
+        .await?;
+    let total = u64::try_from(total).unwrap_or(0);
+    let mut checkpoint = Checkpoint::START;
+    let mut applied = 0_u64;
+    // Catch up without holding anything the live runner needs.
+    loop {
+        let batch = log::read_after(&mut conn, checkpoint, batch_size).await?;
+        let Some(last) = batch.last() else { break };
+        let mut tx = pool.begin().await?;
+        projection.apply(&mut tx, next, &batch).await?;
+        tx.commit().await?;
+        checkpoint = last.checkpoint();
+        applied += batch.len() as u64;
+        progress(applied, total.max(applied));
+    }
+    // Switch: lock the live checkpoint row (the live runner waits), apply what arrived
+    // meanwhile, and move the checkpoint and the generation in one commit.
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT 1 FROM projection_checkpoints WHERE name = $1 FOR UPDATE")
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+    loop {
+        let batch = log::read_after(&mut tx, checkpoint, batch_size).await?;
+        let Some(last) = batch.last() else { break };
+        projection.apply(&mut tx, next, &batch).await?;
+        checkpoint = last.checkpoint();
+        applied += batch.len() as u64;
+        progress(applied, total.max(applied));
+    }
+    save_checkpoint(&mut tx, name, next, checkpoint).await?;
+    tx.commit().await?;
+    projection.switched(next).await?;
+    projection.clear(&mut conn, live).await?;
+    Ok(next)
+}
