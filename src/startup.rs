@@ -10,11 +10,18 @@ use chrono::Duration;
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 
+use projections::availability::Keys;
+use projections::RunnerConfig;
+use sqlx::postgres::PgConnectOptions;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
 use crate::api::auth::TokenTable;
-use crate::api::{router, AppState};
+use crate::api::{router, AppState, AvailabilityCache};
 use crate::clock::{Clock, SystemClock};
 use crate::commands::{CommandService, WriteConfig};
 use crate::telemetry::{prometheus, Metrics};
+use crate::workers::spawn_availability_runner;
 use crate::write::Strategy;
 
 /// Everything `reservations serve` can be told, from flags or the environment.
@@ -52,6 +59,9 @@ pub struct Settings {
         default_value = "pessimistic"
     )]
     pub strategy: Strategy,
+    /// Run the projection runners in this process (a standby if another process leads).
+    #[arg(long, env = "RUN_PROJECTIONS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub run_projections: bool,
     /// Size of the PostgreSQL connection pool.
     #[arg(long, env = "DB_MAX_CONNECTIONS", default_value_t = 20,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -69,6 +79,7 @@ impl Settings {
             hold_ttl_seconds: 900,
             payment_webhook_secret: None,
             strategy: Strategy::Pessimistic,
+            run_projections: true,
             db_max_connections: 20,
         }
     }
@@ -87,6 +98,8 @@ pub struct Application {
     router: Router,
     pool: PgPool,
     generated_admin_token: Option<String>,
+    workers: Vec<JoinHandle<()>>,
+    stop_workers: watch::Sender<bool>,
 }
 
 impl Application {
@@ -116,18 +129,44 @@ impl Application {
         let listener = TcpListener::bind(&settings.listen_addr)
             .await
             .with_context(|| format!("binding {}", settings.listen_addr))?;
+        let keys = Keys::for_database(&database_name(&settings.database_url)?);
+        // Redis is optional at start: the connection is lazy, and every reader falls
+        // back to PostgreSQL while it is unreachable.
+        let availability = match projections::availability::connect(&settings.redis_url) {
+            Ok(redis) => Some(AvailabilityCache { redis, keys }),
+            Err(e) => {
+                tracing::warn!(error = %e, "REDIS_URL unusable; availability is read from PostgreSQL");
+                None
+            }
+        };
+        let (stop_workers, stopped) = watch::channel(false);
+        let mut workers = Vec::new();
+        if settings.run_projections {
+            if let Some(cache) = &availability {
+                workers.push(spawn_availability_runner(
+                    pool.clone(),
+                    cache.redis.clone(),
+                    cache.keys.clone(),
+                    RunnerConfig::default(),
+                    stopped.clone(),
+                ));
+            }
+        }
         let state = AppState {
             commands: CommandService::with_clock(pool.clone(), settings.write_config(), clock),
             pool: pool.clone(),
             tokens: Arc::new(tokens),
             metrics: Metrics,
             prometheus: prometheus(),
+            availability,
         };
         Ok(Self {
             listener,
             router: router(state),
             pool,
             generated_admin_token,
+            workers,
+            stop_workers,
         })
     }
 
@@ -153,6 +192,16 @@ impl Application {
         axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown)
             .await?;
+        // Requests are done; let each runner finish the batch it is applying.
+        let _ = self.stop_workers.send(true);
+        for worker in self.workers {
+            if tokio::time::timeout(std::time::Duration::from_secs(30), worker)
+                .await
+                .is_err()
+            {
+                tracing::warn!("a projection runner did not stop within 30 s");
+            }
+        }
         self.pool.close().await;
         Ok(())
     }
@@ -186,4 +235,13 @@ pub async fn shutdown_signal() {
         _ = terminate => {},
     }
     tracing::info!("shutting down: finishing in-flight requests");
+}
+
+/// The database name in a PostgreSQL URL (what `connect_and_migrate` creates).
+fn database_name(url: &str) -> anyhow::Result<String> {
+    let options: PgConnectOptions = url.parse()?;
+    Ok(options
+        .get_database()
+        .unwrap_or_else(|| options.get_username())
+        .to_owned())
 }

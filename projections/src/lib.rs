@@ -2,8 +2,11 @@
 //!
 //! - [`log`]: reading the log in commit order without ever skipping an event;
 //! - [`runner`]: checkpoints, one active runner per projection, wake-ups, retries, lag
-//!   metrics, and rebuilding a projection into a new generation while the old serves.
+//!   metrics, and rebuilding a projection into a new generation while the old serves;
+//! - [`availability`]: remaining rooms and rates per night in Redis, for availability
+//!   searches (never for granting a hold).
 
+pub mod availability;
 pub mod log;
 pub mod runner;
 

@@ -380,7 +380,106 @@ pub async fn availability(
             ))
         }
     };
-    let hotel = load_hotel(&state, id).await?;
+    let nights: Vec<NaiveDate> = stay.nights().collect();
+    let answer = match from_cache(&state, id, &nights).await {
+        Some(answer) => answer,
+        None => from_database(&state, id, &stay).await?,
+    };
+    metrics::counter!("availability_reads_total", "source" => answer.source).increment(1);
+    let room_types = answer
+        .room_types
+        .into_iter()
+        .map(|(room_type_id, name, nights)| {
+            let remaining = nights.iter().map(|n| n.remaining).min().unwrap_or(0);
+            let total_cents = nights
+                .iter()
+                .try_fold(0_i64, |sum, n| sum.checked_add(n.rate_cents?))
+                .and_then(|nightly| nightly.checked_mul(i64::from(rooms)));
+            RoomTypeAvailability {
+                room_type_id,
+                name,
+                available: remaining >= rooms,
+                remaining,
+                total_cents,
+                nights,
+            }
+        })
+        .collect();
+    Ok(Json(Availability {
+        hotel_id: id.get(),
+        start_date: stay.start(),
+        end_date: stay.end(),
+        as_of: answer.as_of,
+        source: answer.source.to_owned(),
+        room_types,
+    }))
+}
+
+/// Availability per room type and night, from whichever source answered.
+struct Answer {
+    source: &'static str,
+    as_of: DateTime<Utc>,
+    room_types: Vec<(i64, String, Vec<NightOut>)>,
+}
+
+/// The Redis read model's answer, unless it cannot give a trustworthy one: Redis down
+/// or slow, the projection not caught up, the hotel unknown to it, or a night down to
+/// its last room (where a stale "1 left" costs most, PostgreSQL answers instead).
+async fn from_cache(state: &AppState, hotel: HotelId, nights: &[NaiveDate]) -> Option<Answer> {
+    let cache = state.availability.as_ref()?;
+    let mut redis = cache.redis.clone();
+    let read = projections::availability::read(&mut redis, &cache.keys, hotel.get(), nights);
+    let cached = match tokio::time::timeout(std::time::Duration::from_millis(300), read).await {
+        Ok(Ok(Some(cached))) => cached,
+        Ok(Ok(None)) => return None,
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "availability cache unreachable; reading PostgreSQL");
+            metrics::counter!("availability_cache_errors_total").increment(1);
+            return None;
+        }
+        Err(_) => {
+            metrics::counter!("availability_cache_errors_total").increment(1);
+            return None;
+        }
+    };
+    let last_room = cached.room_types.iter().any(|rt| {
+        rt.nights
+            .iter()
+            .any(|(_, night)| night.is_some_and(|n| n.remaining() <= 1))
+    });
+    if last_room {
+        return None;
+    }
+    Some(Answer {
+        source: "cache",
+        as_of: cached.as_of,
+        room_types: cached
+            .room_types
+            .into_iter()
+            .map(|rt| {
+                let nights = rt
+                    .nights
+                    .into_iter()
+                    .map(|(date, night)| NightOut {
+                        date,
+                        remaining: night
+                            .map_or(0, |n| u32::try_from(n.remaining()).unwrap_or(u32::MAX)),
+                        rate_cents: night.map(|n| n.rate_cents),
+                    })
+                    .collect();
+                (rt.room_type_id, rt.room_type.name, nights)
+            })
+            .collect(),
+    })
+}
+
+/// The write side's own rows: exact as of now.
+async fn from_database(
+    state: &AppState,
+    id: HotelId,
+    stay: &StayDates,
+) -> Result<Answer, ApiError> {
+    let hotel = load_hotel(state, id).await?;
     let now = state.commands.now();
     // Lapsed holds do not count, whether or not anyone has dropped them yet.
     let rows = sqlx::query(
@@ -419,7 +518,7 @@ pub async fn availability(
         .iter()
         .map(|(rt, details)| {
             let known = by_type.remove(&rt.get()).unwrap_or_default();
-            let nights: Vec<NightOut> = stay
+            let nights = stay
                 .nights()
                 .map(|date| match known.iter().find(|(d, _, _)| *d == date) {
                     Some((_, remaining, rate)) => NightOut {
@@ -434,27 +533,12 @@ pub async fn availability(
                     },
                 })
                 .collect();
-            let remaining = nights.iter().map(|n| n.remaining).min().unwrap_or(0);
-            let total_cents = nights
-                .iter()
-                .try_fold(0_i64, |sum, n| sum.checked_add(n.rate_cents?))
-                .and_then(|nightly| nightly.checked_mul(i64::from(rooms)));
-            RoomTypeAvailability {
-                room_type_id: rt.get(),
-                name: details.name().to_owned(),
-                available: remaining >= rooms,
-                remaining,
-                total_cents,
-                nights,
-            }
+            (rt.get(), details.name().to_owned(), nights)
         })
         .collect();
-    Ok(Json(Availability {
-        hotel_id: id.get(),
-        start_date: stay.start(),
-        end_date: stay.end(),
+    Ok(Answer {
+        source: "database",
         as_of: now,
-        source: "database".into(),
         room_types,
-    }))
+    })
 }

@@ -40,6 +40,15 @@ pub struct AppState {
     pub tokens: Arc<TokenTable>,
     pub metrics: Metrics,
     pub prometheus: PrometheusHandle,
+    /// The Redis read model of availability; `None` runs on PostgreSQL alone.
+    pub availability: Option<AvailabilityCache>,
+}
+
+/// A handle on the availability read model.
+#[derive(Clone)]
+pub struct AvailabilityCache {
+    pub redis: redis::aio::ConnectionManager,
+    pub keys: projections::availability::Keys,
 }
 
 #[derive(OpenApi)]

@@ -61,9 +61,24 @@ impl TestDb {
         CommandService::with_clock(self.pool.clone(), config(strategy), clock)
     }
 
-    /// Drops the database (call at the end of a test that passed).
+    /// Drops the database, and the keys its read model left in the machine's Redis
+    /// (call at the end of a test that passed).
     pub async fn drop_database(self) {
         self.pool.close().await;
+        if let Ok(client) = redis::Client::open("redis://127.0.0.1:6379") {
+            if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
+                let pattern = format!("rsv:{}:*", self.name);
+                let keys: Vec<String> = redis::cmd("KEYS")
+                    .arg(&pattern)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap_or_default();
+                if !keys.is_empty() {
+                    let _: Result<(), _> =
+                        redis::cmd("UNLINK").arg(&keys).query_async(&mut conn).await;
+                }
+            }
+        }
         let options = PgConnectOptions::from_str(&server_url()).expect("TEST_DATABASE_URL");
         if let Ok(mut admin) = options.connect().await {
             let _ = sqlx::query(&format!(

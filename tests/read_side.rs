@@ -1,0 +1,544 @@
+//! The read side against real PostgreSQL and Redis: the runner reads the log in commit
+//! order and never skips, the Redis availability model converges to `room_nights`
+//! under a booking storm, and availability survives Redis going away and coming back
+//! empty.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aggregates::ReservationId;
+use chrono::Days;
+use common::*;
+use projections::availability::{self, Keys};
+use projections::{Checkpoint, Projection, RunnerConfig, StoredEvent};
+use rand::{Rng, SeedableRng};
+use reservations::commands::Caller;
+use reservations::write::Strategy;
+use sqlx::{PgConnection, PgPool};
+use tokio::sync::watch;
+
+fn fast() -> RunnerConfig {
+    RunnerConfig {
+        poll_interval: Duration::from_millis(50),
+        lag_interval: Duration::from_millis(200),
+        ..RunnerConfig::default()
+    }
+}
+
+/// A projection that only records what it was given, in order.
+#[derive(Clone, Default)]
+struct Recorder {
+    seen: Arc<Mutex<Vec<i64>>>,
+}
+
+impl Projection for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+
+    async fn apply(
+        &mut self,
+        _tx: &mut PgConnection,
+        _generation: i32,
+        batch: &[StoredEvent],
+    ) -> anyhow::Result<()> {
+        let mut seen = self.seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        seen.extend(batch.iter().map(|e| e.position));
+        Ok(())
+    }
+
+    async fn clear(&mut self, _conn: &mut PgConnection, _generation: i32) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+async fn insert_test_event(conn: &mut PgConnection, stream: &str) -> i64 {
+    sqlx::query_scalar(
+        "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version,
+                             payload, metadata)
+         VALUES ('test', $1, 1, 'Tested', '1.0', '{}', '{}') RETURNING global_position",
+    )
+    .bind(stream)
+    .fetch_one(&mut *conn)
+    .await
+    .expect("insert event")
+}
+
+async fn wait_for<F: Fn() -> bool>(what: &str, condition: F) {
+    for _ in 0..200 {
+        if condition() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_committed_out_of_order_are_delivered_in_commit_order_and_never_skipped() {
+    // Arrange: a runner following an empty log.
+    let db = TestDb::new().await;
+    let recorder = Recorder::default();
+    let (stop, stopped) = watch::channel(false);
+    let runner = tokio::spawn(projections::run(
+        db.pool.clone(),
+        recorder.clone(),
+        fast(),
+        stopped,
+    ));
+
+    // Act: the first transaction takes the earlier position but commits last.
+    let mut first = db.pool.begin().await.expect("begin");
+    let early = insert_test_event(&mut first, "a").await;
+    let mut second = db.pool.begin().await.expect("begin");
+    let late = insert_test_event(&mut second, "b").await;
+    second
+        .commit()
+        .await
+        .expect("commit the later position first");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let before_first_commits = recorder.seen.lock().expect("lock").clone();
+    first.commit().await.expect("commit");
+    let seen = recorder.seen.clone();
+    wait_for("both events", || {
+        seen.lock().map(|s| s.len() >= 2).unwrap_or(false)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // Assert: nothing was delivered past the running transaction; then both, once each.
+    assert!(early < late);
+    assert!(
+        before_first_commits.is_empty(),
+        "delivered {before_first_commits:?} while an earlier transaction was running"
+    );
+    assert_eq!(*recorder.seen.lock().expect("lock"), vec![early, late]);
+    let _ = stop.send(true);
+    runner.await.expect("runner");
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_one_runner_of_a_projection_is_active_at_a_time() {
+    let db = TestDb::new().await;
+    let (a, b) = (Recorder::default(), Recorder::default());
+    let (stop, stopped) = watch::channel(false);
+    let runners = [
+        tokio::spawn(projections::run(
+            db.pool.clone(),
+            a.clone(),
+            fast(),
+            stopped.clone(),
+        )),
+        tokio::spawn(projections::run(
+            db.pool.clone(),
+            b.clone(),
+            fast(),
+            stopped,
+        )),
+    ];
+
+    let mut conn = db.pool.acquire().await.expect("conn");
+    let mut positions = Vec::new();
+    for n in 0..20 {
+        positions.push(insert_test_event(&mut conn, &format!("s{n}")).await);
+    }
+    let (sa, sb) = (a.seen.clone(), b.seen.clone());
+    wait_for("all events", || {
+        sa.lock().map(|s| s.len()).unwrap_or(0) + sb.lock().map(|s| s.len()).unwrap_or(0) >= 20
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let (seen_a, seen_b) = (
+        a.seen.lock().expect("a").clone(),
+        b.seen.lock().expect("b").clone(),
+    );
+    assert!(
+        seen_a.is_empty() || seen_b.is_empty(),
+        "both runners applied events: {seen_a:?} / {seen_b:?}"
+    );
+    let mut all = [seen_a, seen_b].concat();
+    all.sort_unstable();
+    assert_eq!(all, positions, "every event exactly once");
+    let _ = stop.send(true);
+    for runner in runners {
+        runner.await.expect("runner");
+    }
+    db.drop_database().await;
+}
+
+/// A private Redis server on a free port, which a test may stop and start again.
+struct PrivateRedis {
+    port: u16,
+    child: Option<Child>,
+}
+
+impl PrivateRedis {
+    fn start_on(port: u16) -> Self {
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (.ci/run installs it)");
+        Self {
+            port,
+            child: Some(child),
+        }
+    }
+
+    fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("free port");
+        Self::start_on(port)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    async fn wait_ready(&self) {
+        for _ in 0..100 {
+            if let Ok(client) = redis::Client::open(self.url()) {
+                if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
+                    let pong: Result<String, _> = redis::cmd("PING").query_async(&mut conn).await;
+                    if pong.is_ok() {
+                        return;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("private redis did not start");
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Every `room_nights` row next to what the Redis model says of it.
+async fn compare_with_redis(pool: &PgPool, redis_url: &str, keys: &Keys) -> Vec<String> {
+    let rows = night_rows(pool).await;
+    let mut redis = availability::connect(redis_url).expect("redis");
+    let mut differences = Vec::new();
+    let by_hotel_type: std::collections::BTreeMap<(i64, i64), Vec<chrono::NaiveDate>> =
+        rows.keys().fold(Default::default(), |mut acc, (h, t, n)| {
+            acc.entry((*h, *t)).or_default().push(*n);
+            acc
+        });
+    for ((hotel, room_type), nights) in by_hotel_type {
+        let cached = availability::read(&mut redis, keys, hotel, &nights)
+            .await
+            .expect("read redis")
+            .expect("cache ready");
+        let rt = cached
+            .room_types
+            .iter()
+            .find(|r| r.room_type_id == room_type)
+            .expect("room type cached");
+        for (night, value) in &rt.nights {
+            let row = &rows[&(hotel, room_type, *night)];
+            let expected = (
+                i64::from(row.total_rooms),
+                i64::from(row.allowance),
+                i64::from(row.confirmed),
+                i64::from(row.held),
+            );
+            let got = value.map(|v| (v.total_rooms, v.overbooking_allowance, v.confirmed, v.held));
+            if got != Some(expected) {
+                differences.push(format!("{night}: db {expected:?} redis {got:?}"));
+            }
+        }
+    }
+    differences
+}
+
+async fn projection_caught_up(pool: &PgPool, name: &str) -> bool {
+    let (_, checkpoint) = {
+        let mut conn = pool.acquire().await.expect("conn");
+        projections::runner::load_checkpoint(&mut conn, name)
+            .await
+            .expect("checkpoint")
+    };
+    let last: Option<(i64, i64)> = sqlx::query_as(
+        "SELECT transaction_id::text::bigint, global_position FROM events
+          ORDER BY transaction_id DESC, global_position DESC LIMIT 1",
+    )
+    .fetch_optional(pool)
+    .await
+    .expect("last event");
+    last.is_none_or(|(t, p)| {
+        Checkpoint {
+            transaction_id: t,
+            position: p,
+        } <= checkpoint
+    })
+}
+
+async fn wait_caught_up(pool: &PgPool, name: &str) {
+    for _ in 0..400 {
+        if projection_caught_up(pool, name).await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{name} did not catch up");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
+    // Arrange: inventory, and the availability runner following the log.
+    let db = TestDb::new().await;
+    let redis = PrivateRedis::start();
+    redis.wait_ready().await;
+    let keys = Keys::for_database(&db.name);
+    let svc = db.service(Strategy::Pessimistic);
+    hotel_with_rooms(&svc, day(20), 10, 6).await;
+    let (stop, stopped) = watch::channel(false);
+    let runner = reservations::workers::spawn_availability_runner(
+        db.pool.clone(),
+        availability::connect(&redis.url()).expect("redis"),
+        keys.clone(),
+        fast(),
+        stopped,
+    );
+
+    // Act: 32 tasks hold, and cancel some of what they got, while the runner runs.
+    let mut tasks = Vec::new();
+    for task in 0..32_u64 {
+        let svc = svc.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(task);
+            for n in 0..8 {
+                let start = day(20) + Days::new(rng.gen_range(0..8));
+                let end = start + Days::new(rng.gen_range(1..=2));
+                let held = svc
+                    .hold(
+                        "web",
+                        key(&format!("storm-{task}-{n}")),
+                        hold_request(stay(start, end), rng.gen_range(1..=2), n),
+                    )
+                    .await;
+                if let Ok(view) = held {
+                    if rng.gen_bool(0.3) {
+                        let _ = svc
+                            .cancel(
+                                &Caller::Channel("web".into()),
+                                Some(key(&format!("storm-cancel-{task}-{n}"))),
+                                ReservationId::from_uuid(view.reservation_id),
+                                "storm".into(),
+                            )
+                            .await;
+                    }
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("task");
+    }
+    wait_caught_up(&db.pool, availability::NAME).await;
+
+    // Assert: Redis says exactly what room_nights says, night by night.
+    let differences = compare_with_redis(&db.pool, &redis.url(), &keys).await;
+    assert!(differences.is_empty(), "{differences:#?}");
+    assert_invariants(&db.pool).await;
+    let _ = stop.send(true);
+    runner.await.expect("runner");
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn availability_survives_redis_stopping_and_the_model_is_rebuilt_when_it_returns_empty() {
+    // Arrange: a running app whose Redis is a private server we can stop.
+    let db = TestDb::new().await;
+    let mut redis = PrivateRedis::start();
+    redis.wait_ready().await;
+    let mut settings = reservations::startup::Settings::for_database(&db.url);
+    settings.listen_addr = "127.0.0.1:0".into();
+    settings.redis_url = redis.url();
+    settings.api_tokens = Some("admin-token-1:admin:staff,web-token-1:channel:web".into());
+    let app = reservations::startup::Application::build(settings)
+        .await
+        .expect("build");
+    let base = format!("http://127.0.0.1:{}", app.port());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until(async move {
+        let _ = stopped.await;
+    }));
+    let svc = db.service(Strategy::Pessimistic);
+    hotel_with_rooms(&svc, day(20), 5, 5).await;
+    let client = reqwest::Client::new();
+    let availability = || {
+        client
+            .get(format!(
+                "{base}/v1/hotels/{HOTEL}/availability?start_date={}&end_date={}",
+                day(20),
+                day(23)
+            ))
+            .bearer_auth("web-token-1")
+            .send()
+    };
+    let source = |body: &serde_json::Value| body["source"].as_str().unwrap_or("").to_owned();
+    let mut cached = None;
+    for _ in 0..100 {
+        let body: serde_json::Value = availability()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        if source(&body) == "cache" {
+            cached = Some(body);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let cached = cached.expect("the cache answers once caught up");
+    assert_eq!(cached["room_types"][0]["remaining"], 5);
+
+    // Act 1: Redis goes away.
+    redis.stop();
+    let during = availability().await.expect("get");
+    let during_status = during.status();
+    let during: serde_json::Value = during.json().await.expect("json");
+    let hold = client
+        .post(format!("{base}/v1/reservations"))
+        .bearer_auth("web-token-1")
+        .header("Idempotency-Key", "while-redis-is-down")
+        .json(&serde_json::json!({
+            "hotel_id": HOTEL, "room_type_id": KING,
+            "start_date": day(20), "end_date": day(22), "rooms": 1,
+            "guest": {"name": "Ana", "email": "ana@example.com"}
+        }))
+        .send()
+        .await
+        .expect("hold");
+
+    // Assert 1: PostgreSQL answers availability and holds still work.
+    assert_eq!(during_status, 200);
+    assert_eq!(source(&during), "database");
+    assert_eq!(hold.status(), 201);
+
+    // Act 2: Redis comes back, empty.
+    let redis = PrivateRedis::start_on(redis.port);
+    redis.wait_ready().await;
+    let mut rebuilt = None;
+    for _ in 0..200 {
+        let body: serde_json::Value = availability()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        if source(&body) == "cache" {
+            rebuilt = Some(body);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Assert 2: the model was rebuilt, including the hold made while Redis was down.
+    let rebuilt = rebuilt.expect("the cache answers again after the rebuild");
+    let nights = rebuilt["room_types"][0]["nights"]
+        .as_array()
+        .expect("nights")
+        .clone();
+    let remaining: Vec<i64> = nights
+        .iter()
+        .filter_map(|n| n["remaining"].as_i64())
+        .collect();
+    assert_eq!(remaining, vec![4, 4, 5]);
+    wait_caught_up(&db.pool, availability::NAME).await;
+    let differences =
+        compare_with_redis(&db.pool, &redis.url(), &Keys::for_database(&db.name)).await;
+    assert!(differences.is_empty(), "{differences:#?}");
+    let _ = stop.send(());
+    server.await.expect("server").expect("clean shutdown");
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_night_down_to_its_last_room_is_read_from_postgresql() {
+    let db = TestDb::new().await;
+    let redis = PrivateRedis::start();
+    redis.wait_ready().await;
+    let mut settings = reservations::startup::Settings::for_database(&db.url);
+    settings.listen_addr = "127.0.0.1:0".into();
+    settings.redis_url = redis.url();
+    settings.api_tokens = Some("web-token-1:channel:web".into());
+    let app = reservations::startup::Application::build(settings)
+        .await
+        .expect("build");
+    let base = format!("http://127.0.0.1:{}", app.port());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until(async move {
+        let _ = stopped.await;
+    }));
+    let svc = db.service(Strategy::Pessimistic);
+    hotel_with_rooms(&svc, day(20), 3, 2).await;
+    svc.hold(
+        "web",
+        key("one"),
+        hold_request(stay(day(21), day(22)), 1, 1),
+    )
+    .await
+    .expect("hold");
+    wait_caught_up(&db.pool, availability::NAME).await;
+    let client = reqwest::Client::new();
+    let ask = |from: u64, to: u64| {
+        client
+            .get(format!(
+                "{base}/v1/hotels/{HOTEL}/availability?start_date={}&end_date={}",
+                day(from),
+                day(to)
+            ))
+            .bearer_auth("web-token-1")
+            .send()
+    };
+    let mut roomy = serde_json::Value::Null;
+    for _ in 0..100 {
+        roomy = ask(20, 21).await.expect("get").json().await.expect("json");
+        if roomy["source"] == "cache" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let tight: serde_json::Value = ask(20, 22).await.expect("get").json().await.expect("json");
+
+    assert_eq!(roomy["source"], "cache", "{roomy}");
+    assert_eq!(
+        tight["source"], "database",
+        "the last room is answered by PostgreSQL"
+    );
+    assert_eq!(tight["room_types"][0]["remaining"], 1);
+    let _ = stop.send(());
+    server.await.expect("server").expect("clean shutdown");
+    db.drop_database().await;
+}
