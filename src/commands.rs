@@ -21,7 +21,7 @@ use uuid::Uuid;
 use crate::clock::{Clock, SystemClock};
 use crate::error::CommandError;
 use crate::write::{
-    idempotency, with_retries, AttemptError, EventMetadata, IdempotencyKey, LoadedNights,
+    idempotency, settle, with_retries, AttemptError, EventMetadata, IdempotencyKey, LoadedNights,
     LoadedReservation, Loader, RequestFingerprint, RetryPolicy, Strategy, Writer,
 };
 
@@ -214,16 +214,19 @@ impl CommandService {
         };
         with_retries(self.config.retry, |_| async {
             let mut tx = self.pool.begin().await?;
-            let (hotel, version) = Loader { conn: &mut tx }.hotel(hotel_id).await?;
-            let events = hotel.decide(command.clone()).map_err(|e| match e {
-                aggregates::hotel::HotelError::UnknownHotel => Rejection::UnknownHotel,
-                aggregates::hotel::HotelError::WrongHotel => Rejection::UnknownHotel,
-            })?;
-            let mut writer = Writer::new(&metadata)?;
-            let after = writer.hotel(&mut tx, &hotel, version, &events).await?;
-            writer.flush(&mut tx).await?;
-            tx.commit().await?;
-            Ok(after)
+            let result: Result<_, AttemptError> = async {
+                let (hotel, version) = Loader { conn: &mut tx }.hotel(hotel_id).await?;
+                let events = hotel.decide(command.clone()).map_err(|e| match e {
+                    aggregates::hotel::HotelError::UnknownHotel => Rejection::UnknownHotel,
+                    aggregates::hotel::HotelError::WrongHotel => Rejection::UnknownHotel,
+                })?;
+                let mut writer = Writer::new(&metadata)?;
+                let after = writer.hotel(&mut tx, &hotel, version, &events).await?;
+                writer.flush(&mut tx).await?;
+                Ok(after)
+            }
+            .await;
+            settle(tx, result).await
         })
         .await
     }
@@ -256,35 +259,38 @@ impl CommandService {
         };
         with_retries(self.config.retry, |_| async {
             let mut tx = self.pool.begin().await?;
-            let mut loader = Loader { conn: &mut tx };
-            if self.config.strategy.locks_nights() {
-                loader.lock_room_type(hotel_id, room_type_id).await?;
-            }
-            let (hotel, _) = loader.hotel(hotel_id).await?;
-            let nights = loader
-                .nights(
+            let result: Result<_, AttemptError> = async {
+                let mut loader = Loader { conn: &mut tx };
+                if self.config.strategy.locks_nights() {
+                    loader.lock_room_type(hotel_id, room_type_id).await?;
+                }
+                let (hotel, _) = loader.hotel(hotel_id).await?;
+                let nights = loader
+                    .nights(
+                        hotel_id,
+                        room_type_id,
+                        &dates,
+                        None,
+                        now,
+                        self.config.strategy.locks_nights(),
+                    )
+                    .await?;
+                let decision = booking::set_inventory(
+                    &hotel,
+                    &nights.nights,
                     hotel_id,
                     room_type_id,
-                    &dates,
-                    None,
+                    range,
+                    update,
                     now,
-                    self.config.strategy.locks_nights(),
-                )
-                .await?;
-            let decision = booking::set_inventory(
-                &hotel,
-                &nights.nights,
-                hotel_id,
-                room_type_id,
-                range,
-                update,
-                now,
-            )?;
-            let mut writer = Writer::new(&metadata)?;
-            writer.nights(&mut tx, &nights, &decision).await?;
-            writer.flush(&mut tx).await?;
-            tx.commit().await?;
-            Ok(range.night_count())
+                )?;
+                let mut writer = Writer::new(&metadata)?;
+                writer.nights(&mut tx, &nights, &decision).await?;
+                writer.flush(&mut tx).await?;
+                Ok(range.night_count())
+            }
+            .await;
+            settle(tx, result).await
         })
         .await
     }
@@ -321,54 +327,58 @@ impl CommandService {
         let metadata = self.metadata("hold_stay", channel, Some(&fingerprint));
         let outcome = with_retries(self.config.retry, |_| async {
             let mut tx = self.pool.begin().await?;
-            if let Some(stored) = idempotency::claim::<Outcome>(&mut tx, &fingerprint).await? {
-                return Ok(stored);
-            }
-            let mut loader = Loader { conn: &mut tx };
-            if self.config.strategy.locks_nights() {
-                loader
-                    .lock_room_type(request.hotel_id, request.room_type_id)
+            let result: Result<Outcome, AttemptError> = async {
+                if let Some(stored) = idempotency::claim::<Outcome>(&mut tx, &fingerprint).await? {
+                    return Ok(stored);
+                }
+                let mut loader = Loader { conn: &mut tx };
+                if self.config.strategy.locks_nights() {
+                    loader
+                        .lock_room_type(request.hotel_id, request.room_type_id)
+                        .await?;
+                }
+                let (hotel, _) = loader.hotel(request.hotel_id).await?;
+                let nights = loader
+                    .nights(
+                        request.hotel_id,
+                        request.room_type_id,
+                        &dates,
+                        Some(reservation_id),
+                        now,
+                        self.config.strategy.locks_nights(),
+                    )
                     .await?;
-            }
-            let (hotel, _) = loader.hotel(request.hotel_id).await?;
-            let nights = loader
-                .nights(
-                    request.hotel_id,
-                    request.room_type_id,
-                    &dates,
-                    Some(reservation_id),
+                let decision = booking::hold_stay(
+                    &hotel,
+                    &Reservation::default(),
+                    &nights.nights,
+                    &self.config.limits,
+                    booking::HoldStay {
+                        reservation_id,
+                        hotel_id: request.hotel_id,
+                        room_type_id: request.room_type_id,
+                        stay: request.stay,
+                        rooms: request.rooms,
+                        guest: request.guest.clone(),
+                        channel: channel.to_owned(),
+                        expected_total_cents: request.expected_total_cents,
+                        now,
+                        hold_expires_at: now + self.config.hold_ttl,
+                    },
+                );
+                finish(
+                    &mut tx,
+                    &metadata,
+                    Some(&fingerprint),
+                    &nights,
+                    None,
+                    decision,
                     now,
-                    self.config.strategy.locks_nights(),
                 )
-                .await?;
-            let decision = booking::hold_stay(
-                &hotel,
-                &Reservation::default(),
-                &nights.nights,
-                &self.config.limits,
-                booking::HoldStay {
-                    reservation_id,
-                    hotel_id: request.hotel_id,
-                    room_type_id: request.room_type_id,
-                    stay: request.stay,
-                    rooms: request.rooms,
-                    guest: request.guest.clone(),
-                    channel: channel.to_owned(),
-                    expected_total_cents: request.expected_total_cents,
-                    now,
-                    hold_expires_at: now + self.config.hold_ttl,
-                },
-            );
-            finish(
-                tx,
-                &metadata,
-                Some(&fingerprint),
-                &nights,
-                None,
-                decision,
-                now,
-            )
-            .await
+                .await
+            }
+            .await;
+            settle(tx, result).await
         })
         .await?;
         Ok(outcome?)
@@ -587,73 +597,78 @@ impl CommandService {
         let metadata = self.metadata(command, caller.name(), fingerprint.as_ref());
         let outcome = with_retries(self.config.retry, |_| async {
             let mut tx = self.pool.begin().await?;
-            if let Some(fingerprint) = &fingerprint {
-                if let Some(stored) = idempotency::claim::<Outcome>(&mut tx, fingerprint).await? {
-                    return Ok(stored);
-                }
-            }
-            let mut loader = Loader { conn: &mut tx };
-            let mut found = loader.reservation(reservation_id, false).await?;
-            if lock {
-                // Queue behind every writer of this room type before taking any row
-                // lock (see `Loader::lock_room_type`), then re-read under the lock.
-                if let Some(details) = found.as_ref().and_then(|l| l.reservation.details()) {
-                    loader
-                        .lock_room_type(details.hotel_id, details.room_type_id)
-                        .await?;
-                    found = loader.reservation(reservation_id, true).await?;
-                }
-            }
-            let Some(loaded) = found else {
-                let outcome = Err(Rejection::ReservationNotFound);
+            let result: Result<Outcome, AttemptError> = async {
                 if let Some(fingerprint) = &fingerprint {
-                    idempotency::complete(&mut tx, fingerprint, &outcome).await?;
+                    if let Some(stored) =
+                        idempotency::claim::<Outcome>(&mut tx, fingerprint).await?
+                    {
+                        return Ok(stored);
+                    }
                 }
-                tx.commit().await?;
-                return Ok(outcome);
-            };
-            if !caller.may_act_on(&loaded.reservation) {
-                return Err(AttemptError::Fatal(CommandError::Forbidden));
-            }
-            let Some(details) = loaded.reservation.details() else {
-                return Err(AttemptError::Fatal(CommandError::Internal(
-                    "stored reservation without details".into(),
-                )));
-            };
-            let dates: BTreeSet<NaiveDate> = details
-                .stay
-                .nights()
-                .chain(extra_stay.iter().flat_map(|s| s.nights()))
-                .collect();
-            let dates: Vec<NaiveDate> = dates.into_iter().collect();
-            let (hotel_id, room_type_id) = (details.hotel_id, details.room_type_id);
-            let (hotel, _) = loader.hotel(hotel_id).await?;
-            let nights = loader
-                .nights(
-                    hotel_id,
-                    room_type_id,
-                    &dates,
-                    Some(reservation_id),
+                let mut loader = Loader { conn: &mut tx };
+                let mut found = loader.reservation(reservation_id, false).await?;
+                if lock {
+                    // Queue behind every writer of this room type before taking any row
+                    // lock (see `Loader::lock_room_type`), then re-read under the lock.
+                    if let Some(details) = found.as_ref().and_then(|l| l.reservation.details()) {
+                        loader
+                            .lock_room_type(details.hotel_id, details.room_type_id)
+                            .await?;
+                        found = loader.reservation(reservation_id, true).await?;
+                    }
+                }
+                let Some(loaded) = found else {
+                    let outcome = Err(Rejection::ReservationNotFound);
+                    if let Some(fingerprint) = &fingerprint {
+                        idempotency::complete(&mut tx, fingerprint, &outcome).await?;
+                    }
+                    return Ok(outcome);
+                };
+                if !caller.may_act_on(&loaded.reservation) {
+                    return Err(AttemptError::Fatal(CommandError::Forbidden));
+                }
+                let Some(details) = loaded.reservation.details() else {
+                    return Err(AttemptError::Fatal(CommandError::Internal(
+                        "stored reservation without details".into(),
+                    )));
+                };
+                let dates: BTreeSet<NaiveDate> = details
+                    .stay
+                    .nights()
+                    .chain(extra_stay.iter().flat_map(|s| s.nights()))
+                    .collect();
+                let dates: Vec<NaiveDate> = dates.into_iter().collect();
+                let (hotel_id, room_type_id) = (details.hotel_id, details.room_type_id);
+                let (hotel, _) = loader.hotel(hotel_id).await?;
+                let nights = loader
+                    .nights(
+                        hotel_id,
+                        room_type_id,
+                        &dates,
+                        Some(reservation_id),
+                        now,
+                        lock,
+                    )
+                    .await?;
+                let decision = decide(Loaded {
+                    hotel: &hotel,
+                    reservation: &loaded.reservation,
+                    nights: &nights.nights,
                     now,
-                    lock,
+                });
+                finish(
+                    &mut tx,
+                    &metadata,
+                    fingerprint.as_ref(),
+                    &nights,
+                    Some(&loaded),
+                    decision,
+                    now,
                 )
-                .await?;
-            let decision = decide(Loaded {
-                hotel: &hotel,
-                reservation: &loaded.reservation,
-                nights: &nights.nights,
-                now,
-            });
-            finish(
-                tx,
-                &metadata,
-                fingerprint.as_ref(),
-                &nights,
-                Some(&loaded),
-                decision,
-                now,
-            )
-            .await
+                .await
+            }
+            .await;
+            settle(tx, result).await
         })
         .await?;
         Ok(outcome?)
@@ -667,9 +682,10 @@ fn attempt_to_command(e: AttemptError) -> CommandError {
     }
 }
 
-/// Writes a decision (or records a rejection) and the idempotency outcome, then commits.
+/// Writes a decision (or records a rejection) and the idempotency outcome; the caller
+/// commits.
 async fn finish(
-    mut tx: sqlx::Transaction<'static, sqlx::Postgres>,
+    conn: &mut PgConnection,
     metadata: &EventMetadata,
     fingerprint: Option<&RequestFingerprint>,
     nights: &LoadedNights,
@@ -677,7 +693,6 @@ async fn finish(
     decision: Result<Decision, Rejection>,
     now: DateTime<Utc>,
 ) -> Result<Outcome, AttemptError> {
-    let conn: &mut PgConnection = &mut tx;
     let outcome = match decision {
         Err(rejection) => Err(rejection),
         Ok(decision) => {
@@ -699,6 +714,5 @@ async fn finish(
     if let Some(fingerprint) = fingerprint {
         idempotency::complete(conn, fingerprint, &outcome).await?;
     }
-    tx.commit().await?;
     Ok(outcome)
 }

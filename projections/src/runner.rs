@@ -171,19 +171,33 @@ async fn apply_batch<P: Projection>(
         return Ok(true);
     };
     let mut tx = pool.begin().await?;
-    let current: i32 = sqlx::query_scalar(
-        "SELECT generation FROM projection_checkpoints WHERE name = $1 FOR UPDATE",
-    )
-    .bind(projection.name())
-    .fetch_one(&mut *tx)
-    .await?;
-    if current != generation {
-        return Ok(false);
+    let applied: anyhow::Result<bool> = async {
+        let current: i32 = sqlx::query_scalar(
+            "SELECT generation FROM projection_checkpoints WHERE name = $1 FOR UPDATE",
+        )
+        .bind(projection.name())
+        .fetch_one(&mut *tx)
+        .await?;
+        if current != generation {
+            return Ok(false);
+        }
+        projection.apply(&mut tx, generation, batch).await?;
+        save_checkpoint(&mut tx, projection.name(), generation, last.checkpoint()).await?;
+        Ok(true)
     }
-    projection.apply(&mut tx, generation, batch).await?;
-    save_checkpoint(&mut tx, projection.name(), generation, last.checkpoint()).await?;
-    tx.commit().await?;
-    Ok(true)
+    .await;
+    match applied {
+        Ok(true) => {
+            tx.commit().await?;
+            Ok(true)
+        }
+        other => {
+            // Explicitly: a dropped transaction would keep the checkpoint row locked
+            // until its connection is next used.
+            tx.rollback().await?;
+            other
+        }
+    }
 }
 
 /// Runs `projection` until `shutdown` turns true, as leader or standby. A batch under

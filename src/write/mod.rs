@@ -103,6 +103,30 @@ impl From<CommandError> for AttemptError {
     }
 }
 
+/// Ends an attempt's transaction: commit on success, roll back on failure.
+///
+/// The rollback is explicit on purpose: a dropped sqlx transaction only queues its
+/// ROLLBACK until the connection is next used, and until then it keeps its locks —
+/// including the idempotency key's advisory lock, which would answer the client's very
+/// next request with a spurious `request_in_flight`.
+pub async fn settle<T>(
+    tx: sqlx::Transaction<'static, sqlx::Postgres>,
+    result: Result<T, AttemptError>,
+) -> Result<T, AttemptError> {
+    match result {
+        Ok(value) => {
+            tx.commit().await?;
+            Ok(value)
+        }
+        Err(e) => {
+            if let Err(rollback) = tx.rollback().await {
+                tracing::warn!(error = %rollback, "rollback failed; the connection is dropped");
+            }
+            Err(e)
+        }
+    }
+}
+
 /// Runs `attempt` until it succeeds or fails for a reason other than a lost race,
 /// backing off with full jitter between attempts.
 pub async fn with_retries<T, F, Fut>(policy: RetryPolicy, mut attempt: F) -> Result<T, CommandError>

@@ -47,6 +47,9 @@ pub async fn spawn_app() -> TestApp {
     let mut settings = Settings::for_database(&db.url);
     settings.listen_addr = "127.0.0.1:0".into();
     settings.api_tokens = Some(TOKENS.into());
+    // The contract tests read availability from PostgreSQL (deterministic `as_of` from
+    // the test clock); the Redis read model has its own tests in tests/read_side.rs.
+    settings.run_projections = false;
     let clock = ManualClock::new(Utc::now());
     let app = Application::build_with_clock(settings, Arc::new(clock.clone()))
         .await
