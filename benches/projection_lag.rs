@@ -8,7 +8,6 @@
 //! Uses the PostgreSQL at TEST_DATABASE_URL (default postgres://postgres@127.0.0.1/postgres)
 //! with a scratch database it drops at the end, and Redis at REDIS_URL.
 
-use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,8 +19,7 @@ use projections::{Projection, RunnerConfig, StoredEvent};
 use rand::Rng;
 use reservations::commands::{CommandService, HoldRequest, WriteConfig};
 use reservations::write::IdempotencyKey;
-use sqlx::postgres::PgConnectOptions;
-use sqlx::{ConnectOptions, Connection, PgConnection};
+use sqlx::PgConnection;
 use tokio::sync::watch;
 
 /// Wraps the real projection and notes each event's lag as it is applied.
@@ -58,25 +56,16 @@ impl Projection for Timed {
     }
 }
 
+mod support;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let server = std::env::var("TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let redis_url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
-    let seconds: u64 = std::env::var("BENCH_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10);
-    let clients: usize = std::env::var("CLIENTS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(16);
-    let name = format!("rsv_bench_{}", uuid::Uuid::new_v4().simple());
-    let url = PgConnectOptions::from_str(&server)?
-        .database(&name)
-        .to_url_lossy()
-        .to_string();
-    let pool = reservations::db::connect_and_migrate(&url, 40).await?;
+    let seconds: u64 = support::env_or("BENCH_SECONDS", 10);
+    let clients: usize = support::env_or("CLIENTS", 16);
+    let scratch = support::Scratch::create(40).await?;
+    let pool = scratch.pool.clone();
+    let name = scratch.name.clone();
     let svc = CommandService::new(pool.clone(), WriteConfig::default());
     let first = Utc::now().date_naive() + Days::new(30);
     for h in 1..=20 {
@@ -179,11 +168,6 @@ async fn main() -> anyhow::Result<()> {
         lags.last().copied().unwrap_or(0.0)
     );
 
-    pool.close().await;
-    let mut admin = PgConnectOptions::from_str(&server)?.connect().await?;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-        .execute(&mut admin)
-        .await?;
-    admin.close().await?;
+    scratch.drop().await?;
     Ok(())
 }

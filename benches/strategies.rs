@@ -6,7 +6,6 @@
 //! Uses the PostgreSQL at TEST_DATABASE_URL (default postgres://postgres@127.0.0.1/postgres)
 //! and a scratch database it drops at the end. BENCH_SECONDS sets each run's length.
 
-use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use aggregates::booking::InventoryUpdate;
@@ -15,8 +14,6 @@ use chrono::{Days, Utc};
 use rand::Rng;
 use reservations::commands::{CommandService, HoldRequest, WriteConfig};
 use reservations::write::{contention_totals, IdempotencyKey, Strategy};
-use sqlx::postgres::PgConnectOptions;
-use sqlx::{ConnectOptions, Connection};
 
 const HOTELS: i64 = 50;
 const ROOM_TYPES: i64 = 5;
@@ -28,20 +25,13 @@ enum Scenario {
     Spread,
 }
 
+mod support;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let server = std::env::var("TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let seconds: u64 = std::env::var("BENCH_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5);
-    let name = format!("rsv_bench_{}", uuid::Uuid::new_v4().simple());
-    let url = PgConnectOptions::from_str(&server)?
-        .database(&name)
-        .to_url_lossy()
-        .to_string();
-    let pool = reservations::db::connect_and_migrate(&url, 70).await?;
+    let seconds: u64 = support::env_or("BENCH_SECONDS", 5);
+    let scratch = support::Scratch::create(70).await?;
+    let pool = scratch.pool.clone();
     let setup = CommandService::new(pool.clone(), WriteConfig::default());
     let first = Utc::now().date_naive() + Days::new(30);
     let last = first + Days::new(NIGHTS);
@@ -155,11 +145,6 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     }
-    pool.close().await;
-    let mut admin = PgConnectOptions::from_str(&server)?.connect().await?;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-        .execute(&mut admin)
-        .await?;
-    admin.close().await?;
+    scratch.drop().await?;
     Ok(())
 }

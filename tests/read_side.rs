@@ -373,24 +373,47 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
     db.drop_database().await;
 }
 
+/// A running app on `db` whose read model lives in the Redis at `redis_url`.
+struct RunningApp {
+    base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl RunningApp {
+    async fn start(db: &TestDb, redis_url: &str, tokens: &str) -> Self {
+        let mut settings = reservations::startup::Settings::for_database(&db.url);
+        settings.listen_addr = "127.0.0.1:0".into();
+        settings.redis_url = redis_url.to_owned();
+        settings.api_tokens = Some(tokens.into());
+        let app = reservations::startup::Application::build(settings)
+            .await
+            .expect("build");
+        let base = format!("http://127.0.0.1:{}", app.port());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(app.run_until(async move {
+            let _ = stopped.await;
+        }));
+        Self { base, stop, server }
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.server
+            .await
+            .expect("server task")
+            .expect("clean shutdown");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn availability_survives_redis_stopping_and_the_model_is_rebuilt_when_it_returns_empty() {
     // Arrange: a running app whose Redis is a private server we can stop.
     let db = TestDb::new().await;
     let mut redis = PrivateRedis::start();
     redis.wait_ready().await;
-    let mut settings = reservations::startup::Settings::for_database(&db.url);
-    settings.listen_addr = "127.0.0.1:0".into();
-    settings.redis_url = redis.url();
-    settings.api_tokens = Some("admin-token-1:admin:staff,web-token-1:channel:web".into());
-    let app = reservations::startup::Application::build(settings)
-        .await
-        .expect("build");
-    let base = format!("http://127.0.0.1:{}", app.port());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until(async move {
-        let _ = stopped.await;
-    }));
+    let app = RunningApp::start(&db, &redis.url(), "web-token-1:channel:web").await;
+    let base = app.base.clone();
     let svc = db.service(Strategy::Pessimistic);
     hotel_with_rooms(&svc, day(20), 5, 5).await;
     let client = reqwest::Client::new();
@@ -478,8 +501,7 @@ async fn availability_survives_redis_stopping_and_the_model_is_rebuilt_when_it_r
     let differences =
         compare_with_redis(&db.pool, &redis.url(), &Keys::for_database(&db.name)).await;
     assert!(differences.is_empty(), "{differences:#?}");
-    let _ = stop.send(());
-    server.await.expect("server").expect("clean shutdown");
+    app.stop().await;
     db.drop_database().await;
 }
 
@@ -488,18 +510,8 @@ async fn a_night_down_to_its_last_room_is_read_from_postgresql() {
     let db = TestDb::new().await;
     let redis = PrivateRedis::start();
     redis.wait_ready().await;
-    let mut settings = reservations::startup::Settings::for_database(&db.url);
-    settings.listen_addr = "127.0.0.1:0".into();
-    settings.redis_url = redis.url();
-    settings.api_tokens = Some("web-token-1:channel:web".into());
-    let app = reservations::startup::Application::build(settings)
-        .await
-        .expect("build");
-    let base = format!("http://127.0.0.1:{}", app.port());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until(async move {
-        let _ = stopped.await;
-    }));
+    let app = RunningApp::start(&db, &redis.url(), "web-token-1:channel:web").await;
+    let base = app.base.clone();
     let svc = db.service(Strategy::Pessimistic);
     hotel_with_rooms(&svc, day(20), 3, 2).await;
     svc.hold(
@@ -538,7 +550,6 @@ async fn a_night_down_to_its_last_room_is_read_from_postgresql() {
         "the last room is answered by PostgreSQL"
     );
     assert_eq!(tight["room_types"][0]["remaining"], 1);
-    let _ = stop.send(());
-    server.await.expect("server").expect("clean shutdown");
+    app.stop().await;
     db.drop_database().await;
 }
