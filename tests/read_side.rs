@@ -428,6 +428,7 @@ async fn availability_survives_redis_stopping_and_the_model_is_rebuilt_when_it_r
             .send()
     };
     let source = |body: &serde_json::Value| body["source"].as_str().unwrap_or("").to_owned();
+    wait_caught_up(&db.pool, availability::NAME).await;
     let mut cached = None;
     for _ in 0..100 {
         let body: serde_json::Value = availability()
@@ -467,19 +468,25 @@ async fn availability_survives_redis_stopping_and_the_model_is_rebuilt_when_it_r
     assert_eq!(during_status, 200);
     assert_eq!(source(&during), "database");
     assert_eq!(hold.status(), 201);
+    let held_at = chrono::Utc::now();
 
     // Act 2: Redis comes back, empty.
     let redis = PrivateRedis::start_on(redis.port);
     redis.wait_ready().await;
     let mut rebuilt = None;
-    for _ in 0..200 {
+    for _ in 0..400 {
         let body: serde_json::Value = availability()
             .await
             .expect("get")
             .json()
             .await
             .expect("json");
-        if source(&body) == "cache" {
+        // The cache may lag (as_of says how much); wait for an answer that claims to
+        // reflect the hold's commit.
+        let as_of = body["as_of"]
+            .as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+        if source(&body) == "cache" && as_of.is_some_and(|t| t >= held_at) {
             rebuilt = Some(body);
             break;
         }

@@ -3,8 +3,8 @@
 //!
 //! The cache filters, the database decides: a hold is never granted from here. Values
 //! may be a little stale; every night is stamped with the stream sequence and log
-//! position it reflects, and the generation's `meta` says when the projection last had
-//! applied everything committed (`as_of`).
+//! position it reflects, and the generation's `meta` says up to when every commit is
+//! reflected (`as_of`).
 //!
 //! Keys of generation `g`:
 //! - `avail:current` — the generation readers use;
@@ -216,6 +216,12 @@ impl Projection for AvailabilityProjection {
         generation: i32,
         batch: &[StoredEvent],
     ) -> anyhow::Result<()> {
+        // Never write into storage that lost its data (Redis restarted empty): fail,
+        // and the runner rebuilds the generation from position zero.
+        let intact: bool = self.redis.exists(self.keys.meta(generation)).await?;
+        if !intact {
+            anyhow::bail!("availability storage of generation {generation} lost its data");
+        }
         // The nights this batch touches, with their events in order.
         let mut nights: BTreeMap<NightKey, Vec<(&StoredEvent, RoomNightEvent)>> = BTreeMap::new();
         let mut catalog: Vec<(String, String, String)> = Vec::new();
@@ -353,20 +359,31 @@ impl Projection for AvailabilityProjection {
         Ok(exists)
     }
 
-    async fn caught_up(&mut self, generation: i32, checkpoint: Checkpoint) -> anyhow::Result<()> {
-        let now = Utc::now().to_rfc3339();
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .hset_multiple(
-                self.keys.meta(generation),
-                &[
-                    ("ready", "1".to_owned()),
-                    ("as_of", now),
-                    ("position", checkpoint.position.to_string()),
-                ],
-            )
-            .set_nx(self.keys.current(), generation);
-        let _: () = pipe.query_async(&mut self.redis).await?;
+    async fn caught_up(
+        &mut self,
+        generation: i32,
+        checkpoint: Checkpoint,
+        as_of: chrono::DateTime<Utc>,
+    ) -> anyhow::Result<()> {
+        // Only mark ready a generation whose marker still exists: an empty Redis must
+        // not be declared caught up.
+        let script = redis::Script::new(
+            r"if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+              redis.call('HSET', KEYS[1], 'ready', '1', 'as_of', ARGV[1], 'position', ARGV[2])
+              redis.call('SETNX', KEYS[2], ARGV[3])
+              return 1",
+        );
+        let marked: i32 = script
+            .key(self.keys.meta(generation))
+            .key(self.keys.current())
+            .arg(as_of.to_rfc3339())
+            .arg(checkpoint.position)
+            .arg(generation)
+            .invoke_async(&mut self.redis)
+            .await?;
+        if marked == 0 {
+            anyhow::bail!("availability storage of generation {generation} lost its data");
+        }
         Ok(())
     }
 

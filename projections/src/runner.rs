@@ -15,8 +15,11 @@
 //! - **Rebuild**: fill the next generation from position zero while the current one
 //!   keeps serving, then switch both the checkpoint and the generation in one commit.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
 
 use sha2::{Digest, Sha256};
 use sqlx::pool::PoolConnection;
@@ -59,11 +62,13 @@ pub trait Projection: Send + 'static {
         async { Ok(true) }
     }
 
-    /// Everything visible has been applied, up to `checkpoint`.
+    /// Everything visible has been applied, up to `checkpoint`; every transaction that
+    /// committed before `as_of` is reflected.
     fn caught_up(
         &mut self,
         _generation: i32,
         _checkpoint: Checkpoint,
+        _as_of: DateTime<Utc>,
     ) -> impl Future<Output = anyhow::Result<()>> + Send {
         async { Ok(()) }
     }
@@ -90,7 +95,8 @@ impl Default for RunnerConfig {
             batch_size: 500,
             poll_interval: Duration::from_millis(500),
             lag_interval: Duration::from_secs(2),
-            max_backoff: Duration::from_secs(30),
+            // A dependency that comes back is noticed within seconds.
+            max_backoff: Duration::from_secs(5),
         }
     }
 }
@@ -275,7 +281,10 @@ async fn follow<P: Projection>(
     let mut listener = PgListener::connect_with(pool).await?;
     listener.listen("events").await?;
     let (mut generation, mut checkpoint) = load_checkpoint(leader, name).await?;
-    if !projection.storage_intact(generation, checkpoint).await? {
+    if checkpoint == Checkpoint::START {
+        // Starting from nothing: make sure the storage is empty and marked as ours.
+        projection.clear(leader, generation).await?;
+    } else if !projection.storage_intact(generation, checkpoint).await? {
         tracing::warn!(
             projection = name,
             generation,
@@ -286,6 +295,7 @@ async fn follow<P: Projection>(
         save_checkpoint(leader, name, generation, checkpoint).await?;
     }
     let mut last_lag = Instant::now() - config.lag_interval;
+    let mut horizon = Horizon::default();
     while !*shutdown.borrow() {
         if last_lag.elapsed() >= config.lag_interval {
             let (behind, seconds) = log::lag(leader, checkpoint).await?;
@@ -296,9 +306,11 @@ async fn follow<P: Projection>(
         }
         let batch = log::read_after(leader, checkpoint, config.batch_size).await?;
         if batch.is_empty() {
-            projection.caught_up(generation, checkpoint).await?;
             if !projection.storage_intact(generation, checkpoint).await? {
                 return Err(anyhow::anyhow!("{name}: storage lost its data"));
+            }
+            if let Some(as_of) = horizon.advance(leader).await? {
+                projection.caught_up(generation, checkpoint, as_of).await?;
             }
             tokio::select! {
                 _ = listener.recv() => {}
@@ -325,6 +337,50 @@ async fn follow<P: Projection>(
         }
     }
     Ok(())
+}
+
+/// Up to when a caught-up reader reflects every commit.
+///
+/// Reading stops at the oldest running transaction (anywhere on the server), so "no
+/// more events" does not mean "everything committed until now". Each idle poll samples
+/// `(now, next transaction id)`; once the oldest running transaction id has passed a
+/// sample's next id, every transaction that existed at that sample's time has finished
+/// and is visible — so everything committed before that time is reflected.
+#[derive(Default)]
+struct Horizon {
+    samples: VecDeque<(DateTime<Utc>, i64)>,
+}
+
+impl Horizon {
+    async fn advance(
+        &mut self,
+        conn: &mut PgConnection,
+    ) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT now() AS now,
+                    pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin,
+                    pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax",
+        )
+        .fetch_one(&mut *conn)
+        .await?;
+        let now: DateTime<Utc> = row.try_get("now")?;
+        let xmin: i64 = row.try_get("xmin")?;
+        let xmax: i64 = row.try_get("xmax")?;
+        self.samples.push_back((now, xmax));
+        let mut as_of = None;
+        while let Some(&(time, next_id)) = self.samples.front() {
+            if next_id > xmin {
+                break;
+            }
+            as_of = Some(time);
+            self.samples.pop_front();
+        }
+        // Bounded: under a transaction that never ends, keep the oldest samples.
+        while self.samples.len() > 1_000 {
+            self.samples.pop_back();
+        }
+        Ok(as_of)
+    }
 }
 
 /// Rebuilds `projection` from position zero into the next generation while the current
