@@ -2,8 +2,10 @@
 //!
 //! - [`log`]: reading the log in commit order without ever skipping an event;
 //! - [`runner`]: checkpoints, one active runner per projection, wake-ups, retries, lag
-//!   metrics, and rebuilding a projection into a new generation while the old serves.
+//!   metrics, and rebuilding a projection into a new generation while the old serves;
+//! - [`analytics`]: the reservations view and daily occupancy and revenue (PostgreSQL).
 
+pub mod analytics;
 pub mod log;
 pub mod runner;
 

@@ -262,7 +262,11 @@ async fn follow<P: Projection>(
     listener.listen("events").await?;
     let (mut generation, mut checkpoint) = load_checkpoint(leader, name).await?;
     if !projection.storage_intact(generation, checkpoint).await? {
-        tracing::warn!(projection = name, generation, "storage lost its data; rebuilding from position zero");
+        tracing::warn!(
+            projection = name,
+            generation,
+            "storage lost its data; rebuilding from position zero"
+        );
         projection.clear(leader, generation).await?;
         checkpoint = Checkpoint::START;
         save_checkpoint(leader, name, generation, checkpoint).await?;
@@ -299,7 +303,11 @@ async fn follow<P: Projection>(
             // A rebuild switched generations: continue from its checkpoint.
             (generation, checkpoint) = load_checkpoint(leader, name).await?;
             projection.switched(generation).await?;
-            tracing::info!(projection = name, generation, "switched to a rebuilt generation");
+            tracing::info!(
+                projection = name,
+                generation,
+                "switched to a rebuilt generation"
+            );
         }
     }
     Ok(())
