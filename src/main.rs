@@ -59,6 +59,7 @@ enum ProjectionsCommand {
         #[arg(long, default_value_t = 500,
               value_parser = clap::value_parser!(i64).range(1..=100_000))]
         batch_size: i64,
+        /// PostgreSQL holding the event log and the projections.
         #[arg(
             long,
             env = "DATABASE_URL",
@@ -68,6 +69,7 @@ enum ProjectionsCommand {
     },
     /// List every projection's generation, checkpoint and lag.
     Status {
+        /// PostgreSQL holding the event log and the projections.
         #[arg(
             long,
             env = "DATABASE_URL",
