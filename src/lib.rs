@@ -10,7 +10,8 @@
 //!   stopped);
 //! - [`db`]: connecting, creating and migrating the database;
 //! - [`demo`]: the demo catalog `reservations seed-demo` loads;
-//! - [`workers`]: the projection runners `serve` runs beside the API.
+//! - [`workers`]: the registry of read-side projections (names, runners, rebuild,
+//!   status) that `serve` runs beside the API.
 
 pub mod api;
 pub mod clock;

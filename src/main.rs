@@ -2,8 +2,10 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
 use reservations::commands::CommandService;
 use reservations::startup::{Application, Settings};
+use reservations::workers::{self, ProjectionName};
 
 #[derive(Parser)]
 #[command(
@@ -34,6 +36,43 @@ enum Command {
     },
     /// Load three demo hotels with room types and 365 nights of inventory and rates.
     SeedDemo {
+        #[arg(
+            long,
+            env = "DATABASE_URL",
+            default_value = "postgres://localhost/reservations"
+        )]
+        database_url: String,
+    },
+    /// Inspect and rebuild the read-side projections.
+    #[command(subcommand)]
+    Projections(ProjectionsCommand),
+}
+
+#[derive(Subcommand)]
+enum ProjectionsCommand {
+    /// Rebuild NAME from position zero into a new generation while the current one keeps
+    /// serving, then switch to it.
+    Rebuild {
+        /// The projection: availability, reservations_view or occupancy.
+        name: ProjectionName,
+        /// Redis holding the availability model.
+        #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+        redis_url: String,
+        /// Events applied per transaction.
+        #[arg(long, default_value_t = 500,
+              value_parser = clap::value_parser!(i64).range(1..=100_000))]
+        batch_size: i64,
+        /// PostgreSQL holding the event log and the projections.
+        #[arg(
+            long,
+            env = "DATABASE_URL",
+            default_value = "postgres://localhost/reservations"
+        )]
+        database_url: String,
+    },
+    /// List every projection's generation, checkpoint and lag.
+    Status {
+        /// PostgreSQL holding the event log and the projections.
         #[arg(
             long,
             env = "DATABASE_URL",
@@ -76,6 +115,75 @@ async fn main() -> anyhow::Result<()> {
                 .context("loading the demo catalog")?;
             pool.close().await;
             println!("demo catalog loaded: hotels 812 (Lisbon), 813 (Porto), 901 (Paris); {nights} room-nights");
+        }
+        Command::Projections(command) => projections_command(command).await?,
+    }
+    Ok(())
+}
+
+async fn projections_command(command: ProjectionsCommand) -> anyhow::Result<()> {
+    match command {
+        ProjectionsCommand::Rebuild {
+            name,
+            redis_url,
+            batch_size,
+            database_url,
+        } => {
+            let pool = reservations::db::connect_and_migrate(&database_url, 4).await?;
+            let redis = Some(workers::RedisModel {
+                redis: projections::availability::connect(&redis_url)?,
+                keys: projections::availability::Keys::for_database(
+                    &reservations::startup::database_name(&database_url)?,
+                ),
+            });
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{msg} [{elapsed_precise}] {wide_bar} {pos}/{len} events ({per_sec}, eta {eta})",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            bar.set_message(format!("rebuilding {name}"));
+            let rebuilt = workers::rebuild(&pool, redis, name, batch_size, |applied, total| {
+                // The log grows while the rebuild runs, so the total is re-read each time.
+                bar.set_length(total);
+                bar.set_position(applied);
+            })
+            .await;
+            pool.close().await;
+            match rebuilt {
+                Ok(generation) => {
+                    bar.finish_with_message(format!("rebuilt {name}"));
+                    println!("{name}: generation {generation} is now served");
+                }
+                Err(e) => {
+                    bar.abandon_with_message(format!("rebuilding {name} failed"));
+                    return Err(e.context(format!("rebuilding {name}")));
+                }
+            }
+        }
+        ProjectionsCommand::Status { database_url } => {
+            let pool = reservations::db::connect_and_migrate(&database_url, 2).await?;
+            let statuses = workers::status(&pool).await;
+            pool.close().await;
+            println!(
+                "{:<24} {:>10} {:>14} {:>10} {:>10}  updated",
+                "projection", "generation", "position", "behind", "lag (s)"
+            );
+            for s in statuses? {
+                println!(
+                    "{:<24} {:>10} {:>14} {:>10} {:>10.1}  {}",
+                    s.name,
+                    s.generation
+                        .map_or_else(|| "-".to_owned(), |g| g.to_string()),
+                    s.checkpoint.position,
+                    s.behind,
+                    s.lag_seconds,
+                    s.updated_at
+                        .map_or_else(|| "never run".to_owned(), |t| t.to_rfc3339()),
+                );
+            }
         }
     }
     Ok(())

@@ -21,7 +21,7 @@ use crate::api::{router, AppState, AvailabilityCache};
 use crate::clock::{Clock, SystemClock};
 use crate::commands::{CommandService, WriteConfig};
 use crate::telemetry::{prometheus, Metrics};
-use crate::workers::spawn_availability_runner;
+use crate::workers::{spawn_analytics_runners, spawn_availability_runner};
 use crate::write::Strategy;
 
 /// Everything `reservations serve` can be told, from flags or the environment.
@@ -151,6 +151,7 @@ impl Application {
                     stopped.clone(),
                 ));
             }
+            workers.extend(spawn_analytics_runners(pool.clone(), stopped.clone()));
         }
         let state = AppState {
             commands: CommandService::with_clock(pool.clone(), settings.write_config(), clock),
@@ -238,7 +239,7 @@ pub async fn shutdown_signal() {
 }
 
 /// The database name in a PostgreSQL URL (what `connect_and_migrate` creates).
-fn database_name(url: &str) -> anyhow::Result<String> {
+pub fn database_name(url: &str) -> anyhow::Result<String> {
     let options: PgConnectOptions = url.parse()?;
     Ok(options
         .get_database()

@@ -1,13 +1,73 @@
-//! Background work that `reservations serve` runs beside the API: the projection
-//! runners. Each runner competes for its projection's leadership lock, so running
-//! several server processes is safe: one leads, the others stand by.
+//! The read-side projections this server runs, as a small registry: their names (what
+//! `reservations projections rebuild NAME` accepts), starting their runners, rebuilding
+//! one into a new generation, and reporting where each has got to.
+//!
+//! The registry is the one place that knows which projections exist, so the CLI, the
+//! `serve` wiring and the status report cannot disagree about them.
 
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use projections::analytics::{Occupancy, ReservationsView, OCCUPANCY, RESERVATIONS_VIEW};
 use projections::availability::{AvailabilityProjection, Keys};
-use projections::RunnerConfig;
+use projections::{Checkpoint, RunnerConfig};
 use redis::aio::ConnectionManager;
 use sqlx::PgPool;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+/// A projection that can be named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProjectionName {
+    Availability,
+    ReservationsView,
+    Occupancy,
+}
+
+impl ProjectionName {
+    pub const ALL: [ProjectionName; 3] = [
+        ProjectionName::Availability,
+        ProjectionName::ReservationsView,
+        ProjectionName::Occupancy,
+    ];
+
+    /// The name of its checkpoint row, as the projection itself reports it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProjectionName::Availability => projections::availability::NAME,
+            ProjectionName::ReservationsView => RESERVATIONS_VIEW,
+            ProjectionName::Occupancy => OCCUPANCY,
+        }
+    }
+}
+
+impl fmt::Display for ProjectionName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ProjectionName {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|name| name.as_str() == s)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Self::ALL.iter().map(|n| n.as_str()).collect();
+                format!("unknown projection {s:?}; known: {}", known.join(", "))
+            })
+    }
+}
+
+/// The Redis availability model's connection and key names.
+#[derive(Clone)]
+pub struct RedisModel {
+    pub redis: ConnectionManager,
+    pub keys: Keys,
+}
 
 /// Starts the Redis availability projection.
 pub fn spawn_availability_runner(
@@ -23,4 +83,157 @@ pub fn spawn_availability_runner(
         config,
         shutdown,
     ))
+}
+
+/// Starts the runners of the PostgreSQL analytics projections (reservations view and
+/// occupancy), with the default runner configuration, until `shutdown` turns true.
+pub fn spawn_analytics_runners(
+    pool: PgPool,
+    shutdown: watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    spawn_analytics_runners_with(pool, RunnerConfig::default(), shutdown)
+}
+
+/// As [`spawn_analytics_runners`], with a given runner configuration (tests poll fast).
+pub fn spawn_analytics_runners_with(
+    pool: PgPool,
+    config: RunnerConfig,
+    shutdown: watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    vec![
+        tokio::spawn(projections::run(
+            pool.clone(),
+            ReservationsView,
+            config,
+            shutdown.clone(),
+        )),
+        tokio::spawn(projections::run(pool, Occupancy, config, shutdown)),
+    ]
+}
+
+/// Rebuilds `name` from position zero into the next generation while the current one
+/// keeps serving (and its runner, wherever it runs, keeps following the log), then
+/// switches. `progress(applied, total)` is called after every batch. Returns the new
+/// generation.
+///
+/// Two rebuilds of one projection would fill the same next generation and clear each
+/// other's rows, so a session advisory lock per projection lets only one run at a time;
+/// the second is refused at once rather than queued behind a long replay.
+pub async fn rebuild(
+    pool: &PgPool,
+    redis: Option<RedisModel>,
+    name: ProjectionName,
+    batch_size: i64,
+    progress: impl FnMut(u64, u64),
+) -> anyhow::Result<i32> {
+    let mut guard = pool.acquire().await?;
+    let locked: bool = sqlx::query_scalar(
+        "SELECT pg_try_advisory_lock(hashtext('projection-rebuild'), hashtext($1))",
+    )
+    .bind(name.as_str())
+    .fetch_one(&mut *guard)
+    .await?;
+    if !locked {
+        anyhow::bail!("a rebuild of {name} is already running");
+    }
+    let result = match name {
+        ProjectionName::Availability => match redis {
+            Some(model) => {
+                let mut projection = AvailabilityProjection::new(model.redis, model.keys);
+                projections::rebuild(pool, &mut projection, batch_size, progress).await
+            }
+            None => Err(anyhow::anyhow!("rebuilding availability needs Redis")),
+        },
+        ProjectionName::ReservationsView => {
+            projections::rebuild(pool, &mut ReservationsView, batch_size, progress).await
+        }
+        ProjectionName::Occupancy => {
+            projections::rebuild(pool, &mut Occupancy, batch_size, progress).await
+        }
+    };
+    let unlocked =
+        sqlx::query("SELECT pg_advisory_unlock(hashtext('projection-rebuild'), hashtext($1))")
+            .bind(name.as_str())
+            .execute(&mut *guard)
+            .await;
+    if unlocked.is_err() {
+        // Closing the session releases its locks.
+        drop(guard.detach());
+    }
+    result
+}
+
+/// Where one projection has got to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProjectionStatus {
+    pub name: String,
+    /// `None` for a registered projection that has never run.
+    pub generation: Option<i32>,
+    pub checkpoint: Checkpoint,
+    pub updated_at: Option<DateTime<Utc>>,
+    /// Events not yet applied, and the age in seconds of the oldest of them.
+    pub behind: i64,
+    pub lag_seconds: f64,
+}
+
+/// Every projection with a checkpoint (whoever registered it), plus the registered ones
+/// that have none yet, by name.
+pub async fn status(pool: &PgPool) -> anyhow::Result<Vec<ProjectionStatus>> {
+    let mut conn = pool.acquire().await?;
+    let rows: Vec<(String, i32, i64, i64, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT name, generation, transaction_id::text::bigint, global_position, updated_at
+           FROM projection_checkpoints ORDER BY name",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut out = Vec::new();
+    for (name, generation, transaction_id, position, updated_at) in rows {
+        let checkpoint = Checkpoint {
+            transaction_id,
+            position,
+        };
+        let (behind, lag_seconds) = projections::log::lag(&mut conn, checkpoint).await?;
+        out.push(ProjectionStatus {
+            name,
+            generation: Some(generation),
+            checkpoint,
+            updated_at: Some(updated_at),
+            behind,
+            lag_seconds,
+        });
+    }
+    for name in ProjectionName::ALL {
+        if !out.iter().any(|s| s.name == name.as_str()) {
+            let (behind, lag_seconds) = projections::log::lag(&mut conn, Checkpoint::START).await?;
+            out.push(ProjectionStatus {
+                name: name.as_str().to_owned(),
+                generation: None,
+                checkpoint: Checkpoint::START,
+                updated_at: None,
+                behind,
+                lag_seconds,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_names_list_the_known_ones() {
+        for name in ProjectionName::ALL {
+            assert_eq!(name.as_str().parse::<ProjectionName>(), Ok(name));
+        }
+        let error = "nonexistent".parse::<ProjectionName>().unwrap_err();
+        assert!(
+            error.contains("availability")
+                && error.contains("reservations_view")
+                && error.contains("occupancy"),
+            "{error}"
+        );
+    }
 }

@@ -252,10 +252,18 @@ async fn compare_with_redis(pool: &PgPool, redis_url: &str, keys: &Keys) -> Vec<
             acc
         });
     for ((hotel, room_type), nights) in by_hotel_type {
-        let cached = availability::read(&mut redis, keys, hotel, &nights)
-            .await
-            .expect("read redis")
-            .expect("cache ready");
+        // A freshly switched generation is marked ready by the runner's next poll.
+        let mut cached = None;
+        for _ in 0..200 {
+            cached = availability::read(&mut redis, keys, hotel, &nights)
+                .await
+                .expect("read redis");
+            if cached.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let cached = cached.expect("cache ready");
         let rt = cached
             .room_types
             .iter()
@@ -368,6 +376,27 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
     let differences = compare_with_redis(&db.pool, &redis.url(), &keys).await;
     assert!(differences.is_empty(), "{differences:#?}");
     assert_invariants(&db.pool).await;
+
+    // And a rebuild from position zero, while the runner still runs, serves the same.
+    let generation = reservations::workers::rebuild(
+        &db.pool,
+        Some(reservations::workers::RedisModel {
+            redis: availability::connect(&redis.url()).expect("redis"),
+            keys: keys.clone(),
+        }),
+        reservations::workers::ProjectionName::Availability,
+        50,
+        |_, _| {},
+    )
+    .await
+    .expect("rebuild");
+    assert_eq!(generation, 2);
+    wait_caught_up(&db.pool, availability::NAME).await;
+    let differences = compare_with_redis(&db.pool, &redis.url(), &keys).await;
+    assert!(
+        differences.is_empty(),
+        "after the rebuild: {differences:#?}"
+    );
     let _ = stop.send(true);
     runner.await.expect("runner");
     db.drop_database().await;

@@ -4,8 +4,10 @@
 //! - [`runner`]: checkpoints, one active runner per projection, wake-ups, retries, lag
 //!   metrics, and rebuilding a projection into a new generation while the old serves;
 //! - [`availability`]: remaining rooms and rates per night in Redis, for availability
-//!   searches (never for granting a hold).
+//!   searches (never for granting a hold);
+//! - [`analytics`]: the reservations view and daily occupancy and revenue (PostgreSQL).
 
+pub mod analytics;
 pub mod availability;
 pub mod log;
 pub mod runner;

@@ -306,6 +306,22 @@ async fn follow<P: Projection>(
         }
         let batch = log::read_after(leader, checkpoint, config.batch_size).await?;
         if batch.is_empty() {
+            // A rebuild may have switched generations while we were idle.
+            let served: i32 =
+                sqlx::query_scalar("SELECT generation FROM projection_checkpoints WHERE name = $1")
+                    .bind(name)
+                    .fetch_one(&mut *leader)
+                    .await?;
+            if served != generation {
+                (generation, checkpoint) = load_checkpoint(leader, name).await?;
+                projection.switched(generation).await?;
+                tracing::info!(
+                    projection = name,
+                    generation,
+                    "switched to a rebuilt generation"
+                );
+                continue;
+            }
             if !projection.storage_intact(generation, checkpoint).await? {
                 return Err(anyhow::anyhow!("{name}: storage lost its data"));
             }

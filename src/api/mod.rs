@@ -2,6 +2,7 @@
 //! request span and metrics middleware, and the OpenAPI document generated from the
 //! handlers' own types.
 
+pub mod analytics;
 pub mod audit;
 pub mod auth;
 pub mod catalog;
@@ -61,6 +62,7 @@ pub struct AvailabilityCache {
         reservations::create, reservations::get, reservations::cancel,
         reservations::change_dates, reservations::events,
         audit::feed,
+        analytics::occupancy, analytics::list_reservations,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi,
     ),
     modifiers(&BearerAuth),
@@ -69,6 +71,7 @@ pub struct AvailabilityCache {
         (name = "browse", description = "Hotel look-ups and availability (any role)"),
         (name = "reservations", description = "The reservation lifecycle (channel)"),
         (name = "audit", description = "Event history (auditor)"),
+        (name = "analytics", description = "Occupancy, revenue and reservation look-ups from the read side (admin, auditor; a channel sees its own reservations)"),
         (name = "operations", description = "Health, readiness, metrics"),
     )
 )]
@@ -105,7 +108,11 @@ pub fn router(state: AppState) -> Router {
             "/v1/hotels/{hotel_id}/availability",
             get(catalog::availability),
         )
-        .route("/v1/reservations", post(reservations::create))
+        .route("/v1/hotels/{hotel_id}/occupancy", get(analytics::occupancy))
+        .route(
+            "/v1/reservations",
+            post(reservations::create).get(analytics::list_reservations),
+        )
         .route("/v1/reservations/{reservation_id}", get(reservations::get))
         .route(
             "/v1/reservations/{reservation_id}/cancel",

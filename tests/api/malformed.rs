@@ -690,7 +690,40 @@ fn cases(id: &str) -> Vec<Case> {
             405,
         )
         .token(Some(ADMIN)),
-        Case::get("GET the reservations collection", "/v1/reservations", 405),
+        Case::new(
+            "DELETE the reservations collection",
+            Method::DELETE,
+            "/v1/reservations",
+            405,
+        ),
+        // The reservations look-up (GET on the collection).
+        Case::get("list with limit 0", "/v1/reservations?limit=0", 422),
+        Case::get(
+            "list with a bad date",
+            "/v1/reservations?date=2027-02-30",
+            400,
+        ),
+        Case::get(
+            "list with date year 0",
+            "/v1/reservations?date=0000-01-01",
+            422,
+        ),
+        Case::get(
+            "list another channel's",
+            "/v1/reservations?channel=mobile",
+            403,
+        ),
+        Case::get(
+            "occupancy as a channel",
+            format!("/v1/hotels/{HOTEL}/occupancy?start_date=2027-06-02&end_date=2027-06-01"),
+            403,
+        ),
+        Case::get(
+            "occupancy of an inverted range (admin)",
+            format!("/v1/hotels/{HOTEL}/occupancy?start_date=2027-06-02&end_date=2027-06-01"),
+            422,
+        )
+        .token(Some(ADMIN)),
         Case::new("PUT a reservation", Method::PUT, holds.clone(), 405),
         Case::new("POST the event feed", Method::POST, "/v1/events", 405).token(Some(AUDITOR)),
     ]

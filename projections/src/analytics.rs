@@ -1,0 +1,902 @@
+//! The PostgreSQL read models for look-ups and analytics.
+//!
+//! - [`ReservationsView`] (`reservations_view`): one row per reservation, for look-ups by
+//!   channel, by guest email, and by hotel and date, without touching the write side.
+//! - [`Occupancy`] (`occupancy`): per (hotel, room type, night) the inventory, rooms
+//!   confirmed and held, revenue, holds placed and lapsed, and cancellations.
+//!
+//! Both write through the transaction the runner saves the checkpoint in, so each event
+//! is applied exactly once; on top of that every row remembers the sequence of the last
+//! event of its stream it applied (`version`) and ignores anything at or below it, as the
+//! design asks of every projection. A batch is applied in three steps — load the rows
+//! the batch touches (one query per table), apply the events in memory in commit order
+//! (so several events of one stream in one batch compose), write back what changed (one
+//! statement per table) — rather than one round trip per event: a rebuild replays the
+//! whole history in batches of hundreds.
+//!
+//! Revenue is exact under rate changes: a confirmed room-night earns the night's rate at
+//! the moment it is confirmed (`HoldConfirmed`) or booked (`RoomsBooked`), and the amount
+//! is stored per (night, reservation) in `occupancy_confirmations`, so releasing it
+//! subtracts exactly what was added, whatever the rate is by then.
+//!
+//! A release counts as a cancellation when the command that wrote it was a cancellation.
+//! Night streams do not say why rooms came back (a cancel, a change of dates, a declined
+//! payment all release), and the reservation's own `ReservationCancelled` may lie in
+//! another batch than the releases it caused; but every event carries the metadata of the
+//! command that wrote it (`{"command": "cancel", ...}`), which is the same for all of a
+//! transaction's events and does not depend on where batches are cut.
+
+use std::collections::{HashMap, HashSet};
+
+use aggregates::{ReservationEvent, ReservationStatus, RoomNightEvent};
+use anyhow::{anyhow, Context};
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::de::DeserializeOwned;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::log::StoredEvent;
+use crate::runner::Projection;
+
+/// Name (and checkpoint row) of the reservations view.
+pub const RESERVATIONS_VIEW: &str = "reservations_view";
+/// Name (and checkpoint row) of the occupancy and revenue projection.
+pub const OCCUPANCY: &str = "occupancy";
+
+const ROOM_NIGHT_STREAMS: &str = "room_night";
+const RESERVATION_STREAMS: &str = "reservation";
+/// `metadata.command` of the events a cancellation writes (the write side's command name).
+const CANCEL_COMMAND: &str = "cancel";
+
+const ROOM_NIGHT_EVENTS: &[&str] = &[
+    "InventorySet",
+    "RoomsHeld",
+    "RoomsBooked",
+    "HoldConfirmed",
+    "HoldLapsed",
+    "RoomsReleased",
+];
+const RESERVATION_EVENTS: &[&str] = &[
+    "ReservationHeld",
+    "ReservationConfirmed",
+    "ReservationCancelled",
+    "HoldExpired",
+    "DatesChanged",
+];
+
+/// The generation a projection serves and when its checkpoint last moved (`None` before
+/// it first ran), read on `conn`. Readers call this inside the read-only transaction
+/// they then read the rows in: one snapshot sees the generation and its rows together,
+/// so a rebuild that switches and deletes the old generation meanwhile cannot leave the
+/// reader looking at an emptied generation.
+pub async fn served_state(
+    conn: &mut PgConnection,
+    name: &str,
+) -> Result<(i32, Option<DateTime<Utc>>), sqlx::Error> {
+    let row: Option<(i32, DateTime<Utc>)> =
+        sqlx::query_as("SELECT generation, updated_at FROM projection_checkpoints WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&mut *conn)
+            .await?;
+    Ok(match row {
+        Some((generation, updated_at)) => (generation, Some(updated_at)),
+        None => (1, None),
+    })
+}
+
+/// Decodes an event of a type this projection knows; `None` for types it does not
+/// (another aggregate's, or one added after this code: it has nothing to say about them).
+/// A known type that does not decode is an error: skipping it would silently drift.
+fn decode<E: DeserializeOwned>(event: &StoredEvent, known: &[&str]) -> anyhow::Result<Option<E>> {
+    if !known.contains(&event.event_type.as_str()) {
+        tracing::debug!(
+            event_type = %event.event_type,
+            position = event.position,
+            "event type not projected; skipped"
+        );
+        return Ok(None);
+    }
+    serde_json::from_value(event.payload.clone())
+        .map(Some)
+        .with_context(|| {
+            format!(
+                "event at position {} ({} {}) does not decode",
+                event.position, event.aggregate_id, event.event_type
+            )
+        })
+}
+
+fn to_i32(value: i64, what: &str) -> anyhow::Result<i32> {
+    i32::try_from(value).map_err(|_| anyhow!("{what} = {value} does not fit an integer column"))
+}
+
+// ---------------------------------------------------------------------------------------
+// Reservations view
+// ---------------------------------------------------------------------------------------
+
+/// One row per reservation; see the module docs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReservationsView;
+
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+struct ViewRow {
+    reservation_id: Uuid,
+    hotel_id: i64,
+    room_type_id: i64,
+    start_date: NaiveDate,
+    end_date: NaiveDate,
+    rooms: i32,
+    status: String,
+    guest_name: String,
+    guest_email: String,
+    channel: String,
+    total_cents: i64,
+    hold_expires_at: DateTime<Utc>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    version: i64,
+}
+
+/// The reservation id of a stream id `{hotel}:{uuid}`.
+fn reservation_of_stream(stream: &str) -> anyhow::Result<Uuid> {
+    let (_, id) = stream
+        .rsplit_once(':')
+        .ok_or_else(|| anyhow!("reservation stream id {stream:?} is not {{hotel}}:{{uuid}}"))?;
+    Uuid::parse_str(id).with_context(|| format!("reservation stream id {stream:?}"))
+}
+
+impl ReservationsView {
+    /// Applies one event to the rows loaded for the batch.
+    fn fold(
+        rows: &mut HashMap<Uuid, ViewRow>,
+        id: Uuid,
+        sequence: i64,
+        event: ReservationEvent,
+    ) -> anyhow::Result<bool> {
+        if let ReservationEvent::ReservationHeld(details) = &event {
+            if rows.get(&id).is_some_and(|row| row.version >= sequence) {
+                return Ok(false);
+            }
+            rows.insert(
+                id,
+                ViewRow {
+                    reservation_id: id,
+                    hotel_id: details.hotel_id.get(),
+                    room_type_id: details.room_type_id.get(),
+                    start_date: details.stay.start(),
+                    end_date: details.stay.end(),
+                    rooms: to_i32(i64::from(details.rooms.get()), "rooms")?,
+                    status: ReservationStatus::Held.as_str().to_owned(),
+                    guest_name: details.guest.name().to_owned(),
+                    guest_email: details.guest.email().to_owned(),
+                    channel: details.channel.clone(),
+                    total_cents: details.total_cents,
+                    hold_expires_at: details.hold_expires_at,
+                    created_at: details.created_at,
+                    updated_at: details.created_at,
+                    version: sequence,
+                },
+            );
+            return Ok(true);
+        }
+        let Some(row) = rows.get_mut(&id) else {
+            // Only possible if the log lost the stream's first event; say so, and keep
+            // the rest of the view moving.
+            tracing::warn!(reservation = %id, sequence, "event for a reservation the view never saw held; skipped");
+            return Ok(false);
+        };
+        if row.version >= sequence {
+            return Ok(false);
+        }
+        row.version = sequence;
+        match event {
+            ReservationEvent::ReservationHeld(_) => {}
+            ReservationEvent::ReservationConfirmed { confirmed_at } => {
+                row.status = ReservationStatus::Confirmed.as_str().to_owned();
+                row.updated_at = confirmed_at;
+            }
+            ReservationEvent::ReservationCancelled { cancelled_at, .. } => {
+                row.status = ReservationStatus::Cancelled.as_str().to_owned();
+                row.updated_at = cancelled_at;
+            }
+            ReservationEvent::HoldExpired { expired_at } => {
+                row.status = ReservationStatus::Expired.as_str().to_owned();
+                row.updated_at = expired_at;
+            }
+            ReservationEvent::DatesChanged {
+                stay,
+                total_cents,
+                changed_at,
+            } => {
+                row.start_date = stay.start();
+                row.end_date = stay.end();
+                row.total_cents = total_cents;
+                row.updated_at = changed_at;
+            }
+        }
+        Ok(true)
+    }
+
+    async fn load(
+        tx: &mut PgConnection,
+        generation: i32,
+        ids: &[Uuid],
+    ) -> anyhow::Result<HashMap<Uuid, ViewRow>> {
+        let rows: Vec<ViewRow> = sqlx::query_as(
+            "SELECT reservation_id, hotel_id, room_type_id, start_date, end_date, rooms,
+                    status, guest_name, guest_email, channel, total_cents, hold_expires_at,
+                    created_at, updated_at, version
+               FROM reservations_view
+              WHERE generation = $1 AND reservation_id = ANY($2)",
+        )
+        .bind(generation)
+        .bind(ids)
+        .fetch_all(&mut *tx)
+        .await?;
+        Ok(rows.into_iter().map(|r| (r.reservation_id, r)).collect())
+    }
+
+    async fn store(
+        tx: &mut PgConnection,
+        generation: i32,
+        rows: &[&ViewRow],
+    ) -> anyhow::Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        macro_rules! column {
+            ($field:ident) => {
+                rows.iter().map(|r| r.$field.clone()).collect::<Vec<_>>()
+            };
+        }
+        sqlx::query(
+            "INSERT INTO reservations_view (generation, reservation_id, hotel_id, room_type_id,
+                    start_date, end_date, rooms, status, guest_name, guest_email, channel,
+                    total_cents, hold_expires_at, created_at, updated_at, version)
+             SELECT $1, * FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::date[],
+                    $6::date[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
+                    $12::bigint[], $13::timestamptz[], $14::timestamptz[], $15::timestamptz[],
+                    $16::bigint[])
+             ON CONFLICT (generation, reservation_id) DO UPDATE SET
+                    hotel_id = excluded.hotel_id, room_type_id = excluded.room_type_id,
+                    start_date = excluded.start_date, end_date = excluded.end_date,
+                    rooms = excluded.rooms, status = excluded.status,
+                    guest_name = excluded.guest_name, guest_email = excluded.guest_email,
+                    channel = excluded.channel, total_cents = excluded.total_cents,
+                    hold_expires_at = excluded.hold_expires_at,
+                    created_at = excluded.created_at, updated_at = excluded.updated_at,
+                    version = excluded.version",
+        )
+        .bind(generation)
+        .bind(column!(reservation_id))
+        .bind(column!(hotel_id))
+        .bind(column!(room_type_id))
+        .bind(column!(start_date))
+        .bind(column!(end_date))
+        .bind(column!(rooms))
+        .bind(column!(status))
+        .bind(column!(guest_name))
+        .bind(column!(guest_email))
+        .bind(column!(channel))
+        .bind(column!(total_cents))
+        .bind(column!(hold_expires_at))
+        .bind(column!(created_at))
+        .bind(column!(updated_at))
+        .bind(column!(version))
+        .execute(&mut *tx)
+        .await?;
+        Ok(())
+    }
+}
+
+impl Projection for ReservationsView {
+    fn name(&self) -> &'static str {
+        RESERVATIONS_VIEW
+    }
+
+    async fn apply(
+        &mut self,
+        tx: &mut PgConnection,
+        generation: i32,
+        batch: &[StoredEvent],
+    ) -> anyhow::Result<()> {
+        let mut events = Vec::new();
+        for stored in batch
+            .iter()
+            .filter(|e| e.aggregate_type == RESERVATION_STREAMS)
+        {
+            if let Some(event) = decode::<ReservationEvent>(stored, RESERVATION_EVENTS)? {
+                events.push((
+                    reservation_of_stream(&stored.aggregate_id)?,
+                    stored.sequence,
+                    event,
+                ));
+            }
+        }
+        if events.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<Uuid> = events
+            .iter()
+            .map(|(id, _, _)| *id)
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let mut rows = Self::load(tx, generation, &ids).await?;
+        let mut changed = HashSet::new();
+        for (id, sequence, event) in events {
+            if Self::fold(&mut rows, id, sequence, event)? {
+                changed.insert(id);
+            }
+        }
+        let dirty: Vec<&ViewRow> = changed.iter().filter_map(|id| rows.get(id)).collect();
+        Self::store(tx, generation, &dirty).await
+    }
+
+    async fn clear(&mut self, conn: &mut PgConnection, generation: i32) -> anyhow::Result<()> {
+        sqlx::query("DELETE FROM reservations_view WHERE generation = $1")
+            .bind(generation)
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Occupancy
+// ---------------------------------------------------------------------------------------
+
+/// Daily occupancy, revenue, holds and cancellations; see the module docs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Occupancy;
+
+/// One room-night stream: `{hotel}:{room type}:{YYYY-MM-DD}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct NightKey {
+    hotel_id: i64,
+    room_type_id: i64,
+    night: NaiveDate,
+}
+
+impl NightKey {
+    fn of_stream(stream: &str) -> anyhow::Result<Self> {
+        let bad = || {
+            anyhow!("room-night stream id {stream:?} is not {{hotel}}:{{room type}}:{{YYYY-MM-DD}}")
+        };
+        let mut parts = stream.splitn(3, ':');
+        let hotel_id = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let room_type_id = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let night = parts
+            .next()
+            .and_then(|p| NaiveDate::parse_from_str(p, "%Y-%m-%d").ok())
+            .ok_or_else(bad)?;
+        Ok(Self {
+            hotel_id,
+            room_type_id,
+            night,
+        })
+    }
+}
+
+/// An `occupancy_daily` row in memory (counts widened to i64 while folding).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Daily {
+    total_rooms: i64,
+    overbooking_allowance: i64,
+    rate_cents: i64,
+    confirmed: i64,
+    held: i64,
+    revenue_cents: i64,
+    holds_placed: i64,
+    holds_lapsed: i64,
+    cancellations: i64,
+    version: i64,
+}
+
+/// An `occupancy_daily` row as stored.
+#[derive(sqlx::FromRow)]
+struct StoredDaily {
+    hotel_id: i64,
+    room_type_id: i64,
+    night: NaiveDate,
+    total_rooms: i32,
+    overbooking_allowance: i32,
+    rate_cents: i64,
+    confirmed: i32,
+    held: i32,
+    revenue_cents: i64,
+    holds_placed: i64,
+    holds_lapsed: i64,
+    cancellations: i64,
+    version: i64,
+}
+
+/// An `occupancy_confirmations` row: what one reservation's confirmed rooms on one night
+/// added to its revenue.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Confirmation {
+    rooms: i64,
+    revenue_cents: i64,
+}
+
+/// Everything a batch touches, loaded once and written back once.
+#[derive(Default)]
+struct OccupancyState {
+    nights: HashMap<NightKey, Daily>,
+    changed_nights: HashSet<NightKey>,
+    /// `None`: no confirmed allocation (deleted if it was stored).
+    confirmations: HashMap<(NightKey, Uuid), Option<Confirmation>>,
+    changed_confirmations: HashSet<(NightKey, Uuid)>,
+}
+
+impl OccupancyState {
+    fn confirm(&mut self, key: NightKey, reservation: Uuid, rooms: i64) {
+        let night = self.nights.entry(key).or_default();
+        let amount = rooms.saturating_mul(night.rate_cents);
+        night.revenue_cents = night.revenue_cents.saturating_add(amount);
+        let slot = self.confirmations.entry((key, reservation)).or_insert(None);
+        // A second confirmation of the same allocation cannot be written (the aggregate
+        // decides it is a no-op); were one ever recorded, adding keeps revenue equal to
+        // what a later release takes back.
+        let previous = slot.unwrap_or(Confirmation {
+            rooms: 0,
+            revenue_cents: 0,
+        });
+        *slot = Some(Confirmation {
+            rooms: previous.rooms.saturating_add(rooms),
+            revenue_cents: previous.revenue_cents.saturating_add(amount),
+        });
+        self.changed_confirmations.insert((key, reservation));
+    }
+
+    /// Applies one night event; `false` if it was already applied.
+    fn fold(
+        &mut self,
+        key: NightKey,
+        sequence: i64,
+        event: RoomNightEvent,
+        by_cancellation: bool,
+    ) -> bool {
+        let night = self.nights.entry(key).or_default();
+        if night.version >= sequence {
+            return false;
+        }
+        night.version = sequence;
+        self.changed_nights.insert(key);
+        // Counters saturate at zero as the aggregate's do, so a corrupt history shows as
+        // odd numbers here rather than a stalled projection.
+        let minus = |value: i64, rooms: u32| (value - i64::from(rooms)).max(0);
+        match event {
+            RoomNightEvent::InventorySet {
+                total_rooms,
+                overbooking_allowance,
+                rate_cents,
+                ..
+            } => {
+                night.total_rooms = i64::from(total_rooms);
+                night.overbooking_allowance = i64::from(overbooking_allowance);
+                night.rate_cents = rate_cents;
+            }
+            RoomNightEvent::RoomsHeld { rooms, .. } => {
+                night.held += i64::from(rooms);
+                night.holds_placed += i64::from(rooms);
+            }
+            RoomNightEvent::RoomsBooked {
+                reservation_id,
+                rooms,
+            } => {
+                night.confirmed += i64::from(rooms);
+                self.confirm(key, reservation_id.as_uuid(), i64::from(rooms));
+            }
+            RoomNightEvent::HoldConfirmed {
+                reservation_id,
+                rooms,
+            } => {
+                night.held = minus(night.held, rooms);
+                night.confirmed += i64::from(rooms);
+                self.confirm(key, reservation_id.as_uuid(), i64::from(rooms));
+            }
+            RoomNightEvent::HoldLapsed { rooms, .. } => {
+                night.held = minus(night.held, rooms);
+                night.holds_lapsed += i64::from(rooms);
+            }
+            RoomNightEvent::RoomsReleased {
+                reservation_id,
+                rooms,
+                was_confirmed,
+            } => {
+                if was_confirmed {
+                    night.confirmed = minus(night.confirmed, rooms);
+                    let slot_key = (key, reservation_id.as_uuid());
+                    let stored = self.confirmations.insert(slot_key, None).flatten();
+                    self.changed_confirmations.insert(slot_key);
+                    let amount = match stored {
+                        Some(confirmation) => confirmation.revenue_cents,
+                        None => {
+                            // The confirmation is always applied before its release;
+                            // without it, today's rate is the best estimate.
+                            tracing::warn!(reservation = %reservation_id, ?key, "release of a confirmation the projection never saw");
+                            i64::from(rooms).saturating_mul(night.rate_cents)
+                        }
+                    };
+                    night.revenue_cents = night.revenue_cents.saturating_sub(amount);
+                } else {
+                    night.held = minus(night.held, rooms);
+                }
+                if by_cancellation {
+                    night.cancellations += i64::from(rooms);
+                }
+            }
+        }
+        true
+    }
+}
+
+impl Occupancy {
+    async fn load(
+        tx: &mut PgConnection,
+        generation: i32,
+        keys: &[NightKey],
+        releases: &[(NightKey, Uuid)],
+    ) -> anyhow::Result<OccupancyState> {
+        let mut state = OccupancyState::default();
+        let rows: Vec<StoredDaily> = sqlx::query_as(
+            "SELECT d.hotel_id, d.room_type_id, d.night, d.total_rooms,
+                    d.overbooking_allowance, d.rate_cents, d.confirmed, d.held,
+                    d.revenue_cents, d.holds_placed, d.holds_lapsed, d.cancellations,
+                    d.version
+               FROM occupancy_daily d
+               JOIN unnest($2::bigint[], $3::bigint[], $4::date[]) AS k (h, t, n)
+                 ON d.hotel_id = k.h AND d.room_type_id = k.t AND d.night = k.n
+              WHERE d.generation = $1",
+        )
+        .bind(generation)
+        .bind(keys.iter().map(|k| k.hotel_id).collect::<Vec<_>>())
+        .bind(keys.iter().map(|k| k.room_type_id).collect::<Vec<_>>())
+        .bind(keys.iter().map(|k| k.night).collect::<Vec<_>>())
+        .fetch_all(&mut *tx)
+        .await?;
+        for row in rows {
+            state.nights.insert(
+                NightKey {
+                    hotel_id: row.hotel_id,
+                    room_type_id: row.room_type_id,
+                    night: row.night,
+                },
+                Daily {
+                    total_rooms: i64::from(row.total_rooms),
+                    overbooking_allowance: i64::from(row.overbooking_allowance),
+                    rate_cents: row.rate_cents,
+                    confirmed: i64::from(row.confirmed),
+                    held: i64::from(row.held),
+                    revenue_cents: row.revenue_cents,
+                    holds_placed: row.holds_placed,
+                    holds_lapsed: row.holds_lapsed,
+                    cancellations: row.cancellations,
+                    version: row.version,
+                },
+            );
+        }
+        if !releases.is_empty() {
+            let rows: Vec<(i64, i64, NaiveDate, Uuid, i32, i64)> = sqlx::query_as(
+                "SELECT c.hotel_id, c.room_type_id, c.night, c.reservation_id, c.rooms,
+                        c.revenue_cents
+                   FROM occupancy_confirmations c
+                   JOIN unnest($2::bigint[], $3::bigint[], $4::date[], $5::uuid[]) AS k (h, t, n, r)
+                     ON c.hotel_id = k.h AND c.room_type_id = k.t AND c.night = k.n
+                    AND c.reservation_id = k.r
+                  WHERE c.generation = $1",
+            )
+            .bind(generation)
+            .bind(releases.iter().map(|(k, _)| k.hotel_id).collect::<Vec<_>>())
+            .bind(
+                releases
+                    .iter()
+                    .map(|(k, _)| k.room_type_id)
+                    .collect::<Vec<_>>(),
+            )
+            .bind(releases.iter().map(|(k, _)| k.night).collect::<Vec<_>>())
+            .bind(releases.iter().map(|(_, r)| *r).collect::<Vec<_>>())
+            .fetch_all(&mut *tx)
+            .await?;
+            for (h, t, n, reservation, rooms, revenue_cents) in rows {
+                let key = NightKey {
+                    hotel_id: h,
+                    room_type_id: t,
+                    night: n,
+                };
+                state.confirmations.insert(
+                    (key, reservation),
+                    Some(Confirmation {
+                        rooms: i64::from(rooms),
+                        revenue_cents,
+                    }),
+                );
+            }
+        }
+        Ok(state)
+    }
+
+    async fn store(
+        tx: &mut PgConnection,
+        generation: i32,
+        state: &OccupancyState,
+    ) -> anyhow::Result<()> {
+        let mut keys = Vec::new();
+        let mut rows = Vec::new();
+        for key in &state.changed_nights {
+            if let Some(row) = state.nights.get(key) {
+                keys.push(*key);
+                rows.push(row);
+            }
+        }
+        if !rows.is_empty() {
+            let ints = |f: fn(&Daily) -> i64, what: &str| -> anyhow::Result<Vec<i32>> {
+                rows.iter().map(|r| to_i32(f(r), what)).collect()
+            };
+            let longs = |f: fn(&Daily) -> i64| rows.iter().map(|r| f(r)).collect::<Vec<i64>>();
+            sqlx::query(
+                "INSERT INTO occupancy_daily (generation, hotel_id, room_type_id, night,
+                        total_rooms, overbooking_allowance, rate_cents, confirmed, held,
+                        revenue_cents, holds_placed, holds_lapsed, cancellations, version)
+                 SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::date[], $5::int[],
+                        $6::int[], $7::bigint[], $8::int[], $9::int[], $10::bigint[],
+                        $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[])
+                 ON CONFLICT (generation, hotel_id, room_type_id, night) DO UPDATE SET
+                        total_rooms = excluded.total_rooms,
+                        overbooking_allowance = excluded.overbooking_allowance,
+                        rate_cents = excluded.rate_cents, confirmed = excluded.confirmed,
+                        held = excluded.held, revenue_cents = excluded.revenue_cents,
+                        holds_placed = excluded.holds_placed,
+                        holds_lapsed = excluded.holds_lapsed,
+                        cancellations = excluded.cancellations, version = excluded.version",
+            )
+            .bind(generation)
+            .bind(keys.iter().map(|k| k.hotel_id).collect::<Vec<_>>())
+            .bind(keys.iter().map(|k| k.room_type_id).collect::<Vec<_>>())
+            .bind(keys.iter().map(|k| k.night).collect::<Vec<_>>())
+            .bind(ints(|r| r.total_rooms, "total_rooms")?)
+            .bind(ints(|r| r.overbooking_allowance, "overbooking_allowance")?)
+            .bind(longs(|r| r.rate_cents))
+            .bind(ints(|r| r.confirmed, "confirmed")?)
+            .bind(ints(|r| r.held, "held")?)
+            .bind(longs(|r| r.revenue_cents))
+            .bind(longs(|r| r.holds_placed))
+            .bind(longs(|r| r.holds_lapsed))
+            .bind(longs(|r| r.cancellations))
+            .bind(longs(|r| r.version))
+            .execute(&mut *tx)
+            .await?;
+        }
+
+        let mut gone: Vec<(NightKey, Uuid)> = Vec::new();
+        let mut kept: Vec<(NightKey, Uuid, Confirmation)> = Vec::new();
+        for slot in &state.changed_confirmations {
+            match state.confirmations.get(slot).copied().flatten() {
+                Some(confirmation) => kept.push((slot.0, slot.1, confirmation)),
+                None => gone.push(*slot),
+            }
+        }
+        if !gone.is_empty() {
+            sqlx::query(
+                "DELETE FROM occupancy_confirmations c
+                  USING unnest($2::bigint[], $3::bigint[], $4::date[], $5::uuid[]) AS k (h, t, n, r)
+                  WHERE c.generation = $1 AND c.hotel_id = k.h AND c.room_type_id = k.t
+                    AND c.night = k.n AND c.reservation_id = k.r",
+            )
+            .bind(generation)
+            .bind(gone.iter().map(|(k, _)| k.hotel_id).collect::<Vec<_>>())
+            .bind(gone.iter().map(|(k, _)| k.room_type_id).collect::<Vec<_>>())
+            .bind(gone.iter().map(|(k, _)| k.night).collect::<Vec<_>>())
+            .bind(gone.iter().map(|(_, r)| *r).collect::<Vec<_>>())
+            .execute(&mut *tx)
+            .await?;
+        }
+        if !kept.is_empty() {
+            let rooms = kept
+                .iter()
+                .map(|(_, _, c)| to_i32(c.rooms, "rooms"))
+                .collect::<anyhow::Result<Vec<i32>>>()?;
+            sqlx::query(
+                "INSERT INTO occupancy_confirmations (generation, hotel_id, room_type_id, night,
+                        reservation_id, rooms, revenue_cents)
+                 SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::date[], $5::uuid[],
+                        $6::int[], $7::bigint[])
+                 ON CONFLICT (generation, hotel_id, room_type_id, night, reservation_id)
+                 DO UPDATE SET rooms = excluded.rooms, revenue_cents = excluded.revenue_cents",
+            )
+            .bind(generation)
+            .bind(kept.iter().map(|(k, _, _)| k.hotel_id).collect::<Vec<_>>())
+            .bind(
+                kept.iter()
+                    .map(|(k, _, _)| k.room_type_id)
+                    .collect::<Vec<_>>(),
+            )
+            .bind(kept.iter().map(|(k, _, _)| k.night).collect::<Vec<_>>())
+            .bind(kept.iter().map(|(_, r, _)| *r).collect::<Vec<_>>())
+            .bind(rooms)
+            .bind(
+                kept.iter()
+                    .map(|(_, _, c)| c.revenue_cents)
+                    .collect::<Vec<_>>(),
+            )
+            .execute(&mut *tx)
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+impl Projection for Occupancy {
+    fn name(&self) -> &'static str {
+        OCCUPANCY
+    }
+
+    async fn apply(
+        &mut self,
+        tx: &mut PgConnection,
+        generation: i32,
+        batch: &[StoredEvent],
+    ) -> anyhow::Result<()> {
+        let mut events = Vec::new();
+        for stored in batch
+            .iter()
+            .filter(|e| e.aggregate_type == ROOM_NIGHT_STREAMS)
+        {
+            if let Some(event) = decode::<RoomNightEvent>(stored, ROOM_NIGHT_EVENTS)? {
+                let by_cancellation = stored
+                    .metadata
+                    .get("command")
+                    .and_then(serde_json::Value::as_str)
+                    == Some(CANCEL_COMMAND);
+                events.push((
+                    NightKey::of_stream(&stored.aggregate_id)?,
+                    stored.sequence,
+                    event,
+                    by_cancellation,
+                ));
+            }
+        }
+        if events.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<NightKey> = events
+            .iter()
+            .map(|(key, ..)| *key)
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        // Only a release of confirmed rooms needs the stored amount of its confirmation.
+        let releases: Vec<(NightKey, Uuid)> = events
+            .iter()
+            .filter_map(|(key, _, event, _)| match event {
+                RoomNightEvent::RoomsReleased {
+                    reservation_id,
+                    was_confirmed: true,
+                    ..
+                } => Some((*key, reservation_id.as_uuid())),
+                _ => None,
+            })
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let mut state = Self::load(tx, generation, &keys, &releases).await?;
+        for (key, sequence, event, by_cancellation) in events {
+            state.fold(key, sequence, event, by_cancellation);
+        }
+        Self::store(tx, generation, &state).await
+    }
+
+    async fn clear(&mut self, conn: &mut PgConnection, generation: i32) -> anyhow::Result<()> {
+        sqlx::query("DELETE FROM occupancy_confirmations WHERE generation = $1")
+            .bind(generation)
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query("DELETE FROM occupancy_daily WHERE generation = $1")
+            .bind(generation)
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_ids_parse() {
+        let key = NightKey::of_stream("812:3:2027-06-01").expect("valid");
+        assert_eq!(
+            (key.hotel_id, key.room_type_id, key.night.to_string()),
+            (812, 3, "2027-06-01".to_owned())
+        );
+        assert!(NightKey::of_stream("812:3").is_err());
+        assert!(NightKey::of_stream("812:x:2027-06-01").is_err());
+        assert!(NightKey::of_stream("812:3:2027-13-01").is_err());
+        let id = Uuid::new_v4();
+        assert_eq!(
+            reservation_of_stream(&format!("812:{id}")).expect("valid"),
+            id
+        );
+        assert!(reservation_of_stream("812:not-a-uuid").is_err());
+        assert!(reservation_of_stream("no-colon").is_err());
+    }
+
+    fn night_event(
+        state: &mut OccupancyState,
+        sequence: i64,
+        event: RoomNightEvent,
+        cancel: bool,
+    ) -> bool {
+        let key = NightKey::of_stream("1:1:2027-06-01").expect("valid");
+        state.fold(key, sequence, event, cancel)
+    }
+
+    #[test]
+    fn a_release_takes_back_exactly_what_its_confirmation_added() {
+        let reservation = aggregates::ReservationId::from_uuid(Uuid::new_v4());
+        let other = aggregates::ReservationId::from_uuid(Uuid::new_v4());
+        let key = NightKey::of_stream("1:1:2027-06-01").expect("valid");
+        let mut state = OccupancyState::default();
+        let inventory = |rate| RoomNightEvent::InventorySet {
+            key: aggregates::RoomNightKey::new(
+                aggregates::HotelId::parse(1).expect("id"),
+                aggregates::RoomTypeId::parse(1).expect("id"),
+                key.night,
+            ),
+            total_rooms: 10,
+            overbooking_allowance: 0,
+            rate_cents: rate,
+        };
+        assert!(night_event(&mut state, 1, inventory(100), false));
+        assert!(night_event(
+            &mut state,
+            2,
+            RoomNightEvent::RoomsBooked {
+                reservation_id: reservation,
+                rooms: 2
+            },
+            false
+        ));
+        assert!(night_event(&mut state, 3, inventory(500), false));
+        assert!(night_event(
+            &mut state,
+            4,
+            RoomNightEvent::RoomsBooked {
+                reservation_id: other,
+                rooms: 1
+            },
+            false
+        ));
+        assert_eq!(state.nights[&key].revenue_cents, 2 * 100 + 500);
+        assert!(night_event(
+            &mut state,
+            5,
+            RoomNightEvent::RoomsReleased {
+                reservation_id: reservation,
+                rooms: 2,
+                was_confirmed: true
+            },
+            true
+        ));
+        let night = &state.nights[&key];
+        assert_eq!(
+            (night.revenue_cents, night.confirmed, night.cancellations),
+            (500, 1, 2)
+        );
+        // A repeat of an applied event changes nothing.
+        assert!(!night_event(
+            &mut state,
+            5,
+            RoomNightEvent::RoomsReleased {
+                reservation_id: other,
+                rooms: 1,
+                was_confirmed: true
+            },
+            true
+        ));
+        assert_eq!(state.nights[&key].revenue_cents, 500);
+        assert_eq!(state.confirmations[&(key, reservation.as_uuid())], None);
+    }
+}

@@ -1,0 +1,446 @@
+//! Analytics and look-ups served from the read side: daily occupancy and revenue per
+//! room type (admin, auditor), and reservations by channel, guest email, or hotel and
+//! date (a channel sees its own only).
+//!
+//! These read projections, not the write side: they may lag the log a little, and say
+//! how far they have got (`as_of`, the time the projection last applied events). Each
+//! request reads in one read-only REPEATABLE READ transaction, so the generation it
+//! picks and that generation's rows come from one snapshot: a rebuild that switches
+//! generations and deletes the old one meanwhile cannot hand a reader an emptied table.
+
+use std::collections::BTreeMap;
+
+use aggregates::{HotelId, ReservationStatus, StayDates};
+use axum::extract::State;
+use axum::Json;
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
+use projections::analytics::{served_state, OCCUPANCY, RESERVATIONS_VIEW};
+use serde::{Deserialize, Serialize};
+use sqlx::{PgConnection, Postgres, QueryBuilder};
+use utoipa::{IntoParams, ToSchema};
+
+use super::auth::{Principal, Role};
+use super::error::{ApiError, ErrorBody};
+use super::extract::{ApiPath, ApiQuery};
+use super::reservations::{GuestOut, ReservationOut};
+use super::AppState;
+
+/// The longest range one occupancy request may ask for (a year and a bit).
+pub const MAX_OCCUPANCY_NIGHTS: u32 = 400;
+/// Default and largest page of the reservations look-up.
+const DEFAULT_LIMIT: i64 = 100;
+const MAX_LIMIT: i64 = 500;
+
+/// Starts the read-only transaction a read-side request reads in (see the module docs).
+async fn snapshot(state: &AppState) -> Result<sqlx::Transaction<'static, Postgres>, ApiError> {
+    let mut tx = state.pool.begin().await?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        .execute(&mut *tx)
+        .await?;
+    Ok(tx)
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct OccupancyQuery {
+    /// First night reported.
+    pub start_date: NaiveDate,
+    /// The night after the last one reported (half-open range), at most 400 nights on.
+    pub end_date: NaiveDate,
+}
+
+/// One room type on one night.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OccupancyNight {
+    pub date: NaiveDate,
+    /// Physical rooms for sale (0 for a night without inventory).
+    pub total_rooms: i64,
+    pub overbooking_allowance: i64,
+    /// The night's current rate; null without inventory.
+    pub rate_cents: Option<i64>,
+    /// Rooms sold (confirmed) now.
+    pub confirmed: i64,
+    /// Rooms on hold now (lapsed holds count until they are dropped).
+    pub held: i64,
+    /// `confirmed / total_rooms`; above 1 when the overbooking allowance is used; null
+    /// when there are no rooms.
+    pub occupancy: Option<f64>,
+    /// Confirmed rooms times the night's rate when each was confirmed.
+    pub revenue_cents: i64,
+    /// Rooms ever put on hold on this night.
+    pub holds_placed: i64,
+    /// Rooms whose hold lapsed on this night.
+    pub holds_lapsed: i64,
+    /// Rooms given back on this night by cancelled reservations.
+    pub cancellations: i64,
+}
+
+/// Sums over the nights of the range.
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub struct OccupancyTotals {
+    /// Room-nights for sale (sum of `total_rooms`).
+    pub total_rooms: i64,
+    pub confirmed: i64,
+    pub held: i64,
+    /// `confirmed / total_rooms` over the range; null when there are no rooms.
+    pub occupancy: Option<f64>,
+    pub revenue_cents: i64,
+    pub holds_placed: i64,
+    pub holds_lapsed: i64,
+    pub cancellations: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoomTypeOccupancy {
+    pub room_type_id: i64,
+    pub name: String,
+    pub totals: OccupancyTotals,
+    /// Every night of the range, in order.
+    pub nights: Vec<OccupancyNight>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OccupancyReport {
+    pub hotel_id: i64,
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    /// When the occupancy projection last applied events; null if it has never run.
+    pub as_of: Option<DateTime<Utc>>,
+    pub room_types: Vec<RoomTypeOccupancy>,
+}
+
+fn ratio(confirmed: i64, total: i64) -> Option<f64> {
+    (total > 0).then(|| confirmed as f64 / total as f64)
+}
+
+#[derive(sqlx::FromRow)]
+struct DailyRow {
+    room_type_id: i64,
+    night: NaiveDate,
+    total_rooms: i32,
+    overbooking_allowance: i32,
+    rate_cents: i64,
+    confirmed: i32,
+    held: i32,
+    revenue_cents: i64,
+    holds_placed: i64,
+    holds_lapsed: i64,
+    cancellations: i64,
+}
+
+impl DailyRow {
+    fn out(&self) -> OccupancyNight {
+        OccupancyNight {
+            date: self.night,
+            total_rooms: i64::from(self.total_rooms),
+            overbooking_allowance: i64::from(self.overbooking_allowance),
+            rate_cents: Some(self.rate_cents),
+            confirmed: i64::from(self.confirmed),
+            held: i64::from(self.held),
+            occupancy: ratio(i64::from(self.confirmed), i64::from(self.total_rooms)),
+            revenue_cents: self.revenue_cents,
+            holds_placed: self.holds_placed,
+            holds_lapsed: self.holds_lapsed,
+            cancellations: self.cancellations,
+        }
+    }
+}
+
+fn empty_night(date: NaiveDate) -> OccupancyNight {
+    OccupancyNight {
+        date,
+        total_rooms: 0,
+        overbooking_allowance: 0,
+        rate_cents: None,
+        confirmed: 0,
+        held: 0,
+        occupancy: None,
+        revenue_cents: 0,
+        holds_placed: 0,
+        holds_lapsed: 0,
+        cancellations: 0,
+    }
+}
+
+fn totals(nights: &[OccupancyNight]) -> OccupancyTotals {
+    let mut t = OccupancyTotals::default();
+    for n in nights {
+        t.total_rooms += n.total_rooms;
+        t.confirmed += n.confirmed;
+        t.held += n.held;
+        t.revenue_cents = t.revenue_cents.saturating_add(n.revenue_cents);
+        t.holds_placed += n.holds_placed;
+        t.holds_lapsed += n.holds_lapsed;
+        t.cancellations += n.cancellations;
+    }
+    t.occupancy = ratio(t.confirmed, t.total_rooms);
+    t
+}
+
+async fn hotel_exists(conn: &mut PgConnection, id: HotelId) -> Result<bool, ApiError> {
+    Ok(
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM hotels WHERE hotel_id = $1)")
+            .bind(id.get())
+            .fetch_one(&mut *conn)
+            .await?,
+    )
+}
+
+/// Daily occupancy, revenue, holds and cancellations per room type of a hotel.
+#[utoipa::path(get, path = "/v1/hotels/{hotel_id}/occupancy", tag = "analytics",
+    params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64), OccupancyQuery),
+    responses((status = 200, body = OccupancyReport), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 422, description = "end_date not after start_date, or more than 400 nights", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn occupancy(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<i64>,
+    ApiQuery(query): ApiQuery<OccupancyQuery>,
+) -> Result<Json<OccupancyReport>, ApiError> {
+    principal.require(&[Role::Admin, Role::Auditor])?;
+    let id = HotelId::parse(id).map_err(|_| ApiError::not_found("no such hotel"))?;
+    let range = StayDates::parse(query.start_date, query.end_date)?;
+    if range.night_count() > MAX_OCCUPANCY_NIGHTS {
+        return Err(ApiError::invalid(
+            "end_date",
+            format!("at most {MAX_OCCUPANCY_NIGHTS} nights per request"),
+        ));
+    }
+    let mut tx = snapshot(&state).await?;
+    if !hotel_exists(&mut tx, id).await? {
+        return Err(ApiError::not_found("no such hotel"));
+    }
+    let room_types: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT room_type_id, name FROM room_types WHERE hotel_id = $1 ORDER BY room_type_id",
+    )
+    .bind(id.get())
+    .fetch_all(&mut *tx)
+    .await?;
+    let (generation, as_of) = served_state(&mut tx, OCCUPANCY).await?;
+    let rows: Vec<DailyRow> = sqlx::query_as(
+        "SELECT room_type_id, night, total_rooms, overbooking_allowance, rate_cents,
+                confirmed, held, revenue_cents, holds_placed, holds_lapsed, cancellations
+           FROM occupancy_daily
+          WHERE generation = $1 AND hotel_id = $2 AND night >= $3 AND night < $4",
+    )
+    .bind(generation)
+    .bind(id.get())
+    .bind(range.start())
+    .bind(range.end())
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    let by_night: BTreeMap<(i64, NaiveDate), DailyRow> = rows
+        .into_iter()
+        .map(|r| ((r.room_type_id, r.night), r))
+        .collect();
+    let room_types = room_types
+        .into_iter()
+        .map(|(room_type_id, name)| {
+            let nights: Vec<OccupancyNight> = range
+                .nights()
+                .map(|date| {
+                    by_night
+                        .get(&(room_type_id, date))
+                        .map_or_else(|| empty_night(date), DailyRow::out)
+                })
+                .collect();
+            RoomTypeOccupancy {
+                room_type_id,
+                name,
+                totals: totals(&nights),
+                nights,
+            }
+        })
+        .collect();
+    Ok(Json(OccupancyReport {
+        hotel_id: id.get(),
+        start_date: range.start(),
+        end_date: range.end(),
+        as_of,
+        room_types,
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ReservationSearch {
+    /// The guest's email (case-insensitive).
+    #[param(max_length = 254)]
+    pub guest_email: Option<String>,
+    /// Reservations at this hotel.
+    #[param(minimum = 1, maximum = 9_007_199_254_740_991_i64)]
+    pub hotel_id: Option<i64>,
+    /// Reservations whose stay includes this night (`start_date <= date < end_date`).
+    pub date: Option<NaiveDate>,
+    /// Reservations made through this channel. A channel may only name itself (its own
+    /// reservations are all it sees, with or without this).
+    #[param(max_length = 200)]
+    pub channel: Option<String>,
+    /// At most this many, newest first (1..=500, default 100).
+    #[param(minimum = 1, maximum = 500)]
+    pub limit: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReservationList {
+    /// Newest first.
+    pub reservations: Vec<ReservationOut>,
+    /// When the reservations view last applied events; null if it has never run.
+    pub as_of: Option<DateTime<Utc>>,
+}
+
+#[derive(sqlx::FromRow)]
+struct ViewRow {
+    reservation_id: uuid::Uuid,
+    hotel_id: i64,
+    room_type_id: i64,
+    start_date: NaiveDate,
+    end_date: NaiveDate,
+    rooms: i32,
+    status: String,
+    guest_name: String,
+    guest_email: String,
+    channel: String,
+    total_cents: i64,
+    hold_expires_at: DateTime<Utc>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl ViewRow {
+    fn out(self, now: DateTime<Utc>) -> ReservationOut {
+        // As the write side shows it: a hold past its expiry is expired, whether or not
+        // the sweeper has recorded that yet.
+        let status =
+            if self.status == ReservationStatus::Held.as_str() && self.hold_expires_at <= now {
+                ReservationStatus::Expired.as_str().to_owned()
+            } else {
+                self.status
+            };
+        ReservationOut {
+            reservation_id: self.reservation_id,
+            hotel_id: self.hotel_id,
+            room_type_id: self.room_type_id,
+            start_date: self.start_date,
+            end_date: self.end_date,
+            nights: u32::try_from((self.end_date - self.start_date).num_days()).unwrap_or(0),
+            rooms: u32::try_from(self.rooms).unwrap_or(0),
+            guest: GuestOut {
+                name: self.guest_name,
+                email: self.guest_email,
+            },
+            channel: self.channel,
+            total_cents: self.total_cents,
+            status,
+            hold_expires_at: self.hold_expires_at,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            refund_cents: None,
+        }
+    }
+}
+
+/// A free-text filter: trimmed, 1..=`max` characters, no control characters.
+fn text_filter(field: &str, value: Option<String>, max: usize) -> Result<Option<String>, ApiError> {
+    let Some(value) = value else { return Ok(None) };
+    let value = value.trim();
+    if value.is_empty() || value.chars().count() > max || value.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field}: 1 to {max} printable characters"),
+        ));
+    }
+    Ok(Some(value.to_owned()))
+}
+
+/// Reservations by channel, guest email, or hotel and date, newest first.
+#[utoipa::path(get, path = "/v1/reservations", tag = "analytics", params(ReservationSearch),
+    responses((status = 200, body = ReservationList), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "a channel naming another channel", body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list_reservations(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiQuery(query): ApiQuery<ReservationSearch>,
+) -> Result<Json<ReservationList>, ApiError> {
+    let asked_channel = text_filter("channel", query.channel, 200)?;
+    let channel = match principal.role {
+        Role::Admin | Role::Auditor => asked_channel,
+        Role::Channel => match asked_channel {
+            Some(other) if other != principal.name => {
+                return Err(ApiError::forbidden(
+                    "a channel may only list its own reservations",
+                ))
+            }
+            _ => Some(principal.name.clone()),
+        },
+    };
+    // Emails are stored lower-case (the domain normalises them).
+    let guest_email =
+        text_filter("guest_email", query.guest_email, 254)?.map(|e| e.to_ascii_lowercase());
+    let hotel_id = query
+        .hotel_id
+        .map(HotelId::parse)
+        .transpose()?
+        .map(HotelId::get);
+    // Outside the years the domain accepts, a date names no stay (and some are outside
+    // what PostgreSQL's `date` holds).
+    if let Some(date) = query.date {
+        if !(1900..=9999).contains(&date.year()) {
+            return Err(ApiError::invalid(
+                "date",
+                "date must be between 1900-01-01 and 9999-12-31",
+            ));
+        }
+    }
+    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::invalid(
+            "limit",
+            format!("limit must be between 1 and {MAX_LIMIT}"),
+        ));
+    }
+
+    let mut tx = snapshot(&state).await?;
+    let (generation, as_of) = served_state(&mut tx, RESERVATIONS_VIEW).await?;
+    // Only the filters given go into the statement, so each shape of query gets a plan
+    // that uses its index (a catch-all `$n IS NULL OR ...` would not).
+    let mut sql: QueryBuilder<Postgres> = QueryBuilder::new(
+        "SELECT reservation_id, hotel_id, room_type_id, start_date, end_date, rooms, status,
+                guest_name, guest_email, channel, total_cents, hold_expires_at, created_at,
+                updated_at
+           FROM reservations_view WHERE generation = ",
+    );
+    sql.push_bind(generation);
+    if let Some(channel) = &channel {
+        sql.push(" AND channel = ").push_bind(channel);
+    }
+    if let Some(email) = &guest_email {
+        sql.push(" AND guest_email = ").push_bind(email);
+    }
+    if let Some(hotel_id) = hotel_id {
+        sql.push(" AND hotel_id = ").push_bind(hotel_id);
+    }
+    if let Some(date) = query.date {
+        sql.push(" AND start_date <= ")
+            .push_bind(date)
+            .push(" AND end_date > ")
+            .push_bind(date);
+    }
+    sql.push(" ORDER BY created_at DESC, reservation_id LIMIT ")
+        .push_bind(limit);
+    let rows: Vec<ViewRow> = sql.build_query_as().fetch_all(&mut *tx).await?;
+    tx.commit().await?;
+    let now = state.commands.now();
+    Ok(Json(ReservationList {
+        reservations: rows.into_iter().map(|r| r.out(now)).collect(),
+        as_of,
+    }))
+}
