@@ -96,7 +96,7 @@ impl Default for RunnerConfig {
 }
 
 /// The advisory lock that makes a runner the one active runner of `name`.
-fn leader_lock_id(name: &str) -> i64 {
+pub(crate) fn leader_lock_id(name: &str) -> i64 {
     let digest = Sha256::digest(format!("projection:{name}").as_bytes());
     let mut bytes = [0_u8; 8];
     bytes.copy_from_slice(&digest[..8]);
@@ -161,7 +161,7 @@ async fn save_checkpoint(
 
 /// Applies one batch and saves its checkpoint, in one transaction. Returns `false` if
 /// the served generation changed under us (a rebuild switched): nothing was applied.
-async fn apply_batch<P: Projection>(
+pub(crate) async fn apply_batch<P: Projection>(
     pool: &PgPool,
     projection: &mut P,
     generation: i32,
@@ -262,7 +262,11 @@ async fn follow<P: Projection>(
     listener.listen("events").await?;
     let (mut generation, mut checkpoint) = load_checkpoint(leader, name).await?;
     if !projection.storage_intact(generation, checkpoint).await? {
-        tracing::warn!(projection = name, generation, "storage lost its data; rebuilding from position zero");
+        tracing::warn!(
+            projection = name,
+            generation,
+            "storage lost its data; rebuilding from position zero"
+        );
         projection.clear(leader, generation).await?;
         checkpoint = Checkpoint::START;
         save_checkpoint(leader, name, generation, checkpoint).await?;
@@ -299,7 +303,11 @@ async fn follow<P: Projection>(
             // A rebuild switched generations: continue from its checkpoint.
             (generation, checkpoint) = load_checkpoint(leader, name).await?;
             projection.switched(generation).await?;
-            tracing::info!(projection = name, generation, "switched to a rebuilt generation");
+            tracing::info!(
+                projection = name,
+                generation,
+                "switched to a rebuilt generation"
+            );
         }
     }
     Ok(())
