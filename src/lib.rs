@@ -9,7 +9,8 @@
 //! - [`startup`]: configuration and the `Application` (build on a port, run until
 //!   stopped);
 //! - [`db`]: connecting, creating and migrating the database;
-//! - [`demo`]: the demo catalog `reservations seed-demo` loads.
+//! - [`demo`]: the demo catalog `reservations seed-demo` loads;
+//! - [`workers`]: background tasks (the audit log runner).
 
 pub mod api;
 pub mod clock;
@@ -19,4 +20,5 @@ pub mod demo;
 pub mod error;
 pub mod startup;
 pub mod telemetry;
+pub mod workers;
 pub mod write;

@@ -7,6 +7,11 @@
 //! only the holder of the projection's leadership lock applies anything. If a runner
 //! already leads, this waits for that runner to reach the target instead of competing
 //! with it.
+//!
+//! The target is the last event committed when the call starts. The commit-order reader
+//! only sees events of transactions older than every transaction still running *on the
+//! whole server*, so an event can be committed and not yet readable; the catch-up waits
+//! (polling, up to a deadline) until it is, rather than stopping short of it.
 
 use std::time::{Duration, Instant};
 
@@ -16,26 +21,30 @@ use sqlx::PgPool;
 use crate::log::{self, Checkpoint};
 use crate::runner::{apply_batch, leader_lock_id, load_checkpoint, Projection};
 
-/// Applies every event visible now (committed by transactions older than every running
-/// one) to `projection`, and returns the checkpoint reached. When another process leads
-/// the projection, waits up to `wait` for its checkpoint to get there instead.
+/// How long to sleep while the events to apply are committed but not yet readable.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Applies every event committed before the call to `projection`, and returns the
+/// checkpoint reached. When another process leads the projection, waits for its
+/// checkpoint to get there instead. Gives up with an error after `wait`.
 pub async fn catch_up<P: Projection>(
     pool: &PgPool,
     projection: &mut P,
     batch_size: i64,
     wait: Duration,
 ) -> anyhow::Result<Checkpoint> {
+    let deadline = Instant::now() + wait;
     let name = projection.name();
     let mut leader = pool.acquire().await?;
-    let target = last_visible(&mut leader).await?;
+    let target = last_committed(&mut leader).await?;
     let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
         .bind(leader_lock_id(name))
         .fetch_one(&mut *leader)
         .await?;
     if !locked {
-        return wait_for(&mut leader, name, target, wait).await;
+        return wait_for(&mut leader, name, target, deadline).await;
     }
-    let result = apply_until(pool, projection, &mut leader, target, batch_size).await;
+    let result = apply_until(pool, projection, &mut leader, target, batch_size, deadline).await;
     // Release leadership; if the connection is broken, closing it releases the lock.
     let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
         .bind(leader_lock_id(name))
@@ -47,11 +56,10 @@ pub async fn catch_up<P: Projection>(
     result
 }
 
-/// The last event a commit-order reader can see now (`START` when there is none).
-async fn last_visible(conn: &mut PgConnection) -> Result<Checkpoint, sqlx::Error> {
+/// The last committed event in commit order (`START` when there is none).
+async fn last_committed(conn: &mut PgConnection) -> Result<Checkpoint, sqlx::Error> {
     let row: Option<(i64, i64)> = sqlx::query_as(
         "SELECT transaction_id::text::bigint, global_position FROM events
-          WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
           ORDER BY transaction_id DESC, global_position DESC
           LIMIT 1",
     )
@@ -71,6 +79,7 @@ async fn apply_until<P: Projection>(
     leader: &mut PgConnection,
     target: Checkpoint,
     batch_size: i64,
+    deadline: Instant,
 ) -> anyhow::Result<Checkpoint> {
     let name = projection.name();
     let (mut generation, mut checkpoint) = load_checkpoint(leader, name).await?;
@@ -79,7 +88,17 @@ async fn apply_until<P: Projection>(
     }
     while checkpoint < target {
         let batch = log::read_after(leader, checkpoint, batch_size).await?;
-        let Some(last) = batch.last() else { break };
+        let Some(last) = batch.last() else {
+            // Committed, but an older transaction somewhere is still running.
+            if Instant::now() >= deadline {
+                anyhow::bail!(
+                    "{name}: events up to {target:?} are committed but still not readable \
+                     (a transaction older than them is running); reached {checkpoint:?}"
+                );
+            }
+            tokio::time::sleep(POLL).await;
+            continue;
+        };
         let last = last.checkpoint();
         if apply_batch(pool, projection, generation, &batch).await? {
             checkpoint = last;
@@ -96,9 +115,8 @@ async fn wait_for(
     conn: &mut PgConnection,
     name: &str,
     target: Checkpoint,
-    wait: Duration,
+    deadline: Instant,
 ) -> anyhow::Result<Checkpoint> {
-    let deadline = Instant::now() + wait;
     loop {
         let (_, checkpoint) = load_checkpoint(conn, name).await?;
         if checkpoint >= target {
@@ -107,9 +125,9 @@ async fn wait_for(
         if Instant::now() >= deadline {
             anyhow::bail!(
                 "{name}: the runner leading this projection is at {checkpoint:?} and did not \
-                 reach {target:?} within {wait:?}"
+                 reach {target:?} in time"
             );
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(POLL).await;
     }
 }

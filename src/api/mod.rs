@@ -3,6 +3,7 @@
 //! handlers' own types.
 
 pub mod audit;
+pub mod audit_verify;
 pub mod auth;
 pub mod catalog;
 pub mod error;
@@ -51,7 +52,7 @@ pub struct AppState {
         catalog::get_hotel, catalog::search_hotels, catalog::availability,
         reservations::create, reservations::get, reservations::cancel,
         reservations::change_dates, reservations::events,
-        audit::feed,
+        audit::feed, audit_verify::verify,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi,
     ),
     modifiers(&BearerAuth),
@@ -110,7 +111,8 @@ pub fn router(state: AppState) -> Router {
             "/v1/reservations/{reservation_id}/events",
             get(reservations::events),
         )
-        .route("/v1/events", get(audit::feed));
+        .route("/v1/events", get(audit::feed))
+        .route("/v1/audit/verify", get(audit_verify::verify));
 
     Router::new()
         .merge(v1)
