@@ -11,7 +11,7 @@
 //! - [`db`]: connecting, creating and migrating the database;
 //! - [`demo`]: the demo catalog `reservations seed-demo` loads;
 //! - [`workers`]: the registry of read-side projections (names, runners, rebuild,
-//!   status) that `serve` runs beside the API.
+//!   status) that `serve` runs beside the API, and the audit log runner.
 
 pub mod api;
 pub mod clock;

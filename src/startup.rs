@@ -21,7 +21,7 @@ use crate::api::{router, AppState, AvailabilityCache};
 use crate::clock::{Clock, SystemClock};
 use crate::commands::{CommandService, WriteConfig};
 use crate::telemetry::{prometheus, Metrics};
-use crate::workers::{spawn_analytics_runners, spawn_availability_runner};
+use crate::workers::{spawn_analytics_runners, spawn_audit_runner, spawn_availability_runner};
 use crate::write::Strategy;
 
 /// Everything `reservations serve` can be told, from flags or the environment.
@@ -152,6 +152,7 @@ impl Application {
                 ));
             }
             workers.extend(spawn_analytics_runners(pool.clone(), stopped.clone()));
+            workers.push(spawn_audit_runner(pool.clone(), stopped.clone()));
         }
         let state = AppState {
             commands: CommandService::with_clock(pool.clone(), settings.write_config(), clock),

@@ -10,6 +10,7 @@ use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use projections::analytics::{Occupancy, ReservationsView, OCCUPANCY, RESERVATIONS_VIEW};
+use projections::audit::AuditLog;
 use projections::availability::{AvailabilityProjection, Keys};
 use projections::{Checkpoint, RunnerConfig};
 use redis::aio::ConnectionManager;
@@ -81,6 +82,18 @@ pub fn spawn_availability_runner(
         pool,
         AvailabilityProjection::new(redis, keys),
         config,
+        shutdown,
+    ))
+}
+
+/// Follows the event log into the audit log. Safe to run in every server process: the
+/// runner's leadership lock lets one of them write, the others stand by. (The audit log
+/// is append-only, so it is not in the rebuildable registry.)
+pub fn spawn_audit_runner(pool: PgPool, shutdown: watch::Receiver<bool>) -> JoinHandle<()> {
+    tokio::spawn(projections::run(
+        pool,
+        AuditLog::new(),
+        RunnerConfig::default(),
         shutdown,
     ))
 }

@@ -3,14 +3,19 @@
 //! - [`log`]: reading the log in commit order without ever skipping an event;
 //! - [`runner`]: checkpoints, one active runner per projection, wake-ups, retries, lag
 //!   metrics, and rebuilding a projection into a new generation while the old serves;
+//! - [`catch_up`](mod@catch_up): bringing a projection up to date once, on demand;
 //! - [`availability`]: remaining rooms and rates per night in Redis, for availability
 //!   searches (never for granting a hold);
-//! - [`analytics`]: the reservations view and daily occupancy and revenue (PostgreSQL).
+//! - [`analytics`]: the reservations view and daily occupancy and revenue (PostgreSQL);
+//! - [`audit`]: the hash-chained, append-only audit log and its verification.
 
 pub mod analytics;
+pub mod audit;
 pub mod availability;
+pub mod catch_up;
 pub mod log;
 pub mod runner;
 
+pub use catch_up::catch_up;
 pub use log::{Checkpoint, StoredEvent};
 pub use runner::{rebuild, run, Projection, RunnerConfig};

@@ -102,7 +102,7 @@ impl Default for RunnerConfig {
 }
 
 /// The advisory lock that makes a runner the one active runner of `name`.
-fn leader_lock_id(name: &str) -> i64 {
+pub(crate) fn leader_lock_id(name: &str) -> i64 {
     let digest = Sha256::digest(format!("projection:{name}").as_bytes());
     let mut bytes = [0_u8; 8];
     bytes.copy_from_slice(&digest[..8]);
@@ -167,7 +167,7 @@ async fn save_checkpoint(
 
 /// Applies one batch and saves its checkpoint, in one transaction. Returns `false` if
 /// the served generation changed under us (a rebuild switched): nothing was applied.
-async fn apply_batch<P: Projection>(
+pub(crate) async fn apply_batch<P: Projection>(
     pool: &PgPool,
     projection: &mut P,
     generation: i32,

@@ -4,6 +4,7 @@
 
 pub mod analytics;
 pub mod audit;
+pub mod audit_verify;
 pub mod auth;
 pub mod catalog;
 pub mod error;
@@ -61,7 +62,7 @@ pub struct AvailabilityCache {
         catalog::get_hotel, catalog::search_hotels, catalog::availability,
         reservations::create, reservations::get, reservations::cancel,
         reservations::change_dates, reservations::events,
-        audit::feed,
+        audit::feed, audit_verify::verify,
         analytics::occupancy, analytics::list_reservations,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi,
     ),
@@ -126,7 +127,8 @@ pub fn router(state: AppState) -> Router {
             "/v1/reservations/{reservation_id}/events",
             get(reservations::events),
         )
-        .route("/v1/events", get(audit::feed));
+        .route("/v1/events", get(audit::feed))
+        .route("/v1/audit/verify", get(audit_verify::verify));
 
     Router::new()
         .merge(v1)

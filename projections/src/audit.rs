@@ -1,0 +1,1118 @@
+//! The audit log: an append-only, hash-chained copy of the event log, and `verify`,
+//! which checks it and replays the whole history against every invariant.
+//!
+//! **Why.** Anyone with SQL access can change a row of `events`. The [`AuditLog`]
+//! projection copies every event, in commit order, into `audit_log` (a trigger refuses
+//! UPDATE, DELETE and TRUNCATE there), and chains the rows: each row's hash is
+//! `SHA-256(prev_hash || canonical bytes of the event)`, the first row's `prev_hash`
+//! being 32 zero bytes. Changing, removing or inserting a row afterwards breaks the chain
+//! or makes the two tables disagree, and [`verify`] says where.
+//!
+//! **Canonical bytes.** A deterministic JSON document of the event's columns (see
+//! [`canonical_bytes`]): fixed field order, and every JSON object inside the payload and
+//! metadata written with its keys sorted. PostgreSQL's `jsonb` does not keep the key
+//! order it was given, and serde_json's map order depends on a cargo feature
+//! (`preserve_order`) any crate in the build may switch on, so the sorting is done here,
+//! explicitly: an event read back from `jsonb` always gives the same bytes.
+//!
+//! **Verify** streams every table it reads (rows arrive through `fetch`, never all at
+//! once) and keeps at most one stream's state in memory:
+//! 1. the chain, by `seq`: contiguous from 1, each `prev_hash` the previous row's hash,
+//!    each hash matching its row;
+//! 2. the streams, in `(aggregate_type, aggregate_id, sequence)` order (an index serves
+//!    that order): sequences contiguous from 1, every event legal in the state before it
+//!    (see [`replay`]), the night invariant after every event;
+//! 3. every replayed night against its `room_nights` row and its
+//!    `room_night_allocations` rows, by merging sorted streams (both sides in byte order
+//!    of the stream id), so rows missing on either side show up too;
+//! 4. `events` against `audit_log`, position by position, up to the audit checkpoint:
+//!    an event without its audit row, an audit row without its event, or any column that
+//!    differs.
+//!
+//! All four read one database snapshot (exported from the first connection and shared
+//! by the others), so a booking that commits while verify runs cannot make the tables
+//! disagree with each other. Nights touched by events the audit log has not copied yet
+//! (they committed after its checkpoint) are not compared with `room_nights`; callers
+//! bring the log up to date first ([`crate::catch_up`]) so that set is empty or tiny.
+
+pub mod replay;
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use aggregates::RoomNight;
+use anyhow::Context;
+use chrono::{DateTime, SecondsFormat, Utc};
+use futures::stream::BoxStream;
+use futures::TryStreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use sqlx::postgres::PgRow;
+use sqlx::types::Json;
+use sqlx::{PgConnection, PgPool, Postgres, Row, Transaction};
+use uuid::Uuid;
+
+use crate::log::{Checkpoint, StoredEvent};
+use crate::runner::Projection;
+use replay::StreamReplay;
+
+/// The projection's name: its checkpoint row and its leadership lock.
+pub const NAME: &str = "audit_log";
+
+/// `prev_hash` of the first row.
+pub const GENESIS_HASH: [u8; 32] = [0; 32];
+
+/// At most this many problems are listed in a report (all are counted).
+pub const MAX_PROBLEMS: usize = 100;
+
+/// Tag of the canonical form, hashed with every event so a future change of the form is
+/// a new tag rather than a silent reinterpretation of old hashes.
+const CANONICAL_FORMAT: &str = "audit-v1";
+
+/// The audit log projection. Append-only: it cannot be cleared or rebuilt, because a
+/// rebuilt log would be a copy of whatever `events` holds *now*, which is exactly what
+/// the log exists to check.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AuditLog;
+
+impl AuditLog {
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+impl Projection for AuditLog {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    async fn apply(
+        &mut self,
+        tx: &mut PgConnection,
+        _generation: i32,
+        batch: &[StoredEvent],
+    ) -> anyhow::Result<()> {
+        append(tx, batch).await?;
+        Ok(())
+    }
+
+    async fn clear(&mut self, conn: &mut PgConnection, generation: i32) -> anyhow::Result<()> {
+        if generation != 1 {
+            anyhow::bail!(
+                "the audit log is append-only and cannot be rebuilt (asked to fill generation \
+                 {generation}): a rebuilt log would copy the event log as it is now, which is \
+                 what the audit log exists to check"
+            );
+        }
+        let empty: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM audit_log)")
+            .fetch_one(&mut *conn)
+            .await?;
+        if !empty {
+            anyhow::bail!(
+                "the audit log is append-only and already holds rows; it cannot be cleared"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The columns of one event that the chain covers.
+#[derive(Debug, Clone, Copy)]
+pub struct EventFields<'a> {
+    pub position: i64,
+    pub transaction_id: i64,
+    pub aggregate_type: &'a str,
+    pub aggregate_id: &'a str,
+    pub sequence: i64,
+    pub event_type: &'a str,
+    pub event_version: &'a str,
+    pub payload: &'a Value,
+    pub metadata: &'a Value,
+    pub recorded_at: DateTime<Utc>,
+}
+
+impl<'a> From<&'a StoredEvent> for EventFields<'a> {
+    fn from(e: &'a StoredEvent) -> Self {
+        Self {
+            position: e.position,
+            transaction_id: e.transaction_id,
+            aggregate_type: &e.aggregate_type,
+            aggregate_id: &e.aggregate_id,
+            sequence: e.sequence,
+            event_type: &e.event_type,
+            event_version: &e.event_version,
+            payload: &e.payload,
+            metadata: &e.metadata,
+            recorded_at: e.recorded_at,
+        }
+    }
+}
+
+/// The canonical bytes of an event: a JSON object with the fields in a fixed order,
+/// nested objects with sorted keys, no insignificant whitespace, and `recorded_at` as
+/// RFC 3339 UTC with microseconds (PostgreSQL's resolution).
+pub fn canonical_bytes(event: &EventFields<'_>) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"{\"format\":");
+    serde_json::to_writer(&mut out, CANONICAL_FORMAT)?;
+    out.extend_from_slice(b",\"position\":");
+    serde_json::to_writer(&mut out, &event.position)?;
+    out.extend_from_slice(b",\"transaction_id\":");
+    serde_json::to_writer(&mut out, &event.transaction_id)?;
+    out.extend_from_slice(b",\"aggregate_type\":");
+    serde_json::to_writer(&mut out, event.aggregate_type)?;
+    out.extend_from_slice(b",\"aggregate_id\":");
+    serde_json::to_writer(&mut out, event.aggregate_id)?;
+    out.extend_from_slice(b",\"sequence\":");
+    serde_json::to_writer(&mut out, &event.sequence)?;
+    out.extend_from_slice(b",\"event_type\":");
+    serde_json::to_writer(&mut out, event.event_type)?;
+    out.extend_from_slice(b",\"event_version\":");
+    serde_json::to_writer(&mut out, event.event_version)?;
+    out.extend_from_slice(b",\"recorded_at\":");
+    serde_json::to_writer(
+        &mut out,
+        &event
+            .recorded_at
+            .to_rfc3339_opts(SecondsFormat::Micros, true),
+    )?;
+    out.extend_from_slice(b",\"payload\":");
+    write_canonical(event.payload, &mut out)?;
+    out.extend_from_slice(b",\"metadata\":");
+    write_canonical(event.metadata, &mut out)?;
+    out.push(b'}');
+    Ok(out)
+}
+
+/// Writes `value` as JSON with every object's keys in byte order.
+fn write_canonical(value: &Value, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                serde_json::to_writer(&mut *out, key)?;
+                out.push(b':');
+                write_canonical(item, out)?;
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out)?;
+            }
+            out.push(b']');
+        }
+        scalar => serde_json::to_writer(&mut *out, scalar)?,
+    }
+    Ok(())
+}
+
+/// `SHA-256(prev_hash || canonical bytes)`.
+pub fn chain_hash(
+    prev_hash: &[u8],
+    event: &EventFields<'_>,
+) -> Result<[u8; 32], serde_json::Error> {
+    let mut hasher = Sha256::new();
+    hasher.update(prev_hash);
+    hasher.update(canonical_bytes(event)?);
+    Ok(hasher.finalize().into())
+}
+
+/// Appends `batch` (commit order) to the audit log within the caller's transaction, and
+/// returns how many rows it added. Events already in the log are skipped, so applying a
+/// batch twice changes nothing.
+pub async fn append(conn: &mut PgConnection, batch: &[StoredEvent]) -> anyhow::Result<usize> {
+    if batch.is_empty() {
+        return Ok(0);
+    }
+    // One appender at a time: two would both extend the same head (the primary key on
+    // `seq` would refuse the second, but waiting is cheaper than a failed batch).
+    // Readers are not blocked.
+    sqlx::query("LOCK TABLE audit_log IN SHARE ROW EXCLUSIVE MODE")
+        .execute(&mut *conn)
+        .await?;
+    let head: Option<(i64, Vec<u8>)> =
+        sqlx::query_as("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(&mut *conn)
+            .await?;
+    let (mut seq, mut prev) = match head {
+        None => (0_i64, GENESIS_HASH),
+        Some((seq, hash)) => {
+            let hash: [u8; 32] = hash
+                .try_into()
+                .map_err(|_| anyhow::anyhow!("the audit log's last row has a malformed hash"))?;
+            (seq, hash)
+        }
+    };
+    let positions: Vec<i64> = batch.iter().map(|e| e.position).collect();
+    let present: HashSet<i64> =
+        sqlx::query_scalar("SELECT position FROM audit_log WHERE position = ANY($1)")
+            .bind(&positions)
+            .fetch_all(&mut *conn)
+            .await?
+            .into_iter()
+            .collect();
+
+    let mut rows = AuditRows::default();
+    let mut seen = HashSet::with_capacity(batch.len());
+    for event in batch {
+        if present.contains(&event.position) || !seen.insert(event.position) {
+            continue;
+        }
+        let hash = chain_hash(&prev, &EventFields::from(event))?;
+        seq += 1;
+        rows.push(seq, event, prev, hash);
+        prev = hash;
+    }
+    let added = rows.seq.len();
+    if added > 0 {
+        sqlx::query(
+            "INSERT INTO audit_log (seq, position, transaction_id, aggregate_type, aggregate_id,
+                    sequence, event_type, event_version, payload, metadata, recorded_at,
+                    prev_hash, hash)
+             SELECT u.seq, u.position, u.txid::xid8, u.aggregate_type, u.aggregate_id,
+                    u.sequence, u.event_type, u.event_version, u.payload, u.metadata,
+                    u.recorded_at, u.prev_hash, u.hash
+               FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[],
+                           $6::bigint[], $7::text[], $8::text[], $9::jsonb[], $10::jsonb[],
+                           $11::timestamptz[], $12::bytea[], $13::bytea[])
+                    AS u(seq, position, txid, aggregate_type, aggregate_id, sequence,
+                         event_type, event_version, payload, metadata, recorded_at,
+                         prev_hash, hash)",
+        )
+        .bind(&rows.seq)
+        .bind(&rows.position)
+        .bind(&rows.txid)
+        .bind(&rows.aggregate_type)
+        .bind(&rows.aggregate_id)
+        .bind(&rows.sequence)
+        .bind(&rows.event_type)
+        .bind(&rows.event_version)
+        .bind(&rows.payload)
+        .bind(&rows.metadata)
+        .bind(&rows.recorded_at)
+        .bind(&rows.prev_hash)
+        .bind(&rows.hash)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(added)
+}
+
+/// Columns of the rows to insert, as arrays for one `unnest` insert.
+#[derive(Default)]
+struct AuditRows<'a> {
+    seq: Vec<i64>,
+    position: Vec<i64>,
+    txid: Vec<String>,
+    aggregate_type: Vec<&'a str>,
+    aggregate_id: Vec<&'a str>,
+    sequence: Vec<i64>,
+    event_type: Vec<&'a str>,
+    event_version: Vec<&'a str>,
+    payload: Vec<&'a Value>,
+    metadata: Vec<&'a Value>,
+    recorded_at: Vec<DateTime<Utc>>,
+    prev_hash: Vec<Vec<u8>>,
+    hash: Vec<Vec<u8>>,
+}
+
+impl<'a> AuditRows<'a> {
+    fn push(&mut self, seq: i64, e: &'a StoredEvent, prev_hash: [u8; 32], hash: [u8; 32]) {
+        self.seq.push(seq);
+        self.position.push(e.position);
+        self.txid.push(e.transaction_id.to_string());
+        self.aggregate_type.push(&e.aggregate_type);
+        self.aggregate_id.push(&e.aggregate_id);
+        self.sequence.push(e.sequence);
+        self.event_type.push(&e.event_type);
+        self.event_version.push(&e.event_version);
+        self.payload.push(&e.payload);
+        self.metadata.push(&e.metadata);
+        self.recorded_at.push(e.recorded_at);
+        self.prev_hash.push(prev_hash.to_vec());
+        self.hash.push(hash.to_vec());
+    }
+}
+
+/// The result of [`verify`]; the body of `GET /v1/audit/verify`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyReport {
+    /// No problem found.
+    pub ok: bool,
+    /// Audit rows checked (the whole chain).
+    pub events_checked: u64,
+    /// The smallest event position implicated by a problem; `null` when none is, or
+    /// when the only problems are in the inline tables (`room_nights`, allocations),
+    /// whose history itself checked out.
+    pub first_bad_position: Option<i64>,
+    /// What is wrong, one line each, by position; at most [`MAX_PROBLEMS`] lines (a last
+    /// line says how many more there were).
+    pub problems: Vec<String>,
+    /// Events committed after the audit log's checkpoint: not verified by this run (the
+    /// nights they touch were not compared with `room_nights`).
+    pub pending_events: u64,
+}
+
+/// A problem, with the event position it implicates if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Problem {
+    position: Option<i64>,
+    message: String,
+}
+
+/// The problems one check found: the first [`MAX_PROBLEMS`] kept, all counted, and the
+/// smallest position among all of them.
+#[derive(Debug, Default)]
+struct Findings {
+    kept: Vec<Problem>,
+    total: usize,
+    first_bad: Option<i64>,
+}
+
+impl Findings {
+    fn report(&mut self, position: Option<i64>, message: String) {
+        self.total += 1;
+        if let Some(p) = position {
+            self.first_bad = Some(self.first_bad.map_or(p, |f| f.min(p)));
+        }
+        if self.kept.len() < MAX_PROBLEMS {
+            self.kept.push(Problem { position, message });
+        }
+    }
+
+    fn merge(parts: Vec<Findings>) -> Findings {
+        let mut all = Findings::default();
+        for part in parts {
+            all.total += part.total;
+            all.first_bad = match (all.first_bad, part.first_bad) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            all.kept.extend(part.kept);
+        }
+        // By position, so the first line names the first bad event; problems of the
+        // inline tables (no position) last.
+        all.kept
+            .sort_by_key(|p| (p.position.is_none(), p.position.unwrap_or(0)));
+        all
+    }
+
+    fn into_lines(self) -> Vec<String> {
+        let shown = self.kept.len().min(MAX_PROBLEMS);
+        let mut lines: Vec<String> = self
+            .kept
+            .into_iter()
+            .take(shown)
+            .map(|p| p.message)
+            .collect();
+        if self.total > shown {
+            lines.push(format!("... and {} more problem(s)", self.total - shown));
+        }
+        lines
+    }
+}
+
+/// Brings the audit log up to date (see [`crate::catch_up`]), then verifies it.
+pub async fn catch_up_and_verify(pool: &PgPool, wait: Duration) -> anyhow::Result<VerifyReport> {
+    crate::catch_up(pool, &mut AuditLog, 1000, wait)
+        .await
+        .context("bringing the audit log up to date")?;
+    verify(pool).await
+}
+
+/// Verifies the audit log, the whole history and the inline night tables; see the
+/// module documentation. Needs five connections of `pool` at once.
+pub async fn verify(pool: &PgPool) -> anyhow::Result<VerifyReport> {
+    // One snapshot for every reader: exported by the first transaction, adopted by the
+    // others before they read anything.
+    let mut first = snapshot_tx(pool, None).await?;
+    let snapshot: String = sqlx::query_scalar("SELECT pg_export_snapshot()")
+        .fetch_one(&mut *first)
+        .await?;
+    let mut replay_tx = snapshot_tx(pool, Some(&snapshot)).await?;
+    let nights_tx = snapshot_tx(pool, Some(&snapshot)).await?;
+    let allocations_tx = snapshot_tx(pool, Some(&snapshot)).await?;
+    let events_tx = snapshot_tx(pool, Some(&snapshot)).await?;
+
+    let checkpoint = audit_checkpoint(&mut replay_tx).await?;
+    let (pending_events, pending_nights) = pending(&mut replay_tx, checkpoint).await?;
+
+    let chain = tokio::spawn(check_chain(first));
+    let streams = tokio::spawn(check_streams(
+        replay_tx,
+        nights_tx,
+        allocations_tx,
+        pending_nights,
+    ));
+    let copies = tokio::spawn(check_copies(events_tx, checkpoint));
+    let (events_checked, chain) = chain.await??;
+    let streams = streams.await??;
+    let copies = copies.await??;
+
+    let findings = Findings::merge(vec![chain, streams, copies]);
+    let ok = findings.total == 0;
+    Ok(VerifyReport {
+        ok,
+        events_checked,
+        first_bad_position: findings.first_bad,
+        problems: findings.into_lines(),
+        pending_events,
+    })
+}
+
+/// A read-only repeatable-read transaction, on `snapshot` if given.
+async fn snapshot_tx(
+    pool: &PgPool,
+    snapshot: Option<&str>,
+) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        .execute(&mut *tx)
+        .await?;
+    if let Some(id) = snapshot {
+        // The id comes from pg_export_snapshot (hex digits and dashes); SET TRANSACTION
+        // SNAPSHOT takes no bind parameters, hence the literal, quoted defensively.
+        sqlx::query(&format!(
+            "SET TRANSACTION SNAPSHOT '{}'",
+            id.replace('\'', "''")
+        ))
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(tx)
+}
+
+/// Where the audit log has got to (the start if it never ran). Read here rather than
+/// with the runner's `load_checkpoint`, which creates a missing row: this transaction is
+/// read-only.
+async fn audit_checkpoint(conn: &mut PgConnection) -> Result<Checkpoint, sqlx::Error> {
+    let row: Option<(i64, i64)> = sqlx::query_as(
+        "SELECT transaction_id::text::bigint, global_position
+           FROM projection_checkpoints WHERE name = $1",
+    )
+    .bind(NAME)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(
+        row.map_or(Checkpoint::START, |(transaction_id, position)| Checkpoint {
+            transaction_id,
+            position,
+        }),
+    )
+}
+
+/// Events after the audit checkpoint, and the nights they touch.
+async fn pending(
+    conn: &mut PgConnection,
+    checkpoint: Checkpoint,
+) -> Result<(u64, HashSet<String>), sqlx::Error> {
+    let mut rows = sqlx::query(
+        "SELECT aggregate_type, aggregate_id FROM events
+          WHERE (transaction_id, global_position) > ($1::text::xid8, $2)",
+    )
+    .bind(checkpoint.transaction_id.to_string())
+    .bind(checkpoint.position)
+    .fetch(&mut *conn);
+    let mut count = 0_u64;
+    let mut nights = HashSet::new();
+    while let Some(row) = rows.try_next().await? {
+        count += 1;
+        let kind: String = row.try_get("aggregate_type")?;
+        if kind == "room_night" {
+            nights.insert(row.try_get::<String, _>("aggregate_id")?);
+        }
+    }
+    Ok((count, nights))
+}
+
+/// Check 1: the chain, by `seq`. Returns how many rows it walked.
+async fn check_chain(mut tx: Transaction<'static, Postgres>) -> anyhow::Result<(u64, Findings)> {
+    let mut findings = Findings::default();
+    let mut rows = sqlx::query(
+        "SELECT seq, position, transaction_id::text::bigint AS txid, aggregate_type,
+                aggregate_id, sequence, event_type, event_version, payload, metadata,
+                recorded_at, prev_hash, hash
+           FROM audit_log ORDER BY seq",
+    )
+    .fetch(&mut *tx);
+    let mut last_seq = 0_i64;
+    let mut last_hash: Vec<u8> = GENESIS_HASH.to_vec();
+    let mut checked = 0_u64;
+    while let Some(row) = rows.try_next().await? {
+        checked += 1;
+        let seq: i64 = row.try_get("seq")?;
+        let position: i64 = row.try_get("position")?;
+        let prev_hash: Vec<u8> = row.try_get("prev_hash")?;
+        let hash: Vec<u8> = row.try_get("hash")?;
+        if seq != last_seq + 1 || prev_hash != last_hash {
+            let what = if seq != last_seq + 1 {
+                format!(
+                    "the chain jumps from seq {last_seq} to {seq} ({} row(s) missing)",
+                    seq - last_seq - 1
+                )
+            } else {
+                format!("prev_hash does not match the hash of seq {last_seq}")
+            };
+            findings.report(
+                Some(position),
+                format!("position {position} (audit seq {seq}): chain broken: {what}"),
+            );
+        }
+        let payload: Value = row.try_get("payload")?;
+        let metadata: Value = row.try_get("metadata")?;
+        let fields = EventFields {
+            position,
+            transaction_id: row.try_get("txid")?,
+            aggregate_type: row.try_get("aggregate_type")?,
+            aggregate_id: row.try_get("aggregate_id")?,
+            sequence: row.try_get("sequence")?,
+            event_type: row.try_get("event_type")?,
+            event_version: row.try_get("event_version")?,
+            payload: &payload,
+            metadata: &metadata,
+            recorded_at: row.try_get("recorded_at")?,
+        };
+        if chain_hash(&prev_hash, &fields)?.as_slice() != hash.as_slice() {
+            findings.report(
+                Some(position),
+                format!(
+                    "position {position} (audit seq {seq}): the row does not match its hash \
+                     (it was changed after it was written)"
+                ),
+            );
+        }
+        // Go on from the stored hash, so one changed row is reported once, not as a
+        // break of every link after it.
+        last_seq = seq;
+        last_hash = hash;
+    }
+    Ok((checked, findings))
+}
+
+/// One `room_nights` row, keyed by its stream id.
+#[derive(Debug)]
+struct NightRow {
+    stream_id: String,
+    total_rooms: i32,
+    allowance: i32,
+    rate_cents: i64,
+    confirmed: i32,
+    held: i32,
+    version: i64,
+}
+
+/// One `room_night_allocations` row, keyed by its stream id.
+#[derive(Debug)]
+struct AllocationRow {
+    stream_id: String,
+    reservation_id: Uuid,
+    rooms: i32,
+    expires_at: Option<DateTime<Utc>>,
+}
+
+/// A row stream sorted by stream id, read one row ahead so it can be merged.
+struct Sorted<'c, T> {
+    rows: BoxStream<'c, Result<PgRow, sqlx::Error>>,
+    decode: fn(&PgRow) -> Result<T, sqlx::Error>,
+    next: Option<T>,
+}
+
+impl<'c, T> Sorted<'c, T> {
+    async fn open(
+        rows: BoxStream<'c, Result<PgRow, sqlx::Error>>,
+        decode: fn(&PgRow) -> Result<T, sqlx::Error>,
+    ) -> Result<Self, sqlx::Error> {
+        let mut sorted = Self {
+            rows,
+            decode,
+            next: None,
+        };
+        sorted.advance().await?;
+        Ok(sorted)
+    }
+
+    /// Returns the current row and reads the next one.
+    async fn advance(&mut self) -> Result<Option<T>, sqlx::Error> {
+        let next = match self.rows.try_next().await? {
+            Some(row) => Some((self.decode)(&row)?),
+            None => None,
+        };
+        Ok(std::mem::replace(&mut self.next, next))
+    }
+}
+
+/// `room_nights` and allocations in byte order of the stream id (`{hotel}:{type}:{night}`,
+/// as `RoomNightKey::stream_id` writes it), the order of the audit log's stream index.
+const NIGHT_ROWS: &str = "SELECT * FROM (
+        SELECT hotel_id::text || ':' || room_type_id::text || ':' || to_char(night, 'YYYY-MM-DD')
+                   AS stream_id,
+               total_rooms, overbooking_allowance, rate_cents, confirmed, held, version
+          FROM room_nights) n
+     ORDER BY stream_id COLLATE \"C\"";
+const ALLOCATION_ROWS: &str = "SELECT * FROM (
+        SELECT hotel_id::text || ':' || room_type_id::text || ':' || to_char(night, 'YYYY-MM-DD')
+                   AS stream_id,
+               reservation_id, rooms, expires_at
+          FROM room_night_allocations) a
+     ORDER BY stream_id COLLATE \"C\", reservation_id";
+
+fn night_row(row: &PgRow) -> Result<NightRow, sqlx::Error> {
+    Ok(NightRow {
+        stream_id: row.try_get("stream_id")?,
+        total_rooms: row.try_get("total_rooms")?,
+        allowance: row.try_get("overbooking_allowance")?,
+        rate_cents: row.try_get("rate_cents")?,
+        confirmed: row.try_get("confirmed")?,
+        held: row.try_get("held")?,
+        version: row.try_get("version")?,
+    })
+}
+
+fn allocation_row(row: &PgRow) -> Result<AllocationRow, sqlx::Error> {
+    Ok(AllocationRow {
+        stream_id: row.try_get("stream_id")?,
+        reservation_id: row.try_get("reservation_id")?,
+        rooms: row.try_get("rooms")?,
+        expires_at: row.try_get("expires_at")?,
+    })
+}
+
+/// Checks 2 and 3: replays every stream and merges the replayed nights with the inline tables.
+async fn check_streams(
+    mut replay_tx: Transaction<'static, Postgres>,
+    mut nights_tx: Transaction<'static, Postgres>,
+    mut allocations_tx: Transaction<'static, Postgres>,
+    pending_nights: HashSet<String>,
+) -> anyhow::Result<Findings> {
+    let mut findings = Findings::default();
+    let mut events = sqlx::query(
+        "SELECT position, aggregate_type, aggregate_id, sequence, event_type, event_version,
+                payload
+           FROM audit_log
+          ORDER BY aggregate_type COLLATE \"C\", aggregate_id COLLATE \"C\", sequence",
+    )
+    .fetch(&mut *replay_tx);
+    let mut inline = InlineNights {
+        nights: Sorted::open(sqlx::query(NIGHT_ROWS).fetch(&mut *nights_tx), night_row).await?,
+        allocations: Sorted::open(
+            sqlx::query(ALLOCATION_ROWS).fetch(&mut *allocations_tx),
+            allocation_row,
+        )
+        .await?,
+        pending: pending_nights,
+    };
+
+    let mut current: Option<StreamReplay> = None;
+    // A stream is reported once: after its first illegal event the state is suspect,
+    // and what follows would mostly repeat the same problem.
+    let mut broken = false;
+    while let Some(row) = events.try_next().await? {
+        let position: i64 = row.try_get("position")?;
+        let aggregate_type: &str = row.try_get("aggregate_type")?;
+        let aggregate_id: &str = row.try_get("aggregate_id")?;
+        let same = current
+            .as_ref()
+            .is_some_and(|s| s.aggregate_type == aggregate_type && s.aggregate_id == aggregate_id);
+        if !same {
+            if let Some(done) = current.take() {
+                inline.finish(&done, &mut findings).await?;
+            }
+            current = Some(StreamReplay::new(aggregate_type, aggregate_id));
+            broken = false;
+        }
+        let Some(stream) = current.as_mut() else {
+            continue;
+        };
+        let sequence: i64 = row.try_get("sequence")?;
+        let event_type: &str = row.try_get("event_type")?;
+        let event_version: &str = row.try_get("event_version")?;
+        let payload: Json<Box<RawValue>> = row.try_get("payload")?;
+        if let Err(problem) = stream.apply(sequence, event_type, event_version, payload.0.get()) {
+            if !broken {
+                findings.report(
+                    Some(position),
+                    format!(
+                        "position {position} ({aggregate_type} {aggregate_id} #{sequence}): {problem}"
+                    ),
+                );
+            }
+            broken = true;
+        }
+    }
+    if let Some(done) = current.take() {
+        inline.finish(&done, &mut findings).await?;
+    }
+    inline.rest(&mut findings).await?;
+    Ok(findings)
+}
+
+/// The inline night tables, read alongside the replay.
+struct InlineNights<'c> {
+    nights: Sorted<'c, NightRow>,
+    allocations: Sorted<'c, AllocationRow>,
+    /// Nights with events the audit log has not copied yet: not compared.
+    pending: HashSet<String>,
+}
+
+impl InlineNights<'_> {
+    /// Compares a replayed stream (if it is a night) with its rows, reporting the rows of
+    /// nights that sort before it as rows without events.
+    async fn finish(
+        &mut self,
+        stream: &StreamReplay,
+        findings: &mut Findings,
+    ) -> anyhow::Result<()> {
+        let Some(night) = stream.night() else {
+            return Ok(());
+        };
+        let id = stream.aggregate_id.as_str();
+        self.skip_before(Some(id), findings).await?;
+        let row = match &self.nights.next {
+            Some(row) if row.stream_id == id => self.nights.advance().await?,
+            _ => None,
+        };
+        let mut allocations = Vec::new();
+        while self
+            .allocations
+            .next
+            .as_ref()
+            .is_some_and(|a| a.stream_id == id)
+        {
+            if let Some(a) = self.allocations.advance().await? {
+                allocations.push(a);
+            }
+        }
+        if self.pending.contains(id) {
+            return Ok(());
+        }
+        match row {
+            None => findings.report(
+                None,
+                format!("night {id}: has events but no room_nights row"),
+            ),
+            Some(row) => {
+                let differences = compare_night(night, stream.last_sequence, &row);
+                if !differences.is_empty() {
+                    findings.report(
+                        None,
+                        format!(
+                            "night {id}: room_nights differs from the replayed events: {}",
+                            differences.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+        let differences = compare_allocations(night, &allocations);
+        if !differences.is_empty() {
+            findings.report(
+                None,
+                format!(
+                    "night {id}: room_night_allocations differ from the replayed events: {}",
+                    differences.join(", ")
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Rows left once every stream is replayed have no events.
+    async fn rest(&mut self, findings: &mut Findings) -> anyhow::Result<()> {
+        self.skip_before(None, findings).await
+    }
+
+    /// Consumes the rows of nights sorting before `id` (all of them for `None`): nights
+    /// the audit log has no events for.
+    async fn skip_before(
+        &mut self,
+        id: Option<&str>,
+        findings: &mut Findings,
+    ) -> anyhow::Result<()> {
+        let before = |stream_id: &str| id.is_none_or(|id| stream_id < id);
+        while self
+            .nights
+            .next
+            .as_ref()
+            .is_some_and(|r| before(&r.stream_id))
+        {
+            if let Some(row) = self.nights.advance().await? {
+                if !self.pending.contains(&row.stream_id) {
+                    findings.report(
+                        None,
+                        format!("night {}: room_nights row without events", row.stream_id),
+                    );
+                }
+            }
+        }
+        let mut last_reported: Option<String> = None;
+        while self
+            .allocations
+            .next
+            .as_ref()
+            .is_some_and(|a| before(&a.stream_id))
+        {
+            if let Some(a) = self.allocations.advance().await? {
+                let new = last_reported.as_deref() != Some(a.stream_id.as_str());
+                if new && !self.pending.contains(&a.stream_id) {
+                    findings.report(
+                        None,
+                        format!(
+                            "night {}: room_night_allocations rows without events",
+                            a.stream_id
+                        ),
+                    );
+                    last_reported = Some(a.stream_id);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The fields of a `room_nights` row that differ from the replayed night.
+fn compare_night(night: &RoomNight, last_sequence: i64, row: &NightRow) -> Vec<String> {
+    let levels = night.levels();
+    let replayed = [
+        ("total_rooms", levels.map(|l| i64::from(l.total_rooms()))),
+        (
+            "overbooking_allowance",
+            levels.map(|l| i64::from(l.overbooking_allowance())),
+        ),
+        ("rate_cents", levels.map(|l| l.rate_cents())),
+        ("confirmed", Some(i64::from(night.confirmed()))),
+        ("held", Some(i64::from(night.held()))),
+        ("version", Some(last_sequence)),
+    ];
+    let stored = [
+        i64::from(row.total_rooms),
+        i64::from(row.allowance),
+        row.rate_cents,
+        i64::from(row.confirmed),
+        i64::from(row.held),
+        row.version,
+    ];
+    replayed
+        .iter()
+        .zip(stored)
+        .filter(|((_, r), s)| *r != Some(*s))
+        .map(|((name, r), s)| match r {
+            Some(r) => format!("{name} {s} (replayed: {r})"),
+            None => format!("{name} {s} (replayed: no inventory)"),
+        })
+        .collect()
+}
+
+/// Allocation rows that differ from the replayed holds and confirmations of a night.
+fn compare_allocations(night: &RoomNight, rows: &[AllocationRow]) -> Vec<String> {
+    // As the write side stores them: a hold (with its expiry) wins over a confirmation.
+    // Expiries compared in microseconds, PostgreSQL's resolution: the rows were written
+    // from the same events, truncated.
+    let micros = |t: Option<DateTime<Utc>>| t.map(|t| t.timestamp_micros());
+    let mut expected: BTreeMap<Uuid, (i64, Option<DateTime<Utc>>)> = BTreeMap::new();
+    for (id, rooms) in night.confirmations() {
+        expected.insert(id.as_uuid(), (i64::from(*rooms), None));
+    }
+    for (id, hold) in night.holds() {
+        expected.insert(id.as_uuid(), (i64::from(hold.rooms), Some(hold.expires_at)));
+    }
+    let mut differences = Vec::new();
+    for row in rows {
+        let stored = (i64::from(row.rooms), row.expires_at);
+        match expected.remove(&row.reservation_id) {
+            Some(replayed) if replayed.0 == stored.0 && micros(replayed.1) == micros(stored.1) => {}
+            Some(replayed) => differences.push(format!(
+                "reservation {} has {} (replayed: {})",
+                row.reservation_id,
+                describe(stored),
+                describe(replayed)
+            )),
+            None => differences.push(format!(
+                "reservation {} has {} (replayed: nothing)",
+                row.reservation_id,
+                describe(stored)
+            )),
+        }
+    }
+    for (id, replayed) in expected {
+        differences.push(format!(
+            "reservation {id} has no row (replayed: {})",
+            describe(replayed)
+        ));
+    }
+    differences
+}
+
+fn describe((rooms, expires_at): (i64, Option<DateTime<Utc>>)) -> String {
+    match expires_at {
+        Some(t) => format!(
+            "{rooms} room(s) held until {}",
+            t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+        ),
+        None => format!("{rooms} room(s) confirmed"),
+    }
+}
+
+/// Check 4: `events` against `audit_log`, up to the checkpoint: the copies must be exact and
+/// complete. Only disagreeing positions come back from the database.
+async fn check_copies(
+    mut tx: Transaction<'static, Postgres>,
+    checkpoint: Checkpoint,
+) -> anyhow::Result<Findings> {
+    let mut findings = Findings::default();
+    let mut rows = sqlx::query(
+        "SELECT e.global_position AS event_position, a.position AS audit_position,
+                array_remove(ARRAY[
+                    CASE WHEN e.transaction_id IS DISTINCT FROM a.transaction_id THEN 'transaction_id' END,
+                    CASE WHEN e.aggregate_type IS DISTINCT FROM a.aggregate_type THEN 'aggregate_type' END,
+                    CASE WHEN e.aggregate_id IS DISTINCT FROM a.aggregate_id THEN 'aggregate_id' END,
+                    CASE WHEN e.sequence IS DISTINCT FROM a.sequence THEN 'sequence' END,
+                    CASE WHEN e.event_type IS DISTINCT FROM a.event_type THEN 'event_type' END,
+                    CASE WHEN e.event_version IS DISTINCT FROM a.event_version THEN 'event_version' END,
+                    CASE WHEN e.payload IS DISTINCT FROM a.payload THEN 'payload' END,
+                    CASE WHEN e.metadata IS DISTINCT FROM a.metadata THEN 'metadata' END,
+                    CASE WHEN e.recorded_at IS DISTINCT FROM a.recorded_at THEN 'recorded_at' END
+                ], NULL) AS differing
+           FROM (SELECT * FROM events
+                  WHERE (transaction_id, global_position) <= ($1::text::xid8, $2)) e
+           FULL JOIN audit_log a ON a.position = e.global_position
+          WHERE e.global_position IS NULL OR a.position IS NULL
+             OR (e.transaction_id, e.aggregate_type, e.aggregate_id, e.sequence, e.event_type,
+                 e.event_version, e.payload, e.metadata, e.recorded_at)
+                IS DISTINCT FROM
+                (a.transaction_id, a.aggregate_type, a.aggregate_id, a.sequence, a.event_type,
+                 a.event_version, a.payload, a.metadata, a.recorded_at)
+          ORDER BY coalesce(e.global_position, a.position)",
+    )
+    .bind(checkpoint.transaction_id.to_string())
+    .bind(checkpoint.position)
+    .fetch(&mut *tx);
+    while let Some(row) = rows.try_next().await? {
+        let event: Option<i64> = row.try_get("event_position")?;
+        let audit: Option<i64> = row.try_get("audit_position")?;
+        let differing: Vec<String> = row.try_get("differing")?;
+        match (event, audit) {
+            (Some(p), None) => findings.report(
+                Some(p),
+                format!("position {p}: the event has no audit row (an audit row was removed)"),
+            ),
+            (None, Some(p)) => findings.report(
+                Some(p),
+                format!(
+                    "position {p}: the audit row has no event (an event was removed, or the \
+                     audit row was added)"
+                ),
+            ),
+            (Some(p), Some(_)) => findings.report(
+                Some(p),
+                format!(
+                    "position {p}: the event differs from its audit row in {}",
+                    differing.join(", ")
+                ),
+            ),
+            (None, None) => {}
+        }
+    }
+    Ok(findings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fields<'a>(payload: &'a Value, metadata: &'a Value) -> EventFields<'a> {
+        EventFields {
+            position: 42,
+            transaction_id: 7,
+            aggregate_type: "room_night",
+            aggregate_id: "812:3:2027-06-10",
+            sequence: 3,
+            event_type: "RoomsHeld",
+            event_version: "1.0",
+            payload,
+            metadata,
+            recorded_at: DateTime::parse_from_rfc3339("2027-06-01T12:00:00.123456Z")
+                .map(|t| t.with_timezone(&Utc))
+                .unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn canonical_bytes_do_not_depend_on_key_order() {
+        let a: Value = serde_json::from_str(
+            r#"{"RoomsHeld": {"rooms": 1, "reservation_id": "x", "nested": {"b": [1, {"z": 0, "a": 1}], "a": null}}}"#,
+        )
+        .unwrap_or_default();
+        let b: Value = serde_json::from_str(
+            r#"{"RoomsHeld": {"nested": {"a": null, "b": [1, {"a": 1, "z": 0}]}, "reservation_id": "x", "rooms": 1}}"#,
+        )
+        .unwrap_or_default();
+        let metadata = json!({"command": "hold_stay", "client": "web"});
+        let left = canonical_bytes(&fields(&a, &metadata)).unwrap_or_default();
+        let right = canonical_bytes(&fields(&b, &metadata)).unwrap_or_default();
+        assert!(!left.is_empty());
+        assert_eq!(left, right);
+        let text = String::from_utf8(left).unwrap_or_default();
+        assert!(
+            text.contains(
+                r#""nested":{"a":null,"b":[1,{"a":1,"z":0}]},"reservation_id":"x","rooms":1"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#""recorded_at":"2027-06-01T12:00:00.123456Z""#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_hash_covers_the_previous_hash_and_every_field() {
+        let payload = json!({"RoomsHeld": {"rooms": 1}});
+        let metadata = json!({});
+        let base = fields(&payload, &metadata);
+        let hash = chain_hash(&GENESIS_HASH, &base).unwrap_or_default();
+        assert_ne!(hash, [0; 32]);
+        assert_ne!(chain_hash(&[1; 32], &base).unwrap_or_default(), hash);
+        let changed = json!({"RoomsHeld": {"rooms": 2}});
+        assert_ne!(
+            chain_hash(&GENESIS_HASH, &fields(&changed, &metadata)).unwrap_or_default(),
+            hash
+        );
+        let mut moved = base;
+        moved.position = 43;
+        assert_ne!(chain_hash(&GENESIS_HASH, &moved).unwrap_or_default(), hash);
+        let mut later = base;
+        later.recorded_at += chrono::Duration::microseconds(1);
+        assert_ne!(chain_hash(&GENESIS_HASH, &later).unwrap_or_default(), hash);
+    }
+
+    #[test]
+    fn findings_keep_the_smallest_position_and_cap_the_list() {
+        let mut a = Findings::default();
+        for p in (10..(MAX_PROBLEMS as i64 + 20)).rev() {
+            a.report(Some(p), format!("p{p}"));
+        }
+        let mut b = Findings::default();
+        b.report(None, "table".to_owned());
+        b.report(Some(3), "p3".to_owned());
+        let merged = Findings::merge(vec![a, b]);
+        assert_eq!(merged.first_bad, Some(3));
+        assert_eq!(merged.total, MAX_PROBLEMS + 12);
+        let lines = merged.into_lines();
+        assert_eq!(lines.len(), MAX_PROBLEMS + 1);
+        assert_eq!(lines[0], "p3");
+        assert!(lines[MAX_PROBLEMS].starts_with("... and"), "{lines:?}");
+    }
+}

@@ -1,0 +1,573 @@
+//! Replaying one stream of the audit log through the aggregates, checking that every
+//! event was legal in the state the events before it left.
+//!
+//! The write side decides with `decide` and records what it decided; an event written
+//! any other way (by hand, by a bug, by an attacker) need not be something `decide` could
+//! have produced. These checks restate, per event, what `decide` guarantees — a hold is
+//! confirmed only if it exists, a reservation is confirmed only while held, and so on —
+//! and `RoomNight::invariant_holds` after every event. They use only the stream's own
+//! state, so a replay holds one stream in memory at a time.
+//!
+//! Pure: no IO, so every rule has a unit test below.
+
+use aggregates::reservation::reservation_stream_id;
+use aggregates::{
+    Hotel, HotelEvent, InventoryLevels, Reservation, ReservationEvent, ReservationStatus,
+    RoomNight, RoomNightEvent,
+};
+use chrono::{DateTime, Utc};
+use cqrs_es::DomainEvent;
+use serde::de::DeserializeOwned;
+
+/// The aggregate a stream replays into, by `aggregate_type`.
+#[derive(Debug, Clone)]
+pub enum StreamState {
+    Hotel(Hotel),
+    Reservation(Reservation),
+    Night(RoomNight),
+    /// An aggregate type this build does not know: reported once, not replayed.
+    Unknown,
+}
+
+/// One stream being replayed.
+#[derive(Debug, Clone)]
+pub struct StreamReplay {
+    pub aggregate_type: String,
+    pub aggregate_id: String,
+    /// Sequence of the last event applied (0 before the first).
+    pub last_sequence: i64,
+    pub state: StreamState,
+}
+
+impl StreamReplay {
+    pub fn new(aggregate_type: &str, aggregate_id: &str) -> Self {
+        let state = match aggregate_type {
+            "hotel" => StreamState::Hotel(Hotel::default()),
+            "reservation" => StreamState::Reservation(Reservation::default()),
+            "room_night" => StreamState::Night(RoomNight::default()),
+            _ => StreamState::Unknown,
+        };
+        Self {
+            aggregate_type: aggregate_type.to_owned(),
+            aggregate_id: aggregate_id.to_owned(),
+            last_sequence: 0,
+            state,
+        }
+    }
+
+    pub fn night(&self) -> Option<&RoomNight> {
+        match &self.state {
+            StreamState::Night(night) => Some(night),
+            _ => None,
+        }
+    }
+
+    /// Applies the next stored event of the stream. Returns why it was not legal, if it
+    /// was not. A decodable event is applied even when a check fails: the state then
+    /// follows the history as recorded, which is what the inline tables were written
+    /// from, so comparing them afterwards stays meaningful.
+    pub fn apply(
+        &mut self,
+        sequence: i64,
+        event_type: &str,
+        event_version: &str,
+        payload: &str,
+    ) -> Result<(), String> {
+        let expected = self.last_sequence + 1;
+        self.last_sequence = sequence;
+        let gap = (sequence != expected).then(|| {
+            format!("sequence {sequence} where {expected} was expected (events are missing or repeated)")
+        });
+        let problem = match &mut self.state {
+            StreamState::Night(night) => {
+                let event: RoomNightEvent = decode(payload, "room-night")?;
+                let problem = check_type(&event, event_type, event_version)
+                    .err()
+                    .or_else(|| check_night_event(night, &event, &self.aggregate_id).err());
+                night.apply_event(&event);
+                problem.or_else(|| {
+                    (!night.invariant_holds()).then(|| {
+                        format!(
+                            "oversold after {event_type}: confirmed {} + held {} > capacity {}",
+                            night.confirmed(),
+                            night.held(),
+                            night.capacity()
+                        )
+                    })
+                })
+            }
+            StreamState::Reservation(reservation) => {
+                let event: ReservationEvent = decode(payload, "reservation")?;
+                let problem = check_type(&event, event_type, event_version)
+                    .err()
+                    .or_else(|| {
+                        check_reservation_event(reservation, &event, &self.aggregate_id).err()
+                    });
+                reservation.apply_event(&event);
+                problem
+            }
+            StreamState::Hotel(hotel) => {
+                let event: HotelEvent = decode(payload, "hotel")?;
+                let problem = check_type(&event, event_type, event_version)
+                    .err()
+                    .or_else(|| check_hotel_event(hotel, &event, &self.aggregate_id).err());
+                hotel.apply_event(&event);
+                problem
+            }
+            StreamState::Unknown => {
+                Some(format!("unknown aggregate type {:?}", self.aggregate_type))
+            }
+        };
+        match gap.or(problem) {
+            Some(problem) => Err(problem),
+            None => Ok(()),
+        }
+    }
+}
+
+fn decode<T: DeserializeOwned>(payload: &str, what: &str) -> Result<T, String> {
+    serde_json::from_str(payload).map_err(|e| format!("payload is not a {what} event: {e}"))
+}
+
+/// The `event_type` and `event_version` columns must say what the payload is.
+fn check_type<E: DomainEvent>(
+    event: &E,
+    event_type: &str,
+    event_version: &str,
+) -> Result<(), String> {
+    if event.event_type() != event_type {
+        return Err(format!(
+            "event_type {event_type:?} but the payload is a {}",
+            event.event_type()
+        ));
+    }
+    if event.event_version() != event_version {
+        return Err(format!(
+            "event_version {event_version:?} but this build reads version {}",
+            event.event_version()
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `event` could have been decided on `night` as it stood before it.
+pub fn check_night_event(
+    night: &RoomNight,
+    event: &RoomNightEvent,
+    stream_id: &str,
+) -> Result<(), String> {
+    let allocated = |id| night.hold_of(id).is_some() || night.confirmed_for(id).is_some();
+    match event {
+        RoomNightEvent::InventorySet {
+            key,
+            total_rooms,
+            overbooking_allowance,
+            rate_cents,
+        } => {
+            if key.stream_id() != stream_id {
+                return Err(format!("InventorySet for night {} in this stream", key.stream_id()));
+            }
+            InventoryLevels::parse(
+                i64::from(*total_rooms),
+                i64::from(*overbooking_allowance),
+                *rate_cents,
+            )
+            .map_err(|e| format!("InventorySet with invalid levels: {e}"))?;
+            // Lowering below what is sold shows up as the invariant failing afterwards.
+            Ok(())
+        }
+        RoomNightEvent::RoomsHeld {
+            reservation_id,
+            rooms,
+            ..
+        }
+        | RoomNightEvent::RoomsBooked {
+            reservation_id,
+            rooms,
+        } => {
+            if night.levels().is_none() {
+                return Err("rooms taken on a night that has no inventory".to_owned());
+            }
+            if *rooms == 0 {
+                return Err(format!("reservation {reservation_id} takes 0 rooms"));
+            }
+            if allocated(reservation_id) {
+                return Err(format!(
+                    "reservation {reservation_id} takes rooms it already holds or has booked"
+                ));
+            }
+            Ok(())
+        }
+        RoomNightEvent::HoldConfirmed {
+            reservation_id,
+            rooms,
+        } => match night.hold_of(reservation_id) {
+            Some(hold) if hold.rooms == *rooms => Ok(()),
+            Some(hold) => Err(format!(
+                "reservation {reservation_id} confirms {rooms} room(s) but holds {}",
+                hold.rooms
+            )),
+            None => Err(format!(
+                "reservation {reservation_id} confirms a hold it does not have"
+            )),
+        },
+        RoomNightEvent::HoldLapsed {
+            reservation_id,
+            rooms,
+            expired_at,
+        } => match night.hold_of(reservation_id) {
+            // Microseconds: the write side decides on holds loaded from
+            // room_night_allocations (PostgreSQL keeps microseconds), so a lapse can
+            // carry the hold's expiry without the nanoseconds its RoomsHeld had.
+            Some(hold)
+                if hold.rooms == *rooms
+                    && hold.expires_at.timestamp_micros() == expired_at.timestamp_micros() =>
+            {
+                Ok(())
+            }
+            Some(hold) => Err(format!(
+                "hold of reservation {reservation_id} lapses as {rooms} room(s) at {} but is {} room(s) until {}",
+                rfc3339(expired_at), hold.rooms, rfc3339(&hold.expires_at)
+            )),
+            None => Err(format!(
+                "reservation {reservation_id} lets lapse a hold it does not have"
+            )),
+        },
+        RoomNightEvent::RoomsReleased {
+            reservation_id,
+            rooms,
+            was_confirmed,
+        } => {
+            let has = if *was_confirmed {
+                night.confirmed_for(reservation_id)
+            } else {
+                night.hold_of(reservation_id).map(|h| h.rooms)
+            };
+            let what = if *was_confirmed { "confirmed" } else { "held" };
+            match has {
+                Some(n) if n == *rooms => Ok(()),
+                Some(n) => Err(format!(
+                    "reservation {reservation_id} releases {rooms} {what} room(s) but has {n}"
+                )),
+                None => Err(format!(
+                    "reservation {reservation_id} releases {what} rooms it does not have"
+                )),
+            }
+        }
+    }
+}
+
+fn rfc3339(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+}
+
+/// The reservation lifecycle: held first; confirmed only from held; cancelled from held
+/// or confirmed; expired from held; dates changed while held or confirmed.
+pub fn check_reservation_event(
+    reservation: &Reservation,
+    event: &ReservationEvent,
+    stream_id: &str,
+) -> Result<(), String> {
+    use ReservationStatus::{Confirmed, Held};
+    let status = reservation.recorded_status();
+    let allowed: &[ReservationStatus] = match event {
+        ReservationEvent::ReservationHeld(details) => {
+            if let Some(status) = status {
+                return Err(format!(
+                    "ReservationHeld for a reservation already {}",
+                    status.as_str()
+                ));
+            }
+            let expected = reservation_stream_id(details.hotel_id, details.reservation_id);
+            if expected != stream_id {
+                return Err(format!(
+                    "ReservationHeld for stream {expected} in this stream"
+                ));
+            }
+            return Ok(());
+        }
+        ReservationEvent::ReservationConfirmed { .. } => &[Held],
+        ReservationEvent::ReservationCancelled { .. } => &[Held, Confirmed],
+        ReservationEvent::HoldExpired { .. } => &[Held],
+        ReservationEvent::DatesChanged { .. } => &[Held, Confirmed],
+    };
+    let name = event.event_type();
+    match status {
+        None => Err(format!("{name} before ReservationHeld")),
+        Some(status) if allowed.contains(&status) => Ok(()),
+        Some(status) => Err(format!(
+            "{name} while the reservation is {}",
+            status.as_str()
+        )),
+    }
+}
+
+/// The catalog: details first (for the stream's own hotel), then room types.
+pub fn check_hotel_event(hotel: &Hotel, event: &HotelEvent, stream_id: &str) -> Result<(), String> {
+    match event {
+        HotelEvent::HotelDetailsSet { hotel_id, .. } => {
+            if hotel_id.to_string() != stream_id {
+                return Err(format!(
+                    "HotelDetailsSet for hotel {hotel_id} in this stream"
+                ));
+            }
+            if hotel.hotel_id().is_some_and(|id| id != *hotel_id) {
+                return Err(format!(
+                    "HotelDetailsSet changes the hotel id to {hotel_id}"
+                ));
+            }
+            Ok(())
+        }
+        HotelEvent::RoomTypeSet { room_type_id, .. } => {
+            if hotel.hotel_id().is_none() {
+                return Err(format!("RoomTypeSet {room_type_id} before HotelDetailsSet"));
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aggregates::{HotelId, ReservationId, RoomNightKey, RoomTypeId};
+    use chrono::{NaiveDate, TimeZone};
+    use uuid::Uuid;
+
+    const NIGHT: &str = "7:3:2027-06-10";
+
+    fn key() -> RoomNightKey {
+        RoomNightKey::new(
+            HotelId::parse(7).expect("id"),
+            RoomTypeId::parse(3).expect("id"),
+            NaiveDate::from_ymd_opt(2027, 6, 10).expect("date"),
+        )
+    }
+
+    fn res(n: u128) -> ReservationId {
+        ReservationId::from_uuid(Uuid::from_u128(n))
+    }
+
+    fn at(minute: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2027, 6, 1, 12, minute, 0)
+            .single()
+            .expect("time")
+    }
+
+    fn json<E: serde::Serialize>(event: &E) -> String {
+        serde_json::to_string(event).expect("serializable")
+    }
+
+    /// Feeds events to a fresh night stream; returns the result of each.
+    fn replay_night(events: &[RoomNightEvent]) -> Vec<Result<(), String>> {
+        let mut stream = StreamReplay::new("room_night", NIGHT);
+        events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| stream.apply(i as i64 + 1, &e.event_type(), "1.0", &json(e)))
+            .collect()
+    }
+
+    fn inventory(total: u32) -> RoomNightEvent {
+        RoomNightEvent::InventorySet {
+            key: key(),
+            total_rooms: total,
+            overbooking_allowance: 0,
+            rate_cents: 18_000,
+        }
+    }
+
+    fn held(id: u128, rooms: u32) -> RoomNightEvent {
+        RoomNightEvent::RoomsHeld {
+            reservation_id: res(id),
+            rooms,
+            expires_at: at(15),
+        }
+    }
+
+    #[test]
+    fn a_legal_night_history_replays_cleanly() {
+        let results = replay_night(&[
+            inventory(2),
+            held(1, 1),
+            held(2, 1),
+            RoomNightEvent::HoldConfirmed {
+                reservation_id: res(1),
+                rooms: 1,
+            },
+            RoomNightEvent::HoldLapsed {
+                reservation_id: res(2),
+                rooms: 1,
+                expired_at: at(15),
+            },
+            RoomNightEvent::RoomsBooked {
+                reservation_id: res(3),
+                rooms: 1,
+            },
+            RoomNightEvent::RoomsReleased {
+                reservation_id: res(1),
+                rooms: 1,
+                was_confirmed: true,
+            },
+        ]);
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+    }
+
+    #[test]
+    fn holding_beyond_capacity_breaks_the_invariant() {
+        let results = replay_night(&[inventory(1), held(1, 1), held(2, 1)]);
+        let err = results[2].clone().expect_err("oversold");
+        assert!(err.contains("oversold"), "{err}");
+    }
+
+    #[test]
+    fn releasing_what_is_not_held_is_refused() {
+        let results = replay_night(&[
+            inventory(2),
+            RoomNightEvent::RoomsReleased {
+                reservation_id: res(9),
+                rooms: 1,
+                was_confirmed: false,
+            },
+        ]);
+        let err = results[1].clone().expect_err("nothing to release");
+        assert!(err.contains("does not have"), "{err}");
+    }
+
+    #[test]
+    fn confirming_or_lapsing_needs_the_same_hold() {
+        let results = replay_night(&[
+            inventory(3),
+            held(1, 2),
+            RoomNightEvent::HoldConfirmed {
+                reservation_id: res(1),
+                rooms: 1,
+            },
+        ]);
+        assert!(results[2].is_err());
+        let results = replay_night(&[
+            inventory(3),
+            held(1, 1),
+            RoomNightEvent::HoldLapsed {
+                reservation_id: res(1),
+                rooms: 1,
+                expired_at: at(20),
+            },
+        ]);
+        assert!(results[2].is_err(), "lapse at another time than the hold's");
+        let results = replay_night(&[
+            inventory(3),
+            RoomNightEvent::HoldConfirmed {
+                reservation_id: res(1),
+                rooms: 1,
+            },
+        ]);
+        assert!(results[1].is_err(), "confirm without a hold");
+    }
+
+    #[test]
+    fn taking_rooms_twice_or_without_inventory_is_refused() {
+        assert!(replay_night(&[held(1, 1)])[0].is_err());
+        assert!(replay_night(&[inventory(3), held(1, 1), held(1, 1)])[2].is_err());
+    }
+
+    #[test]
+    fn inventory_for_another_night_is_refused() {
+        let other = RoomNightEvent::InventorySet {
+            key: RoomNightKey::new(
+                key().hotel_id,
+                key().room_type_id,
+                NaiveDate::from_ymd_opt(2027, 6, 11).expect("date"),
+            ),
+            total_rooms: 1,
+            overbooking_allowance: 0,
+            rate_cents: 1,
+        };
+        assert!(replay_night(&[other])[0].is_err());
+    }
+
+    #[test]
+    fn a_sequence_gap_or_a_mislabelled_event_is_reported() {
+        let mut stream = StreamReplay::new("room_night", NIGHT);
+        assert!(stream
+            .apply(1, "InventorySet", "1.0", &json(&inventory(1)))
+            .is_ok());
+        let err = stream
+            .apply(3, "RoomsHeld", "1.0", &json(&held(1, 1)))
+            .expect_err("gap");
+        assert!(err.contains("sequence 3"), "{err}");
+        let err = stream
+            .apply(4, "RoomsBooked", "1.0", &json(&held(2, 1)))
+            .expect_err("type");
+        assert!(err.contains("event_type"), "{err}");
+        let err = stream
+            .apply(5, "RoomsHeld", "1.0", "{\"Nonsense\": {}}")
+            .expect_err("payload");
+        assert!(err.contains("payload"), "{err}");
+    }
+
+    fn details(id: u128) -> aggregates::ReservationDetails {
+        aggregates::ReservationDetails {
+            reservation_id: res(id),
+            hotel_id: HotelId::parse(7).expect("id"),
+            room_type_id: RoomTypeId::parse(3).expect("id"),
+            stay: aggregates::StayDates::parse(
+                NaiveDate::from_ymd_opt(2027, 6, 10).expect("date"),
+                NaiveDate::from_ymd_opt(2027, 6, 12).expect("date"),
+            )
+            .expect("stay"),
+            rooms: aggregates::RoomCount::parse(1).expect("rooms"),
+            guest: aggregates::Guest::parse("Ana", "ana@example.com").expect("guest"),
+            channel: "web".to_owned(),
+            total_cents: 36_000,
+            hold_expires_at: at(15),
+            created_at: at(0),
+        }
+    }
+
+    fn replay_reservation(events: &[ReservationEvent]) -> Vec<Result<(), String>> {
+        let stream_id = reservation_stream_id(HotelId::parse(7).expect("id"), res(1));
+        let mut stream = StreamReplay::new("reservation", &stream_id);
+        events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| stream.apply(i as i64 + 1, &e.event_type(), "1.0", &json(e)))
+            .collect()
+    }
+
+    #[test]
+    fn the_reservation_lifecycle_is_enforced() {
+        let held = ReservationEvent::ReservationHeld(details(1));
+        let confirmed = ReservationEvent::ReservationConfirmed {
+            confirmed_at: at(5),
+        };
+        let cancelled = ReservationEvent::ReservationCancelled {
+            cancelled_at: at(6),
+            reason: "plans".to_owned(),
+            by: aggregates::CancelledBy::Guest,
+        };
+        let expired = ReservationEvent::HoldExpired { expired_at: at(15) };
+        let ok = replay_reservation(&[held.clone(), confirmed.clone(), cancelled.clone()]);
+        assert!(ok.iter().all(Result::is_ok), "{ok:?}");
+        assert!(
+            replay_reservation(std::slice::from_ref(&confirmed))[0].is_err(),
+            "before held"
+        );
+        assert!(replay_reservation(&[held.clone(), held.clone()])[1].is_err());
+        assert!(replay_reservation(&[held.clone(), cancelled.clone(), confirmed])[2].is_err());
+        assert!(replay_reservation(&[held.clone(), expired.clone(), cancelled])[2].is_err());
+        assert!(replay_reservation(&[held, expired])[1].is_ok());
+    }
+
+    #[test]
+    fn a_reservation_held_in_another_stream_is_refused() {
+        let results = replay_reservation(&[ReservationEvent::ReservationHeld(details(2))]);
+        assert!(results[0].is_err());
+    }
+
+    #[test]
+    fn unknown_aggregate_types_are_reported() {
+        let mut stream = StreamReplay::new("spaceship", "1");
+        assert!(stream.apply(1, "Launched", "1.0", "{}").is_err());
+    }
+}
