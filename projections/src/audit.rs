@@ -468,24 +468,34 @@ pub async fn verify(pool: &PgPool) -> anyhow::Result<VerifyReport> {
     let (pending_events, pending_nights) = pending(&mut replay_tx, checkpoint).await?;
 
     // The three checks run side by side, each on its own connection and task: the
-    // chain's hashing and the replay's decoding are CPU-bound and independent.
+    // chain's hashing and the replay's decoding are CPU-bound and independent. A
+    // JoinSet aborts them all if this future is dropped (a request that timed out), so
+    // no check goes on holding connections for nobody.
     let started = std::time::Instant::now();
-    let chain = tokio::spawn(timed("chain", started, check_chain(first)));
-    let streams = tokio::spawn(timed(
-        "streams",
-        started,
-        check_streams(replay_tx, nights_tx, allocations_tx, pending_nights),
-    ));
-    let copies = tokio::spawn(timed(
-        "copies",
-        started,
-        check_copies(events_tx, checkpoint),
-    ));
-    let (events_checked, chain) = chain.await??;
-    let streams = streams.await??;
-    let copies = copies.await??;
+    let mut checks = tokio::task::JoinSet::new();
+    // Each check answers (its rank, rows walked, findings); the rank keeps the report
+    // in the same order whichever check finishes first.
+    checks.spawn(timed("chain", started, async move {
+        let (checked, findings) = check_chain(first).await?;
+        Ok((0, checked, findings))
+    }));
+    checks.spawn(timed("streams", started, async move {
+        let findings = check_streams(replay_tx, nights_tx, allocations_tx, pending_nights).await?;
+        Ok((1, 0, findings))
+    }));
+    checks.spawn(timed("copies", started, async move {
+        Ok((2, 0, check_copies(events_tx, checkpoint).await?))
+    }));
+    let mut events_checked = 0;
+    let mut parts = Vec::with_capacity(3);
+    while let Some(done) = checks.join_next().await {
+        let (rank, checked, findings) = done??;
+        events_checked += checked;
+        parts.push((rank, findings));
+    }
+    parts.sort_by_key(|(rank, _)| *rank);
 
-    let findings = Findings::merge(vec![chain, streams, copies]);
+    let findings = Findings::merge(parts.into_iter().map(|(_, f)| f).collect());
     let ok = findings.total == 0;
     Ok(VerifyReport {
         ok,
