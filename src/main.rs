@@ -1,5 +1,6 @@
 //! `reservations`: the server binary and its administrative subcommands.
 
+use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -8,6 +9,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use reservations::commands::CommandService;
 use reservations::startup::{Application, Settings};
 use reservations::workers::{self, ProjectionName};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::ConnectOptions;
 
 #[derive(Parser)]
 #[command(
@@ -149,8 +152,18 @@ async fn main() -> anyhow::Result<()> {
                     wait_seconds,
                 },
         } => {
+            reservations::db::create_database_if_missing(&database_url).await?;
+            // Verify's reads are long by design (each streams a whole table): without
+            // statement logging, sqlx does not warn about every one as slow.
+            let options = PgConnectOptions::from_str(&database_url)?.disable_statement_logging();
             // Verify reads through five connections at once, on one snapshot.
-            let pool = reservations::db::connect_and_migrate(&database_url, 6).await?;
+            let pool = PgPoolOptions::new()
+                .max_connections(6)
+                .acquire_timeout(Duration::from_secs(30))
+                .connect_with(options)
+                .await
+                .context("connecting to PostgreSQL")?;
+            reservations::db::MIGRATOR.run(&pool).await?;
             let report =
                 projections::audit::catch_up_and_verify(&pool, Duration::from_secs(wait_seconds))
                     .await

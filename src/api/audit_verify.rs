@@ -6,13 +6,21 @@
 //! The answer is 200 whether or not the history checks out: `ok` says which. An error
 //! status means verification could not run (the database, or the audit runner not
 //! catching up in time).
+//!
+//! A verification reads the whole history through five connections of the server's
+//! pool, so a process runs one at a time: a second request meanwhile is answered 429
+//! with `Retry-After` rather than queued, and bookings keep their connections. A history
+//! too long to verify within the request timeout is verified with
+//! `reservations audit verify` instead (same checks, no timeout).
 
 use std::time::Duration;
 
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::Json;
 use projections::audit::{self, VerifyReport};
 use serde::Serialize;
+use tokio::sync::Semaphore;
 use utoipa::ToSchema;
 
 use super::auth::{Principal, Role};
@@ -22,6 +30,9 @@ use super::AppState;
 /// How long to wait for a running audit runner to copy what is already committed.
 /// Short enough to stay inside the request timeout.
 const CATCH_UP_WAIT: Duration = Duration::from_secs(10);
+
+/// One verification at a time in this process.
+static RUNNING: Semaphore = Semaphore::const_new(1);
 
 /// The verification report.
 #[derive(Debug, Serialize, ToSchema)]
@@ -57,6 +68,7 @@ impl From<VerifyReport> for AuditReport {
 #[utoipa::path(get, path = "/v1/audit/verify", tag = "audit",
     responses((status = 200, body = AuditReport),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 429, description = "verify_in_progress: another verification is running in this server", body = ErrorBody),
         (status = 503, description = "the database is unavailable, or the audit log could not be brought up to date in time", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn verify(
@@ -64,6 +76,14 @@ pub async fn verify(
     principal: Principal,
 ) -> Result<Json<AuditReport>, ApiError> {
     principal.require(&[Role::Auditor, Role::Admin])?;
+    let Ok(_running) = RUNNING.try_acquire() else {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "verify_in_progress",
+            "a verification is already running; try again when it has finished",
+        )
+        .retry_after(5));
+    };
     let report = audit::catch_up_and_verify(&state.pool, CATCH_UP_WAIT)
         .await
         .map_err(|e| {
