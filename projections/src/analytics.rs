@@ -118,23 +118,25 @@ fn to_i32(value: i64, what: &str) -> anyhow::Result<i32> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReservationsView;
 
+/// One row of `reservations_view` (without its generation): what the projection
+/// writes and what the look-up endpoint reads.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
-struct ViewRow {
-    reservation_id: Uuid,
-    hotel_id: i64,
-    room_type_id: i64,
-    start_date: NaiveDate,
-    end_date: NaiveDate,
-    rooms: i32,
-    status: String,
-    guest_name: String,
-    guest_email: String,
-    channel: String,
-    total_cents: i64,
-    hold_expires_at: DateTime<Utc>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-    version: i64,
+pub struct ReservationRow {
+    pub reservation_id: Uuid,
+    pub hotel_id: i64,
+    pub room_type_id: i64,
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    pub rooms: i32,
+    pub status: String,
+    pub guest_name: String,
+    pub guest_email: String,
+    pub channel: String,
+    pub total_cents: i64,
+    pub hold_expires_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub version: i64,
 }
 
 /// The reservation id of a stream id `{hotel}:{uuid}`.
@@ -148,7 +150,7 @@ fn reservation_of_stream(stream: &str) -> anyhow::Result<Uuid> {
 impl ReservationsView {
     /// Applies one event to the rows loaded for the batch.
     fn fold(
-        rows: &mut HashMap<Uuid, ViewRow>,
+        rows: &mut HashMap<Uuid, ReservationRow>,
         id: Uuid,
         sequence: i64,
         event: ReservationEvent,
@@ -159,7 +161,7 @@ impl ReservationsView {
             }
             rows.insert(
                 id,
-                ViewRow {
+                ReservationRow {
                     reservation_id: id,
                     hotel_id: details.hotel_id.get(),
                     room_type_id: details.room_type_id.get(),
@@ -221,8 +223,8 @@ impl ReservationsView {
         tx: &mut PgConnection,
         generation: i32,
         ids: &[Uuid],
-    ) -> anyhow::Result<HashMap<Uuid, ViewRow>> {
-        let rows: Vec<ViewRow> = sqlx::query_as(
+    ) -> anyhow::Result<HashMap<Uuid, ReservationRow>> {
+        let rows: Vec<ReservationRow> = sqlx::query_as(
             "SELECT reservation_id, hotel_id, room_type_id, start_date, end_date, rooms,
                     status, guest_name, guest_email, channel, total_cents, hold_expires_at,
                     created_at, updated_at, version
@@ -239,7 +241,7 @@ impl ReservationsView {
     async fn store(
         tx: &mut PgConnection,
         generation: i32,
-        rows: &[&ViewRow],
+        rows: &[&ReservationRow],
     ) -> anyhow::Result<()> {
         if rows.is_empty() {
             return Ok(());
@@ -329,7 +331,7 @@ impl Projection for ReservationsView {
                 changed.insert(id);
             }
         }
-        let dirty: Vec<&ViewRow> = changed.iter().filter_map(|id| rows.get(id)).collect();
+        let dirty: Vec<&ReservationRow> = changed.iter().filter_map(|id| rows.get(id)).collect();
         Self::store(tx, generation, &dirty).await
     }
 

@@ -14,7 +14,7 @@ use aggregates::{HotelId, ReservationStatus, StayDates};
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
-use projections::analytics::{served_state, OCCUPANCY, RESERVATIONS_VIEW};
+use projections::analytics::{served_state, ReservationRow, OCCUPANCY, RESERVATIONS_VIEW};
 use serde::{Deserialize, Serialize};
 use sqlx::{PgConnection, Postgres, QueryBuilder};
 use utoipa::{IntoParams, ToSchema};
@@ -294,54 +294,34 @@ pub struct ReservationList {
     pub as_of: Option<DateTime<Utc>>,
 }
 
-#[derive(sqlx::FromRow)]
-struct ViewRow {
-    reservation_id: uuid::Uuid,
-    hotel_id: i64,
-    room_type_id: i64,
-    start_date: NaiveDate,
-    end_date: NaiveDate,
-    rooms: i32,
-    status: String,
-    guest_name: String,
-    guest_email: String,
-    channel: String,
-    total_cents: i64,
-    hold_expires_at: DateTime<Utc>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-}
-
-impl ViewRow {
-    fn out(self, now: DateTime<Utc>) -> ReservationOut {
-        // As the write side shows it: a hold past its expiry is expired, whether or not
-        // the sweeper has recorded that yet.
-        let status =
-            if self.status == ReservationStatus::Held.as_str() && self.hold_expires_at <= now {
-                ReservationStatus::Expired.as_str().to_owned()
-            } else {
-                self.status
-            };
-        ReservationOut {
-            reservation_id: self.reservation_id,
-            hotel_id: self.hotel_id,
-            room_type_id: self.room_type_id,
-            start_date: self.start_date,
-            end_date: self.end_date,
-            nights: u32::try_from((self.end_date - self.start_date).num_days()).unwrap_or(0),
-            rooms: u32::try_from(self.rooms).unwrap_or(0),
-            guest: GuestOut {
-                name: self.guest_name,
-                email: self.guest_email,
-            },
-            channel: self.channel,
-            total_cents: self.total_cents,
-            status,
-            hold_expires_at: self.hold_expires_at,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-            refund_cents: None,
-        }
+/// A view row as clients see reservations (a lapsed hold reads as expired).
+fn reservation_out(row: ReservationRow, now: DateTime<Utc>) -> ReservationOut {
+    // As the write side shows it: a hold past its expiry is expired, whether or not
+    // the sweeper has recorded that yet.
+    let status = if row.status == ReservationStatus::Held.as_str() && row.hold_expires_at <= now {
+        ReservationStatus::Expired.as_str().to_owned()
+    } else {
+        row.status
+    };
+    ReservationOut {
+        reservation_id: row.reservation_id,
+        hotel_id: row.hotel_id,
+        room_type_id: row.room_type_id,
+        start_date: row.start_date,
+        end_date: row.end_date,
+        nights: u32::try_from((row.end_date - row.start_date).num_days()).unwrap_or(0),
+        rooms: u32::try_from(row.rooms).unwrap_or(0),
+        guest: GuestOut {
+            name: row.guest_name,
+            email: row.guest_email,
+        },
+        channel: row.channel,
+        total_cents: row.total_cents,
+        status,
+        hold_expires_at: row.hold_expires_at,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        refund_cents: None,
     }
 }
 
@@ -415,7 +395,7 @@ pub async fn list_reservations(
     let mut sql: QueryBuilder<Postgres> = QueryBuilder::new(
         "SELECT reservation_id, hotel_id, room_type_id, start_date, end_date, rooms, status,
                 guest_name, guest_email, channel, total_cents, hold_expires_at, created_at,
-                updated_at
+                updated_at, version
            FROM reservations_view WHERE generation = ",
     );
     sql.push_bind(generation);
@@ -436,11 +416,11 @@ pub async fn list_reservations(
     }
     sql.push(" ORDER BY created_at DESC, reservation_id LIMIT ")
         .push_bind(limit);
-    let rows: Vec<ViewRow> = sql.build_query_as().fetch_all(&mut *tx).await?;
+    let rows: Vec<ReservationRow> = sql.build_query_as().fetch_all(&mut *tx).await?;
     tx.commit().await?;
     let now = state.commands.now();
     Ok(Json(ReservationList {
-        reservations: rows.into_iter().map(|r| r.out(now)).collect(),
+        reservations: rows.into_iter().map(|r| reservation_out(r, now)).collect(),
         as_of,
     }))
 }
