@@ -427,7 +427,10 @@ impl CommandService {
             &request,
             reservation_id,
             None,
-            |l| booking::cancel(l.reservation, l.nights, l.now, reason.clone(), by),
+            |l| {
+                let timezone = l.hotel.details().map_or("UTC", |d| d.timezone());
+                booking::cancel(l.reservation, l.nights, l.now, reason.clone(), by, timezone)
+            },
         )
         .await
     }

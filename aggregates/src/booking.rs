@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::hotel::Hotel;
 use crate::reservation::{
-    CancelledBy, Reservation, ReservationCommand, ReservationDetails, ReservationError,
+    CancelledBy, Payment, Reservation, ReservationCommand, ReservationDetails, ReservationError,
     ReservationEvent, ReservationStatus,
 };
 use crate::room_night::{
@@ -243,20 +243,93 @@ fn existing(reservation: &Reservation) -> Result<&ReservationDetails, Rejection>
     reservation.details().ok_or(Rejection::ReservationNotFound)
 }
 
-/// Cancel a held or confirmed reservation and give every night back. The status guards
-/// the release: cancelling twice is refused and releases nothing.
+/// The hour guests check in, local time at the hotel; the refund policy counts hours
+/// before it.
+pub const CHECK_IN_HOUR: u32 = 15;
+
+/// How much of `paid` a cancellation gives back: all of it when the hotel cancels; when
+/// the guest does, 100% at 72 hours or more before check-in (15:00 on the first night,
+/// in the hotel's timezone), 50% (rounded down) at 24 hours or more, nothing after.
+pub fn refund_cents(
+    paid: i64,
+    check_in: NaiveDate,
+    timezone: &str,
+    now: DateTime<Utc>,
+    by: CancelledBy,
+) -> i64 {
+    if paid <= 0 {
+        return 0;
+    }
+    if by == CancelledBy::Hotel {
+        return paid;
+    }
+    let lead = check_in_instant(check_in, timezone) - now;
+    if lead >= chrono::Duration::hours(72) {
+        paid
+    } else if lead >= chrono::Duration::hours(24) {
+        paid / 2
+    } else {
+        0
+    }
+}
+
+/// Check-in as an instant: [`CHECK_IN_HOUR`] on `date` in the hotel's timezone. In a
+/// daylight-saving fold the earlier reading counts, in a gap the hour after; an
+/// unknown timezone name reads as UTC.
+pub fn check_in_instant(date: NaiveDate, timezone: &str) -> DateTime<Utc> {
+    use chrono::TimeZone;
+    let local =
+        date.and_time(chrono::NaiveTime::MIN) + chrono::Duration::hours(CHECK_IN_HOUR.into());
+    match timezone.parse::<chrono_tz::Tz>() {
+        Ok(tz) => match tz.from_local_datetime(&local) {
+            chrono::LocalResult::Single(t) => t.with_timezone(&Utc),
+            chrono::LocalResult::Ambiguous(early, _) => early.with_timezone(&Utc),
+            // In a gap the wall-clock hour does not exist: read it an hour later.
+            chrono::LocalResult::None => tz
+                .from_local_datetime(&(local + chrono::Duration::hours(1)))
+                .earliest()
+                .map_or_else(|| local.and_utc(), |t| t.with_timezone(&Utc)),
+        },
+        Err(_) => local.and_utc(),
+    }
+}
+
+/// Cancel a held or confirmed reservation and give every night back; the refund follows
+/// [`refund_cents`] from the payment that confirmed it (nothing was paid for a hold).
+/// The status guards the release: cancelling twice is refused and releases nothing.
 pub fn cancel(
     reservation: &Reservation,
     nights: &Nights,
     now: DateTime<Utc>,
     reason: String,
     by: CancelledBy,
+    timezone: &str,
 ) -> Result<Decision, Rejection> {
     let details = existing(reservation)?;
+    let paid = match reservation.recorded_status() {
+        Some(ReservationStatus::Confirmed) => reservation.payment().map_or(0, |p| p.amount_cents),
+        _ => 0,
+    };
+    let refund_cents = refund_cents(paid, details.stay.start(), timezone, now, by);
     let mut decision = Decision {
-        reservation: reservation.decide(ReservationCommand::Cancel { now, reason, by })?,
+        reservation: reservation.decide(ReservationCommand::Cancel {
+            now,
+            reason,
+            by,
+            refund_cents,
+        })?,
         nights: Vec::new(),
     };
+    release_every_night(&mut decision, details, nights)?;
+    Ok(decision)
+}
+
+/// Give back every night of the stay (held or confirmed).
+fn release_every_night(
+    decision: &mut Decision,
+    details: &ReservationDetails,
+    nights: &Nights,
+) -> Result<(), Rejection> {
     let empty = RoomNight::default();
     for date in details.stay.nights() {
         let events = decide_night(
@@ -267,25 +340,91 @@ pub fn cancel(
             },
         )?;
         push_night(
-            &mut decision,
+            decision,
             details.hotel_id,
             details.room_type_id,
             date,
             events,
         );
     }
-    Ok(decision)
+    Ok(())
 }
 
-/// Confirm a live hold on every night.
+/// Confirm a live hold on every night, without a payment (staff, or tests of the write
+/// side); guests confirm through the payment saga, which calls
+/// [`apply_authorization`].
 pub fn confirm(
     reservation: &Reservation,
     nights: &Nights,
     now: DateTime<Utc>,
 ) -> Result<Decision, Rejection> {
+    let events = reservation.decide(ReservationCommand::Confirm { now, payment: None })?;
+    confirm_nights(reservation, nights, now, events)
+}
+
+/// The gateway reported an authorization: confirm a live hold with it, or give it back
+/// (the hold lapsed — then the lapse is recorded and the nights released in the same
+/// step —, the reservation was cancelled or declined, or another payment already
+/// confirmed it). A transaction seen before changes nothing.
+pub fn apply_authorization(
+    reservation: &Reservation,
+    nights: &Nights,
+    now: DateTime<Utc>,
+    payment: Payment,
+) -> Result<Decision, Rejection> {
+    let details = existing(reservation)?;
+    let events = reservation.decide(ReservationCommand::ApplyAuthorization { now, payment })?;
+    if events
+        .iter()
+        .any(|e| matches!(e, ReservationEvent::ReservationConfirmed { .. }))
+    {
+        return confirm_nights(reservation, nights, now, events);
+    }
+    let mut decision = Decision {
+        reservation: events,
+        nights: Vec::new(),
+    };
+    if decision
+        .reservation
+        .iter()
+        .any(|e| matches!(e, ReservationEvent::HoldExpired { .. }))
+    {
+        expire_every_night(&mut decision, details, nights, now)?;
+    }
+    Ok(decision)
+}
+
+/// The gateway declined the card: a held reservation ends `declined` and every night
+/// it held returns to sale. Anything else is left as it is.
+pub fn decline_payment(
+    reservation: &Reservation,
+    nights: &Nights,
+    now: DateTime<Utc>,
+    provider_txn_id: Option<String>,
+) -> Result<Decision, Rejection> {
     let details = existing(reservation)?;
     let mut decision = Decision {
-        reservation: reservation.decide(ReservationCommand::Confirm { now })?,
+        reservation: reservation.decide(ReservationCommand::DeclinePayment {
+            now,
+            provider_txn_id,
+        })?,
+        nights: Vec::new(),
+    };
+    if !decision.reservation.is_empty() {
+        release_every_night(&mut decision, details, nights)?;
+    }
+    Ok(decision)
+}
+
+fn confirm_nights(
+    reservation: &Reservation,
+    nights: &Nights,
+    now: DateTime<Utc>,
+    events: Vec<ReservationEvent>,
+) -> Result<Decision, Rejection> {
+    let details = existing(reservation)?;
+    let mut decision = Decision {
+        reservation: events,
         nights: Vec::new(),
     };
     if decision.reservation.is_empty() {
@@ -329,6 +468,16 @@ pub fn expire_hold(
         reservation: reservation.decide(ReservationCommand::Expire { now })?,
         nights: Vec::new(),
     };
+    expire_every_night(&mut decision, details, nights, now)?;
+    Ok(decision)
+}
+
+fn expire_every_night(
+    decision: &mut Decision,
+    details: &ReservationDetails,
+    nights: &Nights,
+    now: DateTime<Utc>,
+) -> Result<(), Rejection> {
     let empty = RoomNight::default();
     for date in details.stay.nights() {
         let events = decide_night(
@@ -340,14 +489,14 @@ pub fn expire_hold(
             },
         )?;
         push_night(
-            &mut decision,
+            decision,
             details.hotel_id,
             details.room_type_id,
             date,
             events,
         );
     }
-    Ok(decision)
+    Ok(())
 }
 
 /// Move a held or confirmed stay to new dates: release the nights it leaves and take the
@@ -948,6 +1097,7 @@ mod tests {
             at(5),
             "plans".into(),
             CancelledBy::Guest,
+            "UTC",
         )
         .expect("cancellable");
         assert_eq!(
@@ -956,6 +1106,7 @@ mod tests {
                 cancelled_at: at(5),
                 reason: "plans".into(),
                 by: CancelledBy::Guest,
+                refund_cents: 0,
             }]
         );
         assert_eq!(
@@ -976,6 +1127,7 @@ mod tests {
             at(600),
             "closed".into(),
             CancelledBy::Hotel,
+            "UTC",
         )
         .expect("cancellable");
         assert_eq!(
@@ -1004,6 +1156,7 @@ mod tests {
             at(5),
             "plans".into(),
             CancelledBy::Guest,
+            "UTC",
         )
         .expect("cancellable");
         apply(&first, &mut reservation, &mut nights);
@@ -1015,6 +1168,7 @@ mod tests {
             at(6),
             "plans".into(),
             CancelledBy::Guest,
+            "UTC",
         );
         assert_eq!(
             second,
@@ -1034,7 +1188,8 @@ mod tests {
                 &nights,
                 at(15),
                 "late".into(),
-                CancelledBy::Guest
+                CancelledBy::Guest,
+                "UTC"
             ),
             Err(Rejection::InvalidState {
                 status: ReservationStatus::Expired
@@ -1050,7 +1205,8 @@ mod tests {
                 &four_nights(1),
                 at(0),
                 "?".into(),
-                CancelledBy::Guest
+                CancelledBy::Guest,
+                "UTC"
             ),
             Err(Rejection::ReservationNotFound)
         );
@@ -1066,7 +1222,8 @@ mod tests {
         assert_eq!(
             decision.reservation,
             vec![ReservationEvent::ReservationConfirmed {
-                confirmed_at: at(14)
+                confirmed_at: at(14),
+                payment: None,
             }]
         );
         let hold_confirmed = RoomNightEvent::HoldConfirmed {
@@ -1119,8 +1276,15 @@ mod tests {
     fn confirming_a_cancelled_reservation_is_invalid_state() {
         let mut nights = four_nights(3);
         let mut reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
-        let decision = cancel(&reservation, &nights, at(1), "x".into(), CancelledBy::Guest)
-            .expect("cancellable");
+        let decision = cancel(
+            &reservation,
+            &nights,
+            at(1),
+            "x".into(),
+            CancelledBy::Guest,
+            "UTC",
+        )
+        .expect("cancellable");
         apply(&decision, &mut reservation, &mut nights);
         assert_eq!(
             confirm(&reservation, &nights, at(2)),
@@ -1341,8 +1505,15 @@ mod tests {
     fn moving_a_cancelled_reservation_is_invalid_state() {
         let mut nights = four_nights(1);
         let mut reservation = confirmed(hold_cmd(1, 10, 12, 1), &mut nights);
-        let decision = cancel(&reservation, &nights, at(2), "x".into(), CancelledBy::Hotel)
-            .expect("cancellable");
+        let decision = cancel(
+            &reservation,
+            &nights,
+            at(2),
+            "x".into(),
+            CancelledBy::Hotel,
+            "UTC",
+        )
+        .expect("cancellable");
         apply(&decision, &mut reservation, &mut nights);
         assert_eq!(
             change(&reservation, &nights, stay(11, 13), None, at(3)),
@@ -1616,5 +1787,270 @@ mod tests {
             serde_json::to_value(Rejection::SoldOut { night: day(11) }).expect("serializes"),
             serde_json::json!({"error": "sold_out", "night": "2027-06-11"})
         );
+    }
+    // --- payments and refunds -----------------------------------------------------------
+
+    fn card(txn: &str, amount_cents: i64) -> Payment {
+        Payment {
+            provider_txn_id: txn.to_owned(),
+            amount_cents,
+        }
+    }
+
+    /// Held for nights 10..12 (2 rooms: 2 x (100 + 120) euros) and paid with `txn_1`.
+    fn paid(nights: &mut Nights) -> Reservation {
+        let mut reservation = held(hold_cmd(1, 10, 12, 2), nights);
+        let decision = apply_authorization(&reservation, nights, at(5), card("txn_1", 44_000))
+            .expect("a live hold takes the payment");
+        apply(&decision, &mut reservation, nights);
+        reservation
+    }
+
+    /// 2027-06-10 15:00 in Lisbon (summer time, UTC+1) is 14:00 UTC.
+    fn hours_before_check_in(hours: i64) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2027, 6, 10, 14, 0, 0)
+            .single()
+            .expect("valid time")
+            - chrono::Duration::hours(hours)
+    }
+
+    #[test]
+    fn check_in_is_three_in_the_afternoon_at_the_hotel() {
+        assert_eq!(
+            check_in_instant(day(10), "Europe/Lisbon"),
+            hours_before_check_in(0)
+        );
+        assert_eq!(
+            check_in_instant(day(10), "Asia/Tokyo"),
+            Utc.with_ymd_and_hms(2027, 6, 10, 6, 0, 0)
+                .single()
+                .expect("valid")
+        );
+    }
+
+    #[test]
+    fn a_guest_cancelling_72_hours_or_more_before_check_in_gets_everything_back() {
+        let by = CancelledBy::Guest;
+        let tz = "Europe/Lisbon";
+        assert_eq!(
+            refund_cents(44_000, day(10), tz, hours_before_check_in(72), by),
+            44_000
+        );
+        assert_eq!(
+            refund_cents(44_000, day(10), tz, hours_before_check_in(500), by),
+            44_000
+        );
+    }
+
+    #[test]
+    fn a_guest_cancelling_between_24_and_72_hours_before_gets_half_rounded_down() {
+        let by = CancelledBy::Guest;
+        let tz = "Europe/Lisbon";
+        let just_under_72 = hours_before_check_in(72) + chrono::Duration::seconds(1);
+        assert_eq!(refund_cents(44_001, day(10), tz, just_under_72, by), 22_000);
+        assert_eq!(
+            refund_cents(44_000, day(10), tz, hours_before_check_in(24), by),
+            22_000
+        );
+    }
+
+    #[test]
+    fn a_guest_cancelling_less_than_24_hours_before_gets_nothing_back() {
+        let by = CancelledBy::Guest;
+        let tz = "Europe/Lisbon";
+        let just_under_24 = hours_before_check_in(24) + chrono::Duration::seconds(1);
+        assert_eq!(refund_cents(44_000, day(10), tz, just_under_24, by), 0);
+        assert_eq!(
+            refund_cents(44_000, day(10), tz, hours_before_check_in(-5), by),
+            0
+        );
+    }
+
+    #[test]
+    fn the_policy_counts_hours_in_the_hotels_timezone() {
+        // 73 hours before 15:00 in Lisbon is only 64 hours before 15:00 in Tokyo.
+        let now = hours_before_check_in(73);
+        assert_eq!(
+            refund_cents(100, day(10), "Europe/Lisbon", now, CancelledBy::Guest),
+            100
+        );
+        assert_eq!(
+            refund_cents(100, day(10), "Asia/Tokyo", now, CancelledBy::Guest),
+            50
+        );
+    }
+
+    #[test]
+    fn a_hotel_cancelling_gives_everything_back_even_at_the_last_minute() {
+        let now = hours_before_check_in(1);
+        assert_eq!(
+            refund_cents(44_000, day(10), "UTC", now, CancelledBy::Hotel),
+            44_000
+        );
+        assert_eq!(refund_cents(0, day(10), "UTC", now, CancelledBy::Hotel), 0);
+    }
+
+    #[test]
+    fn cancelling_a_paid_stay_refunds_by_the_policy_and_releases_its_nights() {
+        let mut nights = four_nights(3);
+        let reservation = paid(&mut nights);
+        let decision = cancel(
+            &reservation,
+            &nights,
+            hours_before_check_in(30),
+            "plans".into(),
+            CancelledBy::Guest,
+            "Europe/Lisbon",
+        )
+        .expect("cancellable");
+        assert_eq!(
+            decision.reservation,
+            vec![ReservationEvent::ReservationCancelled {
+                cancelled_at: hours_before_check_in(30),
+                reason: "plans".into(),
+                by: CancelledBy::Guest,
+                refund_cents: 22_000,
+            }]
+        );
+        assert_eq!(decision.nights.len(), 2);
+    }
+
+    #[test]
+    fn cancelling_an_unpaid_hold_refunds_nothing() {
+        let mut nights = four_nights(3);
+        let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
+        let decision = cancel(
+            &reservation,
+            &nights,
+            at(1),
+            "plans".into(),
+            CancelledBy::Hotel,
+            "Europe/Lisbon",
+        )
+        .expect("cancellable");
+        assert!(matches!(
+            decision.reservation.as_slice(),
+            [ReservationEvent::ReservationCancelled {
+                refund_cents: 0,
+                ..
+            }]
+        ));
+    }
+
+    #[test]
+    fn an_authorization_for_a_live_hold_confirms_every_night() {
+        let mut nights = four_nights(3);
+        let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
+        let decision = apply_authorization(&reservation, &nights, at(5), card("txn_1", 44_000))
+            .expect("a live hold takes the payment");
+        assert_eq!(
+            decision.reservation,
+            vec![ReservationEvent::ReservationConfirmed {
+                confirmed_at: at(5),
+                payment: Some(card("txn_1", 44_000)),
+            }]
+        );
+        let hold_confirmed = RoomNightEvent::HoldConfirmed {
+            reservation_id: res(1),
+            rooms: 2,
+        };
+        assert_eq!(
+            decision.nights,
+            vec![
+                (key(10), vec![hold_confirmed.clone()]),
+                (key(11), vec![hold_confirmed]),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_authorization_after_the_hold_lapsed_releases_the_nights_and_is_refunded() {
+        let mut nights = four_nights(3);
+        let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
+        let decision = apply_authorization(&reservation, &nights, at(16), card("txn_1", 44_000))
+            .expect("decided");
+        assert_eq!(
+            decision.reservation,
+            vec![
+                ReservationEvent::HoldExpired { expired_at: at(15) },
+                ReservationEvent::LatePaymentRefunded {
+                    provider_txn_id: "txn_1".into(),
+                    amount_cents: 44_000,
+                    refunded_at: at(16),
+                },
+            ]
+        );
+        let lapsed = RoomNightEvent::HoldLapsed {
+            reservation_id: res(1),
+            rooms: 2,
+            expired_at: at(15),
+        };
+        assert_eq!(
+            decision.nights,
+            vec![(key(10), vec![lapsed.clone()]), (key(11), vec![lapsed])]
+        );
+    }
+
+    #[test]
+    fn an_authorization_after_a_cancellation_touches_no_night() {
+        let mut nights = four_nights(3);
+        let mut reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
+        let cancelled = cancel(
+            &reservation,
+            &nights,
+            at(2),
+            "x".into(),
+            CancelledBy::Guest,
+            "UTC",
+        )
+        .expect("cancellable");
+        apply(&cancelled, &mut reservation, &mut nights);
+        let decision = apply_authorization(&reservation, &nights, at(3), card("txn_1", 44_000))
+            .expect("decided");
+        assert!(decision.nights.is_empty());
+        assert!(matches!(
+            decision.reservation.as_slice(),
+            [ReservationEvent::LatePaymentRefunded { .. }]
+        ));
+    }
+
+    #[test]
+    fn the_same_authorization_again_decides_nothing() {
+        let mut nights = four_nights(3);
+        let reservation = paid(&mut nights);
+        let decision = apply_authorization(&reservation, &nights, at(6), card("txn_1", 44_000))
+            .expect("decided");
+        assert!(decision.is_empty());
+    }
+
+    #[test]
+    fn a_declined_card_releases_every_held_night() {
+        let mut nights = four_nights(3);
+        let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
+        let decision =
+            decline_payment(&reservation, &nights, at(5), Some("txn_1".into())).expect("decided");
+        assert_eq!(
+            decision.reservation,
+            vec![ReservationEvent::PaymentDeclined {
+                declined_at: at(5),
+                provider_txn_id: Some("txn_1".into()),
+            }]
+        );
+        assert_eq!(
+            decision.nights,
+            vec![
+                (key(10), vec![rooms_released(1, 2, false)]),
+                (key(11), vec![rooms_released(1, 2, false)]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_decline_after_payment_decides_nothing() {
+        let mut nights = four_nights(3);
+        let reservation = paid(&mut nights);
+        let decision =
+            decline_payment(&reservation, &nights, at(6), Some("txn_1".into())).expect("decided");
+        assert!(decision.is_empty());
     }
 }

@@ -26,7 +26,7 @@ pub mod types;
 pub use booking::{Decision, Nights, Rejection};
 pub use hotel::{Hotel, HotelCommand, HotelDetails, HotelEvent, RoomTypeDetails};
 pub use reservation::{
-    CancelledBy, Reservation, ReservationCommand, ReservationDetails, ReservationEvent,
+    CancelledBy, Payment, Reservation, ReservationCommand, ReservationDetails, ReservationEvent,
     ReservationStatus,
 };
 pub use room_night::{Hold, RoomNight, RoomNightCommand, RoomNightEvent, RoomNightKey};

@@ -3,6 +3,12 @@
 //! Lifecycle: held → confirmed → cancelled; held → expired; held → declined (payment).
 //! The status transition is what guards every release of nights: a second cancel finds
 //! the reservation already cancelled, is refused, and so releases nothing.
+//!
+//! Payments: a reservation keeps at most one card authorization (the one that confirmed
+//! it). Any other authorization the gateway reports for it — one that arrives after the
+//! hold lapsed, after a cancellation or decline, or a second one — is recorded as
+//! `LatePaymentRefunded`, once per provider transaction, and the write side gives it back
+//! through the payment outbox. A reservation is never resurrected by a late payment.
 
 use chrono::{DateTime, Utc};
 use cqrs_es::event_sink::EventSink;
@@ -46,6 +52,13 @@ pub enum CancelledBy {
     Hotel,
 }
 
+/// A card authorization as the gateway reported it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Payment {
+    pub provider_txn_id: String,
+    pub amount_cents: i64,
+}
+
 /// Everything a reservation is about, fixed when it is first held (dates may change).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReservationDetails {
@@ -66,26 +79,47 @@ pub struct Reservation {
     details: Option<ReservationDetails>,
     status: Option<ReservationStatus>,
     updated_at: Option<DateTime<Utc>>,
+    /// The authorization that confirmed the reservation, if it was paid for.
+    #[serde(default)]
+    payment: Option<Payment>,
+    /// Provider transactions already given back (late or extra authorizations).
+    #[serde(default)]
+    refunded_payments: Vec<String>,
+    /// What the cancellation gave back of the payment, in cents.
+    #[serde(default)]
+    refund_cents: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ReservationCommand {
     /// Record a new reservation whose nights are being held.
-    Place {
-        details: ReservationDetails,
-    },
+    Place { details: ReservationDetails },
+    /// Confirm the hold; `payment` is the authorization that pays for it (none when
+    /// staff confirm without taking a payment).
     Confirm {
         now: DateTime<Utc>,
+        payment: Option<Payment>,
     },
+    /// The gateway reported an authorization for this reservation: it confirms a live
+    /// hold, and is given back in every other case.
+    ApplyAuthorization {
+        now: DateTime<Utc>,
+        payment: Payment,
+    },
+    /// The gateway declined the card: the hold ends and its nights return to sale.
+    DeclinePayment {
+        now: DateTime<Utc>,
+        provider_txn_id: Option<String>,
+    },
+    /// Cancel, giving back `refund_cents` of what was paid (the refund policy's answer).
     Cancel {
         now: DateTime<Utc>,
         reason: String,
         by: CancelledBy,
+        refund_cents: i64,
     },
     /// Record that the hold lapsed (the sweeper, or whoever finds it lapsed).
-    Expire {
-        now: DateTime<Utc>,
-    },
+    Expire { now: DateTime<Utc> },
     /// Move the stay to new dates at a new total price.
     ChangeDates {
         stay: StayDates,
@@ -99,11 +133,30 @@ pub enum ReservationEvent {
     ReservationHeld(ReservationDetails),
     ReservationConfirmed {
         confirmed_at: DateTime<Utc>,
+        /// The authorization that paid for it; absent when confirmed without payment.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        payment: Option<Payment>,
     },
     ReservationCancelled {
         cancelled_at: DateTime<Utc>,
         reason: String,
         by: CancelledBy,
+        /// What is given back of the payment (0 when nothing was paid).
+        #[serde(default)]
+        refund_cents: i64,
+    },
+    /// The card was declined; the hold ended.
+    PaymentDeclined {
+        declined_at: DateTime<Utc>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_txn_id: Option<String>,
+    },
+    /// An authorization that cannot be kept (it arrived after the hold lapsed, after a
+    /// cancellation or a decline, or another authorization already paid) is given back.
+    LatePaymentRefunded {
+        provider_txn_id: String,
+        amount_cents: i64,
+        refunded_at: DateTime<Utc>,
     },
     HoldExpired {
         expired_at: DateTime<Utc>,
@@ -123,6 +176,8 @@ impl DomainEvent for ReservationEvent {
             Self::ReservationCancelled { .. } => "ReservationCancelled",
             Self::HoldExpired { .. } => "HoldExpired",
             Self::DatesChanged { .. } => "DatesChanged",
+            Self::PaymentDeclined { .. } => "PaymentDeclined",
+            Self::LatePaymentRefunded { .. } => "LatePaymentRefunded",
         }
         .to_owned()
     }
@@ -173,6 +228,24 @@ impl Reservation {
         self.updated_at
     }
 
+    /// The authorization that paid for the reservation, if any.
+    pub fn payment(&self) -> Option<&Payment> {
+        self.payment.as_ref()
+    }
+
+    /// What the cancellation gave back, in cents (0 unless cancelled after payment).
+    pub fn refund_cents(&self) -> i64 {
+        self.refund_cents
+    }
+
+    /// Has this provider transaction been seen already (kept or given back)?
+    pub fn knows_payment(&self, provider_txn_id: &str) -> bool {
+        self.payment
+            .as_ref()
+            .is_some_and(|p| p.provider_txn_id == provider_txn_id)
+            || self.refunded_payments.iter().any(|t| t == provider_txn_id)
+    }
+
     fn existing(&self) -> Result<(&ReservationDetails, ReservationStatus), ReservationError> {
         match (&self.details, self.status) {
             (Some(details), Some(status)) => Ok((details, status)),
@@ -190,7 +263,7 @@ impl Reservation {
                 Some(existing) if *existing == details => Ok(Vec::new()),
                 Some(_) => Err(ReservationError::AlreadyExists),
             },
-            ReservationCommand::Confirm { now } => {
+            ReservationCommand::Confirm { now, payment } => {
                 let (details, status) = self.existing()?;
                 match status {
                     ReservationStatus::Confirmed => Ok(Vec::new()),
@@ -201,11 +274,61 @@ impl Reservation {
                     }
                     ReservationStatus::Held => Ok(vec![ReservationEvent::ReservationConfirmed {
                         confirmed_at: now,
+                        payment,
                     }]),
                     status => Err(ReservationError::InvalidState { status }),
                 }
             }
-            ReservationCommand::Cancel { now, reason, by } => {
+            ReservationCommand::ApplyAuthorization { now, payment } => {
+                let (details, status) = self.existing()?;
+                if self.knows_payment(&payment.provider_txn_id) {
+                    return Ok(Vec::new());
+                }
+                let give_back = ReservationEvent::LatePaymentRefunded {
+                    provider_txn_id: payment.provider_txn_id.clone(),
+                    amount_cents: payment.amount_cents,
+                    refunded_at: now,
+                };
+                match status {
+                    ReservationStatus::Held if details.hold_expires_at <= now => Ok(vec![
+                        ReservationEvent::HoldExpired {
+                            expired_at: details.hold_expires_at,
+                        },
+                        give_back,
+                    ]),
+                    ReservationStatus::Held if payment.amount_cents == details.total_cents => {
+                        Ok(vec![ReservationEvent::ReservationConfirmed {
+                            confirmed_at: now,
+                            payment: Some(payment),
+                        }])
+                    }
+                    // A wrong amount, or any state but a live hold: nothing to pay for.
+                    _ => Ok(vec![give_back]),
+                }
+            }
+            ReservationCommand::DeclinePayment {
+                now,
+                provider_txn_id,
+            } => {
+                let (_, status) = self.existing()?;
+                match status {
+                    // Declined also after the hold lapsed: the nights go back either way,
+                    // and the history says why.
+                    ReservationStatus::Held => Ok(vec![ReservationEvent::PaymentDeclined {
+                        declined_at: now,
+                        provider_txn_id,
+                    }]),
+                    // A decline cannot undo a confirmation or a cancellation; a repeat
+                    // changes nothing.
+                    _ => Ok(Vec::new()),
+                }
+            }
+            ReservationCommand::Cancel {
+                now,
+                reason,
+                by,
+                refund_cents,
+            } => {
                 let (details, status) = self.existing()?;
                 match status {
                     ReservationStatus::Held if details.hold_expires_at <= now => {
@@ -218,6 +341,7 @@ impl Reservation {
                             cancelled_at: now,
                             reason,
                             by,
+                            refund_cents,
                         }])
                     }
                     status => Err(ReservationError::InvalidState { status }),
@@ -272,13 +396,34 @@ impl Reservation {
                 self.details = Some(details.clone());
                 self.status = Some(ReservationStatus::Held);
             }
-            ReservationEvent::ReservationConfirmed { confirmed_at } => {
+            ReservationEvent::ReservationConfirmed {
+                confirmed_at,
+                payment,
+            } => {
                 self.status = Some(ReservationStatus::Confirmed);
                 self.updated_at = Some(*confirmed_at);
+                self.payment = payment.clone();
             }
-            ReservationEvent::ReservationCancelled { cancelled_at, .. } => {
+            ReservationEvent::ReservationCancelled {
+                cancelled_at,
+                refund_cents,
+                ..
+            } => {
                 self.status = Some(ReservationStatus::Cancelled);
                 self.updated_at = Some(*cancelled_at);
+                self.refund_cents = *refund_cents;
+            }
+            ReservationEvent::PaymentDeclined { declined_at, .. } => {
+                self.status = Some(ReservationStatus::Declined);
+                self.updated_at = Some(*declined_at);
+            }
+            ReservationEvent::LatePaymentRefunded {
+                provider_txn_id,
+                refunded_at,
+                ..
+            } => {
+                self.refunded_payments.push(provider_txn_id.clone());
+                self.updated_at = Some(*refunded_at);
             }
             ReservationEvent::HoldExpired { expired_at } => {
                 self.status = Some(ReservationStatus::Expired);
@@ -377,6 +522,7 @@ mod tests {
     fn confirmed_at(minutes: i64) -> ReservationEvent {
         ReservationEvent::ReservationConfirmed {
             confirmed_at: at(minutes),
+            payment: None,
         }
     }
 
@@ -385,6 +531,7 @@ mod tests {
             cancelled_at: at(minutes),
             reason: "plans changed".to_owned(),
             by: CancelledBy::Guest,
+            refund_cents: 0,
         }
     }
 
@@ -397,6 +544,7 @@ mod tests {
             now: at(minutes),
             reason: "plans changed".to_owned(),
             by: CancelledBy::Guest,
+            refund_cents: 0,
         }
     }
 
@@ -450,7 +598,10 @@ mod tests {
     fn confirming_a_live_hold_confirms_the_reservation() {
         Fixture::with(())
             .given(vec![placed()])
-            .when(ReservationCommand::Confirm { now: at(14) })
+            .when(ReservationCommand::Confirm {
+                now: at(14),
+                payment: None,
+            })
             .then_expect_events(vec![confirmed_at(14)]);
     }
 
@@ -458,7 +609,10 @@ mod tests {
     fn confirming_twice_changes_nothing() {
         Fixture::with(())
             .given(vec![placed(), confirmed_at(5)])
-            .when(ReservationCommand::Confirm { now: at(30) })
+            .when(ReservationCommand::Confirm {
+                now: at(30),
+                payment: None,
+            })
             .then_expect_events(vec![]);
     }
 
@@ -466,7 +620,10 @@ mod tests {
     fn confirming_a_lapsed_hold_is_hold_expired() {
         Fixture::with(())
             .given(vec![placed()])
-            .when(ReservationCommand::Confirm { now: at(15) })
+            .when(ReservationCommand::Confirm {
+                now: at(15),
+                payment: None,
+            })
             .then_expect_error(ReservationError::HoldExpired { expired_at: at(15) });
     }
 
@@ -474,7 +631,10 @@ mod tests {
     fn confirming_an_unknown_reservation_is_not_found() {
         Fixture::with(())
             .given_no_previous_events()
-            .when(ReservationCommand::Confirm { now: at(0) })
+            .when(ReservationCommand::Confirm {
+                now: at(0),
+                payment: None,
+            })
             .then_expect_error(ReservationError::NotFound);
     }
 
@@ -482,7 +642,10 @@ mod tests {
     fn confirming_a_cancelled_reservation_is_invalid_state() {
         Fixture::with(())
             .given(vec![placed(), cancelled_at(5)])
-            .when(ReservationCommand::Confirm { now: at(6) })
+            .when(ReservationCommand::Confirm {
+                now: at(6),
+                payment: None,
+            })
             .then_expect_error(ReservationError::InvalidState {
                 status: ReservationStatus::Cancelled,
             });
@@ -492,7 +655,10 @@ mod tests {
     fn confirming_an_expired_reservation_is_invalid_state() {
         Fixture::with(())
             .given(vec![placed(), expired()])
-            .when(ReservationCommand::Confirm { now: at(20) })
+            .when(ReservationCommand::Confirm {
+                now: at(20),
+                payment: None,
+            })
             .then_expect_error(ReservationError::InvalidState {
                 status: ReservationStatus::Expired,
             });
@@ -516,11 +682,13 @@ mod tests {
                 now: at(600),
                 reason: "overbooked".to_owned(),
                 by: CancelledBy::Hotel,
+                refund_cents: 0,
             })
             .then_expect_events(vec![ReservationEvent::ReservationCancelled {
                 cancelled_at: at(600),
                 reason: "overbooked".to_owned(),
                 by: CancelledBy::Hotel,
+                refund_cents: 0,
             }]);
     }
 
@@ -751,6 +919,157 @@ mod tests {
         assert!(!ReservationStatus::Expired.occupies_nights());
         assert!(!ReservationStatus::Declined.occupies_nights());
         assert_eq!(ReservationStatus::Declined.as_str(), "declined");
+    }
+
+    // --- Payments -----------------------------------------------------------------------
+
+    fn card(txn: &str, amount_cents: i64) -> Payment {
+        Payment {
+            provider_txn_id: txn.to_owned(),
+            amount_cents,
+        }
+    }
+
+    fn authorize(txn: &str, amount_cents: i64, minutes: i64) -> ReservationCommand {
+        ReservationCommand::ApplyAuthorization {
+            now: at(minutes),
+            payment: card(txn, amount_cents),
+        }
+    }
+
+    fn given_back(txn: &str, amount_cents: i64, minutes: i64) -> ReservationEvent {
+        ReservationEvent::LatePaymentRefunded {
+            provider_txn_id: txn.to_owned(),
+            amount_cents,
+            refunded_at: at(minutes),
+        }
+    }
+
+    fn paid_at(txn: &str, minutes: i64) -> ReservationEvent {
+        ReservationEvent::ReservationConfirmed {
+            confirmed_at: at(minutes),
+            payment: Some(card(txn, 48_000)),
+        }
+    }
+
+    #[test]
+    fn an_authorization_for_a_live_hold_confirms_it_with_the_payment() {
+        Fixture::with(())
+            .given(vec![placed()])
+            .when(authorize("txn_1", 48_000, 5))
+            .then_expect_events(vec![paid_at("txn_1", 5)]);
+    }
+
+    #[test]
+    fn the_same_authorization_twice_changes_nothing() {
+        Fixture::with(())
+            .given(vec![placed(), paid_at("txn_1", 5)])
+            .when(authorize("txn_1", 48_000, 6))
+            .then_expect_events(vec![]);
+    }
+
+    #[test]
+    fn an_authorization_after_the_hold_lapsed_records_the_lapse_and_is_given_back() {
+        Fixture::with(())
+            .given(vec![placed()])
+            .when(authorize("txn_1", 48_000, 15))
+            .then_expect_events(vec![expired(), given_back("txn_1", 48_000, 15)]);
+    }
+
+    #[test]
+    fn an_authorization_for_an_expired_reservation_is_given_back_not_resurrected() {
+        Fixture::with(())
+            .given(vec![placed(), expired()])
+            .when(authorize("txn_1", 48_000, 20))
+            .then_expect_events(vec![given_back("txn_1", 48_000, 20)]);
+    }
+
+    #[test]
+    fn an_authorization_after_a_cancellation_is_given_back() {
+        Fixture::with(())
+            .given(vec![placed(), cancelled_at(3)])
+            .when(authorize("txn_1", 48_000, 5))
+            .then_expect_events(vec![given_back("txn_1", 48_000, 5)]);
+    }
+
+    #[test]
+    fn a_second_authorization_of_a_paid_reservation_is_given_back_once() {
+        let given = vec![
+            placed(),
+            paid_at("txn_1", 5),
+            given_back("txn_2", 48_000, 6),
+        ];
+        Fixture::with(())
+            .given(vec![placed(), paid_at("txn_1", 5)])
+            .when(authorize("txn_2", 48_000, 6))
+            .then_expect_events(vec![given_back("txn_2", 48_000, 6)]);
+        Fixture::with(())
+            .given(given)
+            .when(authorize("txn_2", 48_000, 7))
+            .then_expect_events(vec![]);
+    }
+
+    #[test]
+    fn an_authorization_of_the_wrong_amount_is_given_back_and_the_hold_stays() {
+        let after = state(&[placed(), given_back("txn_1", 100, 5)]);
+        Fixture::with(())
+            .given(vec![placed()])
+            .when(authorize("txn_1", 100, 5))
+            .then_expect_events(vec![given_back("txn_1", 100, 5)]);
+        assert_eq!(after.recorded_status(), Some(ReservationStatus::Held));
+        assert!(after.knows_payment("txn_1"));
+    }
+
+    #[test]
+    fn a_declined_card_ends_the_hold_as_declined() {
+        let declined = ReservationEvent::PaymentDeclined {
+            declined_at: at(5),
+            provider_txn_id: Some("txn_1".into()),
+        };
+        Fixture::with(())
+            .given(vec![placed()])
+            .when(ReservationCommand::DeclinePayment {
+                now: at(5),
+                provider_txn_id: Some("txn_1".into()),
+            })
+            .then_expect_events(vec![declined.clone()]);
+        assert_eq!(
+            state(&[placed(), declined]).recorded_status(),
+            Some(ReservationStatus::Declined)
+        );
+    }
+
+    #[test]
+    fn a_decline_cannot_undo_a_confirmation() {
+        Fixture::with(())
+            .given(vec![placed(), paid_at("txn_1", 5)])
+            .when(ReservationCommand::DeclinePayment {
+                now: at(6),
+                provider_txn_id: Some("txn_1".into()),
+            })
+            .then_expect_events(vec![]);
+    }
+
+    #[test]
+    fn cancelling_records_the_refund_the_policy_gave() {
+        let cancelled = ReservationEvent::ReservationCancelled {
+            cancelled_at: at(30),
+            reason: "plans changed".into(),
+            by: CancelledBy::Hotel,
+            refund_cents: 48_000,
+        };
+        Fixture::with(())
+            .given(vec![placed(), paid_at("txn_1", 5)])
+            .when(ReservationCommand::Cancel {
+                now: at(30),
+                reason: "plans changed".into(),
+                by: CancelledBy::Hotel,
+                refund_cents: 48_000,
+            })
+            .then_expect_events(vec![cancelled.clone()]);
+        let after = state(&[placed(), paid_at("txn_1", 5), cancelled]);
+        assert_eq!(after.refund_cents(), 48_000);
+        assert_eq!(after.payment(), Some(&card("txn_1", 48_000)));
     }
 
     #[test]

@@ -303,6 +303,7 @@ impl Model {
                     now,
                     "test".to_owned(),
                     CancelledBy::Guest,
+                    "UTC",
                 ),
             ),
             Op::Expire { id } => (

@@ -62,6 +62,8 @@ const RESERVATION_EVENTS: &[&str] = &[
     "ReservationCancelled",
     "HoldExpired",
     "DatesChanged",
+    "PaymentDeclined",
+    "LatePaymentRefunded",
 ];
 
 /// The generation a projection serves and when its checkpoint last moved (`None` before
@@ -193,7 +195,7 @@ impl ReservationsView {
         row.version = sequence;
         match event {
             ReservationEvent::ReservationHeld(_) => {}
-            ReservationEvent::ReservationConfirmed { confirmed_at } => {
+            ReservationEvent::ReservationConfirmed { confirmed_at, .. } => {
                 row.status = ReservationStatus::Confirmed.as_str().to_owned();
                 row.updated_at = confirmed_at;
             }
@@ -214,6 +216,14 @@ impl ReservationsView {
                 row.end_date = stay.end();
                 row.total_cents = total_cents;
                 row.updated_at = changed_at;
+            }
+            ReservationEvent::PaymentDeclined { declined_at, .. } => {
+                row.status = ReservationStatus::Declined.as_str().to_owned();
+                row.updated_at = declined_at;
+            }
+            // The status stays what it was; the refund is the payment side's business.
+            ReservationEvent::LatePaymentRefunded { refunded_at, .. } => {
+                row.updated_at = refunded_at;
             }
         }
         Ok(true)

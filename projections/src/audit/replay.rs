@@ -262,13 +262,14 @@ fn rfc3339(t: &DateTime<Utc>) -> String {
 }
 
 /// The reservation lifecycle: held first; confirmed only from held; cancelled from held
-/// or confirmed; expired from held; dates changed while held or confirmed.
+/// or confirmed; expired from held; dates changed while held or confirmed; declined from
+/// held; a late payment given back in any state after the first event.
 pub fn check_reservation_event(
     reservation: &Reservation,
     event: &ReservationEvent,
     stream_id: &str,
 ) -> Result<(), String> {
-    use ReservationStatus::{Confirmed, Held};
+    use ReservationStatus::{Cancelled, Confirmed, Declined, Expired, Held};
     let status = reservation.recorded_status();
     let allowed: &[ReservationStatus] = match event {
         ReservationEvent::ReservationHeld(details) => {
@@ -290,6 +291,10 @@ pub fn check_reservation_event(
         ReservationEvent::ReservationCancelled { .. } => &[Held, Confirmed],
         ReservationEvent::HoldExpired { .. } => &[Held],
         ReservationEvent::DatesChanged { .. } => &[Held, Confirmed],
+        ReservationEvent::PaymentDeclined { .. } => &[Held],
+        ReservationEvent::LatePaymentRefunded { .. } => {
+            &[Held, Confirmed, Cancelled, Expired, Declined]
+        }
     };
     let name = event.event_type();
     match status {
