@@ -10,10 +10,12 @@ use std::sync::Arc;
 use aggregates::booking::{self, InventoryUpdate};
 use aggregates::{
     BookingLimits, CancelledBy, Decision, Guest, Hotel, HotelCommand, HotelDetails, HotelId,
-    InvalidInput, Nights, Rejection, Reservation, ReservationId, ReservationStatus, RoomCount,
+    InvalidInput, Nights, Rejection, Reservation, ReservationEvent, ReservationId,
+    ReservationStatus, RoomCount,
     RoomTypeDetails, RoomTypeId, StayDates,
 };
 use chrono::{DateTime, Duration, NaiveDate, Utc};
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -63,7 +65,7 @@ impl Caller {
         }
     }
 
-    fn may_act_on(&self, reservation: &Reservation) -> bool {
+    pub(crate) fn may_act_on(&self, reservation: &Reservation) -> bool {
         match self {
             Caller::Staff(_) => true,
             Caller::Channel(name) => reservation.details().is_some_and(|d| &d.channel == name),
@@ -100,6 +102,12 @@ pub struct ReservationView {
     pub hold_expires_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// What the guest paid (the authorization that confirmed it), in cents.
+    #[serde(default)]
+    pub paid_cents: i64,
+    /// What a cancellation gave back, in cents.
+    #[serde(default)]
+    pub refund_cents: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,12 +138,26 @@ impl ReservationView {
             hold_expires_at: d.hold_expires_at,
             created_at: d.created_at,
             updated_at: reservation.updated_at().unwrap_or(d.created_at),
+            paid_cents: reservation.payment().map_or(0, |p| p.amount_cents),
+            refund_cents: reservation.refund_cents(),
         })
     }
 }
 
 /// The outcome stored for an idempotent request: what the first attempt answered.
-type Outcome = Result<ReservationView, Rejection>;
+pub type Outcome = Result<ReservationView, Rejection>;
+
+/// Writes a caller adds to a reservation command's transaction once the decision is
+/// written (the payment saga resolves its step and stores its client's outcome there),
+/// so they commit or roll back with the events.
+pub trait AfterDecision: Sync {
+    fn write<'a>(
+        &'a self,
+        conn: &'a mut PgConnection,
+        outcome: &'a Outcome,
+        events: &'a [ReservationEvent],
+    ) -> BoxFuture<'a, Result<(), AttemptError>>;
+}
 
 /// The loaded state a reservation command decides on.
 pub struct Loaded<'a> {
@@ -592,6 +614,40 @@ impl CommandService {
         R: Serialize,
         F: Fn(Loaded<'_>) -> Result<Decision, Rejection>,
     {
+        Ok(self
+            .reservation_command_with(
+                caller,
+                scope,
+                key,
+                command,
+                request,
+                reservation_id,
+                extra_stay,
+                decide,
+                None,
+            )
+            .await??)
+    }
+
+    /// The shape of [`Self::reservation_command`], with `after` written in the same
+    /// transaction, and the rejection returned as the outcome rather than an error.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn reservation_command_with<R, F>(
+        &self,
+        caller: &Caller,
+        scope: &str,
+        key: Option<IdempotencyKey>,
+        command: &'static str,
+        request: &R,
+        reservation_id: ReservationId,
+        extra_stay: Option<StayDates>,
+        decide: F,
+        after: Option<&dyn AfterDecision>,
+    ) -> Result<Outcome, CommandError>
+    where
+        R: Serialize,
+        F: Fn(Loaded<'_>) -> Result<Decision, Rejection>,
+    {
         let fingerprint = key
             .map(|key| RequestFingerprint::new(scope, key, command, request))
             .transpose()?;
@@ -624,6 +680,9 @@ impl CommandService {
                     let outcome = Err(Rejection::ReservationNotFound);
                     if let Some(fingerprint) = &fingerprint {
                         idempotency::complete(&mut tx, fingerprint, &outcome).await?;
+                    }
+                    if let Some(after) = after {
+                        after.write(&mut tx, &outcome, &[]).await?;
                     }
                     return Ok(outcome);
                 };
@@ -659,7 +718,11 @@ impl CommandService {
                     nights: &nights.nights,
                     now,
                 });
-                finish(
+                let events = decision
+                    .as_ref()
+                    .map(|d| d.reservation.clone())
+                    .unwrap_or_default();
+                let outcome = finish(
                     &mut tx,
                     &metadata,
                     fingerprint.as_ref(),
@@ -668,13 +731,17 @@ impl CommandService {
                     decision,
                     now,
                 )
-                .await
+                .await?;
+                if let Some(after) = after {
+                    after.write(&mut tx, &outcome, &events).await?;
+                }
+                Ok(outcome)
             }
             .await;
             settle(tx, result).await
         })
         .await?;
-        Ok(outcome?)
+        Ok(outcome)
     }
 }
 
@@ -705,6 +772,10 @@ async fn finish(
                 .reservation(conn, reservation, &decision.reservation)
                 .await?;
             writer.flush(conn).await?;
+            if let Some(after) = &after {
+                crate::payments::outbox::enqueue(conn, after, &decision.reservation, now)
+                    .await?;
+            }
             let view = after.as_ref().and_then(|r| ReservationView::of(r, now));
             view.ok_or_else(|| {
                 AttemptError::Fatal(CommandError::Internal(

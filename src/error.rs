@@ -22,6 +22,9 @@ pub enum CommandError {
     /// The caller may not act on this reservation.
     #[error("this reservation belongs to another client")]
     Forbidden,
+    /// The payment gateway could not be reached; nothing was charged. Safe to retry.
+    #[error("the payment provider is unavailable: {0}")]
+    PaymentUnavailable(String),
     /// PostgreSQL could not be reached or failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),

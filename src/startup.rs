@@ -22,6 +22,9 @@ use crate::clock::{Clock, SystemClock};
 use crate::commands::{CommandService, WriteConfig};
 use crate::telemetry::{prometheus, Metrics};
 use crate::workers::{spawn_analytics_runners, spawn_audit_runner, spawn_availability_runner};
+use crate::payments::simulated::{SimulatedConfig, SimulatedGateway};
+use crate::payments::{PaymentConfig, PaymentService};
+use crate::workers::{spawn_payment_workers, PaymentWorkerConfig};
 use crate::write::Strategy;
 
 /// Everything `reservations serve` can be told, from flags or the environment.
@@ -66,6 +69,30 @@ pub struct Settings {
     #[arg(long, env = "DB_MAX_CONNECTIONS", default_value_t = 20,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub db_max_connections: u32,
+    /// Run the expiry sweeper, payment recovery and payment outbox in this process.
+    #[arg(long, env = "RUN_WORKERS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub run_workers: bool,
+    /// How long a confirm waits for the payment provider before answering 202.
+    #[arg(long, env = "PAYMENT_TIMEOUT_MS", default_value_t = 5_000,
+          value_parser = clap::value_parser!(u64).range(1..=120_000))]
+    pub payment_timeout_ms: u64,
+    /// How long an unanswered payment is left to its request and the webhook before
+    /// the recovery worker asks the provider.
+    #[arg(long, env = "PAYMENT_RECOVER_AFTER_SECONDS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub payment_recover_after_seconds: u64,
+    /// Simulated payment provider: latency of each call.
+    #[arg(long, env = "SIM_GATEWAY_LATENCY_MS", default_value_t = 50,
+          value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub sim_gateway_latency_ms: u64,
+    /// Simulated payment provider: delay before it sends each webhook.
+    #[arg(long, env = "SIM_WEBHOOK_DELAY_MS", default_value_t = 1_000,
+          value_parser = clap::value_parser!(u64).range(0..=600_000))]
+    pub sim_webhook_delay_ms: u64,
+    /// Simulated payment provider: how many times it delivers each webhook.
+    #[arg(long, env = "SIM_WEBHOOK_COPIES", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub sim_webhook_copies: u32,
 }
 
 impl Settings {
@@ -81,7 +108,30 @@ impl Settings {
             strategy: Strategy::Pessimistic,
             run_projections: true,
             db_max_connections: 20,
+            run_workers: true,
+            payment_timeout_ms: 5_000,
+            payment_recover_after_seconds: 30,
+            sim_gateway_latency_ms: 50,
+            sim_webhook_delay_ms: 1_000,
+            sim_webhook_copies: 1,
         }
+    }
+
+    pub fn payment_config(&self) -> PaymentConfig {
+        PaymentConfig {
+            call_timeout: std::time::Duration::from_millis(self.payment_timeout_ms),
+            recover_after: std::time::Duration::from_secs(self.payment_recover_after_seconds),
+        }
+    }
+
+    /// The simulated payment provider these settings describe.
+    pub fn simulated_gateway(&self) -> SimulatedGateway {
+        SimulatedGateway::new(SimulatedConfig {
+            latency: std::time::Duration::from_millis(self.sim_gateway_latency_ms),
+            webhook_delay: Some(std::time::Duration::from_millis(self.sim_webhook_delay_ms)),
+            webhook_copies: self.sim_webhook_copies,
+            shuffle_webhooks: false,
+        })
     }
 
     pub fn write_config(&self) -> WriteConfig {
@@ -100,6 +150,8 @@ pub struct Application {
     generated_admin_token: Option<String>,
     workers: Vec<JoinHandle<()>>,
     stop_workers: watch::Sender<bool>,
+    payments: PaymentService,
+    gateway: SimulatedGateway,
 }
 
 impl Application {
@@ -112,6 +164,17 @@ impl Application {
     pub async fn build_with_clock(
         settings: Settings,
         clock: Arc<dyn Clock>,
+    ) -> anyhow::Result<Self> {
+        let gateway = settings.simulated_gateway();
+        Self::build_with(settings, clock, gateway).await
+    }
+
+    /// As [`Self::build_with_clock`], with a given simulated payment provider (tests
+    /// configure when its webhooks arrive, and read its ledger).
+    pub async fn build_with(
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+        gateway: SimulatedGateway,
     ) -> anyhow::Result<Self> {
         let (tokens, generated_admin_token) = match settings.api_tokens.as_deref() {
             Some(spec) if !spec.trim().is_empty() => {
@@ -154,13 +217,48 @@ impl Application {
             workers.extend(spawn_analytics_runners(pool.clone(), stopped.clone()));
             workers.push(spawn_audit_runner(pool.clone(), stopped.clone()));
         }
+        let commands = CommandService::with_clock(pool.clone(), settings.write_config(), clock);
+        let payments = PaymentService::new(
+            commands.clone(),
+            Arc::new(gateway.clone()),
+            settings.payment_config(),
+        );
+        let webhook_secret: Option<Arc<str>> = settings
+            .payment_webhook_secret
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(Arc::from);
+        if let (Some(secret), Ok(addr)) = (&webhook_secret, listener.local_addr()) {
+            // The simulated provider calls back this very server.
+            let host = if addr.ip().is_unspecified() {
+                "127.0.0.1".to_owned()
+            } else {
+                addr.ip().to_string()
+            };
+            let host = if host.contains(':') { format!("[{host}]") } else { host };
+            gateway.deliver_webhooks_to(
+                format!("http://{host}:{}/v1/payments/webhook", addr.port()),
+                secret.as_bytes(),
+            );
+        } else {
+            tracing::warn!("PAYMENT_WEBHOOK_SECRET unset: webhooks are refused, and late payment results arrive only through recovery");
+        }
+        if settings.run_workers {
+            workers.push(spawn_payment_workers(
+                payments.clone(),
+                PaymentWorkerConfig::default(),
+                stopped.clone(),
+            ));
+        }
         let state = AppState {
-            commands: CommandService::with_clock(pool.clone(), settings.write_config(), clock),
+            commands,
             pool: pool.clone(),
             tokens: Arc::new(tokens),
             metrics: Metrics,
             prometheus: prometheus(),
             availability,
+            payments: payments.clone(),
+            webhook_secret,
         };
         Ok(Self {
             listener,
@@ -169,7 +267,19 @@ impl Application {
             generated_admin_token,
             workers,
             stop_workers,
+            payments,
+            gateway,
         })
+    }
+
+    /// The payment saga this server runs (tests drive its workers directly).
+    pub fn payments(&self) -> &PaymentService {
+        &self.payments
+    }
+
+    /// The simulated payment provider this server talks to.
+    pub fn gateway(&self) -> &SimulatedGateway {
+        &self.gateway
     }
 
     pub fn port(&self) -> u16 {

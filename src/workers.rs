@@ -250,3 +250,54 @@ mod tests {
         );
     }
 }
+
+/// How often the payment workers run, and when an in-flight request counts as dead.
+#[derive(Debug, Clone, Copy)]
+pub struct PaymentWorkerConfig {
+    pub interval: std::time::Duration,
+    pub abandon_after: chrono::Duration,
+    pub batch: i64,
+}
+
+impl Default for PaymentWorkerConfig {
+    fn default() -> Self {
+        Self {
+            interval: std::time::Duration::from_secs(1),
+            abandon_after: chrono::Duration::seconds(120),
+            batch: 200,
+        }
+    }
+}
+
+/// Runs the expiry sweeper, the payment recovery worker and the payment outbox in one
+/// loop until `shutdown` turns true; a pass in progress finishes first. Safe in every
+/// server process at once (each step is; see their modules).
+pub fn spawn_payment_workers(
+    payments: crate::payments::PaymentService,
+    config: PaymentWorkerConfig,
+    mut shutdown: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            if let Err(e) =
+                crate::sweeper::sweep_once(payments.commands(), config.batch, config.abandon_after)
+                    .await
+            {
+                tracing::warn!(error = %e, "expiry sweeper pass failed");
+            }
+            if let Err(e) = payments.recover_due(config.batch).await {
+                tracing::warn!(error = %e, "payment recovery pass failed");
+            }
+            if let Err(e) = payments.deliver_outbox(config.batch).await {
+                tracing::warn!(error = %e, "payment outbox pass failed");
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(config.interval) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    })
+}

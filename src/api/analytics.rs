@@ -321,6 +321,8 @@ fn reservation_out(row: ReservationRow, now: DateTime<Utc>) -> ReservationOut {
         hold_expires_at: row.hold_expires_at,
         created_at: row.created_at,
         updated_at: row.updated_at,
+        // The reservations view does not follow payments; the reservation itself does.
+        paid_cents: None,
         refund_cents: None,
     }
 }

@@ -158,6 +158,15 @@ impl From<CommandError> for ApiError {
                 ApiError::new(StatusCode::CONFLICT, "try_again", message).retry_after(1)
             }
             CommandError::Forbidden => ApiError::forbidden(message),
+            CommandError::PaymentUnavailable(reason) => {
+                tracing::warn!(%reason, "payment gateway unavailable");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "payment_unavailable",
+                    "the payment provider is unavailable; nothing was charged, try again shortly",
+                )
+                .retry_after(5)
+            }
             CommandError::Database(e) => database(e),
             CommandError::Internal(detail) => {
                 tracing::error!(%detail, "internal inconsistency");

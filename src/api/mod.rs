@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod error;
 pub mod extract;
 pub mod ops;
+pub mod payments;
 pub mod reservations;
 
 use std::sync::Arc;
@@ -44,6 +45,10 @@ pub struct AppState {
     pub prometheus: PrometheusHandle,
     /// The Redis read model of availability; `None` runs on PostgreSQL alone.
     pub availability: Option<AvailabilityCache>,
+    /// The payment saga (confirm, webhook).
+    pub payments: crate::payments::PaymentService,
+    /// The key that signs webhooks; `None` refuses them.
+    pub webhook_secret: Option<Arc<str>>,
 }
 
 /// A handle on the availability read model.
@@ -62,6 +67,7 @@ pub struct AvailabilityCache {
         catalog::get_hotel, catalog::search_hotels, catalog::availability,
         reservations::create, reservations::get, reservations::cancel,
         reservations::change_dates, reservations::events,
+        payments::confirm, payments::webhook,
         audit::feed, audit_verify::verify,
         analytics::occupancy, analytics::list_reservations,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi,
@@ -71,6 +77,7 @@ pub struct AvailabilityCache {
         (name = "catalog", description = "Hotels, room types and inventory (admin)"),
         (name = "browse", description = "Hotel look-ups and availability (any role)"),
         (name = "reservations", description = "The reservation lifecycle (channel)"),
+        (name = "payments", description = "The payment gateway's callback (signed, no bearer token)"),
         (name = "audit", description = "Event history (auditor)"),
         (name = "analytics", description = "Occupancy, revenue and reservation look-ups from the read side (admin, auditor; a channel sees its own reservations)"),
         (name = "operations", description = "Health, readiness, metrics"),
@@ -119,6 +126,11 @@ pub fn router(state: AppState) -> Router {
             "/v1/reservations/{reservation_id}/cancel",
             post(reservations::cancel),
         )
+        .route(
+            "/v1/reservations/{reservation_id}/confirm",
+            post(payments::confirm),
+        )
+        .route("/v1/payments/webhook", post(payments::webhook))
         .route(
             "/v1/reservations/{reservation_id}/change-dates",
             post(reservations::change_dates),

@@ -70,7 +70,13 @@ pub struct ReservationOut {
     pub hold_expires_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-    /// Present on a cancellation: what goes back to the guest's card.
+    /// What the guest paid (the card authorization that confirmed it); 0 before. Not
+    /// in the read-side look-up (`GET /v1/reservations?...`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paid_cents: Option<i64>,
+    /// Present on a cancelled reservation: what goes back to the guest's card (the
+    /// refund policy: 100% at 72 hours or more before check-in, 50% at 24 hours or
+    /// more, else 0; all of it when the hotel cancels).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refund_cents: Option<i64>,
 }
@@ -101,12 +107,14 @@ impl From<ReservationView> for ReservationOut {
             hold_expires_at: v.hold_expires_at,
             created_at: v.created_at,
             updated_at: v.updated_at,
-            refund_cents: None,
+            paid_cents: Some(v.paid_cents),
+            refund_cents: (v.status == aggregates::ReservationStatus::Cancelled)
+                .then_some(v.refund_cents),
         }
     }
 }
 
-fn caller(principal: &Principal) -> Result<Caller, ApiError> {
+pub(crate) fn caller(principal: &Principal) -> Result<Caller, ApiError> {
     match principal.role {
         Role::Channel => Ok(Caller::Channel(principal.name.clone())),
         Role::Admin => Ok(Caller::Staff(principal.name.clone())),
@@ -115,11 +123,11 @@ fn caller(principal: &Principal) -> Result<Caller, ApiError> {
 }
 
 /// The scope of idempotency keys: the calling token.
-fn client_scope(principal: &Principal) -> String {
+pub(crate) fn client_scope(principal: &Principal) -> String {
     format!("{}:{}", principal.role, principal.token_id)
 }
 
-fn reservation_id(raw: &str) -> Result<ReservationId, ApiError> {
+pub(crate) fn reservation_id(raw: &str) -> Result<ReservationId, ApiError> {
     ReservationId::parse(raw).map_err(|_| ApiError::not_found("no such reservation"))
 }
 
@@ -237,11 +245,7 @@ pub async fn cancel(
         .commands
         .cancel_as(&caller, &client_scope(&principal), key, id, reason)
         .await?;
-    let mut out = ReservationOut::from(view);
-    // No payment is taken before confirmation, and confirmation with payment is not
-    // served yet: nothing was charged, so nothing is refunded.
-    out.refund_cents = Some(0);
-    Ok(Json(out))
+    Ok(Json(ReservationOut::from(view)))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -161,3 +161,91 @@ pub async fn complete<T: Serialize>(
     }
     Ok(())
 }
+
+/// Marks the request as running across transactions (a payment): a retry meanwhile is
+/// `InFlight`; whoever finishes it stores the outcome with [`complete_in_flight`].
+pub async fn begin_in_flight(
+    conn: &mut PgConnection,
+    request: &RequestFingerprint,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), AttemptError> {
+    let written = sqlx::query(
+        "INSERT INTO idempotency_keys (client, key, request_hash, state, outcome, created_at)
+         VALUES ($1, $2, $3, 'in_flight', NULL, $4)
+         ON CONFLICT (client, key) DO UPDATE
+            SET request_hash = EXCLUDED.request_hash, state = 'in_flight', outcome = NULL,
+                created_at = EXCLUDED.created_at
+          WHERE idempotency_keys.state = 'abandoned'
+             OR idempotency_keys.created_at <= now() - interval '24 hours'",
+    )
+    .bind(&request.client)
+    .bind(request.key.as_str())
+    .bind(&request.request_hash)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    if written.rows_affected() != 1 {
+        return Err(AttemptError::Conflict);
+    }
+    Ok(())
+}
+
+/// Stores the outcome of a request that was in flight (or abandoned by the sweeper and
+/// not yet retried). `false` when someone else already stored one.
+pub async fn complete_in_flight<T: Serialize>(
+    conn: &mut PgConnection,
+    client: &str,
+    key: &str,
+    request_hash: &str,
+    outcome: &T,
+) -> Result<bool, AttemptError> {
+    let outcome = serde_json::to_value(outcome)
+        .map_err(|e| CommandError::Internal(format!("outcome not serializable: {e}")))?;
+    let written = sqlx::query(
+        "UPDATE idempotency_keys SET state = 'completed', outcome = $4
+          WHERE client = $1 AND key = $2 AND request_hash = $3
+            AND state IN ('in_flight', 'abandoned')",
+    )
+    .bind(client)
+    .bind(key)
+    .bind(request_hash)
+    .bind(&outcome)
+    .execute(&mut *conn)
+    .await?;
+    Ok(written.rows_affected() == 1)
+}
+
+/// Gives up on a request in flight, so that its retry runs again.
+pub async fn abandon(conn: &mut PgConnection, client: &str, key: &str) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE idempotency_keys SET state = 'abandoned'
+          WHERE client = $1 AND key = $2 AND state = 'in_flight'",
+    )
+    .bind(client)
+    .bind(key)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// The stored outcome of a finished request, if it has one.
+pub async fn completed<T: DeserializeOwned>(
+    conn: &mut PgConnection,
+    request: &RequestFingerprint,
+) -> Result<Option<T>, AttemptError> {
+    let outcome: Option<Option<serde_json::Value>> = sqlx::query_scalar(
+        "SELECT outcome FROM idempotency_keys
+          WHERE client = $1 AND key = $2 AND request_hash = $3 AND state = 'completed'",
+    )
+    .bind(&request.client)
+    .bind(request.key.as_str())
+    .bind(&request.request_hash)
+    .fetch_optional(&mut *conn)
+    .await?;
+    match outcome.flatten() {
+        None => Ok(None),
+        Some(value) => serde_json::from_value(value)
+            .map(Some)
+            .map_err(|e| CommandError::Internal(format!("stored outcome unreadable: {e}")).into()),
+    }
+}

@@ -1,0 +1,198 @@
+//! The payment outbox: calls to the gateway that a committed event decided, made once,
+//! after the commit.
+//!
+//! The event and its outbox row are written in one transaction (so a crash cannot keep
+//! one without the other); delivery happens later, outside any transaction: a worker
+//! leases due rows (`FOR UPDATE SKIP LOCKED`, so several processes share the work),
+//! calls the gateway under the row's key, and marks the row done. A worker that dies
+//! mid-call leaves the lease to run out; the next one repeats the call under the same
+//! key, which the gateway answers without acting twice. Rows of one reservation go in
+//! order: a refund waits for the capture it refunds.
+
+use std::time::Duration;
+
+use aggregates::{Reservation, ReservationEvent};
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool, Row};
+use uuid::Uuid;
+
+use super::gateway::{GatewayError, PaymentGateway};
+use crate::write::AttemptError;
+
+/// Records the gateway calls `events` decide for `reservation` (its state after them).
+/// Called inside the transaction that appends the events.
+pub async fn enqueue(
+    conn: &mut PgConnection,
+    reservation: &Reservation,
+    events: &[ReservationEvent],
+    now: DateTime<Utc>,
+) -> Result<(), AttemptError> {
+    let Some(details) = reservation.details() else {
+        return Ok(());
+    };
+    let id = details.reservation_id.as_uuid();
+    for event in events {
+        let row = match event {
+            ReservationEvent::ReservationConfirmed {
+                payment: Some(payment),
+                ..
+            } => Some((
+                "capture",
+                payment.provider_txn_id.clone(),
+                payment.amount_cents,
+                format!("{id}:capture"),
+            )),
+            ReservationEvent::ReservationCancelled { refund_cents, .. } if *refund_cents > 0 => {
+                reservation.payment().map(|payment| {
+                    (
+                        "refund",
+                        payment.provider_txn_id.clone(),
+                        *refund_cents,
+                        format!("{id}:refund"),
+                    )
+                })
+            }
+            ReservationEvent::LatePaymentRefunded {
+                provider_txn_id,
+                amount_cents,
+                ..
+            } => Some((
+                "void",
+                provider_txn_id.clone(),
+                *amount_cents,
+                format!("{id}:void:{provider_txn_id}"),
+            )),
+            _ => None,
+        };
+        if let Some((operation, txn, amount, key)) = row {
+            sqlx::query(
+                "INSERT INTO payment_outbox
+                    (reservation_id, operation, provider_txn_id, amount_cents, gateway_key,
+                     created_at, next_attempt_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $6)
+                 ON CONFLICT (gateway_key) DO NOTHING",
+            )
+            .bind(id)
+            .bind(operation)
+            .bind(&txn)
+            .bind(amount)
+            .bind(&key)
+            .bind(now)
+            .execute(&mut *conn)
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// One leased outbox row.
+#[derive(Debug)]
+struct Due {
+    id: i64,
+    reservation_id: Uuid,
+    operation: String,
+    provider_txn_id: String,
+    amount_cents: i64,
+    gateway_key: String,
+    attempts: i32,
+}
+
+/// What one delivery pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Delivered {
+    pub done: usize,
+    pub retrying: usize,
+    pub failed: usize,
+}
+
+/// Gives up on a row after this many attempts (a person has to look at it).
+const MAX_ATTEMPTS: i32 = 20;
+/// How long a worker may take with a leased row before another may try it.
+const LEASE: Duration = Duration::from_secs(60);
+
+/// Delivers up to `limit` due rows; safe to run in several processes at once.
+pub async fn deliver_due(
+    pool: &PgPool,
+    gateway: &dyn PaymentGateway,
+    now: DateTime<Utc>,
+    limit: i64,
+) -> Result<Delivered, sqlx::Error> {
+    let lease_until = now + chrono::Duration::from_std(LEASE).unwrap_or_default();
+    let rows = sqlx::query(
+        "UPDATE payment_outbox SET next_attempt_at = $2, attempts = attempts + 1
+          WHERE id IN (
+                SELECT o.id FROM payment_outbox o
+                 WHERE o.done_at IS NULL AND NOT o.failed AND o.next_attempt_at <= $1
+                   AND NOT EXISTS (SELECT 1 FROM payment_outbox p
+                                    WHERE p.reservation_id = o.reservation_id
+                                      AND p.id < o.id AND p.done_at IS NULL)
+                 ORDER BY o.id
+                 LIMIT $3
+                 FOR UPDATE SKIP LOCKED)
+          RETURNING id, reservation_id, operation, provider_txn_id, amount_cents,
+                    gateway_key, attempts",
+    )
+    .bind(now)
+    .bind(lease_until)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    let mut due = Vec::with_capacity(rows.len());
+    for row in rows {
+        due.push(Due {
+            id: row.try_get("id")?,
+            reservation_id: row.try_get("reservation_id")?,
+            operation: row.try_get("operation")?,
+            provider_txn_id: row.try_get("provider_txn_id")?,
+            amount_cents: row.try_get("amount_cents")?,
+            gateway_key: row.try_get("gateway_key")?,
+            attempts: row.try_get("attempts")?,
+        });
+    }
+    due.sort_by_key(|d| d.id);
+    let mut delivered = Delivered::default();
+    for row in due {
+        let key = row.gateway_key.as_str();
+        let txn = row.provider_txn_id.as_str();
+        let result = match row.operation.as_str() {
+            "capture" => gateway.capture(key, txn, row.amount_cents).await,
+            "refund" => gateway.refund(key, txn, row.amount_cents).await,
+            _ => gateway.void(key, txn).await,
+        };
+        match result {
+            Ok(()) => {
+                sqlx::query("UPDATE payment_outbox SET done_at = $2, last_error = NULL WHERE id = $1")
+                    .bind(row.id)
+                    .bind(now)
+                    .execute(pool)
+                    .await?;
+                metrics::counter!("payment_outbox_delivered_total", "operation" => row.operation.clone())
+                    .increment(1);
+                delivered.done += 1;
+            }
+            Err(e) => {
+                let give_up = matches!(e, GatewayError::Refused(_)) || row.attempts >= MAX_ATTEMPTS;
+                let backoff = chrono::Duration::seconds(1_i64 << row.attempts.clamp(0, 10));
+                tracing::warn!(reservation = %row.reservation_id, operation = %row.operation,
+                    attempts = row.attempts, give_up, error = %e, "payment outbox call failed");
+                sqlx::query(
+                    "UPDATE payment_outbox SET last_error = $2, failed = $3, next_attempt_at = $4
+                      WHERE id = $1",
+                )
+                .bind(row.id)
+                .bind(e.to_string())
+                .bind(give_up)
+                .bind(now + backoff)
+                .execute(pool)
+                .await?;
+                if give_up {
+                    metrics::counter!("payment_outbox_failed_total").increment(1);
+                    delivered.failed += 1;
+                } else {
+                    delivered.retrying += 1;
+                }
+            }
+        }
+    }
+    Ok(delivered)
+}
