@@ -11,8 +11,7 @@ use aggregates::booking::{self, InventoryUpdate};
 use aggregates::{
     BookingLimits, CancelledBy, Decision, Guest, Hotel, HotelCommand, HotelDetails, HotelId,
     InvalidInput, Nights, Rejection, Reservation, ReservationEvent, ReservationId,
-    ReservationStatus, RoomCount,
-    RoomTypeDetails, RoomTypeId, StayDates,
+    ReservationStatus, RoomCount, RoomTypeDetails, RoomTypeId, StayDates,
 };
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use futures::future::BoxFuture;
@@ -568,6 +567,43 @@ impl CommandService {
         .await
     }
 
+    /// As [`Self::expire_hold`] for the sweeper: `true` if this call recorded the
+    /// expiry, `false` if someone already had (or the reservation is no longer held).
+    pub async fn expire_lapsed(&self, reservation_id: ReservationId) -> Result<bool, CommandError> {
+        struct Recorded(std::sync::atomic::AtomicBool);
+        impl AfterDecision for Recorded {
+            fn write<'a>(
+                &'a self,
+                _conn: &'a mut PgConnection,
+                _outcome: &'a Outcome,
+                events: &'a [ReservationEvent],
+            ) -> BoxFuture<'a, Result<(), AttemptError>> {
+                self.0
+                    .store(!events.is_empty(), std::sync::atomic::Ordering::SeqCst);
+                Box::pin(async { Ok(()) })
+            }
+        }
+        let recorded = Recorded(std::sync::atomic::AtomicBool::new(false));
+        let outcome = self
+            .reservation_command_with(
+                &Caller::Staff(String::from("expiry")),
+                "expiry",
+                None,
+                "expire_hold",
+                &reservation_id,
+                reservation_id,
+                None,
+                |l| booking::expire_hold(l.reservation, l.nights, l.now),
+                Some(&recorded),
+            )
+            .await?;
+        match outcome {
+            Ok(_) => Ok(recorded.0.load(std::sync::atomic::Ordering::SeqCst)),
+            Err(Rejection::InvalidState { .. } | Rejection::HoldStillLive) => Ok(false),
+            Err(rejection) => Err(CommandError::Rejected(rejection)),
+        }
+    }
+
     /// The reservation as of now (read-your-writes: read from the inline state that the
     /// command wrote in its own transaction).
     pub async fn reservation(
@@ -773,8 +809,7 @@ async fn finish(
                 .await?;
             writer.flush(conn).await?;
             if let Some(after) = &after {
-                crate::payments::outbox::enqueue(conn, after, &decision.reservation, now)
-                    .await?;
+                crate::payments::outbox::enqueue(conn, after, &decision.reservation, now).await?;
             }
             let view = after.as_ref().and_then(|r| ReservationView::of(r, now));
             view.ok_or_else(|| {

@@ -20,10 +20,10 @@ use crate::api::auth::TokenTable;
 use crate::api::{router, AppState, AvailabilityCache};
 use crate::clock::{Clock, SystemClock};
 use crate::commands::{CommandService, WriteConfig};
-use crate::telemetry::{prometheus, Metrics};
-use crate::workers::{spawn_analytics_runners, spawn_audit_runner, spawn_availability_runner};
 use crate::payments::simulated::{SimulatedConfig, SimulatedGateway};
 use crate::payments::{PaymentConfig, PaymentService};
+use crate::telemetry::{prometheus, Metrics};
+use crate::workers::{spawn_analytics_runners, spawn_audit_runner, spawn_availability_runner};
 use crate::workers::{spawn_payment_workers, PaymentWorkerConfig};
 use crate::write::Strategy;
 
@@ -235,7 +235,11 @@ impl Application {
             } else {
                 addr.ip().to_string()
             };
-            let host = if host.contains(':') { format!("[{host}]") } else { host };
+            let host = if host.contains(':') {
+                format!("[{host}]")
+            } else {
+                host
+            };
             gateway.deliver_webhooks_to(
                 format!("http://{host}:{}/v1/payments/webhook", addr.port()),
                 secret.as_bytes(),

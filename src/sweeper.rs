@@ -8,7 +8,7 @@
 //! dropped. Several sweepers may run at once: expiring is idempotent and each
 //! reservation's commands are serialized by its row lock, so a hold expires once.
 
-use aggregates::{Rejection, ReservationId};
+use aggregates::ReservationId;
 use chrono::Duration;
 use uuid::Uuid;
 
@@ -43,13 +43,9 @@ pub async fn sweep_once(
     .await?;
     let mut swept = Swept::default();
     for id in lapsed {
-        match commands.expire_hold(ReservationId::from_uuid(id)).await {
-            Ok(_) => swept.expired += 1,
-            // Another sweeper, a payment or a cancellation got there first.
-            Err(CommandError::Rejected(
-                Rejection::InvalidState { .. } | Rejection::HoldStillLive,
-            )) => {}
-            Err(e) => return Err(e),
+        // `false`: another sweeper, a payment or a cancellation got there first.
+        if commands.expire_lapsed(ReservationId::from_uuid(id)).await? {
+            swept.expired += 1;
         }
     }
     let abandoned = sqlx::query(

@@ -24,5 +24,7 @@ mod lifecycle;
 mod malformed;
 #[path = "api/ops.rs"]
 mod ops;
+#[path = "api/payments.rs"]
+mod payments;
 #[path = "api/races.rs"]
 mod races;

@@ -61,12 +61,16 @@ pub async fn confirm(
     metrics::counter!("confirmations_total", "result" => format!("{:?}", reply.result).to_lowercase())
         .increment(1);
     Ok(match reply.result {
-        PaymentResult::Confirmed => {
-            (StatusCode::OK, Json(ReservationOut::from(reply.reservation))).into_response()
-        }
-        PaymentResult::Pending => {
-            (StatusCode::ACCEPTED, Json(ReservationOut::from(reply.reservation))).into_response()
-        }
+        PaymentResult::Confirmed => (
+            StatusCode::OK,
+            Json(ReservationOut::from(reply.reservation)),
+        )
+            .into_response(),
+        PaymentResult::Pending => (
+            StatusCode::ACCEPTED,
+            Json(ReservationOut::from(reply.reservation)),
+        )
+            .into_response(),
         PaymentResult::Declined => ApiError::new(
             StatusCode::PAYMENT_REQUIRED,
             "payment_declined",
@@ -158,7 +162,10 @@ pub async fn webhook(
         ));
     }
     if notice.amount_cents < 0 {
-        return Err(ApiError::invalid("amount_cents", "amount_cents: must not be negative"));
+        return Err(ApiError::invalid(
+            "amount_cents",
+            "amount_cents: must not be negative",
+        ));
     }
     let (result, view) = state
         .payments

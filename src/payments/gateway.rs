@@ -19,12 +19,10 @@ pub struct PaymentToken(String);
 
 impl PaymentToken {
     pub fn parse(value: &str) -> Result<Self, aggregates::InvalidInput> {
-        let valid = value
-            .strip_prefix("tok_")
-            .is_some_and(|rest| {
-                (1..=100).contains(&rest.len())
-                    && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            });
+        let valid = value.strip_prefix("tok_").is_some_and(|rest| {
+            (1..=100).contains(&rest.len())
+                && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        });
         if valid {
             Ok(Self(value.to_owned()))
         } else {
@@ -91,8 +89,10 @@ pub enum GatewayError {
 
 /// A card payment provider. Every method is idempotent under its key.
 pub trait PaymentGateway: Send + Sync {
-    fn authorize(&self, request: AuthorizeRequest)
-        -> BoxFuture<'_, Result<Authorization, GatewayError>>;
+    fn authorize(
+        &self,
+        request: AuthorizeRequest,
+    ) -> BoxFuture<'_, Result<Authorization, GatewayError>>;
 
     /// Take `amount_cents` of an authorization (at most its amount).
     fn capture<'a>(
@@ -138,7 +138,15 @@ mod tests {
     fn payment_tokens_start_with_tok_and_stay_plain() {
         assert!(PaymentToken::parse("tok_ok").is_ok());
         assert!(PaymentToken::parse("tok_visa_4242").is_ok());
-        for bad in ["", "tok_", "ok", "tok_a b", "tok_é", "tok_\0", &format!("tok_{}", "a".repeat(101))] {
+        for bad in [
+            "",
+            "tok_",
+            "ok",
+            "tok_a b",
+            "tok_é",
+            "tok_\0",
+            &format!("tok_{}", "a".repeat(101)),
+        ] {
             assert!(PaymentToken::parse(bad).is_err(), "{bad:?} accepted");
         }
     }

@@ -72,7 +72,9 @@ impl ConfirmReply {
                     expired_at: view.hold_expires_at,
                 })
             }
-            status @ ReservationStatus::Cancelled => return Err(Rejection::InvalidState { status }),
+            status @ ReservationStatus::Cancelled => {
+                return Err(Rejection::InvalidState { status })
+            }
         };
         Ok(ConfirmReply {
             result,
@@ -256,7 +258,8 @@ impl PaymentService {
             })
             | Err(GatewayError::Timeout) => self.pending(&fingerprint, reservation_id).await,
             Ok(authorization) => {
-                let resolution = resolution_of(&authorization).unwrap_or(Resolution::Declined(None));
+                let resolution =
+                    resolution_of(&authorization).unwrap_or(Resolution::Declined(None));
                 self.resolve(caller, reservation_id, resolution, Some(&fingerprint), None)
                     .await
                     .map(|(outcome, _)| outcome)
@@ -320,7 +323,9 @@ impl PaymentService {
             return Err(AttemptError::Fatal(CommandError::Forbidden));
         }
         let view = ReservationView::of(&loaded.reservation, now).ok_or_else(|| {
-            AttemptError::Fatal(CommandError::Internal("stored reservation without details".into()))
+            AttemptError::Fatal(CommandError::Internal(
+                "stored reservation without details".into(),
+            ))
         })?;
         if view.status != ReservationStatus::Held {
             // Confirmed already (a repeat under a new key), lapsed, cancelled, declined:
@@ -502,7 +507,13 @@ impl PaymentService {
         };
         let caller = Caller::Staff("payment-gateway".into());
         let (outcome, events) = self
-            .resolve(&caller, notice.reservation_id, resolution, None, Some(&notice))
+            .resolve(
+                &caller,
+                notice.reservation_id,
+                resolution,
+                None,
+                Some(&notice),
+            )
             .await?;
         if let Err(Rejection::ReservationNotFound) = outcome {
             return Err(CommandError::Rejected(Rejection::ReservationNotFound));

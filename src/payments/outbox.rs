@@ -161,11 +161,13 @@ pub async fn deliver_due(
         };
         match result {
             Ok(()) => {
-                sqlx::query("UPDATE payment_outbox SET done_at = $2, last_error = NULL WHERE id = $1")
-                    .bind(row.id)
-                    .bind(now)
-                    .execute(pool)
-                    .await?;
+                sqlx::query(
+                    "UPDATE payment_outbox SET done_at = $2, last_error = NULL WHERE id = $1",
+                )
+                .bind(row.id)
+                .bind(now)
+                .execute(pool)
+                .await?;
                 metrics::counter!("payment_outbox_delivered_total", "operation" => row.operation.clone())
                     .increment(1);
                 delivered.done += 1;

@@ -42,7 +42,11 @@ mod tests {
     fn a_signature_made_with_the_secret_verifies() {
         let signature = sign(b"secret", b"{\"a\":1}");
         assert!(verify(b"secret", b"{\"a\":1}", &signature));
-        assert!(verify(b"secret", b"{\"a\":1}", &format!("sha256={signature}")));
+        assert!(verify(
+            b"secret",
+            b"{\"a\":1}",
+            &format!("sha256={signature}")
+        ));
     }
 
     #[test]

@@ -278,16 +278,16 @@ impl SimulatedGateway {
             ),
             Some(txn) => match operation {
                 "capture" if txn.voided => Err(GatewayError::Refused("voided".into())),
-                "capture" if txn.captured_cents + amount_cents > txn.amount_cents => {
-                    Err(GatewayError::Refused("capture exceeds the authorization".into()))
-                }
+                "capture" if txn.captured_cents + amount_cents > txn.amount_cents => Err(
+                    GatewayError::Refused("capture exceeds the authorization".into()),
+                ),
                 "capture" => {
                     txn.captured_cents += amount_cents;
                     Ok(txn.reference.clone())
                 }
-                "void" if txn.captured_cents > 0 => {
-                    Err(GatewayError::Refused("already captured; refund instead".into()))
-                }
+                "void" if txn.captured_cents > 0 => Err(GatewayError::Refused(
+                    "already captured; refund instead".into(),
+                )),
                 "void" => {
                     txn.voided = true;
                     Ok(txn.reference.clone())
@@ -341,10 +341,14 @@ impl PaymentGateway for SimulatedGateway {
                             "tok_decline" => {
                                 (AuthorizationStatus::Declined, AuthorizationStatus::Declined)
                             }
-                            "tok_timeout" => {
-                                (AuthorizationStatus::Pending, AuthorizationStatus::Authorized)
-                            }
-                            _ => (AuthorizationStatus::Authorized, AuthorizationStatus::Authorized),
+                            "tok_timeout" => (
+                                AuthorizationStatus::Pending,
+                                AuthorizationStatus::Authorized,
+                            ),
+                            _ => (
+                                AuthorizationStatus::Authorized,
+                                AuthorizationStatus::Authorized,
+                            ),
                         };
                         let txn = Transaction {
                             reference: request.reference.clone(),
@@ -363,7 +367,9 @@ impl PaymentGateway for SimulatedGateway {
                                 amount_cents: request.amount_cents,
                             });
                         }
-                        state.by_key.insert(request.idempotency_key.clone(), txn_id.clone());
+                        state
+                            .by_key
+                            .insert(request.idempotency_key.clone(), txn_id.clone());
                         state.transactions.insert(txn_id.clone(), txn.clone());
                         (Some((txn_id.clone(), txn)), Some(txn_id))
                     }
@@ -373,7 +379,9 @@ impl PaymentGateway for SimulatedGateway {
                 self.report(txn_id);
             }
             let Some((txn_id, txn)) = answer else {
-                return Err(GatewayError::Unavailable("ledger lost a transaction".into()));
+                return Err(GatewayError::Unavailable(
+                    "ledger lost a transaction".into(),
+                ));
             };
             if txn.status == AuthorizationStatus::Pending {
                 // The bank is slow: the call does not come back before the caller gives

@@ -9,13 +9,15 @@ use chrono::{DateTime, Days, NaiveDate, Utc};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use reservations::clock::ManualClock;
+use reservations::payments::simulated::{SimulatedConfig, SimulatedGateway};
+use reservations::payments::PaymentService;
 use reservations::startup::{Application, Settings};
 use serde_json::{json, Value};
 use sqlx::Row;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-pub use crate::common::{assert_invariants, day, TestDb};
+pub use crate::common::{assert_invariants, assert_invariants_at, day, TestDb};
 
 pub const ADMIN: &str = "admin-token-1";
 pub const WEB: &str = "web-token-1";
@@ -36,13 +38,39 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub db: TestDb,
     pub clock: ManualClock,
+    /// The payment saga the server runs; tests run its workers' passes themselves.
+    pub payments: PaymentService,
+    /// The simulated payment provider: its ledger, and webhooks held until released.
+    pub gateway: SimulatedGateway,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<std::io::Result<()>>>,
 }
 
+/// The webhook secret the test servers share with their simulated provider.
+pub const WEBHOOK_SECRET: &str = "test-webhook-secret";
+
 /// Starts a server on a free port, on a fresh migrated database, with the test tokens
 /// and a manual clock set to the current time.
 pub async fn spawn_app() -> TestApp {
+    spawn_app_configured(|_| {}, test_gateway()).await
+}
+
+/// A simulated provider that answers at once and holds its webhooks until the test
+/// releases them.
+pub fn test_gateway() -> SimulatedConfig {
+    SimulatedConfig {
+        latency: Duration::ZERO,
+        webhook_delay: None,
+        webhook_copies: 1,
+        shuffle_webhooks: false,
+    }
+}
+
+/// As [`spawn_app`], with settings adjusted and a given provider.
+pub async fn spawn_app_configured(
+    adjust: impl FnOnce(&mut Settings),
+    gateway: SimulatedConfig,
+) -> TestApp {
     let db = TestDb::new().await;
     let mut settings = Settings::for_database(&db.url);
     settings.listen_addr = "127.0.0.1:0".into();
@@ -50,10 +78,17 @@ pub async fn spawn_app() -> TestApp {
     // The contract tests read availability from PostgreSQL (deterministic `as_of` from
     // the test clock); the Redis read model has its own tests in tests/read_side.rs.
     settings.run_projections = false;
+    // Tests run the sweeper, recovery and outbox passes themselves, when they choose.
+    settings.run_workers = false;
+    settings.payment_webhook_secret = Some(WEBHOOK_SECRET.into());
+    settings.payment_timeout_ms = 300;
+    adjust(&mut settings);
     let clock = ManualClock::new(Utc::now());
-    let app = Application::build_with_clock(settings, Arc::new(clock.clone()))
+    let gateway = SimulatedGateway::new(gateway);
+    let app = Application::build_with(settings, Arc::new(clock.clone()), gateway.clone())
         .await
         .expect("build the application");
+    let payments = app.payments().clone();
     let address = format!("http://127.0.0.1:{}", app.port());
     let (tx, rx) = oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until(async move {
@@ -69,6 +104,8 @@ pub async fn spawn_app() -> TestApp {
         client,
         db,
         clock,
+        payments,
+        gateway,
         shutdown: Some(tx),
         server: Some(server),
     }
@@ -328,6 +365,29 @@ impl TestApp {
         let reply = self.hold(token, key, body).await;
         reply.assert_status(201);
         reply.str("reservation_id")
+    }
+
+    pub async fn confirm(&self, token: &str, key: &str, id: &str, payment_token: &str) -> Reply {
+        self.post_json(
+            &format!("/v1/reservations/{id}/confirm"),
+            token,
+            key,
+            &json!({"payment_token": payment_token}),
+        )
+        .await
+    }
+
+    /// Posts a webhook body signed with the shared secret.
+    pub async fn webhook(&self, body: &Value) -> Reply {
+        let bytes = serde_json::to_vec(body).expect("json");
+        let signature = reservations::payments::signature::sign(WEBHOOK_SECRET.as_bytes(), &bytes);
+        self.send(
+            self.request(Method::POST, "/v1/payments/webhook", None)
+                .header(CONTENT_TYPE, "application/json")
+                .header("x-signature", signature)
+                .body(bytes),
+        )
+        .await
     }
 
     pub async fn get_reservation(&self, token: &str, id: &str) -> Reply {
