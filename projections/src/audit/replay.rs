@@ -545,11 +545,13 @@ mod tests {
         let held = ReservationEvent::ReservationHeld(details(1));
         let confirmed = ReservationEvent::ReservationConfirmed {
             confirmed_at: at(5),
+            payment: None,
         };
         let cancelled = ReservationEvent::ReservationCancelled {
             cancelled_at: at(6),
             reason: "plans".to_owned(),
             by: aggregates::CancelledBy::Guest,
+            refund_cents: 0,
         };
         let expired = ReservationEvent::HoldExpired { expired_at: at(15) };
         let ok = replay_reservation(&[held.clone(), confirmed.clone(), cancelled.clone()]);
