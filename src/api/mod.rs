@@ -30,6 +30,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::commands::CommandService;
+use crate::rate_limit::HoldLimiter;
 use crate::telemetry::Metrics;
 use auth::TokenTable;
 use error::ApiError;
@@ -44,6 +45,8 @@ pub struct AppState {
     pub prometheus: PrometheusHandle,
     /// The Redis read model of availability; `None` runs on PostgreSQL alone.
     pub availability: Option<AvailabilityCache>,
+    /// The per-guest hold limit; `None` when it is turned off or Redis is unusable.
+    pub hold_limiter: Option<HoldLimiter>,
 }
 
 /// A handle on the availability read model.

@@ -43,6 +43,11 @@ pub struct TestApp {
 /// Starts a server on a free port, on a fresh migrated database, with the test tokens
 /// and a manual clock set to the current time.
 pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// As [`spawn_app`], with `configure` given the last word on the settings.
+pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
     let db = TestDb::new().await;
     let mut settings = Settings::for_database(&db.url);
     settings.listen_addr = "127.0.0.1:0".into();
@@ -50,6 +55,12 @@ pub async fn spawn_app() -> TestApp {
     // The contract tests read availability from PostgreSQL (deterministic `as_of` from
     // the test clock); the Redis read model has its own tests in tests/read_side.rs.
     settings.run_projections = false;
+    // Most tests book as one guest many times within minutes (a hundred racing clients,
+    // replays, whole lifecycles), which the default per-guest hold limit (3 per 15
+    // minutes) would refuse. The limit has its own tests (rate_limit.rs), which spawn
+    // with the default settings.
+    settings.hold_limit_per_guest = 1_000_000;
+    configure(&mut settings);
     let clock = ManualClock::new(Utc::now());
     let app = Application::build_with_clock(settings, Arc::new(clock.clone()))
         .await
