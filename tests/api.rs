@@ -26,3 +26,5 @@ mod malformed;
 mod ops;
 #[path = "api/races.rs"]
 mod races;
+#[path = "api/rate_limit.rs"]
+mod rate_limit;
