@@ -9,6 +9,7 @@
 //! - [`startup`]: configuration and the `Application` (build on a port, run until
 //!   stopped);
 //! - [`db`]: connecting, creating and migrating the database;
+//! - [`rate_limit`]: the per-guest hold limit in Redis (fails open when Redis is down);
 //! - [`demo`]: the demo catalog `reservations seed-demo` loads;
 //! - [`workers`]: the registry of read-side projections (names, runners, rebuild,
 //!   status) that `serve` runs beside the API, and the audit log runner.
@@ -20,6 +21,7 @@ pub mod db;
 pub mod demo;
 pub mod error;
 pub mod payments;
+pub mod rate_limit;
 pub mod startup;
 pub mod sweeper;
 pub mod telemetry;

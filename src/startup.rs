@@ -22,6 +22,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::commands::{CommandService, WriteConfig};
 use crate::payments::simulated::{SimulatedConfig, SimulatedGateway};
 use crate::payments::{PaymentConfig, PaymentService};
+use crate::rate_limit::HoldLimiter;
 use crate::telemetry::{prometheus, Metrics};
 use crate::workers::{spawn_analytics_runners, spawn_audit_runner, spawn_availability_runner};
 use crate::workers::{spawn_payment_workers, PaymentWorkerConfig};
@@ -51,6 +52,15 @@ pub struct Settings {
     #[arg(long, env = "HOLD_TTL_SECONDS", default_value_t = 900,
           value_parser = clap::value_parser!(u32).range(1..=86_400))]
     pub hold_ttl_seconds: u32,
+    /// Holds one guest (e-mail) may make per channel within the window; beyond, 429.
+    /// 0 turns the limit off. Kept in Redis; while Redis is unreachable, holds are allowed.
+    #[arg(long, env = "HOLD_LIMIT_PER_GUEST", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub hold_limit_per_guest: u32,
+    /// The sliding window of the per-guest hold limit, in seconds.
+    #[arg(long, env = "HOLD_LIMIT_WINDOW_SECONDS", default_value_t = 900,
+          value_parser = clap::value_parser!(u32).range(1..=86_400))]
+    pub hold_limit_window_seconds: u32,
     /// HMAC key for `X-Signature` on the payment webhook; unset refuses the webhook.
     #[arg(long, env = "PAYMENT_WEBHOOK_SECRET", hide_env_values = true)]
     pub payment_webhook_secret: Option<String>,
@@ -104,6 +114,8 @@ impl Settings {
             listen_addr: "127.0.0.1:8080".into(),
             api_tokens: None,
             hold_ttl_seconds: 900,
+            hold_limit_per_guest: 3,
+            hold_limit_window_seconds: 900,
             payment_webhook_secret: None,
             strategy: Strategy::Pessimistic,
             run_projections: true,
@@ -192,15 +204,28 @@ impl Application {
         let listener = TcpListener::bind(&settings.listen_addr)
             .await
             .with_context(|| format!("binding {}", settings.listen_addr))?;
-        let keys = Keys::for_database(&database_name(&settings.database_url)?);
+        let database = database_name(&settings.database_url)?;
+        let keys = Keys::for_database(&database);
         // Redis is optional at start: the connection is lazy, and every reader falls
         // back to PostgreSQL while it is unreachable.
         let availability = match projections::availability::connect(&settings.redis_url) {
             Ok(redis) => Some(AvailabilityCache { redis, keys }),
             Err(e) => {
-                tracing::warn!(error = %e, "REDIS_URL unusable; availability is read from PostgreSQL");
+                tracing::warn!(error = %e, "REDIS_URL unusable; availability is read from PostgreSQL and the hold limit is off");
                 None
             }
+        };
+        // The hold limit shares the read model's connection; it fails open, so a Redis
+        // outage never stops bookings (see `rate_limit`).
+        let hold_limiter = match (&availability, settings.hold_limit_per_guest) {
+            (_, 0) => None,
+            (Some(cache), limit) => Some(HoldLimiter::new(
+                cache.redis.clone(),
+                &database,
+                limit,
+                std::time::Duration::from_secs(u64::from(settings.hold_limit_window_seconds)),
+            )),
+            (None, _) => None,
         };
         let (stop_workers, stopped) = watch::channel(false);
         let mut workers = Vec::new();
@@ -263,6 +288,7 @@ impl Application {
             availability,
             payments: payments.clone(),
             webhook_secret,
+            hold_limiter,
         };
         Ok(Self {
             listener,

@@ -70,4 +70,10 @@ impl Metrics {
         };
         metrics::counter!("bookings_total", "outcome" => outcome).increment(1);
     }
+
+    /// Counts a hold refused by the per-guest rate limit (`bookings_total` outcome
+    /// `rate_limited`).
+    pub fn booking_rate_limited(&self) {
+        metrics::counter!("bookings_total", "outcome" => "rate_limited").increment(1);
+    }
 }

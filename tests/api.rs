@@ -28,3 +28,5 @@ mod ops;
 mod payments;
 #[path = "api/races.rs"]
 mod races;
+#[path = "api/rate_limit.rs"]
+mod rate_limit;

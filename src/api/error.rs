@@ -87,6 +87,14 @@ impl ApiError {
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message).retry_after(2)
     }
+
+    /// 429: too many holds by one guest; `Retry-After` and `retry_after_seconds` say when
+    /// the next one is allowed.
+    pub fn rate_limited(message: impl Into<String>, retry_after_seconds: u32) -> Self {
+        Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message)
+            .with("retry_after_seconds", retry_after_seconds)
+            .retry_after(retry_after_seconds)
+    }
 }
 
 impl From<aggregates::InvalidInput> for ApiError {

@@ -31,6 +31,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::commands::CommandService;
+use crate::rate_limit::HoldLimiter;
 use crate::telemetry::Metrics;
 use auth::TokenTable;
 use error::ApiError;
@@ -49,6 +50,8 @@ pub struct AppState {
     pub payments: crate::payments::PaymentService,
     /// The key that signs webhooks; `None` refuses them.
     pub webhook_secret: Option<Arc<str>>,
+    /// The per-guest hold limit; `None` when it is turned off or Redis is unusable.
+    pub hold_limiter: Option<HoldLimiter>,
 }
 
 /// A handle on the availability read model.

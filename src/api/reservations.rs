@@ -14,6 +14,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, Idempotency};
 use super::AppState;
 use crate::commands::{Caller, HoldRequest, ReservationView};
+use crate::rate_limit::{retry_after_seconds, Admission, HoldAttempt, HoldLimiter};
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct GuestIn {
@@ -142,6 +143,8 @@ pub(crate) fn reservation_id(raw: &str) -> Result<ReservationId, ApiError> {
         (status = 409, description = "sold_out (names the night), price_changed, request_in_flight, try_again", body = ErrorBody),
         (status = 415, body = ErrorBody),
         (status = 422, description = "invalid dates or rooms, unknown hotel or room type, idempotency_key_reused", body = ErrorBody),
+        (status = 429, description = "rate_limited: this guest (e-mail) has used up its holds on this channel for the window; `Retry-After` and `retry_after_seconds` say when to try again", body = ErrorBody,
+            headers(("Retry-After" = u32, description = "seconds until the next hold is allowed"))),
         (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create(
@@ -159,13 +162,61 @@ pub async fn create(
         guest: Guest::parse(&body.guest.name, &body.guest.email)?,
         expected_total_cents: body.expected_total_cents,
     };
+    // An oversized stay is a 422 whatever the guest's allowance (the command checks it
+    // again).
+    state
+        .commands
+        .config()
+        .limits
+        .check_size(&request.stay, request.rooms)?;
+    let scope = client_scope(&principal);
+    let ticket = match &state.hold_limiter {
+        Some(limiter) => {
+            let attempt = HoldAttempt {
+                channel: &principal.name,
+                email: request.guest.email(),
+                scope: &scope,
+                idempotency_key: key.as_str(),
+            };
+            match limiter.admit(attempt, state.commands.now()).await {
+                Admission::Counted(ticket) => Some((limiter, ticket)),
+                Admission::Allowed => None,
+                Admission::Limited { retry_after } => {
+                    state.metrics.booking_rate_limited();
+                    return Err(rate_limited(limiter, retry_after));
+                }
+            }
+        }
+        None => None,
+    };
     // The channel owns the reservation; the key is scoped to the token.
     let result = state
         .commands
-        .hold_as(&principal.name, &client_scope(&principal), key, request)
+        .hold_as(&principal.name, &scope, key, request)
         .await;
     state.metrics.booking(&result);
+    // Only holds that succeed use up the guest's allowance.
+    if let (Err(_), Some((limiter, ticket))) = (&result, ticket) {
+        limiter.release(ticket).await;
+    }
     Ok((StatusCode::CREATED, Json(result?.into())))
+}
+
+fn rate_limited(limiter: &HoldLimiter, retry_after: std::time::Duration) -> ApiError {
+    let seconds = retry_after_seconds(retry_after);
+    let window = limiter.window().as_secs();
+    let window = if window % 60 == 0 {
+        format!("{} minutes", window / 60)
+    } else {
+        format!("{window} seconds")
+    };
+    ApiError::rate_limited(
+        format!(
+            "this guest already has {} holds on this channel within {window}; try again in {seconds} s",
+            limiter.limit()
+        ),
+        seconds,
+    )
 }
 
 /// The reservation as of now (read-your-writes).

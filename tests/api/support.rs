@@ -66,6 +66,11 @@ pub fn test_gateway() -> SimulatedConfig {
     }
 }
 
+/// As [`spawn_app`], with `configure` given the last word on the settings.
+pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
+    spawn_app_configured(configure, test_gateway()).await
+}
+
 /// As [`spawn_app`], with settings adjusted and a given provider.
 pub async fn spawn_app_configured(
     adjust: impl FnOnce(&mut Settings),
@@ -82,6 +87,11 @@ pub async fn spawn_app_configured(
     settings.run_workers = false;
     settings.payment_webhook_secret = Some(WEBHOOK_SECRET.into());
     settings.payment_timeout_ms = 300;
+    // Most tests book as one guest many times within minutes (a hundred racing clients,
+    // replays, whole lifecycles), which the default per-guest hold limit (3 per 15
+    // minutes) would refuse. The limit has its own tests (rate_limit.rs), which spawn
+    // with the default settings.
+    settings.hold_limit_per_guest = 1_000_000;
     adjust(&mut settings);
     let clock = ManualClock::new(Utc::now());
     let gateway = SimulatedGateway::new(gateway);
