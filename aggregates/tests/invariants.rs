@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use aggregates::booking::{self, HoldStay, InvalidInputRejection, InventoryUpdate};
 use aggregates::{
     BookingLimits, CancelledBy, Decision, Guest, Hotel, HotelCommand, HotelDetails, HotelEvent,
-    HotelId, Nights, Rejection, Reservation, ReservationEvent, ReservationId, ReservationStatus,
-    RoomCount, RoomNight, RoomNightEvent, RoomNightKey, RoomTypeDetails, RoomTypeId, StayDates,
+    HotelId, Nights, Payment, Rejection, Reservation, ReservationEvent, ReservationId,
+    ReservationStatus, RoomCount, RoomNight, RoomNightEvent, RoomNightKey, RoomTypeDetails,
+    RoomTypeId, StayDates,
 };
 use chrono::{DateTime, Duration, NaiveDate, TimeZone, Utc};
 use cqrs_es::Aggregate;
@@ -93,6 +94,15 @@ enum Op {
     Advance {
         minutes: i64,
     },
+    /// The gateway reports authorization `txn` (of the right amount, or not).
+    Authorize {
+        id: u128,
+        txn: u8,
+        right_amount: bool,
+    },
+    Decline {
+        id: u128,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -114,6 +124,9 @@ fn op() -> impl Strategy<Value = Op> {
             |(start, len, total, allowance, rate)| Op::SetInventory { start, len, total, allowance, rate }
         ),
         3 => (1..=20_i64).prop_map(|minutes| Op::Advance { minutes }),
+        3 => (1..=RESERVATION_IDS, 1..=3_u8, prop::bool::weighted(0.9))
+            .prop_map(|(id, txn, right_amount)| Op::Authorize { id, txn, right_amount }),
+        1 => (1..=RESERVATION_IDS).prop_map(|id| Op::Decline { id }),
     ]
 }
 
@@ -310,6 +323,52 @@ impl Model {
                 id,
                 booking::expire_hold(&self.reservation(id), &self.nights, now),
             ),
+            Op::Authorize {
+                id,
+                txn,
+                right_amount,
+            } => {
+                let reservation = self.reservation(id);
+                let amount = reservation.details().map_or(0, |d| d.total_cents)
+                    + if right_amount { 0 } else { 1 };
+                let txn = format!("{id}-{txn}");
+                let result = booking::apply_authorization(
+                    &reservation,
+                    &self.nights,
+                    now,
+                    Payment {
+                        provider_txn_id: txn.clone(),
+                        amount_cents: amount,
+                    },
+                );
+                // Oracle: a live hold paid in full is confirmed with this payment; a
+                // transaction seen before changes nothing; anything else is given back.
+                if let (Ok(decision), Some(status)) = (&result, reservation.status_at(now)) {
+                    let confirmed = decision
+                        .reservation
+                        .iter()
+                        .any(|e| matches!(e, ReservationEvent::ReservationConfirmed { .. }));
+                    let given_back = decision
+                        .reservation
+                        .iter()
+                        .any(|e| matches!(e, ReservationEvent::LatePaymentRefunded { .. }));
+                    if reservation.knows_payment(&txn) {
+                        assert!(decision.is_empty());
+                    } else {
+                        assert_eq!(
+                            confirmed,
+                            status == ReservationStatus::Held && right_amount,
+                            "{status:?}"
+                        );
+                        assert_eq!(given_back, !confirmed);
+                    }
+                }
+                (id, result)
+            }
+            Op::Decline { id } => (
+                id,
+                booking::decline_payment(&self.reservation(id), &self.nights, now, None),
+            ),
             Op::ChangeDates { id, start, len } => {
                 let new_stay = range(start, len);
                 let reservation = self.reservation(id);
@@ -468,6 +527,56 @@ impl Model {
         for (id, reservation) in &self.reservations {
             let details = reservation.details().expect("placed");
             let status = reservation.recorded_status().expect("placed");
+            // At most one payment is kept, only by a confirmed (or later cancelled)
+            // reservation, for its total; every other authorization was given back once.
+            let log = &self.reservation_logs[id];
+            let kept: Vec<_> = log
+                .iter()
+                .filter_map(|e| match e {
+                    ReservationEvent::ReservationConfirmed {
+                        payment: Some(p), ..
+                    } => Some(p.clone()),
+                    _ => None,
+                })
+                .collect();
+            assert!(kept.len() <= 1, "{id} kept {kept:?}");
+            if reservation.payment().is_some() {
+                assert!(matches!(
+                    status,
+                    ReservationStatus::Confirmed | ReservationStatus::Cancelled
+                ));
+            }
+            // A payment covers the total as it stood when it confirmed the stay (a later
+            // change of dates reprices the stay but does not settle the difference).
+            let mut total = None;
+            for event in log {
+                match event {
+                    ReservationEvent::ReservationHeld(d) => total = Some(d.total_cents),
+                    ReservationEvent::DatesChanged { total_cents, .. } => {
+                        total = Some(*total_cents)
+                    }
+                    ReservationEvent::ReservationConfirmed {
+                        payment: Some(p), ..
+                    } => assert_eq!(Some(p.amount_cents), total, "{id}"),
+                    _ => {}
+                }
+            }
+            let mut refunded: Vec<&str> = log
+                .iter()
+                .filter_map(|e| match e {
+                    ReservationEvent::LatePaymentRefunded {
+                        provider_txn_id, ..
+                    } => Some(provider_txn_id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let all = refunded.len();
+            refunded.sort_unstable();
+            refunded.dedup();
+            assert_eq!(refunded.len(), all, "{id}: a payment given back twice");
+            assert!(kept
+                .iter()
+                .all(|p| !refunded.contains(&p.provider_txn_id.as_str())));
             for date in details.stay.nights() {
                 let night = self.nights.get(&date);
                 let hold = night.and_then(|n| n.hold_of(id));
