@@ -83,7 +83,7 @@ pub struct Settings {
     #[arg(long, env = "RUN_WORKERS", default_value_t = true, action = clap::ArgAction::Set)]
     pub run_workers: bool,
     /// How long a confirm waits for the payment provider before answering 202.
-    #[arg(long, env = "PAYMENT_TIMEOUT_MS", default_value_t = 5_000,
+    #[arg(long, env = "PAYMENT_TIMEOUT_MS", default_value_t = 3_000,
           value_parser = clap::value_parser!(u64).range(1..=120_000))]
     pub payment_timeout_ms: u64,
     /// How long an unanswered payment is left to its request and the webhook before
@@ -96,7 +96,7 @@ pub struct Settings {
           value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub sim_gateway_latency_ms: u64,
     /// Simulated payment provider: delay before it sends each webhook.
-    #[arg(long, env = "SIM_WEBHOOK_DELAY_MS", default_value_t = 1_000,
+    #[arg(long, env = "SIM_WEBHOOK_DELAY_MS", default_value_t = 5_000,
           value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub sim_webhook_delay_ms: u64,
     /// Simulated payment provider: how many times it delivers each webhook.
@@ -121,10 +121,10 @@ impl Settings {
             run_projections: true,
             db_max_connections: 20,
             run_workers: true,
-            payment_timeout_ms: 5_000,
+            payment_timeout_ms: 3_000,
             payment_recover_after_seconds: 30,
             sim_gateway_latency_ms: 50,
-            sim_webhook_delay_ms: 1_000,
+            sim_webhook_delay_ms: 5_000,
             sim_webhook_copies: 1,
         }
     }

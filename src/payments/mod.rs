@@ -127,7 +127,7 @@ pub struct PaymentConfig {
 impl Default for PaymentConfig {
     fn default() -> Self {
         Self {
-            call_timeout: Duration::from_secs(5),
+            call_timeout: Duration::from_secs(3),
             recover_after: Duration::from_secs(30),
         }
     }

@@ -44,7 +44,7 @@ impl Default for SimulatedConfig {
     fn default() -> Self {
         Self {
             latency: Duration::from_millis(20),
-            webhook_delay: Some(Duration::from_secs(1)),
+            webhook_delay: Some(Duration::from_secs(5)),
             webhook_copies: 1,
             shuffle_webhooks: false,
         }
