@@ -83,8 +83,9 @@ pub struct Settings {
     #[arg(long, env = "RUN_WORKERS", default_value_t = true, action = clap::ArgAction::Set)]
     pub run_workers: bool,
     /// How long a confirm waits for the payment provider before answering 202.
+    /// At most 20 s, so a confirm always answers before the HTTP request timeout (30 s).
     #[arg(long, env = "PAYMENT_TIMEOUT_MS", default_value_t = 3_000,
-          value_parser = clap::value_parser!(u64).range(1..=120_000))]
+          value_parser = clap::value_parser!(u64).range(1..=20_000))]
     pub payment_timeout_ms: u64,
     /// How long an unanswered payment is left to its request and the webhook before
     /// the recovery worker asks the provider.
