@@ -60,10 +60,26 @@ async fn main() -> anyhow::Result<()> {
         }
     }
 
+    // SCENARIOS=hot,spread STRATEGIES=optimistic,pessimistic,group CLIENTS=1,8,32,64
+    // narrow a run.
+    let wanted = |var: &str, name: &str| {
+        std::env::var(var).map_or(true, |v| v.split(',').any(|w| w.trim() == name))
+    };
+    let clients_list: Vec<usize> = std::env::var("CLIENTS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|c| c.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 8, 32, 64]);
     println!("scenario  strategy     clients  holds/s   p50 ms   p99 ms  lost races  gave up");
     for scenario in [Scenario::Hot, Scenario::Spread] {
+        let scenario_name = if scenario == Scenario::Hot { "hot" } else { "spread" };
+        if !wanted("SCENARIOS", scenario_name) {
+            continue;
+        }
         for strategy in [Strategy::Optimistic, Strategy::Pessimistic] {
-            for clients in [1_usize, 8, 32, 64] {
+            if !wanted("STRATEGIES", &format!("{strategy:?}").to_lowercase()) {
+                continue;
+            }
+            for clients in clients_list.iter().copied() {
                 let svc = CommandService::new(
                     pool.clone(),
                     WriteConfig {
