@@ -799,29 +799,27 @@ async fn finish(
     decision: Result<Decision, Rejection>,
     now: DateTime<Utc>,
 ) -> Result<Outcome, AttemptError> {
-    let outcome = match decision {
-        Err(rejection) => Err(rejection),
+    let mut writer = Writer::new(metadata)?;
+    let (outcome, written) = match decision {
+        Err(rejection) => (Err(rejection), None),
         Ok(decision) => {
-            let mut writer = Writer::new(metadata)?;
-            writer.nights(conn, nights, &decision).await?;
-            let after = writer
-                .reservation(conn, reservation, &decision.reservation)
-                .await?;
-            writer.flush(conn).await?;
-            if let Some(after) = &after {
-                crate::payments::outbox::enqueue(conn, after, &decision.reservation, now).await?;
-            }
+            writer.queue_nights(nights, &decision)?;
+            let after = writer.queue_reservation(reservation, &decision.reservation)?;
             let view = after.as_ref().and_then(|r| ReservationView::of(r, now));
-            view.ok_or_else(|| {
+            let view = view.ok_or_else(|| {
                 AttemptError::Fatal(CommandError::Internal(
                     "a reservation command left no reservation".into(),
                 ))
-            })
-            .map(Ok)?
+            })?;
+            (Ok(view), after.map(|a| (a, decision.reservation)))
         }
     };
     if let Some(fingerprint) = fingerprint {
-        idempotency::complete(conn, fingerprint, &outcome).await?;
+        writer.queue_idempotency(fingerprint, &outcome)?;
+    }
+    writer.flush(conn).await?;
+    if let Some((after, events)) = written {
+        crate::payments::outbox::enqueue(conn, &after, &events, now).await?;
     }
     Ok(outcome)
 }

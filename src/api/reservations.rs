@@ -195,8 +195,11 @@ pub async fn create(
         .hold_as(&principal.name, &scope, key, request)
         .await;
     state.metrics.booking(&result);
-    // Only holds that succeed use up the guest's allowance.
-    if let (Err(_), Some((limiter, ticket))) = (&result, ticket) {
+    // Only holds that succeed use up the guest's allowance. `request_in_flight` is not
+    // a refusal: a duplicate of this request (the same key, so the same counted entry)
+    // is running and may well hold, so the entry stays.
+    let in_flight = matches!(result, Err(crate::error::CommandError::InFlight));
+    if let (Err(_), false, Some((limiter, ticket))) = (&result, in_flight, ticket) {
         limiter.release(ticket).await;
     }
     Ok((StatusCode::CREATED, Json(result?.into())))

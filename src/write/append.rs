@@ -12,7 +12,7 @@ use aggregates::{
 use chrono::{DateTime, NaiveDate, Utc};
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::Serialize;
-use sqlx::PgConnection;
+use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
 use super::{AttemptError, LoadedNights, LoadedReservation};
@@ -36,6 +36,7 @@ struct EventRow {
     event_type: String,
     event_version: String,
     payload: serde_json::Value,
+    metadata: serde_json::Value,
 }
 
 #[derive(Default)]
@@ -50,6 +51,7 @@ impl EventBatch {
         aggregate_id: &str,
         first_sequence: i64,
         events: &[E],
+        metadata: &serde_json::Value,
     ) -> Result<(), AttemptError> {
         for (offset, event) in events.iter().enumerate() {
             self.rows.push(EventRow {
@@ -59,6 +61,7 @@ impl EventBatch {
                 event_type: event.event_type(),
                 event_version: event.event_version(),
                 payload: serde_json::to_value(event).map_err(internal)?,
+                metadata: metadata.clone(),
             });
         }
         Ok(())
@@ -84,10 +87,20 @@ fn reservation_of(event: &RoomNightEvent) -> Option<ReservationId> {
     }
 }
 
-/// Collects everything one command writes, then writes it with a handful of statements.
+/// Collects everything a command (or a batch of commands) writes, then writes it all
+/// in ONE statement (`flush`): every changed night, allocation, reservation, event and
+/// idempotency record, as data-modifying CTEs over arrays. One round trip instead of
+/// one per table is most of what a booking costs beyond the baseline's bare UPDATE.
 pub struct Writer {
     metadata: serde_json::Value,
     events: EventBatch,
+    night_updates: NightRows,
+    night_inserts: NightRows,
+    gone: GoneRows,
+    kept: AllocationRows,
+    new_reservations: ReservationRows,
+    changed_reservations: ReservationRows,
+    idempotency: IdempotencyRows,
 }
 
 impl Writer {
@@ -95,22 +108,41 @@ impl Writer {
         Ok(Self {
             metadata: serde_json::to_value(metadata).map_err(internal)?,
             events: EventBatch::default(),
+            night_updates: NightRows::default(),
+            night_inserts: NightRows::default(),
+            gone: GoneRows::default(),
+            kept: AllocationRows::default(),
+            new_reservations: ReservationRows::default(),
+            changed_reservations: ReservationRows::default(),
+            idempotency: IdempotencyRows::default(),
         })
     }
 
-    /// Writes the changed nights of `decision` (counters with a version check, and the
-    /// allocations its events touched) and queues their events.
+    /// The metadata stored with the events queued from now on (a batch of commands has
+    /// one per command).
+    pub fn set_metadata(&mut self, metadata: &EventMetadata) -> Result<(), AttemptError> {
+        self.metadata = serde_json::to_value(metadata).map_err(internal)?;
+        Ok(())
+    }
+
+    /// Queues the changed nights of `decision` (counters with a version check, and the
+    /// allocations its events touched) and their events.
     pub async fn nights(
         &mut self,
-        conn: &mut PgConnection,
+        _conn: &mut PgConnection,
         loaded: &LoadedNights,
         decision: &Decision,
     ) -> Result<(), AttemptError> {
-        let mut updates = NightRows::default();
-        let mut inserts = NightRows::default();
-        let mut gone: (Vec<NaiveDate>, Vec<Uuid>) = Default::default();
-        let mut kept = AllocationRows::default();
+        self.queue_nights(loaded, decision)
+    }
 
+    /// As [`Self::nights`], without a connection: nothing is written before `flush`.
+    pub fn queue_nights(
+        &mut self,
+        loaded: &LoadedNights,
+        decision: &Decision,
+    ) -> Result<(), AttemptError> {
+        let (hotel, room_type) = (loaded.hotel_id.get(), loaded.room_type_id.get());
         for (key, events) in &decision.nights {
             let version = loaded.versions.get(&key.night).copied().unwrap_or(0);
             let mut after = loaded.nights.get(&key.night).cloned().unwrap_or_default();
@@ -118,123 +150,50 @@ impl Writer {
                 after.apply_event(event);
             }
             let new_version = version + events.len() as i64;
-            self.events
-                .push(RoomNight::TYPE, &key.stream_id(), version + 1, events)?;
+            self.events.push(
+                RoomNight::TYPE,
+                &key.stream_id(),
+                version + 1,
+                events,
+                &self.metadata,
+            )?;
             let rows = if version == 0 {
-                &mut inserts
+                &mut self.night_inserts
             } else {
-                &mut updates
+                &mut self.night_updates
             };
-            rows.push(key.night, &after, version, new_version)?;
+            rows.push(hotel, room_type, key.night, &after, version, new_version)?;
 
             let touched: BTreeSet<ReservationId> =
                 events.iter().filter_map(reservation_of).collect();
             for id in touched {
                 if let Some(hold) = after.hold_of(&id) {
-                    kept.push(key.night, id, hold.rooms, Some(hold.expires_at))?;
+                    self.kept
+                        .push(hotel, room_type, key.night, id, hold.rooms, Some(hold.expires_at))?;
                 } else if let Some(rooms) = after.confirmed_for(&id) {
-                    kept.push(key.night, id, rooms, None)?;
+                    self.kept.push(hotel, room_type, key.night, id, rooms, None)?;
                 } else {
-                    gone.0.push(key.night);
-                    gone.1.push(id.as_uuid());
+                    self.gone.push(hotel, room_type, key.night, id);
                 }
             }
-        }
-
-        let (hotel, room_type) = (loaded.hotel_id.get(), loaded.room_type_id.get());
-        if !updates.night.is_empty() {
-            let result = sqlx::query(
-                "UPDATE room_nights AS rn
-                    SET total_rooms = u.total_rooms, overbooking_allowance = u.allowance,
-                        rate_cents = u.rate_cents, confirmed = u.confirmed, held = u.held,
-                        version = u.new_version
-                   FROM unnest($3::date[], $4::int[], $5::int[], $6::bigint[], $7::int[],
-                               $8::int[], $9::bigint[], $10::bigint[])
-                        AS u(night, total_rooms, allowance, rate_cents, confirmed, held,
-                             expected, new_version)
-                  WHERE rn.hotel_id = $1 AND rn.room_type_id = $2 AND rn.night = u.night
-                    AND rn.version = u.expected",
-            )
-            .bind(hotel)
-            .bind(room_type)
-            .bind(&updates.night)
-            .bind(&updates.total_rooms)
-            .bind(&updates.allowance)
-            .bind(&updates.rate_cents)
-            .bind(&updates.confirmed)
-            .bind(&updates.held)
-            .bind(&updates.expected)
-            .bind(&updates.new_version)
-            .execute(&mut *conn)
-            .await?;
-            if result.rows_affected() != updates.night.len() as u64 {
-                return Err(AttemptError::Conflict);
-            }
-        }
-        if !inserts.night.is_empty() {
-            sqlx::query(
-                "INSERT INTO room_nights (hotel_id, room_type_id, night, total_rooms,
-                        overbooking_allowance, rate_cents, confirmed, held, version)
-                 SELECT $1, $2, u.night, u.total_rooms, u.allowance, u.rate_cents,
-                        u.confirmed, u.held, u.new_version
-                   FROM unnest($3::date[], $4::int[], $5::int[], $6::bigint[], $7::int[],
-                               $8::int[], $9::bigint[])
-                        AS u(night, total_rooms, allowance, rate_cents, confirmed, held,
-                             new_version)",
-            )
-            .bind(hotel)
-            .bind(room_type)
-            .bind(&inserts.night)
-            .bind(&inserts.total_rooms)
-            .bind(&inserts.allowance)
-            .bind(&inserts.rate_cents)
-            .bind(&inserts.confirmed)
-            .bind(&inserts.held)
-            .bind(&inserts.new_version)
-            .execute(&mut *conn)
-            .await?;
-        }
-        if !gone.0.is_empty() {
-            sqlx::query(
-                "DELETE FROM room_night_allocations AS a
-                  USING unnest($3::date[], $4::uuid[]) AS g(night, reservation_id)
-                  WHERE a.hotel_id = $1 AND a.room_type_id = $2
-                    AND a.night = g.night AND a.reservation_id = g.reservation_id",
-            )
-            .bind(hotel)
-            .bind(room_type)
-            .bind(&gone.0)
-            .bind(&gone.1)
-            .execute(&mut *conn)
-            .await?;
-        }
-        if !kept.night.is_empty() {
-            sqlx::query(
-                "INSERT INTO room_night_allocations
-                        (hotel_id, room_type_id, night, reservation_id, rooms, expires_at)
-                 SELECT $1, $2, k.night, k.reservation_id, k.rooms, k.expires_at
-                   FROM unnest($3::date[], $4::uuid[], $5::int[], $6::timestamptz[])
-                        AS k(night, reservation_id, rooms, expires_at)
-                 ON CONFLICT (hotel_id, room_type_id, night, reservation_id)
-                 DO UPDATE SET rooms = EXCLUDED.rooms, expires_at = EXCLUDED.expires_at",
-            )
-            .bind(hotel)
-            .bind(room_type)
-            .bind(&kept.night)
-            .bind(&kept.reservation_id)
-            .bind(&kept.rooms)
-            .bind(&kept.expires_at)
-            .execute(&mut *conn)
-            .await?;
         }
         Ok(())
     }
 
-    /// Writes a reservation's new state (insert when new, compare-and-set otherwise) and
-    /// queues its events. Returns the state after the events.
+    /// Queues a reservation's new state (insert when new, compare-and-set otherwise) and
+    /// its events. Returns the state after the events.
     pub async fn reservation(
         &mut self,
-        conn: &mut PgConnection,
+        _conn: &mut PgConnection,
+        before: Option<&LoadedReservation>,
+        events: &[ReservationEvent],
+    ) -> Result<Option<Reservation>, AttemptError> {
+        self.queue_reservation(before, events)
+    }
+
+    /// As [`Self::reservation`], without a connection.
+    pub fn queue_reservation(
+        &mut self,
         before: Option<&LoadedReservation>,
         events: &[ReservationEvent],
     ) -> Result<Option<Reservation>, AttemptError> {
@@ -251,68 +210,39 @@ impl Writer {
         let Some(details) = after.details() else {
             return Err(internal("a reservation event without the reservation"));
         };
-        let Some(status) = after.recorded_status() else {
-            return Err(internal("a reservation without a status"));
-        };
         let stream_id = aggregates::reservation::reservation_stream_id(
             details.hotel_id,
             details.reservation_id,
         );
-        self.events
-            .push(Reservation::TYPE, &stream_id, version + 1, events)?;
+        self.events.push(
+            Reservation::TYPE,
+            &stream_id,
+            version + 1,
+            events,
+            &self.metadata,
+        )?;
         let new_version = version + events.len() as i64;
-        let state = serde_json::to_value(&after).map_err(internal)?;
-        let updated_at: DateTime<Utc> = after.updated_at().unwrap_or(details.created_at);
-        if version == 0 {
-            sqlx::query(
-                "INSERT INTO reservations (reservation_id, stream_id, hotel_id, room_type_id,
-                        start_date, end_date, rooms, status, guest_name, guest_email, channel,
-                        total_cents, hold_expires_at, created_at, updated_at, state, version)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                         $16, $17)",
-            )
-            .bind(details.reservation_id.as_uuid())
-            .bind(&stream_id)
-            .bind(details.hotel_id.get())
-            .bind(details.room_type_id.get())
-            .bind(details.stay.start())
-            .bind(details.stay.end())
-            .bind(to_i32(details.rooms.get())?)
-            .bind(status.as_str())
-            .bind(details.guest.name())
-            .bind(details.guest.email())
-            .bind(&details.channel)
-            .bind(details.total_cents)
-            .bind(details.hold_expires_at)
-            .bind(details.created_at)
-            .bind(updated_at)
-            .bind(&state)
-            .bind(new_version)
-            .execute(&mut *conn)
-            .await?;
+        let rows = if version == 0 {
+            &mut self.new_reservations
         } else {
-            let result = sqlx::query(
-                "UPDATE reservations
-                    SET start_date = $2, end_date = $3, status = $4, total_cents = $5,
-                        updated_at = $6, state = $7, version = $8
-                  WHERE reservation_id = $1 AND version = $9",
-            )
-            .bind(details.reservation_id.as_uuid())
-            .bind(details.stay.start())
-            .bind(details.stay.end())
-            .bind(status.as_str())
-            .bind(details.total_cents)
-            .bind(updated_at)
-            .bind(&state)
-            .bind(new_version)
-            .bind(version)
-            .execute(&mut *conn)
-            .await?;
-            if result.rows_affected() != 1 {
-                return Err(AttemptError::Conflict);
-            }
-        }
+            &mut self.changed_reservations
+        };
+        rows.push(&after, stream_id, version, new_version)?;
         Ok(Some(after))
+    }
+
+    /// Queues the outcome of an idempotent request, stored with the writes.
+    pub fn queue_idempotency<T: Serialize>(
+        &mut self,
+        fingerprint: &super::RequestFingerprint,
+        outcome: &T,
+    ) -> Result<(), AttemptError> {
+        let outcome = serde_json::to_value(outcome).map_err(internal)?;
+        self.idempotency.client.push(fingerprint.client.clone());
+        self.idempotency.key.push(fingerprint.key.as_str().to_owned());
+        self.idempotency.request_hash.push(fingerprint.request_hash.clone());
+        self.idempotency.outcome.push(outcome);
+        Ok(())
     }
 
     /// Writes a hotel's new state and its room types, and queues its events.
@@ -333,8 +263,13 @@ impl Writer {
         let (Some(hotel_id), Some(details)) = (after.hotel_id(), after.details()) else {
             return Err(internal("a hotel event without the hotel"));
         };
-        self.events
-            .push(Hotel::TYPE, &hotel_id.to_string(), version + 1, events)?;
+        self.events.push(
+            Hotel::TYPE,
+            &hotel_id.to_string(),
+            version + 1,
+            events,
+            &self.metadata,
+        )?;
         let new_version = version + events.len() as i64;
         let state = serde_json::to_value(&after).map_err(internal)?;
         let written = if version == 0 {
@@ -392,13 +327,13 @@ impl Writer {
         Ok(after)
     }
 
-    /// Appends every queued event in one statement, in stream order; the primary key
-    /// rejects any stream version another writer appended first.
+    /// Writes everything queued in ONE statement: nights (compare-and-set on their
+    /// versions), allocations, reservations (insert, or compare-and-set), events (the
+    /// primary key rejects a stream version someone appended first) and idempotency
+    /// records (refused if the key was completed meanwhile). Any lost race rolls the
+    /// whole transaction back as `Conflict`.
     pub async fn flush(self, conn: &mut PgConnection) -> Result<(), AttemptError> {
         let mut rows = self.events.rows;
-        if rows.is_empty() {
-            return Ok(());
-        }
         // A fixed order (sorted stream ids) so concurrent writers meet in the same order.
         rows.sort_by(|a, b| {
             (a.aggregate_type, &a.aggregate_id, a.sequence).cmp(&(
@@ -407,35 +342,216 @@ impl Writer {
                 b.sequence,
             ))
         });
+        let nothing = rows.is_empty()
+            && self.night_updates.night.is_empty()
+            && self.night_inserts.night.is_empty()
+            && self.gone.night.is_empty()
+            && self.kept.night.is_empty()
+            && self.new_reservations.id.is_empty()
+            && self.changed_reservations.id.is_empty()
+            && self.idempotency.client.is_empty();
+        if nothing {
+            return Ok(());
+        }
         let types: Vec<&str> = rows.iter().map(|r| r.aggregate_type).collect();
         let ids: Vec<&str> = rows.iter().map(|r| r.aggregate_id.as_str()).collect();
         let sequences: Vec<i64> = rows.iter().map(|r| r.sequence).collect();
         let event_types: Vec<&str> = rows.iter().map(|r| r.event_type.as_str()).collect();
         let versions: Vec<&str> = rows.iter().map(|r| r.event_version.as_str()).collect();
         let payloads: Vec<&serde_json::Value> = rows.iter().map(|r| &r.payload).collect();
-        sqlx::query(
-            "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type,
-                    event_version, payload, metadata)
-             SELECT t, i, s, e, v, p, $7
-               FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[],
-                           $6::jsonb[]) AS u(t, i, s, e, v, p)",
-        )
-        .bind(&types)
-        .bind(&ids)
-        .bind(&sequences)
-        .bind(&event_types)
-        .bind(&versions)
-        .bind(&payloads)
-        .bind(&self.metadata)
-        .execute(&mut *conn)
-        .await?;
+        let metadata: Vec<&serde_json::Value> = rows.iter().map(|r| &r.metadata).collect();
+        let (u, i, g, k) = (
+            &self.night_updates,
+            &self.night_inserts,
+            &self.gone,
+            &self.kept,
+        );
+        let (nr, cr, idem) = (
+            &self.new_reservations,
+            &self.changed_reservations,
+            &self.idempotency,
+        );
+        let counts = sqlx::query(WRITE_ALL)
+            // $1-$10: nights to update
+            .bind(&u.hotel)
+            .bind(&u.room_type)
+            .bind(&u.night)
+            .bind(&u.total_rooms)
+            .bind(&u.allowance)
+            .bind(&u.rate_cents)
+            .bind(&u.confirmed)
+            .bind(&u.held)
+            .bind(&u.expected)
+            .bind(&u.new_version)
+            // $11-$19: nights to insert
+            .bind(&i.hotel)
+            .bind(&i.room_type)
+            .bind(&i.night)
+            .bind(&i.total_rooms)
+            .bind(&i.allowance)
+            .bind(&i.rate_cents)
+            .bind(&i.confirmed)
+            .bind(&i.held)
+            .bind(&i.new_version)
+            // $20-$23: allocations gone
+            .bind(&g.hotel)
+            .bind(&g.room_type)
+            .bind(&g.night)
+            .bind(&g.reservation_id)
+            // $24-$29: allocations kept
+            .bind(&k.hotel)
+            .bind(&k.room_type)
+            .bind(&k.night)
+            .bind(&k.reservation_id)
+            .bind(&k.rooms)
+            .bind(&k.expires_at)
+            // $30-$46: new reservations
+            .bind(&nr.id)
+            .bind(&nr.stream_id)
+            .bind(&nr.hotel)
+            .bind(&nr.room_type)
+            .bind(&nr.start_date)
+            .bind(&nr.end_date)
+            .bind(&nr.rooms)
+            .bind(&nr.status)
+            .bind(&nr.guest_name)
+            .bind(&nr.guest_email)
+            .bind(&nr.channel)
+            .bind(&nr.total_cents)
+            .bind(&nr.hold_expires_at)
+            .bind(&nr.created_at)
+            .bind(&nr.updated_at)
+            .bind(&nr.state)
+            .bind(&nr.new_version)
+            // $47-$55: changed reservations
+            .bind(&cr.id)
+            .bind(&cr.start_date)
+            .bind(&cr.end_date)
+            .bind(&cr.status)
+            .bind(&cr.total_cents)
+            .bind(&cr.updated_at)
+            .bind(&cr.state)
+            .bind(&cr.new_version)
+            .bind(&cr.expected)
+            // $56-$62: events
+            .bind(&types)
+            .bind(&ids)
+            .bind(&sequences)
+            .bind(&event_types)
+            .bind(&versions)
+            .bind(&payloads)
+            .bind(&metadata)
+            // $63-$66: idempotency records
+            .bind(&idem.client)
+            .bind(&idem.key)
+            .bind(&idem.request_hash)
+            .bind(&idem.outcome)
+            .fetch_one(&mut *conn)
+            .await?;
+        let updated: i64 = counts.try_get("nights_updated")?;
+        let changed: i64 = counts.try_get("reservations_changed")?;
+        let completed: i64 = counts.try_get("idempotency_written")?;
+        if updated != u.night.len() as i64
+            || changed != cr.id.len() as i64
+            || completed != idem.client.len() as i64
+        {
+            // A night or reservation moved since it was loaded, or a request with the
+            // same key finished first: start over (a replay then finds its outcome).
+            return Err(AttemptError::Conflict);
+        }
         Ok(())
     }
 }
 
+/// Everything a command writes, in one statement. The sub-statements run on one
+/// snapshot and never touch the same row twice (a night is updated or inserted, an
+/// allocation kept or gone, a reservation inserted or changed), so their order does not
+/// matter; CHECKs, keys and foreign keys are checked as for separate statements.
+const WRITE_ALL: &str = "
+WITH nights_updated AS (
+    UPDATE room_nights AS rn
+       SET total_rooms = u.total_rooms, overbooking_allowance = u.allowance,
+           rate_cents = u.rate_cents, confirmed = u.confirmed, held = u.held,
+           version = u.new_version
+      FROM unnest($1::bigint[], $2::bigint[], $3::date[], $4::int[], $5::int[],
+                  $6::bigint[], $7::int[], $8::int[], $9::bigint[], $10::bigint[])
+           AS u(hotel_id, room_type_id, night, total_rooms, allowance, rate_cents,
+                confirmed, held, expected, new_version)
+     WHERE rn.hotel_id = u.hotel_id AND rn.room_type_id = u.room_type_id
+       AND rn.night = u.night AND rn.version = u.expected
+    RETURNING 1
+), nights_inserted AS (
+    INSERT INTO room_nights (hotel_id, room_type_id, night, total_rooms,
+           overbooking_allowance, rate_cents, confirmed, held, version)
+    SELECT * FROM unnest($11::bigint[], $12::bigint[], $13::date[], $14::int[], $15::int[],
+                         $16::bigint[], $17::int[], $18::int[], $19::bigint[])
+    RETURNING 1
+), allocations_gone AS (
+    DELETE FROM room_night_allocations AS a
+     USING unnest($20::bigint[], $21::bigint[], $22::date[], $23::uuid[])
+           AS g(hotel_id, room_type_id, night, reservation_id)
+     WHERE a.hotel_id = g.hotel_id AND a.room_type_id = g.room_type_id
+       AND a.night = g.night AND a.reservation_id = g.reservation_id
+    RETURNING 1
+), allocations_kept AS (
+    INSERT INTO room_night_allocations
+           (hotel_id, room_type_id, night, reservation_id, rooms, expires_at)
+    SELECT * FROM unnest($24::bigint[], $25::bigint[], $26::date[], $27::uuid[],
+                         $28::int[], $29::timestamptz[])
+    ON CONFLICT (hotel_id, room_type_id, night, reservation_id)
+    DO UPDATE SET rooms = EXCLUDED.rooms, expires_at = EXCLUDED.expires_at
+    RETURNING 1
+), reservations_inserted AS (
+    INSERT INTO reservations (reservation_id, stream_id, hotel_id, room_type_id,
+           start_date, end_date, rooms, status, guest_name, guest_email, channel,
+           total_cents, hold_expires_at, created_at, updated_at, state, version)
+    SELECT * FROM unnest($30::uuid[], $31::text[], $32::bigint[], $33::bigint[],
+                         $34::date[], $35::date[], $36::int[], $37::text[], $38::text[],
+                         $39::text[], $40::text[], $41::bigint[], $42::timestamptz[],
+                         $43::timestamptz[], $44::timestamptz[], $45::jsonb[], $46::bigint[])
+    RETURNING 1
+), reservations_changed AS (
+    UPDATE reservations AS r
+       SET start_date = c.start_date, end_date = c.end_date, status = c.status,
+           total_cents = c.total_cents, updated_at = c.updated_at, state = c.state,
+           version = c.new_version
+      FROM unnest($47::uuid[], $48::date[], $49::date[], $50::text[], $51::bigint[],
+                  $52::timestamptz[], $53::jsonb[], $54::bigint[], $55::bigint[])
+           AS c(reservation_id, start_date, end_date, status, total_cents, updated_at,
+                state, new_version, expected)
+     WHERE r.reservation_id = c.reservation_id AND r.version = c.expected
+    RETURNING 1
+), events_appended AS (
+    INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type,
+           event_version, payload, metadata)
+    SELECT * FROM unnest($56::text[], $57::text[], $58::bigint[], $59::text[],
+                         $60::text[], $61::jsonb[], $62::jsonb[])
+    RETURNING 1
+), idempotency_written AS (
+    INSERT INTO idempotency_keys (client, key, request_hash, state, outcome)
+    SELECT c, k, h, 'completed', o
+      FROM unnest($63::text[], $64::text[], $65::text[], $66::jsonb[]) AS i(c, k, h, o)
+    ON CONFLICT (client, key) DO UPDATE
+       SET request_hash = EXCLUDED.request_hash, state = 'completed',
+           outcome = EXCLUDED.outcome, created_at = now()
+     WHERE idempotency_keys.state = 'abandoned'
+        OR idempotency_keys.created_at <= now() - interval '24 hours'
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM nights_updated) AS nights_updated,
+       (SELECT count(*) FROM nights_inserted) AS nights_inserted,
+       (SELECT count(*) FROM allocations_gone) AS allocations_gone,
+       (SELECT count(*) FROM allocations_kept) AS allocations_kept,
+       (SELECT count(*) FROM reservations_inserted) AS reservations_inserted,
+       (SELECT count(*) FROM reservations_changed) AS reservations_changed,
+       (SELECT count(*) FROM events_appended) AS events_appended,
+       (SELECT count(*) FROM idempotency_written) AS idempotency_written";
+
 /// `room_nights` rows to write, column by column.
 #[derive(Default)]
 struct NightRows {
+    hotel: Vec<i64>,
+    room_type: Vec<i64>,
     night: Vec<NaiveDate>,
     total_rooms: Vec<i32>,
     allowance: Vec<i32>,
@@ -449,6 +565,8 @@ struct NightRows {
 impl NightRows {
     fn push(
         &mut self,
+        hotel: i64,
+        room_type: i64,
         night: NaiveDate,
         state: &RoomNight,
         expected: i64,
@@ -457,6 +575,8 @@ impl NightRows {
         let Some(levels) = state.levels() else {
             return Err(internal("a night without inventory cannot be written"));
         };
+        self.hotel.push(hotel);
+        self.room_type.push(room_type);
         self.night.push(night);
         self.total_rooms.push(to_i32(levels.total_rooms())?);
         self.allowance.push(to_i32(levels.overbooking_allowance())?);
@@ -469,9 +589,29 @@ impl NightRows {
     }
 }
 
+/// `room_night_allocations` rows to delete.
+#[derive(Default)]
+struct GoneRows {
+    hotel: Vec<i64>,
+    room_type: Vec<i64>,
+    night: Vec<NaiveDate>,
+    reservation_id: Vec<Uuid>,
+}
+
+impl GoneRows {
+    fn push(&mut self, hotel: i64, room_type: i64, night: NaiveDate, id: ReservationId) {
+        self.hotel.push(hotel);
+        self.room_type.push(room_type);
+        self.night.push(night);
+        self.reservation_id.push(id.as_uuid());
+    }
+}
+
 /// `room_night_allocations` rows to upsert, column by column.
 #[derive(Default)]
 struct AllocationRows {
+    hotel: Vec<i64>,
+    room_type: Vec<i64>,
     night: Vec<NaiveDate>,
     reservation_id: Vec<Uuid>,
     rooms: Vec<i32>,
@@ -481,15 +621,86 @@ struct AllocationRows {
 impl AllocationRows {
     fn push(
         &mut self,
+        hotel: i64,
+        room_type: i64,
         night: NaiveDate,
         id: ReservationId,
         rooms: u32,
         expires_at: Option<DateTime<Utc>>,
     ) -> Result<(), AttemptError> {
+        self.hotel.push(hotel);
+        self.room_type.push(room_type);
         self.night.push(night);
         self.reservation_id.push(id.as_uuid());
         self.rooms.push(to_i32(rooms)?);
         self.expires_at.push(expires_at);
         Ok(())
     }
+}
+
+/// `reservations` rows to insert or compare-and-set, column by column.
+#[derive(Default)]
+struct ReservationRows {
+    id: Vec<Uuid>,
+    stream_id: Vec<String>,
+    hotel: Vec<i64>,
+    room_type: Vec<i64>,
+    start_date: Vec<NaiveDate>,
+    end_date: Vec<NaiveDate>,
+    rooms: Vec<i32>,
+    status: Vec<&'static str>,
+    guest_name: Vec<String>,
+    guest_email: Vec<String>,
+    channel: Vec<String>,
+    total_cents: Vec<i64>,
+    hold_expires_at: Vec<DateTime<Utc>>,
+    created_at: Vec<DateTime<Utc>>,
+    updated_at: Vec<DateTime<Utc>>,
+    state: Vec<serde_json::Value>,
+    expected: Vec<i64>,
+    new_version: Vec<i64>,
+}
+
+impl ReservationRows {
+    fn push(
+        &mut self,
+        after: &Reservation,
+        stream_id: String,
+        expected: i64,
+        new_version: i64,
+    ) -> Result<(), AttemptError> {
+        let (Some(details), Some(status)) = (after.details(), after.recorded_status()) else {
+            return Err(internal("a reservation without details or status"));
+        };
+        self.id.push(details.reservation_id.as_uuid());
+        self.stream_id.push(stream_id);
+        self.hotel.push(details.hotel_id.get());
+        self.room_type.push(details.room_type_id.get());
+        self.start_date.push(details.stay.start());
+        self.end_date.push(details.stay.end());
+        self.rooms.push(to_i32(details.rooms.get())?);
+        self.status.push(status.as_str());
+        self.guest_name.push(details.guest.name().to_owned());
+        self.guest_email.push(details.guest.email().to_owned());
+        self.channel.push(details.channel.clone());
+        self.total_cents.push(details.total_cents);
+        self.hold_expires_at.push(details.hold_expires_at);
+        self.created_at.push(details.created_at);
+        self.updated_at
+            .push(after.updated_at().unwrap_or(details.created_at));
+        self.state
+            .push(serde_json::to_value(after).map_err(internal)?);
+        self.expected.push(expected);
+        self.new_version.push(new_version);
+        Ok(())
+    }
+}
+
+/// Idempotency records to store as completed, column by column.
+#[derive(Default)]
+struct IdempotencyRows {
+    client: Vec<String>,
+    key: Vec<String>,
+    request_hash: Vec<String>,
+    outcome: Vec<serde_json::Value>,
 }
