@@ -349,16 +349,27 @@ impl CommandService {
         let outcome = with_retries(self.config.retry, |_| async {
             let mut tx = self.pool.begin().await?;
             let result: Result<Outcome, AttemptError> = async {
-                if let Some(stored) = idempotency::claim::<Outcome>(&mut tx, &fingerprint).await? {
-                    return Ok(stored);
-                }
                 let mut loader = Loader { conn: &mut tx };
-                if self.config.strategy.locks_nights() {
-                    loader
-                        .lock_room_type(request.hotel_id, request.room_type_id)
-                        .await?;
+                let opened = loader
+                    .open(
+                        &[&fingerprint],
+                        request.hotel_id,
+                        request.room_type_id,
+                        self.config.strategy.locks_nights(),
+                    )
+                    .await?;
+                let claim = opened.claims.into_iter().next();
+                match claim {
+                    Some(claim) if claim.claimed => {
+                        if let Some(stored) =
+                            idempotency::judge::<Outcome>(&fingerprint, claim.record)?
+                        {
+                            return Ok(stored);
+                        }
+                    }
+                    _ => return Err(CommandError::InFlight.into()),
                 }
-                let (hotel, _) = loader.hotel(request.hotel_id).await?;
+                let hotel = opened.hotel;
                 let nights = loader
                     .nights(
                         request.hotel_id,

@@ -77,7 +77,7 @@ impl RequestFingerprint {
 
     /// The advisory lock id for this (client, key): 64 bits of a SHA-256. A collision
     /// only makes an unrelated request wait its turn (`InFlight`), never share an outcome.
-    fn lock_id(&self) -> i64 {
+    pub fn lock_id(&self) -> i64 {
         let mut hasher = Sha256::new();
         hasher.update(self.client.as_bytes());
         hasher.update([0]);
@@ -113,15 +113,39 @@ pub async fn claim<T: DeserializeOwned>(
     let Some(row) = row else {
         return Ok(None);
     };
-    let hash: String = row.try_get("request_hash")?;
-    if hash != request.request_hash {
+    let record = StoredRecord {
+        request_hash: row.try_get("request_hash")?,
+        state: row.try_get("state")?,
+        outcome: row.try_get("outcome")?,
+    };
+    judge(request, Some(record))
+}
+
+/// An idempotency record as read, not yet judged.
+#[derive(Debug, Clone)]
+pub struct StoredRecord {
+    pub request_hash: String,
+    pub state: String,
+    pub outcome: Option<serde_json::Value>,
+}
+
+/// What a claimed request should do given its stored record: `None` run it, `Some`
+/// replay the stored outcome; a different request under the key is `KeyReused`, one
+/// still running `InFlight`.
+pub fn judge<T: DeserializeOwned>(
+    request: &RequestFingerprint,
+    record: Option<StoredRecord>,
+) -> Result<Option<T>, AttemptError> {
+    let Some(record) = record else {
+        return Ok(None);
+    };
+    if record.request_hash != request.request_hash {
         return Err(CommandError::KeyReused.into());
     }
-    let state: String = row.try_get("state")?;
-    match state.as_str() {
+    match record.state.as_str() {
         "completed" => {
-            let outcome: Option<serde_json::Value> = row.try_get("outcome")?;
-            let outcome = outcome
+            let outcome = record
+                .outcome
                 .ok_or_else(|| CommandError::Internal("completed record without outcome".into()))?;
             let decoded = serde_json::from_value(outcome)
                 .map_err(|e| CommandError::Internal(format!("stored outcome unreadable: {e}")))?;

@@ -41,6 +41,21 @@ pub struct LoadedNights {
     pub versions: BTreeMap<NaiveDate, i64>,
 }
 
+/// What [`Loader::open`] found: the hotel, and each request's claim in request order.
+#[derive(Debug)]
+pub struct Opened {
+    pub hotel: Hotel,
+    pub hotel_version: i64,
+    pub claims: Vec<Claim>,
+}
+
+/// One request's idempotency claim: whether its key's lock is ours, and its record.
+#[derive(Debug)]
+pub struct Claim {
+    pub claimed: bool,
+    pub record: Option<super::idempotency::StoredRecord>,
+}
+
 pub struct Loader<'c> {
     pub conn: &'c mut PgConnection,
 }
@@ -72,6 +87,85 @@ impl Loader<'_> {
             .execute(&mut *self.conn)
             .await?;
         Ok(())
+    }
+
+    /// The first statement of a hold (or a batch of holds) — one round trip for three
+    /// things: claim every request's idempotency key (`pg_try_advisory_xact_lock`, and
+    /// its stored record), take the `(hotel, room type)` lock when `lock` (see
+    /// [`Self::lock_room_type`]), and read the hotel.
+    ///
+    /// The records are read on the statement's snapshot, which may predate a duplicate
+    /// that finished just before the key's lock was ours; that duplicate's record then
+    /// makes the final write of this one refuse (`Conflict`), and the retry replays it.
+    pub async fn open(
+        &mut self,
+        requests: &[&super::RequestFingerprint],
+        hotel_id: HotelId,
+        room_type_id: RoomTypeId,
+        lock: bool,
+    ) -> Result<Opened, AttemptError> {
+        let lock_ids: Vec<i64> = requests.iter().map(|r| r.lock_id()).collect();
+        let clients: Vec<&str> = requests.iter().map(|r| r.client.as_str()).collect();
+        let keys: Vec<&str> = requests.iter().map(|r| r.key.as_str()).collect();
+        let rows = sqlx::query(
+            "WITH room_type AS MATERIALIZED (
+                  SELECT CASE WHEN $6 THEN pg_advisory_xact_lock($4::int, $5::int) END AS locked
+             ), claims AS MATERIALIZED (
+                  SELECT u.ord, pg_try_advisory_xact_lock(u.lock_id) AS claimed, u.client, u.key
+                    FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY
+                         AS u(lock_id, client, key, ord)
+             )
+             SELECT 0::bigint AS ord, NULL::bool AS claimed, NULL::text AS request_hash,
+                    NULL::text AS state, NULL::jsonb AS outcome, h.state AS hotel_state,
+                    h.version AS hotel_version
+               FROM room_type LEFT JOIN hotels h ON h.hotel_id = $7
+             UNION ALL
+             SELECT c.ord, c.claimed, k.request_hash, k.state, k.outcome, NULL, NULL
+               FROM claims c
+               LEFT JOIN idempotency_keys k
+                      ON k.client = c.client AND k.key = c.key
+                     AND k.created_at > now() - interval '24 hours'
+             ORDER BY ord",
+        )
+        .bind(&lock_ids)
+        .bind(&clients)
+        .bind(&keys)
+        .bind(hotel_id.get() as i32)
+        .bind(room_type_id.get() as i32)
+        .bind(lock)
+        .bind(hotel_id.get())
+        .fetch_all(&mut *self.conn)
+        .await?;
+        let mut opened = Opened {
+            hotel: Hotel::default(),
+            hotel_version: 0,
+            claims: Vec::with_capacity(requests.len()),
+        };
+        for row in rows {
+            let ord: i64 = row.try_get("ord")?;
+            if ord == 0 {
+                if let Some(state) = row.try_get::<Option<serde_json::Value>, _>("hotel_state")? {
+                    opened.hotel =
+                        serde_json::from_value(state).map_err(|e| corrupt("hotel", e))?;
+                    opened.hotel_version = row.try_get("hotel_version")?;
+                }
+                continue;
+            }
+            let claimed: bool = row.try_get::<Option<bool>, _>("claimed")?.unwrap_or(false);
+            let record = match row.try_get::<Option<String>, _>("request_hash")? {
+                Some(request_hash) => Some(super::idempotency::StoredRecord {
+                    request_hash,
+                    state: row.try_get("state")?,
+                    outcome: row.try_get("outcome")?,
+                }),
+                None => None,
+            };
+            opened.claims.push(Claim { claimed, record });
+        }
+        if opened.claims.len() != requests.len() {
+            return Err(corrupt("claims", "one claim per request expected"));
+        }
+        Ok(opened)
     }
 
     /// The hotel aggregate and its version (a default aggregate at version 0 if unknown).
@@ -131,45 +225,64 @@ impl Loader<'_> {
         now: DateTime<Utc>,
         lock: bool,
     ) -> Result<LoadedNights, AttemptError> {
+        // One statement for the nights and the allocations a command can touch. Under
+        // the pessimistic strategy the `(hotel, room type)` lock is already ours, so no
+        // writer of these rows is running and one snapshot sees them all as they are;
+        // under the optimistic one, one snapshot is exactly what the version checks at
+        // write time compare against.
         let sql = if lock {
-            "SELECT night, total_rooms, overbooking_allowance, rate_cents, confirmed, held, version
+            "WITH n AS (
+                  SELECT night, total_rooms, overbooking_allowance, rate_cents, confirmed, held,
+                         version
+                    FROM room_nights
+                   WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
+                   ORDER BY night
+                     FOR UPDATE)
+             SELECT true AS is_night, night, total_rooms, overbooking_allowance, rate_cents,
+                    confirmed, held, version, NULL::uuid AS reservation_id, NULL::int AS rooms,
+                    NULL::timestamptz AS expires_at
+               FROM n
+             UNION ALL
+             SELECT false, night, NULL, NULL, NULL, NULL, NULL, NULL, reservation_id, rooms,
+                    expires_at
+               FROM room_night_allocations
+              WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
+                AND (reservation_id = $4 OR expires_at <= $5)"
+        } else {
+            "SELECT true AS is_night, night, total_rooms, overbooking_allowance, rate_cents,
+                    confirmed, held, version, NULL::uuid AS reservation_id, NULL::int AS rooms,
+                    NULL::timestamptz AS expires_at
                FROM room_nights
               WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
-              ORDER BY night
-                FOR UPDATE"
-        } else {
-            "SELECT night, total_rooms, overbooking_allowance, rate_cents, confirmed, held, version
-               FROM room_nights
-              WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)"
+             UNION ALL
+             SELECT false, night, NULL, NULL, NULL, NULL, NULL, NULL, reservation_id, rooms,
+                    expires_at
+               FROM room_night_allocations
+              WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
+                AND (reservation_id = $4 OR expires_at <= $5)"
         };
-        let rows = sqlx::query(sql)
+        let reservation_uuid = reservation_id.map(|r| r.as_uuid()).unwrap_or(Uuid::nil());
+        let all_rows = sqlx::query(sql)
             .bind(hotel_id.get())
             .bind(room_type_id.get())
             .bind(dates)
+            .bind(reservation_uuid)
+            .bind(now)
             .fetch_all(&mut *self.conn)
             .await?;
-
-        let reservation_uuid = reservation_id.map(|r| r.as_uuid()).unwrap_or(Uuid::nil());
-        let allocation_rows = sqlx::query(
-            "SELECT night, reservation_id, rooms, expires_at
-               FROM room_night_allocations
-              WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
-                AND (reservation_id = $4 OR expires_at <= $5)",
-        )
-        .bind(hotel_id.get())
-        .bind(room_type_id.get())
-        .bind(dates)
-        .bind(reservation_uuid)
-        .bind(now)
-        .fetch_all(&mut *self.conn)
-        .await?;
+        let (rows, allocation_rows): (Vec<_>, Vec<_>) = all_rows
+            .into_iter()
+            .partition(|row| row.try_get::<bool, _>("is_night").unwrap_or(false));
 
         let mut holds: BTreeMap<NaiveDate, BTreeMap<ReservationId, Hold>> = BTreeMap::new();
         let mut confirmations: BTreeMap<NaiveDate, BTreeMap<ReservationId, u32>> = BTreeMap::new();
         for row in allocation_rows {
             let night: NaiveDate = row.try_get("night")?;
-            let id = ReservationId::from_uuid(row.try_get("reservation_id")?);
-            let rooms = non_negative(row.try_get("rooms")?)?;
+            let id = ReservationId::from_uuid(
+                row.try_get::<Option<Uuid>, _>("reservation_id")?
+                    .ok_or_else(|| corrupt("allocation", "no reservation id"))?,
+            );
+            let rooms = non_negative(row.try_get::<Option<i32>, _>("rooms")?.unwrap_or(0))?;
             match row.try_get::<Option<DateTime<Utc>>, _>("expires_at")? {
                 Some(expires_at) => {
                     holds
