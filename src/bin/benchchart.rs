@@ -168,7 +168,7 @@ fn draw(
         .map(|p| p.1)
         .chain(baseline.iter().map(|b| b.1))
         .fold(1.0_f64, f64::max)
-        * 1.15;
+        * 1.45; // headroom for the legend
     let mut chart = ChartBuilder::on(&left)
         .caption("goodput (201 holds/s)", ("sans-serif", 18))
         .margin(15)
