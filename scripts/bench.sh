@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# The HTTP load benchmarks in one command (see docs/benchmarks.md, "HTTP load"):
+# builds the release binaries, starts the server on a scratch database, loads the
+# catalog, runs every scenario (spread, hot, reads, mixed), runs the raw-SQL baseline on
+# the same PostgreSQL server, sweeps the write strategies on the hot scenario, draws the
+# chart and prints every figure with its ratio to the baseline and its target.
+#
+#   scripts/bench.sh              # full size (about 15 minutes)
+#   SMALL=1 scripts/bench.sh      # a tiny catalog and 2-second runs: a smoke test
+#
+# Every knob is an environment variable; see the defaults below.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+BASELINE=${BASELINE:-$(cd "$(dirname "$0")" && pwd)/../../shared/baseline/run.sh}
+
+SMALL=${SMALL:-0}
+if [[ $SMALL == 1 ]]; then
+  : "${HOTELS:=5}" "${ROOM_TYPES:=2}" "${NIGHTS:=20}"
+  : "${SECONDS_PER_RUN:=2}" "${WARMUP:=0.5}"
+  : "${SPREAD_CLIENTS:=4}" "${HOT_CLIENTS:=4}" "${READS_CLIENTS:=4}" "${MIXED_CLIENTS:=4}"
+  : "${SWEEP_CLIENTS:=1 4}"
+fi
+PG_URL=${PG_URL:-postgres://postgres@127.0.0.1:5432}   # server only, no database
+REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379}
+DB_NAME=${DB_NAME:-loadgen_bench}                      # scratch: dropped and recreated
+BASELINE_DB_NAME=${BASELINE_DB_NAME:-loadgen_baseline} # scratch: dropped and recreated
+HOTELS=${HOTELS:-1000}
+ROOM_TYPES=${ROOM_TYPES:-5}
+NIGHTS=${NIGHTS:-60}
+ROOMS=${ROOMS:-100000}
+# The hot nights get every hold of the hot run and of the whole strategy sweep, on one
+# database: 1,000,000 (the most the API allows) keeps them from selling out.
+HOT_ROOMS=${HOT_ROOMS:-1000000}
+START_DATE=${START_DATE:-$(date -u -d '+30 days' +%F)}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
+WARMUP=${WARMUP:-2}
+SPREAD_CLIENTS=${SPREAD_CLIENTS:-32}
+HOT_CLIENTS=${HOT_CLIENTS:-64}
+READS_CLIENTS=${READS_CLIENTS:-32}
+MIXED_CLIENTS=${MIXED_CLIENTS:-32}
+WRITE_STRATEGY=${WRITE_STRATEGY:-pessimistic}          # of the scenario runs
+SWEEP_STRATEGIES=${SWEEP_STRATEGIES:-optimistic pessimistic group}
+SWEEP_CLIENTS=${SWEEP_CLIENTS:-1 8 32 64}
+BASELINE_SECONDS=${BASELINE_SECONDS:-$SECONDS_PER_RUN}
+BASELINE_CLIENTS=${BASELINE_CLIENTS:-$(printf '%s\n' "$SPREAD_CLIENTS" "$HOT_CLIENTS" | sort -nu | tr '\n' ' ')}
+SKIP_BUILD=${SKIP_BUILD:-0}
+SKIP_SWEEP=${SKIP_SWEEP:-0}
+SKIP_BASELINE=${SKIP_BASELINE:-0}
+KEEP_DB=${KEEP_DB:-0}
+
+cd "$repo"
+target_dir=${CARGO_TARGET_DIR:-$repo/target}
+[[ $target_dir == /* ]] || target_dir=$repo/$target_dir
+bin=$target_dir/release
+OUT_DIR=${OUT_DIR:-$target_dir/bench}
+if [[ $SMALL == 1 ]]; then
+  CHART=${CHART:-$OUT_DIR/hot-strategies.svg}   # a smoke run does not replace the docs' chart
+else
+  CHART=${CHART:-$repo/docs/hot-strategies.svg}
+fi
+run_dir=$OUT_DIR/$(date -u +%Y%m%d-%H%M%S)
+mkdir -p "$run_dir"
+main_jsonl=$run_dir/main.jsonl
+sweep_jsonl=$run_dir/sweep.jsonl
+baseline_jsonl=$run_dir/baseline.jsonl
+
+ADMIN_TOKEN=bench-admin-$RANDOM$RANDOM
+CHANNEL_TOKEN=bench-channel-$RANDOM$RANDOM
+server_pid=""
+server_label=""
+url=""
+failed=0
+
+log() { printf '\n== %s\n' "$*"; }
+
+psql_admin() { PGOPTIONS='-c client_min_messages=warning' psql -qAt "$PG_URL/postgres" -v ON_ERROR_STOP=1 -c "$1"; }
+
+clear_redis() {
+  # The server keeps its read model under keys named after its database.
+  if command -v redis-cli >/dev/null; then
+    redis-cli -u "$REDIS_URL" --scan --pattern "rsv:$DB_NAME:*" 2>/dev/null \
+      | xargs -r -n 500 redis-cli -u "$REDIS_URL" del >/dev/null 2>&1 || true
+  fi
+}
+
+stop_server() {
+  [[ -n $server_pid ]] || return 0
+  local hwm
+  hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null || true)
+  if [[ -n $hwm ]]; then
+    echo "server ($server_label) peak RSS: $((hwm / 1024)) MiB (VmHWM $hwm kB)"
+    printf '{"kind":"server","label":"%s","peak_rss_kb":%s}\n' "$server_label" "$hwm" >>"$baseline_jsonl"
+  fi
+  kill -TERM "$server_pid" 2>/dev/null || true
+  for _ in $(seq 1 300); do
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$server_pid" 2>/dev/null; then
+    echo "server did not stop within 30 s; killing it"
+    kill -KILL "$server_pid" 2>/dev/null || true
+  fi
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=""
+}
+
+cleanup() {
+  stop_server
+  if [[ $KEEP_DB != 1 ]]; then
+    psql_admin "DROP DATABASE IF EXISTS \"$DB_NAME\" WITH (FORCE)" 2>/dev/null || true
+    psql_admin "DROP DATABASE IF EXISTS \"$BASELINE_DB_NAME\" WITH (FORCE)" 2>/dev/null || true
+    clear_redis
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start_server STRATEGY LABEL: on a free port; returns 1 if it exits or is not ready.
+start_server() {
+  local strategy=$1 label=$2
+  local server_log=$run_dir/server-$label.log
+  server_label=$label
+  env DATABASE_URL="$PG_URL/$DB_NAME" REDIS_URL="$REDIS_URL" LISTEN_ADDR=127.0.0.1:0 \
+    API_TOKENS="$ADMIN_TOKEN:admin:bench-admin,$CHANNEL_TOKEN:channel:loadgen" \
+    WRITE_STRATEGY="$strategy" RUN_PROJECTIONS=true HOLD_LIMIT_PER_GUEST=0 \
+    LOG_JSON=true RUST_LOG="${RUST_LOG:-info,sqlx=warn}" \
+    "$bin/reservations" serve >"$server_log" 2>&1 &
+  server_pid=$!
+  local port=""
+  for _ in $(seq 1 1200); do
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+      wait "$server_pid" 2>/dev/null || true
+      server_pid=""
+      echo "the server (WRITE_STRATEGY=$strategy) exited at start; the end of $server_log:"
+      tail -n 5 "$server_log" | sed 's/^/  /'
+      return 1
+    fi
+    [[ -n $port ]] || port=$(sed -n 's/.*"port":\([0-9][0-9]*\).*/\1/p' "$server_log" | head -n 1)
+    if [[ -n $port ]] && curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null; then
+      url=http://127.0.0.1:$port
+      echo "server up at $url (WRITE_STRATEGY=$strategy, log: $server_log)"
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "the server (WRITE_STRATEGY=$strategy) was not ready within 120 s"
+  stop_server
+  return 1
+}
+
+catalog=(--hotels "$HOTELS" --room-types "$ROOM_TYPES" --nights "$NIGHTS" --start-date "$START_DATE")
+
+# run_scenario SCENARIO CLIENTS LABEL OUT
+run_scenario() {
+  log "$1: $2 clients, $SECONDS_PER_RUN s (+$WARMUP s warm-up), WRITE_STRATEGY=$3"
+  if ! "$bin/loadgen" run "$1" --url "$url" --token "$CHANNEL_TOKEN" --clients "$2" \
+      --seconds "$SECONDS_PER_RUN" --warmup "$WARMUP" "${catalog[@]}" \
+      --database-url "$PG_URL/$DB_NAME" --label "$3" --out "$4"; then
+    echo "!! $1 at $2 clients: the invariant check failed"
+    failed=1
+  fi
+}
+
+log "benchmark run $(basename "$run_dir"): $(nproc) cores, PostgreSQL $(psql_admin 'SHOW server_version'), commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "results: $run_dir"
+
+if [[ $SKIP_BASELINE != 1 && ! -f $BASELINE ]]; then
+  echo "the baseline script $BASELINE is missing (set BASELINE, or SKIP_BASELINE=1)" >&2
+  exit 1
+fi
+
+if [[ $SKIP_BUILD != 1 ]]; then
+  log "building release binaries"
+  cargo build --release --bin reservations --bin loadgen --bin benchchart
+fi
+
+log "scratch databases $DB_NAME and $BASELINE_DB_NAME on $PG_URL"
+psql_admin "DROP DATABASE IF EXISTS \"$DB_NAME\" WITH (FORCE)"
+psql_admin "DROP DATABASE IF EXISTS \"$BASELINE_DB_NAME\" WITH (FORCE)"
+psql_admin "CREATE DATABASE \"$BASELINE_DB_NAME\""
+clear_redis
+
+log "server (WRITE_STRATEGY=$WRITE_STRATEGY) and catalog"
+start_server "$WRITE_STRATEGY" "$WRITE_STRATEGY-scenarios" || exit 1
+"$bin/loadgen" setup --url "$url" --admin-token "$ADMIN_TOKEN" "${catalog[@]}" \
+  --rooms "$ROOMS" --hot-rooms "$HOT_ROOMS"
+
+run_scenario spread "$SPREAD_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
+run_scenario hot "$HOT_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
+run_scenario reads "$READS_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
+run_scenario mixed "$MIXED_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
+stop_server
+
+if [[ $SKIP_BASELINE != 1 ]]; then
+  for clients in $BASELINE_CLIENTS; do
+    log "baseline (raw SQL, pgbench): $clients clients, $BASELINE_SECONDS s per workload"
+    bash "$BASELINE" "$PG_URL/$BASELINE_DB_NAME" "$BASELINE_SECONDS" "$clients" | tee "$run_dir/baseline-$clients.txt"
+    while read -r word workload c tps; do
+      if [[ $word == baseline && $tps =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+        printf '{"kind":"baseline","workload":"%s","clients":%s,"tps":%s}\n' "$workload" "$c" "$tps" >>"$baseline_jsonl"
+      fi
+    done <"$run_dir/baseline-$clients.txt"
+  done
+fi
+
+if [[ $SKIP_SWEEP != 1 ]]; then
+  for strategy in $SWEEP_STRATEGIES; do
+    log "hot sweep: WRITE_STRATEGY=$strategy"
+    if ! start_server "$strategy" "$strategy-sweep"; then
+      echo "skipping WRITE_STRATEGY=$strategy: its server did not start"
+      continue
+    fi
+    for clients in $SWEEP_CLIENTS; do
+      run_scenario hot "$clients" "$strategy" "$sweep_jsonl"
+    done
+    stop_server
+  done
+  if [[ -s $sweep_jsonl ]]; then
+    log "chart"
+    "$bin/benchchart" --input "$sweep_jsonl" --baseline "$baseline_jsonl" --out "$CHART" \
+      --note "$(nproc) cores, ${SECONDS_PER_RUN} s a run"
+  fi
+fi
+
+log "results ($run_dir)"
+"$bin/loadgen" report --main "$main_jsonl" --sweep "$sweep_jsonl" --baseline "$baseline_jsonl" || failed=1
+exit "$failed"

@@ -1,0 +1,343 @@
+//! `loadgen report`: the final table of a bench run — every figure with its ratio to the
+//! raw-SQL baseline measured in the same run, and whether its target is met.
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde_json::Value;
+
+use crate::ReportArgs;
+
+/// The targets of the benchmarks issue.
+const SPREAD_MIN_RATIO: f64 = 0.5;
+const SPREAD_MAX_P99_MS: f64 = 50.0;
+const HOT_MIN_RATIO: f64 = 1.0;
+const HOT_MAX_P99_MS: f64 = 100.0;
+const READS_MIN_PER_SECOND: f64 = 10_000.0;
+const READS_MAX_P99_MS: f64 = 10.0;
+const SERVER_MAX_MB: f64 = 150.0;
+
+fn read_lines(path: &Path) -> anyhow::Result<Vec<Value>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).with_context(|| format!("a line of {}", path.display())))
+        .collect()
+}
+
+fn num(v: &Value, key: &str) -> Option<f64> {
+    v.get(key).and_then(Value::as_f64)
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+struct Baseline(Vec<Value>);
+
+impl Baseline {
+    /// Baseline tps of `workload` at `clients`.
+    fn tps(&self, workload: &str, clients: f64) -> Option<f64> {
+        self.0
+            .iter()
+            .rev()
+            .filter(|v| text(v, "kind") == "baseline" && text(v, "workload") == workload)
+            .find(|v| num(v, "clients") == Some(clients))
+            .and_then(|v| num(v, "tps"))
+    }
+
+    /// Peak memory of every server of the run, in MB (10^6 bytes), by label.
+    fn peak_rss_mb(&self) -> Vec<(String, f64)> {
+        self.0
+            .iter()
+            .filter(|v| text(v, "kind") == "server")
+            .filter_map(|v| {
+                Some((
+                    text(v, "label").to_owned(),
+                    num(v, "peak_rss_kb")? * 1024.0 / 1e6,
+                ))
+            })
+            .collect()
+    }
+}
+
+fn verdict(met: Option<bool>) -> &'static str {
+    match met {
+        Some(true) => "met",
+        Some(false) => "NOT MET",
+        None => "no figure",
+    }
+}
+
+struct Table(Vec<[String; 6]>);
+
+impl Table {
+    fn row(
+        &mut self,
+        figure: String,
+        measured: Option<f64>,
+        baseline: Option<f64>,
+        ratio: Option<f64>,
+        target: &str,
+        met: Option<bool>,
+    ) {
+        // Counts without decimals, rates and milliseconds with one.
+        let f = |x: Option<f64>| {
+            x.map_or("-".to_owned(), |x| {
+                if figure.contains("nights") {
+                    format!("{x:.0}")
+                } else {
+                    format!("{x:.1}")
+                }
+            })
+        };
+        let verdict = if target.starts_with('(') {
+            String::new()
+        } else {
+            verdict(met).to_owned()
+        };
+        self.0.push([
+            figure.clone(),
+            f(measured),
+            f(baseline),
+            ratio.map_or("-".to_owned(), |r| format!("{r:.2}x")),
+            target.to_owned(),
+            verdict,
+        ]);
+    }
+
+    fn print(&self) {
+        println!(
+            "{:<34} {:>10} {:>10} {:>7}  {:<22} verdict",
+            "figure", "measured", "baseline", "ratio", "target"
+        );
+        for r in &self.0 {
+            println!(
+                "{:<34} {:>10} {:>10} {:>7}  {:<22} {}",
+                r[0], r[1], r[2], r[3], r[4], r[5]
+            );
+        }
+    }
+}
+
+/// Prints the report; `Ok(false)` when any run broke the invariant.
+pub fn report(args: &ReportArgs) -> anyhow::Result<bool> {
+    let main = read_lines(&args.main)?;
+    let sweep = match &args.sweep {
+        Some(p) if p.exists() => read_lines(p)?,
+        _ => Vec::new(),
+    };
+    let baseline = Baseline(match &args.baseline {
+        Some(p) if p.exists() => read_lines(p)?,
+        _ => Vec::new(),
+    });
+    let runs = |records: &[Value], scenario: &str| -> Option<Value> {
+        records
+            .iter()
+            .rev()
+            .find(|v| text(v, "kind") == "run" && text(v, "scenario") == scenario)
+            .cloned()
+    };
+    let mut table = Table(Vec::new());
+
+    for (scenario, min_ratio, max_p99) in [
+        ("spread", SPREAD_MIN_RATIO, SPREAD_MAX_P99_MS),
+        ("hot", HOT_MIN_RATIO, HOT_MAX_P99_MS),
+    ] {
+        let Some(run) = runs(&main, scenario) else {
+            table.row(format!("{scenario}: no run"), None, None, None, "", None);
+            continue;
+        };
+        let clients = num(&run, "clients").unwrap_or(0.0);
+        let goodput = num(&run, "goodput");
+        let base = baseline.tps(scenario, clients);
+        let ratio = goodput.zip(base).map(|(g, b)| g / b);
+        table.row(
+            format!("{scenario} holds/s ({clients} clients)"),
+            goodput,
+            base,
+            ratio,
+            &format!(">= {min_ratio}x baseline"),
+            ratio.map(|r| r >= min_ratio),
+        );
+        let p99 = num(&run, "p99_ms");
+        table.row(
+            format!("{scenario} p99 ms ({clients} clients)"),
+            p99,
+            None,
+            None,
+            &format!("< {max_p99} ms"),
+            p99.map(|p| p < max_p99),
+        );
+        if scenario == "hot" {
+            let oversold = run.get("invariant").and_then(|i| num(i, "oversold_nights"));
+            table.row(
+                format!("hot oversold nights ({clients} clients)"),
+                oversold,
+                None,
+                None,
+                "0",
+                oversold.map(|o| o == 0.0),
+            );
+        }
+    }
+    match runs(&main, "reads") {
+        Some(run) => {
+            let clients = num(&run, "clients").unwrap_or(0.0);
+            let goodput = num(&run, "goodput");
+            table.row(
+                format!("reads/s ({clients} clients)"),
+                goodput,
+                Some(READS_MIN_PER_SECOND),
+                goodput.map(|g| g / READS_MIN_PER_SECOND),
+                ">= 10000/s (vs target)",
+                goodput.map(|g| g >= READS_MIN_PER_SECOND),
+            );
+            let p99 = num(&run, "p99_ms");
+            table.row(
+                format!("reads p99 ms ({clients} clients)"),
+                p99,
+                None,
+                None,
+                &format!("< {READS_MAX_P99_MS} ms"),
+                p99.map(|p| p < READS_MAX_P99_MS),
+            );
+        }
+        None => table.row("reads: no run".into(), None, None, None, "", None),
+    }
+    if let Some(run) = runs(&main, "mixed") {
+        let clients = num(&run, "clients").unwrap_or(0.0);
+        let kind = |k: &str, key: &str| {
+            run.get("kinds")
+                .and_then(|v| v.get(k))
+                .and_then(|v| num(v, key))
+        };
+        table.row(
+            format!("mixed ops/s ({clients} clients)"),
+            num(&run, "goodput"),
+            None,
+            None,
+            "(no target)",
+            None,
+        );
+        for (k, name) in [("read", "reads"), ("hold", "holds")] {
+            table.row(
+                format!("mixed {name}/s"),
+                kind(k, "goodput"),
+                None,
+                None,
+                "(no target)",
+                None,
+            );
+            table.row(
+                format!("mixed {name} p99 ms"),
+                kind(k, "p99_ms"),
+                None,
+                None,
+                "(no target)",
+                None,
+            );
+        }
+    }
+    let servers = baseline.peak_rss_mb();
+    let peak = servers.iter().map(|s| s.1).reduce(f64::max);
+    table.row(
+        "server peak RSS MB (all servers)".into(),
+        peak,
+        None,
+        None,
+        &format!("< {SERVER_MAX_MB} MB"),
+        peak.map(|mb| mb < SERVER_MAX_MB),
+    );
+
+    let all_runs: Vec<&Value> = main
+        .iter()
+        .chain(&sweep)
+        .filter(|v| text(v, "kind") == "run")
+        .collect();
+    let broken: Vec<String> = all_runs
+        .iter()
+        .filter(|v| v.get("invariant_ok").and_then(Value::as_bool) == Some(false))
+        .map(|v| {
+            format!(
+                "{} {} {}",
+                text(v, "scenario"),
+                text(v, "label"),
+                num(v, "clients").unwrap_or(0.0)
+            )
+        })
+        .collect();
+    let unchecked = all_runs
+        .iter()
+        .filter(|v| v.get("invariant_ok").and_then(Value::as_bool).is_none())
+        .count();
+    println!();
+    table.print();
+    if !servers.is_empty() {
+        let each: Vec<String> = servers
+            .iter()
+            .map(|(label, mb)| format!("{label} {mb:.1}"))
+            .collect();
+        println!("server peak RSS MB (VmHWM): {}", each.join(", "));
+    }
+    println!();
+    println!(
+        "invariant: {} of {} runs checked, {}",
+        all_runs.len() - unchecked,
+        all_runs.len(),
+        if broken.is_empty() {
+            "no violation".to_owned()
+        } else {
+            format!("VIOLATED in: {}", broken.join(", "))
+        }
+    );
+
+    if !sweep.is_empty() {
+        println!();
+        println!(
+            "hot strategy sweep (ratio: to the baseline hot at the same clients, where measured)"
+        );
+        println!(
+            "{:<12} {:>7} {:>9} {:>7} {:>9} {:>9} {:>10} {:>8} {:>8}  invariant",
+            "strategy",
+            "clients",
+            "holds/s",
+            "ratio",
+            "p50 ms",
+            "p99 ms",
+            "conflicts",
+            "retries",
+            "gave up"
+        );
+        for run in sweep
+            .iter()
+            .filter(|v| text(v, "kind") == "run" && text(v, "scenario") == "hot")
+        {
+            let clients = num(run, "clients").unwrap_or(0.0);
+            let goodput = num(run, "goodput").unwrap_or(0.0);
+            let ratio = baseline
+                .tps("hot", clients)
+                .map_or("-".to_owned(), |b| format!("{:.2}x", goodput / b));
+            let count = |k: &str| num(run, k).map_or("-".to_owned(), |c| format!("{c:.0}"));
+            println!(
+                "{:<12} {:>7} {:>9.1} {:>7} {:>9.2} {:>9.2} {:>10} {:>8} {:>8}  {}",
+                text(run, "label"),
+                clients,
+                goodput,
+                ratio,
+                num(run, "p50_ms").unwrap_or(0.0),
+                num(run, "p99_ms").unwrap_or(0.0),
+                count("conflicts"),
+                count("retries"),
+                count("exhausted"),
+                match run.get("invariant_ok").and_then(Value::as_bool) {
+                    Some(true) => "ok",
+                    Some(false) => "VIOLATED",
+                    None => "-",
+                }
+            );
+        }
+    }
+    Ok(broken.is_empty())
+}
