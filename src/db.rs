@@ -47,7 +47,13 @@ pub async fn create_database_if_missing(url: &str) -> anyhow::Result<()> {
 /// Connects a pool, creating and migrating the database first.
 pub async fn connect_and_migrate(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
     create_database_if_missing(url).await?;
-    let options = PgConnectOptions::from_str(url)?;
+    // Generic plans for every prepared statement. The write path's statements work on
+    // arrays (`unnest`) and primary keys, so a plan made once fits every call; left to
+    // its default, PostgreSQL keeps re-planning them per call because it cannot cost
+    // the arrays, and planning was half the time of a booking (measured: one client's
+    // hold went from 4.4 ms to 1.7 ms).
+    let options =
+        PgConnectOptions::from_str(url)?.options([("plan_cache_mode", "force_generic_plan")]);
     let pool = PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(5))
