@@ -71,11 +71,15 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or_else(|| vec![1, 8, 32, 64]);
     println!("scenario  strategy     clients  holds/s   p50 ms   p99 ms  lost races  gave up");
     for scenario in [Scenario::Hot, Scenario::Spread] {
-        let scenario_name = if scenario == Scenario::Hot { "hot" } else { "spread" };
+        let scenario_name = if scenario == Scenario::Hot {
+            "hot"
+        } else {
+            "spread"
+        };
         if !wanted("SCENARIOS", scenario_name) {
             continue;
         }
-        for strategy in [Strategy::Optimistic, Strategy::Pessimistic] {
+        for strategy in [Strategy::Optimistic, Strategy::Pessimistic, Strategy::Group] {
             if !wanted("STRATEGIES", &format!("{strategy:?}").to_lowercase()) {
                 continue;
             }

@@ -171,6 +171,7 @@ pub struct CommandService {
     pool: PgPool,
     config: WriteConfig,
     clock: Arc<dyn Clock>,
+    group: Arc<crate::write::group::GroupCommit>,
 }
 
 impl CommandService {
@@ -183,6 +184,7 @@ impl CommandService {
             pool,
             config,
             clock,
+            group: Arc::default(),
         }
     }
 
@@ -346,6 +348,19 @@ impl CommandService {
         let reservation_id = ReservationId::from_uuid(Uuid::now_v7());
         let dates: Vec<NaiveDate> = request.stay.nights().collect();
         let metadata = self.metadata("hold_stay", channel, Some(&fingerprint));
+        if self.config.strategy == Strategy::Group {
+            let (reply, _) = tokio::sync::oneshot::channel();
+            let job = crate::write::group::HoldJob {
+                channel: channel.to_owned(),
+                fingerprint,
+                request,
+                reservation_id,
+                now,
+                metadata,
+                reply,
+            };
+            return Ok(self.group.submit(self, job).await??);
+        }
         let outcome = with_retries(self.config.retry, |_| async {
             let mut tx = self.pool.begin().await?;
             let result: Result<Outcome, AttemptError> = async {

@@ -16,7 +16,7 @@ use reservations::commands::Caller;
 use reservations::error::CommandError;
 use reservations::write::Strategy;
 
-const STRATEGIES: [Strategy; 2] = [Strategy::Optimistic, Strategy::Pessimistic];
+const STRATEGIES: [Strategy; 3] = [Strategy::Optimistic, Strategy::Pessimistic, Strategy::Group];
 
 fn web() -> Caller {
     Caller::Channel("web".to_owned())

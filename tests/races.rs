@@ -143,6 +143,18 @@ async fn race_one_server(strategy: Strategy) {
     let tally = race(vec![svc], 7).await;
 
     check_after_race(&db, &tally).await;
+    if strategy == Strategy::Group {
+        // The holds really were decided in batches: some transaction placed several.
+        let (largest,): (i64,) = sqlx::query_as(
+            "SELECT coalesce(max(n), 0) FROM (
+                 SELECT count(*) AS n FROM events
+                  WHERE event_type = 'ReservationHeld' GROUP BY transaction_id) t",
+        )
+        .fetch_one(&db.pool)
+        .await
+        .expect("batch sizes");
+        assert!(largest > 1, "no transaction held more than one stay");
+    }
     db.drop_database().await;
 }
 
@@ -185,8 +197,18 @@ async fn two_servers_racing_pessimistically_never_oversell() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixty_four_tasks_racing_in_group_commits_never_oversell() {
+    race_one_server(Strategy::Group).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_racing_in_group_commits_never_oversell() {
+    race_two_servers(Strategy::Group).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn twenty_concurrent_calls_with_one_key_make_one_reservation() {
-    for strategy in [Strategy::Optimistic, Strategy::Pessimistic] {
+    for strategy in [Strategy::Optimistic, Strategy::Pessimistic, Strategy::Group] {
         let db = TestDb::new().await;
         let svc = db.service(strategy);
         hotel_with_rooms(&svc, day(30), 3, 5).await;

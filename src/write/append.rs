@@ -142,36 +142,67 @@ impl Writer {
         loaded: &LoadedNights,
         decision: &Decision,
     ) -> Result<(), AttemptError> {
+        let metadata = self.metadata.clone();
+        self.queue_nights_of(loaded, &[(&metadata, decision)])
+    }
+
+    /// Queues the nights changed by several decisions taken one after the other on
+    /// `loaded` (a batch of commands): each decision's events follow the previous one's
+    /// in each stream, each with its own command's metadata, and every night is written
+    /// once, in its final state.
+    pub fn queue_nights_of(
+        &mut self,
+        loaded: &LoadedNights,
+        decisions: &[(&serde_json::Value, &Decision)],
+    ) -> Result<(), AttemptError> {
         let (hotel, room_type) = (loaded.hotel_id.get(), loaded.room_type_id.get());
-        for (key, events) in &decision.nights {
+        let mut keys: BTreeSet<aggregates::RoomNightKey> = BTreeSet::new();
+        for (_, decision) in decisions {
+            keys.extend(decision.nights.iter().map(|(key, _)| *key));
+        }
+        for key in keys {
             let version = loaded.versions.get(&key.night).copied().unwrap_or(0);
             let mut after = loaded.nights.get(&key.night).cloned().unwrap_or_default();
-            for event in events {
-                after.apply_event(event);
+            let mut sequence = version;
+            let mut touched: BTreeSet<ReservationId> = BTreeSet::new();
+            for (metadata, decision) in decisions {
+                for (k, events) in &decision.nights {
+                    if *k != key {
+                        continue;
+                    }
+                    self.events.push(
+                        RoomNight::TYPE,
+                        &key.stream_id(),
+                        sequence + 1,
+                        events,
+                        metadata,
+                    )?;
+                    sequence += events.len() as i64;
+                    for event in events {
+                        after.apply_event(event);
+                    }
+                    touched.extend(events.iter().filter_map(reservation_of));
+                }
             }
-            let new_version = version + events.len() as i64;
-            self.events.push(
-                RoomNight::TYPE,
-                &key.stream_id(),
-                version + 1,
-                events,
-                &self.metadata,
-            )?;
             let rows = if version == 0 {
                 &mut self.night_inserts
             } else {
                 &mut self.night_updates
             };
-            rows.push(hotel, room_type, key.night, &after, version, new_version)?;
-
-            let touched: BTreeSet<ReservationId> =
-                events.iter().filter_map(reservation_of).collect();
+            rows.push(hotel, room_type, key.night, &after, version, sequence)?;
             for id in touched {
                 if let Some(hold) = after.hold_of(&id) {
-                    self.kept
-                        .push(hotel, room_type, key.night, id, hold.rooms, Some(hold.expires_at))?;
+                    self.kept.push(
+                        hotel,
+                        room_type,
+                        key.night,
+                        id,
+                        hold.rooms,
+                        Some(hold.expires_at),
+                    )?;
                 } else if let Some(rooms) = after.confirmed_for(&id) {
-                    self.kept.push(hotel, room_type, key.night, id, rooms, None)?;
+                    self.kept
+                        .push(hotel, room_type, key.night, id, rooms, None)?;
                 } else {
                     self.gone.push(hotel, room_type, key.night, id);
                 }
@@ -239,8 +270,12 @@ impl Writer {
     ) -> Result<(), AttemptError> {
         let outcome = serde_json::to_value(outcome).map_err(internal)?;
         self.idempotency.client.push(fingerprint.client.clone());
-        self.idempotency.key.push(fingerprint.key.as_str().to_owned());
-        self.idempotency.request_hash.push(fingerprint.request_hash.clone());
+        self.idempotency
+            .key
+            .push(fingerprint.key.as_str().to_owned());
+        self.idempotency
+            .request_hash
+            .push(fingerprint.request_hash.clone());
         self.idempotency.outcome.push(outcome);
         Ok(())
     }

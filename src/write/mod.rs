@@ -18,6 +18,7 @@
 //! above it were wrong.
 
 mod append;
+pub mod group;
 pub mod idempotency;
 mod load;
 
@@ -32,7 +33,7 @@ use crate::error::CommandError;
 
 pub use append::{EventMetadata, Writer};
 pub use idempotency::{IdempotencyKey, RequestFingerprint};
-pub use load::{LoadedNights, LoadedReservation, Loader};
+pub use load::{Claim, LoadedNights, LoadedReservation, Loader, Opened};
 
 /// How concurrent commands on the same nights are kept apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -42,11 +43,14 @@ pub enum Strategy {
     Optimistic,
     /// Lock the nights in order before deciding; queue instead of retrying.
     Pessimistic,
+    /// Pessimistic, and the holds of one (hotel, room type) that queue meanwhile are
+    /// decided together in the next transaction (see `group`).
+    Group,
 }
 
 impl Strategy {
     pub fn locks_nights(self) -> bool {
-        self == Strategy::Pessimistic
+        matches!(self, Strategy::Pessimistic | Strategy::Group)
     }
 }
 
