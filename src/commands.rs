@@ -40,7 +40,7 @@ pub struct WriteConfig {
 impl Default for WriteConfig {
     fn default() -> Self {
         Self {
-            strategy: Strategy::Pessimistic,
+            strategy: Strategy::Group,
             retry: RetryPolicy::default(),
             hold_ttl: Duration::seconds(900),
             limits: BookingLimits::default(),

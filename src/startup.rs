@@ -65,12 +65,7 @@ pub struct Settings {
     #[arg(long, env = "PAYMENT_WEBHOOK_SECRET", hide_env_values = true)]
     pub payment_webhook_secret: Option<String>,
     /// How concurrent bookings of the same nights are kept apart.
-    #[arg(
-        long,
-        env = "WRITE_STRATEGY",
-        value_enum,
-        default_value = "pessimistic"
-    )]
+    #[arg(long, env = "WRITE_STRATEGY", value_enum, default_value = "group")]
     pub strategy: Strategy,
     /// Run the projection runners in this process (a standby if another process leads).
     #[arg(long, env = "RUN_PROJECTIONS", default_value_t = true, action = clap::ArgAction::Set)]
@@ -118,7 +113,7 @@ impl Settings {
             hold_limit_per_guest: 3,
             hold_limit_window_seconds: 900,
             payment_webhook_secret: None,
-            strategy: Strategy::Pessimistic,
+            strategy: Strategy::Group,
             run_projections: true,
             db_max_connections: 20,
             run_workers: true,

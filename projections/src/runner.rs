@@ -178,8 +178,15 @@ pub(crate) async fn apply_batch<P: Projection>(
     };
     let mut tx = pool.begin().await?;
     let applied: anyhow::Result<bool> = async {
+        // Asynchronous commit for projection batches (set_config(..., true) is SET LOCAL,
+        // in the same round trip as the checkpoint lock). A projection is derived and
+        // checkpointed in the same transaction as its writes: a crash that loses the
+        // last batches rolls their checkpoint back with them, and they are applied again
+        // (idempotently). Meanwhile the batches do not queue for the WAL flush that
+        // every booking's commit waits for.
         let current: i32 = sqlx::query_scalar(
-            "SELECT generation FROM projection_checkpoints WHERE name = $1 FOR UPDATE",
+            "SELECT generation FROM projection_checkpoints, set_config('synchronous_commit', 'off', true)
+              WHERE name = $1 FOR UPDATE OF projection_checkpoints",
         )
         .bind(projection.name())
         .fetch_one(&mut *tx)
