@@ -152,7 +152,28 @@ start_server() {
 catalog=(--hotels "$HOTELS" --room-types "$ROOM_TYPES" --nights "$NIGHTS" --start-date "$START_DATE")
 
 # run_scenario SCENARIO CLIENTS LABEL OUT
+# quiesce: until every projection has applied everything (lag 0 on two readings, the
+# gauge being refreshed every couple of seconds), at most 120 s. Each run is then
+# measured on its own, not while the projections still apply the previous run's writes.
+quiesce() {
+  local zeros=0
+  for _ in $(seq 1 240); do
+    local lag
+    lag=$(curl -fsS "$url/metrics" 2>/dev/null \
+      | awk '/^projection_lag_events\{/ { s += $NF; n++ } END { if (n) print s; else print "?" }')
+    if [[ $lag == 0 ]]; then
+      zeros=$((zeros + 1))
+      [[ $zeros -ge 2 ]] && return 0
+    else
+      zeros=0
+    fi
+    sleep 0.5
+  done
+  echo "(projections still behind after 120 s: lag $lag)"
+}
+
 run_scenario() {
+  quiesce
   log "$1: $2 clients, $SECONDS_PER_RUN s (+$WARMUP s warm-up), WRITE_STRATEGY=$3"
   if ! "$bin/loadgen" run "$1" --url "$url" --token "$CHANNEL_TOKEN" --clients "$2" \
       --seconds "$SECONDS_PER_RUN" --warmup "$WARMUP" "${catalog[@]}" \
