@@ -197,6 +197,10 @@ impl Application {
             crate::db::connect_and_migrate(&settings.database_url, settings.db_max_connections)
                 .await
                 .context("connecting to PostgreSQL")?;
+        // Commands get connections set up for key look-ups (see `db::write_pool`).
+        let write_pool = crate::db::write_pool(&settings.database_url, settings.db_max_connections)
+            .await
+            .context("connecting to PostgreSQL")?;
         let listener = TcpListener::bind(&settings.listen_addr)
             .await
             .with_context(|| format!("binding {}", settings.listen_addr))?;
@@ -238,7 +242,8 @@ impl Application {
             workers.extend(spawn_analytics_runners(pool.clone(), stopped.clone()));
             workers.push(spawn_audit_runner(pool.clone(), stopped.clone()));
         }
-        let commands = CommandService::with_clock(pool.clone(), settings.write_config(), clock);
+        let commands =
+            CommandService::with_clock(write_pool.clone(), settings.write_config(), clock);
         let payments = PaymentService::new(
             commands.clone(),
             Arc::new(gateway.clone()),
@@ -340,6 +345,7 @@ impl Application {
                 tracing::warn!("a projection runner did not stop within 30 s");
             }
         }
+        self.payments.commands().pool().close().await;
         self.pool.close().await;
         Ok(())
     }

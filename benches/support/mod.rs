@@ -24,7 +24,11 @@ impl Scratch {
             .database(&name)
             .to_url_lossy()
             .to_string();
-        let pool = reservations::db::connect_and_migrate(&url, max_connections).await?;
+        reservations::db::connect_and_migrate(&url, 1)
+            .await?
+            .close()
+            .await;
+        let pool = reservations::db::write_pool(&url, max_connections).await?;
         Ok(Self { server, name, pool })
     }
 

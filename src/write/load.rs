@@ -263,7 +263,7 @@ impl Loader<'_> {
         };
         let reservation_uuid = reservation_id.map(|r| r.as_uuid()).unwrap_or(Uuid::nil());
         // Planned for its actual arguments every time (an unnamed statement), unlike the
-        // rest of the write path (generic plans, see `db::connect_and_migrate`): the
+        // rest of the write path (generic plans, see `db::write_pool`): the
         // allocations of a hot night grow by thousands a minute, and a generic plan made
         // while the table was small scans all of them (measured: 9 ms instead of 0.03).
         let all_rows = sqlx::query(sql)
