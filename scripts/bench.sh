@@ -210,6 +210,8 @@ start_server "$WRITE_STRATEGY" "$WRITE_STRATEGY-scenarios" || exit 1
 # these tables skip the untouched pages) and fresh statistics, before the runs rather
 # than by autovacuum during them.
 psql -q "$PG_URL/$DB_NAME" -c "VACUUM ANALYZE" >/dev/null
+# ...and a checkpoint, so the first run does not pay for flushing the load.
+psql -q "$PG_URL/$DB_NAME" -c "CHECKPOINT" >/dev/null || true
 
 run_scenario spread "$SPREAD_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
 run_scenario hot "$HOT_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
