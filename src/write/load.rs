@@ -230,14 +230,14 @@ impl Loader<'_> {
         // writer of these rows is running and one snapshot sees them all as they are;
         // under the optimistic one, one snapshot is exactly what the version checks at
         // write time compare against.
-        let sql = if lock {
+        let sql = format!(
             "WITH n AS (
                   SELECT night, total_rooms, overbooking_allowance, rate_cents, confirmed, held,
                          version
                     FROM room_nights
                    WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
                    ORDER BY night
-                     FOR UPDATE)
+                   {lock})
              SELECT true AS is_night, night, total_rooms, overbooking_allowance, rate_cents,
                     confirmed, held, version, NULL::uuid AS reservation_id, NULL::int AS rooms,
                     NULL::timestamptz AS expires_at
@@ -247,26 +247,15 @@ impl Loader<'_> {
                     expires_at
                FROM room_night_allocations
               WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
-                AND (reservation_id = $4 OR expires_at <= $5)"
-        } else {
-            "SELECT true AS is_night, night, total_rooms, overbooking_allowance, rate_cents,
-                    confirmed, held, version, NULL::uuid AS reservation_id, NULL::int AS rooms,
-                    NULL::timestamptz AS expires_at
-               FROM room_nights
-              WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
-             UNION ALL
-             SELECT false, night, NULL, NULL, NULL, NULL, NULL, NULL, reservation_id, rooms,
-                    expires_at
-               FROM room_night_allocations
-              WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
-                AND (reservation_id = $4 OR expires_at <= $5)"
-        };
+                AND (reservation_id = $4 OR expires_at <= $5)",
+            lock = if lock { "FOR UPDATE" } else { "" }
+        );
         let reservation_uuid = reservation_id.map(|r| r.as_uuid()).unwrap_or(Uuid::nil());
         // Planned for its actual arguments every time (an unnamed statement), unlike the
         // rest of the write path (generic plans, see `db::write_pool`): the
         // allocations of a hot night grow by thousands a minute, and a generic plan made
         // while the table was small scans all of them (measured: 9 ms instead of 0.03).
-        let all_rows = sqlx::query(sql)
+        let all_rows = sqlx::query(&sql)
             .persistent(false)
             .bind(hotel_id.get())
             .bind(room_type_id.get())
