@@ -308,7 +308,7 @@ impl CommandService {
                     now,
                 )?;
                 let mut writer = Writer::new(&metadata)?;
-                writer.nights(&mut tx, &nights, &decision).await?;
+                writer.queue_nights(&nights, &decision)?;
                 writer.flush(&mut tx).await?;
                 Ok(range.night_count())
             }

@@ -439,9 +439,9 @@ impl PaymentService {
             now: self.commands.now(),
             seen: Mutex::new(Seen::default()),
         };
-        let (command, resolution_for_decide) = match &resolution {
-            Resolution::Authorized(_) => ("apply_authorization", resolution.clone()),
-            Resolution::Declined(_) => ("decline_payment", resolution.clone()),
+        let command = match &resolution {
+            Resolution::Authorized(_) => "apply_authorization",
+            Resolution::Declined(_) => "decline_payment",
         };
         let outcome = self
             .commands
@@ -453,7 +453,7 @@ impl PaymentService {
                 &reservation_id,
                 reservation_id,
                 None,
-                |l| match &resolution_for_decide {
+                |l| match &resolution {
                     Resolution::Authorized(payment) => booking::apply_authorization(
                         l.reservation,
                         l.nights,

@@ -119,24 +119,18 @@ impl Writer {
     }
 
     /// The metadata stored with the events queued from now on (a batch of commands has
-    /// one per command).
-    pub fn set_metadata(&mut self, metadata: &EventMetadata) -> Result<(), AttemptError> {
+    /// one per command); returns it as stored.
+    pub fn set_metadata(
+        &mut self,
+        metadata: &EventMetadata,
+    ) -> Result<&serde_json::Value, AttemptError> {
         self.metadata = serde_json::to_value(metadata).map_err(internal)?;
-        Ok(())
+        Ok(&self.metadata)
     }
 
     /// Queues the changed nights of `decision` (counters with a version check, and the
-    /// allocations its events touched) and their events.
-    pub async fn nights(
-        &mut self,
-        _conn: &mut PgConnection,
-        loaded: &LoadedNights,
-        decision: &Decision,
-    ) -> Result<(), AttemptError> {
-        self.queue_nights(loaded, decision)
-    }
-
-    /// As [`Self::nights`], without a connection: nothing is written before `flush`.
+    /// allocations its events touched) and their events; nothing is written before
+    /// `flush`.
     pub fn queue_nights(
         &mut self,
         loaded: &LoadedNights,
@@ -213,16 +207,6 @@ impl Writer {
 
     /// Queues a reservation's new state (insert when new, compare-and-set otherwise) and
     /// its events. Returns the state after the events.
-    pub async fn reservation(
-        &mut self,
-        _conn: &mut PgConnection,
-        before: Option<&LoadedReservation>,
-        events: &[ReservationEvent],
-    ) -> Result<Option<Reservation>, AttemptError> {
-        self.queue_reservation(before, events)
-    }
-
-    /// As [`Self::reservation`], without a connection.
     pub fn queue_reservation(
         &mut self,
         before: Option<&LoadedReservation>,

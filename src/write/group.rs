@@ -248,9 +248,7 @@ async fn attempt(
                         night.apply_event(event);
                     }
                 }
-                let metadata = serde_json::to_value(&job.metadata)
-                    .map_err(|e| AttemptError::Fatal(CommandError::Internal(e.to_string())))?;
-                writer.set_metadata(&job.metadata)?;
+                let metadata = writer.set_metadata(&job.metadata)?.clone();
                 let after = writer.queue_reservation(None, &decision.reservation)?;
                 let view = after.as_ref().and_then(|r| ReservationView::of(r, job.now));
                 decided.push((metadata, decision));
