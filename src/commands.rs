@@ -35,6 +35,8 @@ pub struct WriteConfig {
     pub limits: BookingLimits,
     /// Most nights one inventory update may set (a year and a bit).
     pub max_inventory_nights: u32,
+    /// Group commit: how many batches of holds may be in flight at once.
+    pub group_lanes: usize,
 }
 
 impl Default for WriteConfig {
@@ -45,6 +47,7 @@ impl Default for WriteConfig {
             hold_ttl: Duration::seconds(900),
             limits: BookingLimits::default(),
             max_inventory_nights: 800,
+            group_lanes: crate::write::group::DEFAULT_LANES,
         }
     }
 }
@@ -184,7 +187,7 @@ impl CommandService {
             pool,
             config,
             clock,
-            group: Arc::default(),
+            group: Arc::new(crate::write::group::GroupCommit::new(config.group_lanes)),
         }
     }
 
@@ -365,15 +368,14 @@ impl CommandService {
             let mut tx = self.pool.begin().await?;
             let result: Result<Outcome, AttemptError> = async {
                 let mut loader = Loader { conn: &mut tx };
-                let opened = loader
+                let mut opened = loader
                     .open(
                         &[&fingerprint],
-                        request.hotel_id,
-                        request.room_type_id,
+                        &[(request.hotel_id, request.room_type_id)],
                         self.config.strategy.locks_nights(),
                     )
                     .await?;
-                let claim = opened.claims.into_iter().next();
+                let claim = std::mem::take(&mut opened.claims).into_iter().next();
                 match claim {
                     Some(claim) if claim.claimed => {
                         if let Some(stored) =
@@ -384,7 +386,8 @@ impl CommandService {
                     }
                     _ => return Err(CommandError::InFlight.into()),
                 }
-                let hotel = opened.hotel;
+                let (hotel, _) = opened.hotel(request.hotel_id);
+                let hotel = hotel.clone();
                 let nights = loader
                     .nights(
                         request.hotel_id,

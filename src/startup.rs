@@ -67,6 +67,11 @@ pub struct Settings {
     /// How concurrent bookings of the same nights are kept apart.
     #[arg(long, env = "WRITE_STRATEGY", value_enum, default_value = "group")]
     pub strategy: Strategy,
+    /// Group commit: how many batches of holds may be in flight at once (each a
+    /// transaction on its own connection).
+    #[arg(long, env = "GROUP_COMMIT_LANES", default_value_t = crate::write::group::DEFAULT_LANES as u32,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub group_commit_lanes: u32,
     /// Run the projection runners in this process (a standby if another process leads).
     #[arg(long, env = "RUN_PROJECTIONS", default_value_t = true, action = clap::ArgAction::Set)]
     pub run_projections: bool,
@@ -114,6 +119,7 @@ impl Settings {
             hold_limit_window_seconds: 900,
             payment_webhook_secret: None,
             strategy: Strategy::Group,
+            group_commit_lanes: crate::write::group::DEFAULT_LANES as u32,
             run_projections: true,
             db_max_connections: 20,
             run_workers: true,
@@ -145,6 +151,7 @@ impl Settings {
     pub fn write_config(&self) -> WriteConfig {
         WriteConfig {
             strategy: self.strategy,
+            group_lanes: self.group_commit_lanes as usize,
             hold_ttl: Duration::seconds(i64::from(self.hold_ttl_seconds)),
             ..WriteConfig::default()
         }

@@ -688,3 +688,82 @@ async fn an_absurdly_long_stay_is_refused_before_the_database_is_touched() {
         }
     }
 }
+
+/// A batch of holds is one transaction; when one of them cannot be written, the batch
+/// is run again one hold at a time, so only that hold fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hold_that_cannot_be_written_fails_alone_not_its_batch() {
+    // Arrange: one lane, so every hold goes through the same queue; a trigger that
+    // refuses one guest's reservation, as a database failure the domain cannot foresee.
+    let db = TestDb::new().await;
+    let svc = reservations::commands::CommandService::new(
+        db.pool.clone(),
+        reservations::commands::WriteConfig {
+            group_lanes: 1,
+            ..config(Strategy::Group)
+        },
+    );
+    hotel_with_rooms(&svc, day(30), 3, 50).await;
+    sqlx::raw_sql(
+        "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN RAISE EXCEPTION 'refused by the test'; END $$;
+         CREATE TRIGGER refuse_poison BEFORE INSERT ON reservations FOR EACH ROW
+           WHEN (NEW.guest_email = 'guest7@example.com') EXECUTE FUNCTION refuse_poison();",
+    )
+    .execute(&db.pool)
+    .await
+    .expect("trigger");
+    assert_eq!(guest(7).email(), "guest7@example.com", "the poisoned guest");
+    // Hold the room's lock elsewhere, so the first hold's batch waits on it while the
+    // others queue behind it, and are then decided together in the next batch.
+    let mut blocker = db.pool.begin().await.expect("begin");
+    sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
+        .bind(HOTEL as i32)
+        .bind(KING as i32)
+        .execute(&mut *blocker)
+        .await
+        .expect("lock the room");
+
+    // Act
+    let mut calls = Vec::new();
+    for n in 0..12 {
+        let svc = svc.clone();
+        calls.push(tokio::spawn(async move {
+            svc.hold(
+                "web",
+                key(&format!("batch-{n}")),
+                hold_request(stay(day(30), day(32)), 1, n),
+            )
+            .await
+        }));
+        if n == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    blocker.rollback().await.expect("release the room");
+    let mut outcomes = Vec::new();
+    for call in calls {
+        outcomes.push(call.await.expect("task"));
+    }
+
+    // Assert: the poisoned hold failed, every other one was placed.
+    for (n, outcome) in outcomes.iter().enumerate() {
+        if n == 7 {
+            assert!(
+                matches!(outcome, Err(CommandError::Database(_))),
+                "the poisoned hold: {outcome:?}"
+            );
+        } else {
+            assert!(outcome.is_ok(), "hold {n}: {outcome:?}");
+        }
+    }
+    let (reservations,): (i64,) = sqlx::query_as("SELECT count(*) FROM reservations")
+        .fetch_one(&db.pool)
+        .await
+        .expect("count");
+    assert_eq!(reservations, 11);
+    assert_eq!(taken(&db.pool, day(30)).await, 11);
+    assert_invariants(&db.pool).await;
+    db.drop_database().await;
+}

@@ -7,11 +7,13 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use aggregates::booking::InventoryUpdate;
 use aggregates::Rejection;
+use aggregates::{HotelDetails, HotelId, RoomTypeDetails, RoomTypeId};
 use chrono::Days;
 use common::*;
 use rand::{Rng, SeedableRng};
-use reservations::commands::{CommandService, WriteConfig};
+use reservations::commands::{CommandService, HoldRequest, WriteConfig};
 use reservations::error::CommandError;
 use reservations::write::Strategy;
 
@@ -19,6 +21,8 @@ const ROOMS: i64 = 5;
 const NIGHTS: u64 = 8;
 const TASKS: usize = 64;
 const HOLDS: usize = 300;
+
+type Room = (HotelId, RoomTypeId);
 
 #[derive(Default)]
 struct Tally {
@@ -28,8 +32,9 @@ struct Tally {
     gave_up: AtomicUsize,
 }
 
-/// 64 tasks race 300 holds of 1-3 nights over `services` (round robin).
-async fn race(services: Vec<CommandService>, seed: u64) -> Arc<Tally> {
+/// 64 tasks race 300 holds of 1-3 nights over `services` (round robin), each hold for
+/// one of `rooms` at random.
+async fn race(services: Vec<CommandService>, seed: u64, rooms: &[Room]) -> Arc<Tally> {
     let tally = Arc::new(Tally::default());
     let next = Arc::new(AtomicUsize::new(0));
     let first = day(30);
@@ -38,6 +43,7 @@ async fn race(services: Vec<CommandService>, seed: u64) -> Arc<Tally> {
         let svc = services[task % services.len()].clone();
         let tally = tally.clone();
         let next = next.clone();
+        let rooms = rooms.to_vec();
         tasks.push(tokio::spawn(async move {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed + task as u64);
             loop {
@@ -49,7 +55,12 @@ async fn race(services: Vec<CommandService>, seed: u64) -> Arc<Tally> {
                 let len = rng.gen_range(1..=3).min(NIGHTS - start);
                 let from = first.checked_add_days(Days::new(start)).expect("date");
                 let to = from.checked_add_days(Days::new(len)).expect("date");
-                let request = hold_request(stay(from, to), 1, n);
+                let (hotel_id, room_type_id) = rooms[rng.gen_range(0..rooms.len())];
+                let request = HoldRequest {
+                    hotel_id,
+                    room_type_id,
+                    ..hold_request(stay(from, to), 1, n)
+                };
                 let idem = key(&format!("race-{seed}-{n}"));
                 // A client retries "try again" with the same key; give it a few tries.
                 let mut outcome = None;
@@ -92,7 +103,7 @@ async fn race(services: Vec<CommandService>, seed: u64) -> Arc<Tally> {
     tally
 }
 
-async fn check_after_race(db: &TestDb, tally: &Tally) {
+async fn check_after_race(db: &TestDb, tally: &Tally, rooms: usize) {
     eprintln!(
         "held {} ({} room-nights), sold out {}, gave up {}",
         tally.held.load(Ordering::SeqCst),
@@ -110,7 +121,7 @@ async fn check_after_race(db: &TestDb, tally: &Tally) {
         tally.held.load(Ordering::SeqCst),
         "one reservation stream per acknowledged hold"
     );
-    let capacity = (ROOMS as usize) * (NIGHTS as usize);
+    let capacity = (ROOMS as usize) * (NIGHTS as usize) * rooms;
     assert!(held as usize <= capacity);
     assert_eq!(
         tally.held.load(Ordering::SeqCst)
@@ -140,9 +151,9 @@ async fn race_one_server(strategy: Strategy) {
     let svc = db.service(strategy);
     hotel_with_rooms(&svc, day(30), NIGHTS, ROOMS).await;
 
-    let tally = race(vec![svc], 7).await;
+    let tally = race(vec![svc], 7, &[(hotel_id(), king())]).await;
 
-    check_after_race(&db, &tally).await;
+    check_after_race(&db, &tally, 1).await;
     if strategy == Strategy::Group {
         // The holds really were decided in batches: some transaction placed several.
         let (largest,): (i64,) = sqlx::query_as(
@@ -170,9 +181,9 @@ async fn race_two_servers(strategy: Strategy) {
         },
     );
 
-    let tally = race(vec![first, second], 99).await;
+    let tally = race(vec![first, second], 99, &[(hotel_id(), king())]).await;
 
-    check_after_race(&db, &tally).await;
+    check_after_race(&db, &tally, 1).await;
     db.drop_database().await;
 }
 
@@ -204,6 +215,78 @@ async fn sixty_four_tasks_racing_in_group_commits_never_oversell() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_servers_racing_in_group_commits_never_oversell() {
     race_two_servers(Strategy::Group).await;
+}
+
+/// Three hotels with two room types each, `ROOMS` rooms on each of `NIGHTS` nights.
+async fn three_hotels(svc: &CommandService) -> Vec<Room> {
+    let mut rooms = Vec::new();
+    let last = day(30).checked_add_days(Days::new(NIGHTS)).expect("date");
+    for hotel in [HOTEL, HOTEL + 1, HOTEL + 2] {
+        let hotel = HotelId::parse(hotel).expect("hotel id");
+        svc.set_hotel(
+            hotel,
+            HotelDetails::parse("Hotel", "Porto", "Europe/Lisbon").expect("details"),
+        )
+        .await
+        .expect("set hotel");
+        for room_type in [KING, KING + 1] {
+            let room_type = RoomTypeId::parse(room_type).expect("room type id");
+            svc.set_room_type(
+                hotel,
+                room_type,
+                RoomTypeDetails::parse("double", 2).expect("room type"),
+            )
+            .await
+            .expect("set room type");
+            svc.set_inventory(
+                hotel,
+                room_type,
+                stay(day(30), last),
+                InventoryUpdate {
+                    total_rooms: ROOMS,
+                    overbooking_allowance: Some(0),
+                    rate_cents: Some(9_000),
+                },
+            )
+            .await
+            .expect("set inventory");
+            rooms.push((hotel, room_type));
+        }
+    }
+    rooms
+}
+
+/// Group commit batches holds of different rooms into one transaction, each lane
+/// locking its batch's rooms in one order. Two servers with different lane counts map
+/// the same rooms to different lanes, so their batches meet on shared rooms in every
+/// combination: they must queue (never deadlock), and never oversell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_batching_holds_of_six_rooms_never_oversell() {
+    let db = TestDb::new().await;
+    let lanes = |group_lanes| WriteConfig {
+        strategy: Strategy::Group,
+        group_lanes,
+        ..WriteConfig::default()
+    };
+    let first = CommandService::new(db.pool.clone(), lanes(1));
+    let second = CommandService::new(db.another_pool().await, lanes(3));
+    let rooms = three_hotels(&first).await;
+
+    let tally = race(vec![first, second], 2024, &rooms).await;
+
+    check_after_race(&db, &tally, rooms.len()).await;
+    // Some transaction really decided holds of more than one room.
+    let (most_rooms,): (i64,) = sqlx::query_as(
+        "SELECT coalesce(max(n), 0) FROM (
+             SELECT count(DISTINCT split_part(aggregate_id, ':', 1) || ':'
+                                   || split_part(aggregate_id, ':', 2)) AS n
+               FROM events WHERE event_type = 'RoomsHeld' GROUP BY transaction_id) t",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .expect("rooms per transaction");
+    assert!(most_rooms > 1, "no transaction held stays of two rooms");
+    db.drop_database().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -1,31 +1,40 @@
-//! Group commit: the holds of one (hotel, room type) that arrive while a transaction for
-//! it is running wait in line, and go together into the next transaction — each still
-//! decided in arrival order against the state the previous one left.
+//! Group commit: holds that arrive while a transaction is running wait in line, and go
+//! together into the next transaction — each still decided in arrival order against the
+//! state the previous one left.
 //!
-//! A flash sale is every client on the same nights. Row locks (pessimistic) make them
-//! queue one transaction at a time, each paying the whole cost of a transaction and a
-//! commit for one booking; optimistic retries are worse. Here one in-process worker per
-//! (hotel, room type) drains its queue into batches: one transaction claims every
-//! request's idempotency key, takes the room-type lock, reads the nights once, decides
-//! the holds one after the other in memory, and writes all of them in one statement. A
-//! refused hold (sold out) is refused alone; the others in the batch are unaffected.
+//! Every booking transaction pays a fixed price whatever it carries: a connection and
+//! its backend, five round trips, three statements to start and plan, a commit that
+//! waits for the WAL flush. A flash sale is every client on the same nights: row locks
+//! (pessimistic) make them queue one transaction at a time, each paying all of that for
+//! one booking, and optimistic retries are worse. Spread load meets the same price in
+//! another form: on a small machine, dozens of backends each committing one booking
+//! spend the CPU on themselves. So holds are handed to a few **lanes** (a room always
+//! to the same one, by a hash of its hotel and room type): each lane runs one
+//! transaction at a time and takes everything that queued meanwhile into the next one,
+//! whatever rooms it is for. That transaction claims every request's idempotency key,
+//! takes the locks of every room in the batch in one fixed order, reads all their
+//! nights in one statement, decides the holds one after the other in memory, and writes
+//! all of them in one statement. A refused hold (sold out) is refused alone; the others
+//! are unaffected. A batch that fails for any reason but a lost race is run again one
+//! hold at a time, so one hold that cannot be written never fails its neighbours.
 //!
 //! Correctness is the pessimistic strategy's: the same `(hotel, room type)` advisory
-//! lock orders batches with every other writer of those nights (in this process or
+//! locks order batches with every other writer of those nights (in this process or
 //! another), so several server processes each batching their own requests stay exact.
-//! A worker exits when its queue has been idle for a while.
+//! A lane's worker exits when its queue has been idle for a while.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aggregates::{booking, Decision, Reservation, ReservationId};
+use aggregates::{booking, Decision, Nights, Reservation, ReservationId};
 use chrono::{DateTime, NaiveDate, Utc};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    idempotency, settle, with_retries, AttemptError, EventMetadata, Loader, RequestFingerprint,
-    Writer,
+    idempotency, settle, with_retries, AttemptError, EventMetadata, LoadedNights, Loader,
+    RequestFingerprint, Room, WantedNights, Writer,
 };
 use crate::commands::{CommandService, HoldRequest, Outcome, ReservationView};
 use crate::error::CommandError;
@@ -41,44 +50,75 @@ pub(crate) struct HoldJob {
     pub reply: oneshot::Sender<Result<Outcome, CommandError>>,
 }
 
-type Key = (i64, i64);
-
-/// The queues, one per (hotel, room type) with work.
-#[derive(Default)]
-pub struct GroupCommit {
-    queues: Mutex<HashMap<Key, mpsc::UnboundedSender<HoldJob>>>,
+impl HoldJob {
+    fn room(&self) -> Room {
+        (self.request.hotel_id, self.request.room_type_id)
+    }
 }
 
+/// The lanes' queues (a lane has one while it has work).
+pub struct GroupCommit {
+    lanes: usize,
+    queues: Mutex<HashMap<usize, mpsc::UnboundedSender<HoldJob>>>,
+}
+
+/// Lanes when none are configured: enough to keep a small machine's cores busy while
+/// one lane waits for its commit, few enough that batches form.
+pub const DEFAULT_LANES: usize = 4;
 /// Most holds decided in one transaction.
 const MAX_BATCH: usize = 256;
 /// A worker with nothing to do for this long stops (the next hold starts a new one).
 const IDLE: Duration = Duration::from_secs(5);
 
+impl Default for GroupCommit {
+    fn default() -> Self {
+        Self::new(DEFAULT_LANES)
+    }
+}
+
 impl GroupCommit {
+    /// `lanes` transactions at most in flight at once (at least one).
+    pub fn new(lanes: usize) -> Self {
+        Self {
+            lanes: lanes.max(1),
+            queues: Mutex::default(),
+        }
+    }
+
+    /// The lane of a room: always the same, so one room's holds are never in two
+    /// batches at once (they would only queue on its lock).
+    fn lane(&self, room: Room) -> usize {
+        // A fixed hasher (not a random one): the same room maps to the same lane in
+        // every process, which keeps the lanes' load the same from run to run.
+        let hash =
+            BuildHasherDefault::<DefaultHasher>::default().hash_one((room.0.get(), room.1.get()));
+        (hash % self.lanes as u64) as usize
+    }
+
     /// Queues a hold; the answer comes when its batch has committed.
     pub(crate) async fn submit(
         self: &Arc<Self>,
         service: &CommandService,
         job: HoldJob,
     ) -> Result<Outcome, CommandError> {
-        let key = (job.request.hotel_id.get(), job.request.room_type_id.get());
+        let lane = self.lane(job.room());
         let (reply, answer) = oneshot::channel();
         let job = HoldJob { reply, ..job };
         {
             // Sending under the lock: a worker only retires under it, after checking its
             // queue is empty, so no job is ever sent to a worker that has gone.
             let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-            let sender = queues.entry(key).or_insert_with(|| {
+            let sender = queues.entry(lane).or_insert_with(|| {
                 let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(worker(Arc::clone(self), service.clone(), key, rx));
+                tokio::spawn(worker(Arc::clone(self), service.clone(), lane, rx));
                 tx
             });
             if let Err(mpsc::error::SendError(job)) = sender.send(job) {
                 // The worker panicked; start another.
                 let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(worker(Arc::clone(self), service.clone(), key, rx));
+                tokio::spawn(worker(Arc::clone(self), service.clone(), lane, rx));
                 let _ = tx.send(job);
-                queues.insert(key, tx);
+                queues.insert(lane, tx);
             }
         }
         answer
@@ -90,7 +130,7 @@ impl GroupCommit {
 async fn worker(
     group: Arc<GroupCommit>,
     service: CommandService,
-    key: Key,
+    lane: usize,
     mut jobs: mpsc::UnboundedReceiver<HoldJob>,
 ) {
     loop {
@@ -100,7 +140,7 @@ async fn worker(
             Err(_) => {
                 let mut queues = group.queues.lock().unwrap_or_else(|e| e.into_inner());
                 if jobs.is_empty() {
-                    queues.remove(&key);
+                    queues.remove(&lane);
                     return;
                 }
                 continue;
@@ -114,9 +154,37 @@ async fn worker(
             }
         }
         metrics::histogram!("group_commit_batch_size").record(batch.len() as f64);
-        let outcomes = run_batch(&service, &batch).await;
-        for (job, outcome) in batch.into_iter().zip(outcomes) {
-            let _ = job.reply.send(outcome);
+        let mut outcomes = run_batch(&service, &batch).await;
+        if batch.len() > 1
+            && matches!(outcomes, Err(ref e) if !matches!(e, CommandError::Contention { .. }))
+        {
+            // Something in the batch cannot be written (or the database failed): run
+            // each hold on its own, so only the holds that fail are refused.
+            let mut alone = Vec::with_capacity(batch.len());
+            for job in &batch {
+                alone.push(match run_batch(&service, std::slice::from_ref(job)).await {
+                    Ok(mut one) => one.pop().unwrap_or_else(|| {
+                        Err(CommandError::Internal(
+                            "a batch of one gave no answer".into(),
+                        ))
+                    }),
+                    Err(e) => Err(e),
+                });
+            }
+            outcomes = Ok(alone);
+        }
+        match outcomes {
+            Ok(outcomes) => {
+                for (job, outcome) in batch.into_iter().zip(outcomes) {
+                    let _ = job.reply.send(outcome);
+                }
+            }
+            Err(e) => {
+                let message = e.to_string();
+                for job in batch {
+                    let _ = job.reply.send(Err(copy_error(&e, &message)));
+                }
+            }
         }
     }
 }
@@ -126,28 +194,13 @@ async fn worker(
 async fn run_batch(
     service: &CommandService,
     batch: &[HoldJob],
-) -> Vec<Result<Outcome, CommandError>> {
-    let config = *service.config();
-    let Some(first) = batch.first() else {
-        return Vec::new();
-    };
-    let (hotel_id, room_type_id) = (first.request.hotel_id, first.request.room_type_id);
-    let result = with_retries(config.retry, |_| async {
+) -> Result<Vec<Result<Outcome, CommandError>>, CommandError> {
+    with_retries(service.config().retry, |_| async {
         let mut tx = service.pool().begin().await?;
-        let result = attempt(service, &mut tx, batch, hotel_id, room_type_id).await;
+        let result = attempt(service, &mut tx, batch).await;
         settle(tx, result).await
     })
-    .await;
-    match result {
-        Ok(outcomes) => outcomes,
-        Err(e) => {
-            let message = e.to_string();
-            batch
-                .iter()
-                .map(|_| Err(copy_error(&e, &message)))
-                .collect()
-        }
-    }
+    .await
 }
 
 /// The same failure for every hold of a failed batch.
@@ -163,23 +216,30 @@ fn copy_error(e: &CommandError, message: &str) -> CommandError {
     }
 }
 
+/// One room's part of a batch: its nights as loaded, as the holds decided so far leave
+/// them, and those holds' decisions.
+struct RoomWork {
+    loaded: LoadedNights,
+    nights: Nights,
+    decided: Vec<(serde_json::Value, Decision)>,
+}
+
 async fn attempt(
     service: &CommandService,
     tx: &mut sqlx::PgConnection,
     batch: &[HoldJob],
-    hotel_id: aggregates::HotelId,
-    room_type_id: aggregates::RoomTypeId,
 ) -> Result<Vec<Result<Outcome, CommandError>>, AttemptError> {
     let config = *service.config();
     let fingerprints: Vec<&RequestFingerprint> = batch.iter().map(|j| &j.fingerprint).collect();
-    let mut loader = Loader { conn: &mut *tx };
-    let opened = loader
-        .open(&fingerprints, hotel_id, room_type_id, true)
+    let rooms: Vec<Room> = batch.iter().map(HoldJob::room).collect();
+    let mut opened = Loader { conn: &mut *tx }
+        .open(&fingerprints, &rooms, true)
         .await?;
+    let claims = std::mem::take(&mut opened.claims);
     // Which holds run, and what the others answer (replayed, in flight, key reused).
     let mut answers: Vec<Option<Result<Outcome, CommandError>>> = Vec::with_capacity(batch.len());
     let mut seen: HashSet<i64> = HashSet::new();
-    for (job, claim) in batch.iter().zip(opened.claims) {
+    for (job, claim) in batch.iter().zip(claims) {
         // The same key twice in one batch: the advisory lock is re-entrant within the
         // transaction, so the second copy is answered as the concurrent duplicate it is.
         if !claim.claimed || !seen.insert(job.fingerprint.lock_id()) {
@@ -193,42 +253,67 @@ async fn attempt(
             Err(AttemptError::Conflict) => return Err(AttemptError::Conflict),
         }
     }
-    let mut dates: Vec<NaiveDate> = batch
-        .iter()
-        .zip(&answers)
-        .filter(|(_, a)| a.is_none())
-        .flat_map(|(job, _)| job.request.stay.nights())
+    // Every night the holds that run want, room by room.
+    let mut wanted: BTreeMap<Room, Vec<NaiveDate>> = BTreeMap::new();
+    for (job, _) in batch.iter().zip(&answers).filter(|(_, a)| a.is_none()) {
+        wanted
+            .entry(job.room())
+            .or_default()
+            .extend(job.request.stay.nights());
+    }
+    let wanted: Vec<WantedNights> = wanted
+        .into_iter()
+        .map(|((hotel_id, room_type_id), mut dates)| {
+            dates.sort_unstable();
+            dates.dedup();
+            WantedNights {
+                hotel_id,
+                room_type_id,
+                dates,
+            }
+        })
         .collect();
-    dates.sort_unstable();
-    dates.dedup();
     let loaded = Loader { conn: &mut *tx }
-        .nights(
-            hotel_id,
-            room_type_id,
-            &dates,
-            None,
-            latest_now(batch),
-            true,
-        )
+        .nights_of(&wanted, None, latest_now(batch), true)
         .await?;
-    let mut nights = loaded.nights.clone();
+    let mut work: HashMap<Room, RoomWork> = loaded
+        .into_iter()
+        .map(|loaded| {
+            let room = (loaded.hotel_id, loaded.room_type_id);
+            let nights = loaded.nights.clone();
+            (
+                room,
+                RoomWork {
+                    loaded,
+                    nights,
+                    decided: Vec::new(),
+                },
+            )
+        })
+        .collect();
     let mut writer = Writer::new(&batch[0].metadata)?;
-    let mut decided: Vec<(serde_json::Value, Decision)> = Vec::new();
     let mut outcomes = Vec::with_capacity(batch.len());
     for (job, answer) in batch.iter().zip(answers) {
         if let Some(answer) = answer {
             outcomes.push(answer);
             continue;
         }
+        let room = job.room();
+        let Some(work) = work.get_mut(&room) else {
+            return Err(AttemptError::Fatal(CommandError::Internal(
+                "a hold's room was not loaded".into(),
+            )));
+        };
+        let (hotel, _) = opened.hotel(room.0);
         let decision = booking::hold_stay(
-            &opened.hotel,
+            hotel,
             &Reservation::default(),
-            &nights,
+            &work.nights,
             &config.limits,
             booking::HoldStay {
                 reservation_id: job.reservation_id,
-                hotel_id,
-                room_type_id,
+                hotel_id: room.0,
+                room_type_id: room.1,
                 stay: job.request.stay,
                 rooms: job.request.rooms,
                 guest: job.request.guest.clone(),
@@ -241,9 +326,9 @@ async fn attempt(
         let outcome: Outcome = match decision {
             Err(rejection) => Err(rejection),
             Ok(decision) => {
-                // The next hold decides on the nights as this one leaves them.
+                // The next hold of this room decides on the nights as this one leaves them.
                 for (key, events) in &decision.nights {
-                    let night = nights.entry(key.night).or_default();
+                    let night = work.nights.entry(key.night).or_default();
                     for event in events {
                         night.apply_event(event);
                     }
@@ -251,7 +336,7 @@ async fn attempt(
                 let metadata = writer.set_metadata(&job.metadata)?.clone();
                 let after = writer.queue_reservation(None, &decision.reservation)?;
                 let view = after.as_ref().and_then(|r| ReservationView::of(r, job.now));
-                decided.push((metadata, decision));
+                work.decided.push((metadata, decision));
                 view.ok_or_else(|| {
                     AttemptError::Fatal(CommandError::Internal("a hold left no reservation".into()))
                 })
@@ -261,8 +346,14 @@ async fn attempt(
         writer.queue_idempotency(&job.fingerprint, &outcome)?;
         outcomes.push(Ok(outcome));
     }
-    let refs: Vec<(&serde_json::Value, &Decision)> = decided.iter().map(|(m, d)| (m, d)).collect();
-    writer.queue_nights_of(&loaded, &refs)?;
+    for work in work.values() {
+        if work.decided.is_empty() {
+            continue;
+        }
+        let refs: Vec<(&serde_json::Value, &Decision)> =
+            work.decided.iter().map(|(m, d)| (m, d)).collect();
+        writer.queue_nights_of(&work.loaded, &refs)?;
+    }
     writer.flush(&mut *tx).await?;
     Ok(outcomes)
 }

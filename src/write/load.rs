@@ -5,7 +5,7 @@
 //! a command that needs room drops). The domain never derives a count from the
 //! allocation maps, so this partial load decides exactly as a full replay would.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use aggregates::{
     Hold, Hotel, HotelId, InventoryLevels, Nights, Reservation, ReservationId, RoomNight,
@@ -41,12 +41,33 @@ pub struct LoadedNights {
     pub versions: BTreeMap<NaiveDate, i64>,
 }
 
-/// What [`Loader::open`] found: the hotel, and each request's claim in request order.
+/// A (hotel, room type): the unit the write path locks and batches by.
+pub type Room = (HotelId, RoomTypeId);
+
+/// What [`Loader::open`] found: the hotels, and each request's claim in request order.
 #[derive(Debug)]
 pub struct Opened {
-    pub hotel: Hotel,
-    pub hotel_version: i64,
+    pub hotels: HashMap<HotelId, (Hotel, i64)>,
     pub claims: Vec<Claim>,
+}
+
+impl Opened {
+    /// A hotel read by `open` (a default aggregate at version 0 if unknown).
+    pub fn hotel(&self, hotel_id: HotelId) -> (&Hotel, i64) {
+        static UNKNOWN: std::sync::OnceLock<Hotel> = std::sync::OnceLock::new();
+        match self.hotels.get(&hotel_id) {
+            Some((hotel, version)) => (hotel, *version),
+            None => (UNKNOWN.get_or_init(Hotel::default), 0),
+        }
+    }
+}
+
+/// The nights of one (hotel, room type) a command or a batch wants loaded.
+#[derive(Debug, Clone)]
+pub struct WantedNights {
+    pub hotel_id: HotelId,
+    pub room_type_id: RoomTypeId,
+    pub dates: Vec<NaiveDate>,
 }
 
 /// One request's idempotency claim: whether its key's lock is ours, and its record.
@@ -79,11 +100,10 @@ impl Loader<'_> {
         hotel_id: HotelId,
         room_type_id: RoomTypeId,
     ) -> Result<(), AttemptError> {
-        // The two-int advisory key space; ids beyond 2^31 fold onto smaller ones, which
-        // only makes unrelated room types queue together.
+        let (hotel, room_type) = advisory_key((hotel_id, room_type_id));
         sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
-            .bind(hotel_id.get() as i32)
-            .bind(room_type_id.get() as i32)
+            .bind(hotel)
+            .bind(room_type)
             .execute(&mut *self.conn)
             .await?;
         Ok(())
@@ -91,8 +111,13 @@ impl Loader<'_> {
 
     /// The first statement of a hold (or a batch of holds) — one round trip for three
     /// things: claim every request's idempotency key (`pg_try_advisory_xact_lock`, and
-    /// its stored record), take the `(hotel, room type)` lock when `lock` (see
-    /// [`Self::lock_room_type`]), and read the hotel.
+    /// its stored record), take the `(hotel, room type)` lock of every room in `rooms`
+    /// when `lock` (see [`Self::lock_room_type`]), and read their hotels.
+    ///
+    /// The room locks are taken one after the other in one fixed order (their advisory
+    /// keys, ascending), so batches that share rooms queue instead of deadlocking; a
+    /// command that locks one room can never wait on a batch that waits on it, because it
+    /// takes no other lock after its room's.
     ///
     /// The records are read on the statement's snapshot, which may predate a duplicate
     /// that finished just before the key's lock was ours; that duplicate's record then
@@ -100,16 +125,27 @@ impl Loader<'_> {
     pub async fn open(
         &mut self,
         requests: &[&super::RequestFingerprint],
-        hotel_id: HotelId,
-        room_type_id: RoomTypeId,
+        rooms: &[Room],
         lock: bool,
     ) -> Result<Opened, AttemptError> {
         let lock_ids: Vec<i64> = requests.iter().map(|r| r.lock_id()).collect();
         let clients: Vec<&str> = requests.iter().map(|r| r.client.as_str()).collect();
         let keys: Vec<&str> = requests.iter().map(|r| r.key.as_str()).collect();
+        let mut room_keys: Vec<(i32, i32)> = rooms.iter().map(|r| advisory_key(*r)).collect();
+        room_keys.sort_unstable();
+        room_keys.dedup();
+        let (lock_hotels, lock_room_types): (Vec<i32>, Vec<i32>) = room_keys.into_iter().unzip();
+        let mut hotel_ids: Vec<i64> = rooms.iter().map(|(h, _)| h.get()).collect();
+        hotel_ids.sort_unstable();
+        hotel_ids.dedup();
+        // The locks are taken in array order: a function scan yields its rows in order
+        // and nothing here sorts them.
         let rows = sqlx::query(
-            "WITH room_type AS MATERIALIZED (
-                  SELECT CASE WHEN $6 THEN pg_advisory_xact_lock($4::int, $5::int) END AS locked
+            "WITH rooms AS MATERIALIZED (
+                  SELECT count(*) AS locked
+                    FROM (SELECT pg_advisory_xact_lock(r.hotel, r.room_type)
+                            FROM unnest($4::int[], $5::int[]) AS r(hotel, room_type)
+                           WHERE $6) l
              ), claims AS MATERIALIZED (
                   SELECT u.ord, pg_try_advisory_xact_lock(u.lock_id) AS claimed, u.client, u.key
                     FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY
@@ -118,7 +154,8 @@ impl Loader<'_> {
              SELECT 0::bigint AS ord, NULL::bool AS claimed, NULL::text AS request_hash,
                     NULL::text AS state, NULL::jsonb AS outcome, h.state AS hotel_state,
                     h.version AS hotel_version
-               FROM room_type LEFT JOIN hotels h ON h.hotel_id = $7
+               FROM rooms CROSS JOIN hotels h
+              WHERE h.hotel_id = ANY($7::bigint[])
              UNION ALL
              SELECT c.ord, c.claimed, k.request_hash, k.state, k.outcome, NULL, NULL
                FROM claims c
@@ -130,24 +167,26 @@ impl Loader<'_> {
         .bind(&lock_ids)
         .bind(&clients)
         .bind(&keys)
-        .bind(hotel_id.get() as i32)
-        .bind(room_type_id.get() as i32)
+        .bind(&lock_hotels)
+        .bind(&lock_room_types)
         .bind(lock)
-        .bind(hotel_id.get())
+        .bind(&hotel_ids)
         .fetch_all(&mut *self.conn)
         .await?;
         let mut opened = Opened {
-            hotel: Hotel::default(),
-            hotel_version: 0,
+            hotels: HashMap::with_capacity(hotel_ids.len()),
             claims: Vec::with_capacity(requests.len()),
         };
         for row in rows {
             let ord: i64 = row.try_get("ord")?;
             if ord == 0 {
                 if let Some(state) = row.try_get::<Option<serde_json::Value>, _>("hotel_state")? {
-                    opened.hotel =
+                    let hotel: Hotel =
                         serde_json::from_value(state).map_err(|e| corrupt("hotel", e))?;
-                    opened.hotel_version = row.try_get("hotel_version")?;
+                    let version: i64 = row.try_get("hotel_version")?;
+                    if let Some(hotel_id) = hotel.hotel_id() {
+                        opened.hotels.insert(hotel_id, (hotel, version));
+                    }
                 }
                 continue;
             }
@@ -214,8 +253,8 @@ impl Loader<'_> {
         }
     }
 
-    /// The given nights, in night order. With `lock`, their rows are locked `FOR UPDATE`
-    /// in that order before anything is decided.
+    /// The given nights of one room, in night order. With `lock`, their rows are locked
+    /// `FOR UPDATE` in that order before anything is decided.
     pub async fn nights(
         &mut self,
         hotel_id: HotelId,
@@ -225,31 +264,78 @@ impl Loader<'_> {
         now: DateTime<Utc>,
         lock: bool,
     ) -> Result<LoadedNights, AttemptError> {
-        // One statement for the nights and the allocations a command can touch. Under
-        // the pessimistic strategy the `(hotel, room type)` lock is already ours, so no
-        // writer of these rows is running and one snapshot sees them all as they are;
-        // under the optimistic one, one snapshot is exactly what the version checks at
-        // write time compare against.
+        let wanted = WantedNights {
+            hotel_id,
+            room_type_id,
+            dates: dates.to_vec(),
+        };
+        let mut loaded = self
+            .nights_of(std::slice::from_ref(&wanted), reservation_id, now, lock)
+            .await?;
+        loaded
+            .pop()
+            .ok_or_else(|| corrupt("room nights", "one room asked, none loaded"))
+    }
+
+    /// The wanted nights of several rooms in one statement, each room's in the order
+    /// given; with `lock`, every row is locked `FOR UPDATE` in (hotel, room type, night)
+    /// order before anything is decided. Besides the nights, it loads the allocations a
+    /// command can touch: `reservation_id`'s own and every lapsed hold.
+    pub async fn nights_of(
+        &mut self,
+        wanted: &[WantedNights],
+        reservation_id: Option<ReservationId>,
+        now: DateTime<Utc>,
+        lock: bool,
+    ) -> Result<Vec<LoadedNights>, AttemptError> {
+        // Under the pessimistic strategy every room's lock is already ours, so no writer
+        // of these rows is running and one snapshot sees them all as they are; under the
+        // optimistic one, one snapshot is exactly what the version checks at write time
+        // compare against. The allocations are read in two branches, each an index
+        // range whatever the statistics say: the reservation's own (primary key) and the
+        // lapsed holds (the `lapsing` index); one `OR` would read every allocation of a
+        // night, thousands on a sold-out one.
         let sql = format!(
-            "WITH n AS (
-                  SELECT night, total_rooms, overbooking_allowance, rate_cents, confirmed, held,
-                         version
-                    FROM room_nights
-                   WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
-                   ORDER BY night
+            "WITH wanted AS MATERIALIZED (
+                  SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::date[])
+                         AS w(hotel_id, room_type_id, night)
+             ), n AS (
+                  SELECT rn.hotel_id, rn.room_type_id, rn.night, rn.total_rooms,
+                         rn.overbooking_allowance, rn.rate_cents, rn.confirmed, rn.held,
+                         rn.version
+                    FROM wanted w
+                    JOIN room_nights rn USING (hotel_id, room_type_id, night)
+                   ORDER BY rn.hotel_id, rn.room_type_id, rn.night
                    {lock})
-             SELECT true AS is_night, night, total_rooms, overbooking_allowance, rate_cents,
-                    confirmed, held, version, NULL::uuid AS reservation_id, NULL::int AS rooms,
+             SELECT true AS is_night, hotel_id, room_type_id, night, total_rooms,
+                    overbooking_allowance, rate_cents, confirmed, held, version,
+                    NULL::uuid AS reservation_id, NULL::int AS rooms,
                     NULL::timestamptz AS expires_at
                FROM n
              UNION ALL
-             SELECT false, night, NULL, NULL, NULL, NULL, NULL, NULL, reservation_id, rooms,
-                    expires_at
-               FROM room_night_allocations
-              WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
-                AND (reservation_id = $4 OR expires_at <= $5)",
-            lock = if lock { "FOR UPDATE" } else { "" }
+             SELECT false, a.hotel_id, a.room_type_id, a.night, NULL, NULL, NULL, NULL, NULL,
+                    NULL, a.reservation_id, a.rooms, a.expires_at
+               FROM wanted w
+               JOIN room_night_allocations a USING (hotel_id, room_type_id, night)
+              WHERE a.reservation_id = $4
+             UNION ALL
+             SELECT false, a.hotel_id, a.room_type_id, a.night, NULL, NULL, NULL, NULL, NULL,
+                    NULL, a.reservation_id, a.rooms, a.expires_at
+               FROM wanted w
+               JOIN room_night_allocations a USING (hotel_id, room_type_id, night)
+              WHERE a.expires_at <= $5",
+            lock = if lock { "FOR UPDATE OF rn" } else { "" }
         );
+        let mut hotels = Vec::new();
+        let mut room_types = Vec::new();
+        let mut nights = Vec::new();
+        for room in wanted {
+            for night in &room.dates {
+                hotels.push(room.hotel_id.get());
+                room_types.push(room.room_type_id.get());
+                nights.push(*night);
+            }
+        }
         let reservation_uuid = reservation_id.map(|r| r.as_uuid()).unwrap_or(Uuid::nil());
         // Planned for its actual arguments every time (an unnamed statement), unlike the
         // rest of the write path (generic plans, see `db::write_pool`): the
@@ -257,21 +343,28 @@ impl Loader<'_> {
         // while the table was small scans all of them (measured: 9 ms instead of 0.03).
         let all_rows = sqlx::query(&sql)
             .persistent(false)
-            .bind(hotel_id.get())
-            .bind(room_type_id.get())
-            .bind(dates)
+            .bind(&hotels)
+            .bind(&room_types)
+            .bind(&nights)
             .bind(reservation_uuid)
             .bind(now)
             .fetch_all(&mut *self.conn)
             .await?;
-        let (rows, allocation_rows): (Vec<_>, Vec<_>) = all_rows
-            .into_iter()
-            .partition(|row| row.try_get::<bool, _>("is_night").unwrap_or(false));
 
-        let mut holds: BTreeMap<NaiveDate, BTreeMap<ReservationId, Hold>> = BTreeMap::new();
-        let mut confirmations: BTreeMap<NaiveDate, BTreeMap<ReservationId, u32>> = BTreeMap::new();
-        for row in allocation_rows {
-            let night: NaiveDate = row.try_get("night")?;
+        type NightKey = (i64, i64, NaiveDate);
+        let mut holds: HashMap<NightKey, BTreeMap<ReservationId, Hold>> = HashMap::new();
+        let mut confirmations: HashMap<NightKey, BTreeMap<ReservationId, u32>> = HashMap::new();
+        let mut night_rows = Vec::new();
+        for row in all_rows {
+            let key: NightKey = (
+                row.try_get("hotel_id")?,
+                row.try_get("room_type_id")?,
+                row.try_get("night")?,
+            );
+            if row.try_get::<bool, _>("is_night")? {
+                night_rows.push((key, row));
+                continue;
+            }
             let id = ReservationId::from_uuid(
                 row.try_get::<Option<Uuid>, _>("reservation_id")?
                     .ok_or_else(|| corrupt("allocation", "no reservation id"))?,
@@ -280,43 +373,70 @@ impl Loader<'_> {
             match row.try_get::<Option<DateTime<Utc>>, _>("expires_at")? {
                 Some(expires_at) => {
                     holds
-                        .entry(night)
+                        .entry(key)
                         .or_default()
                         .insert(id, Hold { rooms, expires_at });
                 }
                 None => {
-                    confirmations.entry(night).or_default().insert(id, rooms);
+                    confirmations.entry(key).or_default().insert(id, rooms);
                 }
             }
         }
 
-        let mut loaded = LoadedNights {
-            hotel_id,
-            room_type_id,
-            nights: Nights::new(),
-            versions: BTreeMap::new(),
-        };
-        for row in rows {
-            let night: NaiveDate = row.try_get("night")?;
+        let mut loaded: Vec<LoadedNights> = wanted
+            .iter()
+            .map(|room| LoadedNights {
+                hotel_id: room.hotel_id,
+                room_type_id: room.room_type_id,
+                nights: Nights::new(),
+                versions: BTreeMap::new(),
+            })
+            .collect();
+        let index: HashMap<(i64, i64), usize> = wanted
+            .iter()
+            .enumerate()
+            .map(|(i, room)| ((room.hotel_id.get(), room.room_type_id.get()), i))
+            .collect();
+        for (key, row) in night_rows {
+            let (hotel, room_type, night) = key;
+            let Some(target) = index
+                .get(&(hotel, room_type))
+                .and_then(|i| loaded.get_mut(*i))
+            else {
+                return Err(corrupt("room night", "a night no room asked for"));
+            };
             let levels = InventoryLevels::parse(
-                i64::from(row.try_get::<i32, _>("total_rooms")?),
-                i64::from(row.try_get::<i32, _>("overbooking_allowance")?),
-                row.try_get("rate_cents")?,
+                i64::from(row.try_get::<Option<i32>, _>("total_rooms")?.unwrap_or(0)),
+                i64::from(
+                    row.try_get::<Option<i32>, _>("overbooking_allowance")?
+                        .unwrap_or(0),
+                ),
+                row.try_get::<Option<i64>, _>("rate_cents")?.unwrap_or(0),
             )
             .map_err(|e| corrupt("room night", e))?;
             let state = RoomNight::from_snapshot(
-                RoomNightKey::new(hotel_id, room_type_id, night),
+                RoomNightKey::new(target.hotel_id, target.room_type_id, night),
                 levels,
-                non_negative(row.try_get("confirmed")?)?,
-                non_negative(row.try_get("held")?)?,
-                holds.remove(&night).unwrap_or_default(),
-                confirmations.remove(&night).unwrap_or_default(),
+                non_negative(row.try_get::<Option<i32>, _>("confirmed")?.unwrap_or(0))?,
+                non_negative(row.try_get::<Option<i32>, _>("held")?.unwrap_or(0))?,
+                holds.remove(&key).unwrap_or_default(),
+                confirmations.remove(&key).unwrap_or_default(),
             );
-            loaded.versions.insert(night, row.try_get("version")?);
-            loaded.nights.insert(night, state);
+            let version: Option<i64> = row.try_get("version")?;
+            target.versions.insert(
+                night,
+                version.ok_or_else(|| corrupt("room night", "no version"))?,
+            );
+            target.nights.insert(night, state);
         }
         Ok(loaded)
     }
+}
+
+/// A room's advisory lock key: the two-int key space, where ids beyond 2^31 fold onto
+/// smaller ones (which only makes unrelated room types queue together).
+fn advisory_key((hotel_id, room_type_id): Room) -> (i32, i32) {
+    (hotel_id.get() as i32, room_type_id.get() as i32)
 }
 
 fn non_negative(value: i32) -> Result<u32, AttemptError> {

@@ -33,7 +33,7 @@ use crate::error::CommandError;
 
 pub use append::{EventMetadata, Writer};
 pub use idempotency::{IdempotencyKey, RequestFingerprint};
-pub use load::{Claim, LoadedNights, LoadedReservation, Loader, Opened};
+pub use load::{Claim, LoadedNights, LoadedReservation, Loader, Opened, Room, WantedNights};
 
 /// How concurrent commands on the same nights are kept apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -43,8 +43,8 @@ pub enum Strategy {
     Optimistic,
     /// Lock the nights in order before deciding; queue instead of retrying.
     Pessimistic,
-    /// Pessimistic, and the holds of one (hotel, room type) that queue meanwhile are
-    /// decided together in the next transaction (see `group`).
+    /// Pessimistic, and the holds that queue meanwhile are decided together in the
+    /// next transaction of their lane (see `group`).
     Group,
 }
 
