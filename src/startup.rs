@@ -235,7 +235,12 @@ impl Application {
             (None, _) => None,
         };
         let (stop_workers, stopped) = watch::channel(false);
-        let mut workers = Vec::new();
+        // Wakes the projection runners (here or in another process) after this
+        // process's commits.
+        let mut workers = vec![tokio::spawn(crate::write::announce::notify_commits(
+            pool.clone(),
+            stopped.clone(),
+        ))];
         if settings.run_projections {
             if let Some(cache) = &availability {
                 workers.push(spawn_availability_runner(

@@ -43,6 +43,7 @@ fn fast_runners() -> RunnerConfig {
         poll_interval: StdDuration::from_millis(20),
         lag_interval: StdDuration::from_secs(1),
         max_backoff: StdDuration::from_millis(200),
+        gather: StdDuration::ZERO,
     }
 }
 

@@ -589,3 +589,54 @@ async fn a_night_down_to_its_last_room_is_read_from_postgresql() {
     app.stop().await;
     db.drop_database().await;
 }
+
+/// Runners are woken after a command commits, by the process that committed it (there
+/// is no trigger in the writing transaction).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_committed_hold_wakes_the_listeners_of_events() {
+    // Arrange: a listener, as a runner has, and the announcing task an application runs.
+    let db = TestDb::new().await;
+    let svc = db.service(Strategy::Group);
+    hotel_with_rooms(&svc, day(30), 3, 5).await;
+    let mut listener = sqlx::postgres::PgListener::connect_with(&db.pool)
+        .await
+        .expect("listener");
+    listener.listen("events").await.expect("listen");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let announcer = tokio::spawn(reservations::write::announce::notify_commits(
+        db.pool.clone(),
+        stopped,
+    ));
+    // The announcer's first wake-up covers the commits before it started.
+    tokio::time::timeout(Duration::from_secs(5), listener.recv())
+        .await
+        .expect("the first announcement")
+        .expect("notification");
+    tokio::time::sleep(reservations::write::announce::SPACING * 3).await;
+    while listener.next_buffered().is_some() {}
+
+    // Act
+    svc.hold(
+        "web",
+        key("wake"),
+        hold_request(stay(day(30), day(31)), 1, 1),
+    )
+    .await
+    .expect("hold");
+
+    // Assert
+    let woken = tokio::time::timeout(Duration::from_secs(5), listener.recv())
+        .await
+        .expect("a wake-up after the commit")
+        .expect("notification");
+    assert_eq!(woken.channel(), "events");
+    let (triggers,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'events'::regclass AND NOT tgisinternal AND tgname = 'events_appended'")
+            .fetch_one(&db.pool)
+            .await
+            .expect("triggers");
+    assert_eq!(triggers, 0, "no NOTIFY inside the writing transaction");
+    let _ = stop.send(true);
+    announcer.await.expect("announcer");
+    db.drop_database().await;
+}

@@ -8,8 +8,9 @@
 //!   PostgreSQL transaction, which locks the checkpoint row. A projection kept in
 //!   PostgreSQL writes through that transaction and so applies each event exactly once;
 //!   one kept elsewhere (Redis) makes its writes idempotent per event.
-//! - **Wake-ups**: LISTEN on `events` (a statement trigger NOTIFYs), with polling as the
-//!   fallback, so a lost notification costs latency, never an event.
+//! - **Wake-ups**: LISTEN on `events` (the writing processes NOTIFY after their
+//!   commits), with polling as the fallback, so a lost notification costs latency,
+//!   never an event.
 //! - **Errors** are retried with exponential backoff, counted in metrics, and never
 //!   skipped: the checkpoint only moves past a batch that was applied.
 //! - **Rebuild**: fill the next generation from position zero while the current one
@@ -87,6 +88,9 @@ pub struct RunnerConfig {
     /// How often to measure the lag.
     pub lag_interval: Duration,
     pub max_backoff: Duration,
+    /// How long an idle runner woken by a notification lets further commits land
+    /// before it reads, so they are applied in one batch (zero: read at once).
+    pub gather: Duration,
 }
 
 impl Default for RunnerConfig {
@@ -97,6 +101,11 @@ impl Default for RunnerConfig {
             lag_interval: Duration::from_secs(2),
             // A dependency that comes back is noticed within seconds.
             max_backoff: Duration::from_secs(5),
+            // Under load a commit lands every few milliseconds; a runner woken by each
+            // one spent more on its own statements (read, checkpoint, commit) than on
+            // the events: measured, 1,100 reads a second for four runners at 750
+            // bookings a second. A few milliseconds of lag buys batches.
+            gather: Duration::from_millis(20),
         }
     }
 }
@@ -335,10 +344,19 @@ async fn follow<P: Projection>(
             if let Some(as_of) = horizon.advance(leader).await? {
                 projection.caught_up(generation, checkpoint, as_of).await?;
             }
-            tokio::select! {
-                _ = listener.recv() => {}
-                _ = tokio::time::sleep(config.poll_interval) => {}
-                _ = shutdown.changed() => {}
+            let notified = tokio::select! {
+                notification = listener.recv() => notification.is_ok(),
+                _ = tokio::time::sleep(config.poll_interval) => false,
+                _ = shutdown.changed() => false,
+            };
+            if notified && !config.gather.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(config.gather) => {}
+                    _ = shutdown.changed() => {}
+                }
+                // The commits that landed meanwhile are read below; their wake-ups
+                // are spent.
+                while listener.next_buffered().is_some() {}
             }
             continue;
         }

@@ -17,6 +17,7 @@
 //! wrong answer; and the `room_nights` CHECK refuses an oversold night even if the code
 //! above it were wrong.
 
+pub mod announce;
 mod append;
 pub mod group;
 pub mod idempotency;
@@ -120,6 +121,7 @@ pub async fn settle<T>(
     match result {
         Ok(value) => {
             tx.commit().await?;
+            announce::committed();
             Ok(value)
         }
         Err(e) => {
