@@ -10,6 +10,11 @@
 //! `scripts/bench.sh` runs every scenario, the raw-SQL baseline and the strategy sweep in
 //! one go; see docs/benchmarks.md.
 
+// glibc's malloc was 7% of the load generator's CPU under load (perf: _int_malloc,
+// malloc_consolidate, unlink_chunk); mimalloc keeps per-thread free lists.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 
 use anyhow::Context;

@@ -337,12 +337,14 @@ impl Loader<'_> {
             }
         }
         let reservation_uuid = reservation_id.map(|r| r.as_uuid()).unwrap_or(Uuid::nil());
-        // Planned for its actual arguments every time (an unnamed statement), unlike the
-        // rest of the write path (generic plans, see `db::write_pool`): the
-        // allocations of a hot night grow by thousands a minute, and a generic plan made
-        // while the table was small scans all of them (measured: 9 ms instead of 0.03).
+        // A prepared statement with a generic plan, like the rest of the write path (see
+        // `db::write_pool`). It used to be planned on every call: with one `OR` over
+        // the allocations, a generic plan made while the table was small read every
+        // allocation of a hot night (9 ms instead of 0.03). Each branch above is an
+        // index range in the generic plan too, even on empty tables without statistics
+        // (checked with EXPLAIN), and planning was two thirds of this statement's time
+        // (0.75 of 1.65 ms per batch under spread load).
         let all_rows = sqlx::query(&sql)
-            .persistent(false)
             .bind(&hotels)
             .bind(&room_types)
             .bind(&nights)
