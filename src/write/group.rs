@@ -64,7 +64,7 @@ pub struct GroupCommit {
 
 /// Lanes when none are configured: enough to keep a small machine's cores busy while
 /// one lane waits for its commit, few enough that batches form.
-pub const DEFAULT_LANES: usize = 4;
+pub const DEFAULT_LANES: usize = 2;
 /// Most holds decided in one transaction.
 const MAX_BATCH: usize = 256;
 /// A worker with nothing to do for this long stops (the next hold starts a new one).
