@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::api::auth::TokenTable;
-use crate::api::{router, AppState, AvailabilityCache};
+use crate::api::{router, AppState, AppStateInner, AvailabilityCache};
 use crate::clock::{Clock, SystemClock};
 use crate::commands::{CommandService, WriteConfig};
 use crate::payments::simulated::{SimulatedConfig, SimulatedGateway};
@@ -292,7 +292,7 @@ impl Application {
                 stopped.clone(),
             ));
         }
-        let state = AppState {
+        let state = AppState::new(AppStateInner {
             commands,
             pool: pool.clone(),
             tokens: Arc::new(tokens),
@@ -302,7 +302,7 @@ impl Application {
             payments: payments.clone(),
             webhook_secret,
             hold_limiter,
-        };
+        });
         Ok(Self {
             listener,
             router: router(state),

@@ -36,9 +36,28 @@ use crate::telemetry::Metrics;
 use auth::TokenTable;
 use error::ApiError;
 
-/// What every handler can reach.
+/// What every handler can reach: a handle, cloned for every request (axum's `State`),
+/// so one reference count instead of every field's (`perf` over a reads run: cloning
+/// the fields and dropping the command service were 1% of all samples).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<AppStateInner>);
+
+impl AppState {
+    pub fn new(inner: AppStateInner) -> Self {
+        Self(Arc::new(inner))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = AppStateInner;
+
+    fn deref(&self) -> &AppStateInner {
+        &self.0
+    }
+}
+
+/// The shared parts of [`AppState`].
+pub struct AppStateInner {
     pub commands: CommandService,
     pub pool: PgPool,
     pub tokens: Arc<TokenTable>,
