@@ -15,8 +15,9 @@
 //! takes the locks of every room in the batch in one fixed order, reads all their
 //! nights in one statement, decides the holds one after the other in memory, and writes
 //! all of them in one statement. A refused hold (sold out) is refused alone; the others
-//! are unaffected. A batch that fails for any reason but a lost race is run again one
-//! hold at a time, so one hold that cannot be written never fails its neighbours.
+//! are unaffected. A batch the database refuses (or whose state cannot be used) is run
+//! again one hold at a time, so one hold that cannot be written never fails its
+//! neighbours; an unreachable database fails the batch at once.
 //!
 //! Correctness is the pessimistic strategy's: the same `(hotel, room type)` advisory
 //! locks order batches with every other writer of those nights (in this process or
@@ -155,11 +156,9 @@ async fn worker(
         }
         metrics::histogram!("group_commit_batch_size").record(batch.len() as f64);
         let mut outcomes = run_batch(&service, &batch).await;
-        if batch.len() > 1
-            && matches!(outcomes, Err(ref e) if !matches!(e, CommandError::Contention { .. }))
-        {
-            // Something in the batch cannot be written (or the database failed): run
-            // each hold on its own, so only the holds that fail are refused.
+        if batch.len() > 1 && matches!(outcomes, Err(ref e) if refused_by_content(e)) {
+            // Something in the batch cannot be written: run each hold on its own, so
+            // only the holds that fail are refused.
             let mut alone = Vec::with_capacity(batch.len());
             for job in &batch {
                 alone.push(match run_batch(&service, std::slice::from_ref(job)).await {
@@ -201,6 +200,17 @@ async fn run_batch(
         settle(tx, result).await
     })
     .await
+}
+
+/// Whether a failed batch may owe its failure to one of its holds: the database
+/// refused a statement, or what was read or decided could not be used. Not a lost race
+/// (retried already), and not an unreachable database or an exhausted pool, where running
+/// the holds one by one would only make each of them wait for the same timeout.
+fn refused_by_content(e: &CommandError) -> bool {
+    matches!(
+        e,
+        CommandError::Database(sqlx::Error::Database(_)) | CommandError::Internal(_)
+    )
 }
 
 /// The same failure for every hold of a failed batch.
