@@ -386,8 +386,7 @@ impl CommandService {
                     }
                     _ => return Err(CommandError::InFlight.into()),
                 }
-                let (hotel, _) = opened.hotel(request.hotel_id);
-                let hotel = hotel.clone();
+                let hotel = opened.hotel(request.hotel_id);
                 let nights = loader
                     .nights(
                         request.hotel_id,
@@ -399,7 +398,7 @@ impl CommandService {
                     )
                     .await?;
                 let decision = booking::hold_stay(
-                    &hotel,
+                    hotel,
                     &Reservation::default(),
                     &nights.nights,
                     &self.config.limits,

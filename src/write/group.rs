@@ -240,6 +240,9 @@ async fn attempt(
     batch: &[HoldJob],
 ) -> Result<Vec<Result<Outcome, CommandError>>, AttemptError> {
     let config = *service.config();
+    let Some(first) = batch.first() else {
+        return Ok(Vec::new());
+    };
     let fingerprints: Vec<&RequestFingerprint> = batch.iter().map(|j| &j.fingerprint).collect();
     let rooms: Vec<Room> = batch.iter().map(HoldJob::room).collect();
     let mut opened = Loader { conn: &mut *tx }
@@ -301,7 +304,7 @@ async fn attempt(
             )
         })
         .collect();
-    let mut writer = Writer::new(&batch[0].metadata)?;
+    let mut writer = Writer::new(&first.metadata)?;
     let mut outcomes = Vec::with_capacity(batch.len());
     for (job, answer) in batch.iter().zip(answers) {
         if let Some(answer) = answer {
@@ -314,7 +317,7 @@ async fn attempt(
                 "a hold's room was not loaded".into(),
             )));
         };
-        let (hotel, _) = opened.hotel(room.0);
+        let hotel = opened.hotel(room.0);
         let decision = booking::hold_stay(
             hotel,
             &Reservation::default(),

@@ -47,18 +47,17 @@ pub type Room = (HotelId, RoomTypeId);
 /// What [`Loader::open`] found: the hotels, and each request's claim in request order.
 #[derive(Debug)]
 pub struct Opened {
-    pub hotels: HashMap<HotelId, (Hotel, i64)>,
+    pub hotels: HashMap<HotelId, Hotel>,
     pub claims: Vec<Claim>,
 }
 
 impl Opened {
-    /// A hotel read by `open` (a default aggregate at version 0 if unknown).
-    pub fn hotel(&self, hotel_id: HotelId) -> (&Hotel, i64) {
+    /// A hotel read by `open` (a default aggregate if unknown).
+    pub fn hotel(&self, hotel_id: HotelId) -> &Hotel {
         static UNKNOWN: std::sync::OnceLock<Hotel> = std::sync::OnceLock::new();
-        match self.hotels.get(&hotel_id) {
-            Some((hotel, version)) => (hotel, *version),
-            None => (UNKNOWN.get_or_init(Hotel::default), 0),
-        }
+        self.hotels
+            .get(&hotel_id)
+            .unwrap_or_else(|| UNKNOWN.get_or_init(Hotel::default))
     }
 }
 
@@ -152,12 +151,11 @@ impl Loader<'_> {
                          AS u(lock_id, client, key, ord)
              )
              SELECT 0::bigint AS ord, NULL::bool AS claimed, NULL::text AS request_hash,
-                    NULL::text AS state, NULL::jsonb AS outcome, h.state AS hotel_state,
-                    h.version AS hotel_version
+                    NULL::text AS state, NULL::jsonb AS outcome, h.state AS hotel_state
                FROM rooms CROSS JOIN hotels h
               WHERE h.hotel_id = ANY($7::bigint[])
              UNION ALL
-             SELECT c.ord, c.claimed, k.request_hash, k.state, k.outcome, NULL, NULL
+             SELECT c.ord, c.claimed, k.request_hash, k.state, k.outcome, NULL
                FROM claims c
                LEFT JOIN idempotency_keys k
                       ON k.client = c.client AND k.key = c.key
@@ -183,9 +181,8 @@ impl Loader<'_> {
                 if let Some(state) = row.try_get::<Option<serde_json::Value>, _>("hotel_state")? {
                     let hotel: Hotel =
                         serde_json::from_value(state).map_err(|e| corrupt("hotel", e))?;
-                    let version: i64 = row.try_get("hotel_version")?;
                     if let Some(hotel_id) = hotel.hotel_id() {
-                        opened.hotels.insert(hotel_id, (hotel, version));
+                        opened.hotels.insert(hotel_id, hotel);
                     }
                 }
                 continue;
@@ -407,28 +404,23 @@ impl Loader<'_> {
             else {
                 return Err(corrupt("room night", "a night no room asked for"));
             };
+            // A night row's columns are NOT NULL: decoded as plain values, a NULL is an
+            // error rather than a zero.
             let levels = InventoryLevels::parse(
-                i64::from(row.try_get::<Option<i32>, _>("total_rooms")?.unwrap_or(0)),
-                i64::from(
-                    row.try_get::<Option<i32>, _>("overbooking_allowance")?
-                        .unwrap_or(0),
-                ),
-                row.try_get::<Option<i64>, _>("rate_cents")?.unwrap_or(0),
+                i64::from(row.try_get::<i32, _>("total_rooms")?),
+                i64::from(row.try_get::<i32, _>("overbooking_allowance")?),
+                row.try_get("rate_cents")?,
             )
             .map_err(|e| corrupt("room night", e))?;
             let state = RoomNight::from_snapshot(
                 RoomNightKey::new(target.hotel_id, target.room_type_id, night),
                 levels,
-                non_negative(row.try_get::<Option<i32>, _>("confirmed")?.unwrap_or(0))?,
-                non_negative(row.try_get::<Option<i32>, _>("held")?.unwrap_or(0))?,
+                non_negative(row.try_get("confirmed")?)?,
+                non_negative(row.try_get("held")?)?,
                 holds.remove(&key).unwrap_or_default(),
                 confirmations.remove(&key).unwrap_or_default(),
             );
-            let version: Option<i64> = row.try_get("version")?;
-            target.versions.insert(
-                night,
-                version.ok_or_else(|| corrupt("room night", "no version"))?,
-            );
+            target.versions.insert(night, row.try_get("version")?);
             target.nights.insert(night, state);
         }
         Ok(loaded)
