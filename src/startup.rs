@@ -24,8 +24,8 @@ use crate::payments::simulated::{SimulatedConfig, SimulatedGateway};
 use crate::payments::{PaymentConfig, PaymentService};
 use crate::rate_limit::HoldLimiter;
 use crate::telemetry::{prometheus, Metrics};
-use crate::workers::{spawn_analytics_runners, spawn_audit_runner, spawn_availability_runner};
 use crate::workers::{spawn_payment_workers, PaymentWorkerConfig};
+use crate::workers::{spawn_runners, RedisModel};
 use crate::write::Strategy;
 
 /// Everything `reservations serve` can be told, from flags or the environment.
@@ -242,17 +242,15 @@ impl Application {
             stopped.clone(),
         ))];
         if settings.run_projections {
-            if let Some(cache) = &availability {
-                workers.push(spawn_availability_runner(
-                    pool.clone(),
-                    cache.redis.clone(),
-                    cache.keys.clone(),
-                    RunnerConfig::default(),
-                    stopped.clone(),
-                ));
-            }
-            workers.extend(spawn_analytics_runners(pool.clone(), stopped.clone()));
-            workers.push(spawn_audit_runner(pool.clone(), stopped.clone()));
+            workers.extend(spawn_runners(
+                pool.clone(),
+                availability.as_ref().map(|cache| RedisModel {
+                    redis: cache.redis.clone(),
+                    keys: cache.keys.clone(),
+                }),
+                RunnerConfig::default(),
+                stopped.clone(),
+            ));
         }
         let commands =
             CommandService::with_clock(write_pool.clone(), settings.write_config(), clock);

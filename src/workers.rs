@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use projections::analytics::{Occupancy, ReservationsView, OCCUPANCY, RESERVATIONS_VIEW};
 use projections::audit::AuditLog;
 use projections::availability::{AvailabilityProjection, Keys};
-use projections::{Checkpoint, RunnerConfig};
+use projections::{Checkpoint, RunnerConfig, Tail};
 use redis::aio::ConnectionManager;
 use sqlx::PgPool;
 use tokio::sync::watch;
@@ -68,6 +68,50 @@ impl FromStr for ProjectionName {
 pub struct RedisModel {
     pub redis: ConnectionManager,
     pub keys: Keys,
+}
+
+/// Starts the runner of every projection: availability (when Redis is configured), the
+/// reservations view, occupancy and the audit log, all reading the log through one
+/// shared [`Tail`] so that each event is read from the database once, not four times.
+pub fn spawn_runners(
+    pool: PgPool,
+    availability: Option<RedisModel>,
+    config: RunnerConfig,
+    shutdown: watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    let tail = Tail::default();
+    let mut runners = Vec::with_capacity(4);
+    if let Some(model) = availability {
+        runners.push(tokio::spawn(projections::run_sharing(
+            pool.clone(),
+            AvailabilityProjection::new(model.redis, model.keys),
+            config,
+            tail.clone(),
+            shutdown.clone(),
+        )));
+    }
+    runners.push(tokio::spawn(projections::run_sharing(
+        pool.clone(),
+        ReservationsView,
+        config,
+        tail.clone(),
+        shutdown.clone(),
+    )));
+    runners.push(tokio::spawn(projections::run_sharing(
+        pool.clone(),
+        Occupancy,
+        config,
+        tail.clone(),
+        shutdown.clone(),
+    )));
+    runners.push(tokio::spawn(projections::run_sharing(
+        pool,
+        AuditLog::new(),
+        config,
+        tail,
+        shutdown,
+    )));
+    runners
 }
 
 /// Starts the Redis availability projection.

@@ -13,7 +13,7 @@ use aggregates::ReservationId;
 use chrono::Days;
 use common::*;
 use projections::availability::{self, Keys};
-use projections::{Checkpoint, Projection, RunnerConfig, StoredEvent};
+use projections::{Checkpoint, Projection, RunnerConfig, StoredEvent, Tail};
 use rand::{Rng, SeedableRng};
 use reservations::commands::Caller;
 use reservations::write::Strategy;
@@ -28,15 +28,41 @@ fn fast() -> RunnerConfig {
     }
 }
 
-/// A projection that only records what it was given, in order.
-#[derive(Clone, Default)]
+/// A projection that only records what it was given, in order, and in which batches.
+#[derive(Clone)]
 struct Recorder {
+    name: &'static str,
     seen: Arc<Mutex<Vec<i64>>>,
+    batches: Arc<Mutex<usize>>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Self::named("recorder")
+    }
+}
+
+impl Recorder {
+    fn named(name: &'static str) -> Self {
+        Self {
+            name,
+            seen: Arc::default(),
+            batches: Arc::default(),
+        }
+    }
+
+    fn seen(&self) -> Vec<i64> {
+        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn batches(&self) -> usize {
+        self.batches.lock().map(|b| *b).unwrap_or_default()
+    }
 }
 
 impl Projection for Recorder {
     fn name(&self) -> &'static str {
-        "recorder"
+        self.name
     }
 
     async fn apply(
@@ -47,6 +73,10 @@ impl Projection for Recorder {
     ) -> anyhow::Result<()> {
         let mut seen = self.seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
         seen.extend(batch.iter().map(|e| e.position));
+        *self
+            .batches
+            .lock()
+            .map_err(|_| anyhow::anyhow!("poisoned"))? += 1;
         Ok(())
     }
 
@@ -118,6 +148,173 @@ async fn events_committed_out_of_order_are_delivered_in_commit_order_and_never_s
     assert_eq!(*recorder.seen.lock().expect("lock"), vec![early, late]);
     let _ = stop.send(true);
     runner.await.expect("runner");
+    db.drop_database().await;
+}
+
+/// Every event of the log, in commit order, as a reader must deliver them.
+async fn log_in_commit_order(pool: &PgPool) -> Vec<i64> {
+    sqlx::query_scalar(
+        "SELECT global_position FROM events ORDER BY transaction_id, global_position",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("read the log")
+}
+
+#[tokio::test]
+async fn a_tail_serves_a_read_it_has_made_from_memory_and_reads_on_from_the_database() {
+    // Arrange: five events, each committed on its own.
+    let db = TestDb::new().await;
+    let mut conn = db.pool.acquire().await.expect("connection");
+    for stream in ["a", "b", "c", "d", "e"] {
+        insert_test_event(&mut conn, stream).await;
+    }
+    let log = log_in_commit_order(&db.pool).await;
+    let tail = Tail::default();
+
+    // Act: a first reader takes three; a second asks from the start; the first goes on.
+    let first = tail
+        .read_after(&mut conn, Checkpoint::START, 3)
+        .await
+        .expect("first read");
+    let again = tail
+        .read_after(&mut conn, Checkpoint::START, 500)
+        .await
+        .expect("second reader");
+    let after_first = first
+        .last()
+        .map(StoredEvent::checkpoint)
+        .expect("three events");
+    let rest = tail
+        .read_after(&mut conn, after_first, 500)
+        .await
+        .expect("read on");
+    let inside = tail
+        .read_after(&mut conn, first[0].checkpoint(), 500)
+        .await
+        .expect("a reader one event in");
+
+    // Assert: the same events as the log, whoever asked; only two database reads.
+    let positions = |batch: &[StoredEvent]| batch.iter().map(|e| e.position).collect::<Vec<_>>();
+    assert_eq!(positions(&first), log[..3]);
+    assert_eq!(positions(&again), log[..3]);
+    assert_eq!(positions(&rest), log[3..]);
+    assert_eq!(positions(&inside), log[1..3]);
+    assert_eq!(tail.reads(), (2, 2), "(from memory, from the database)");
+    drop(conn);
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runners_sharing_a_tail_each_apply_every_event_once_in_commit_order() {
+    // Arrange: two projections' runners reading through one tail.
+    let db = TestDb::new().await;
+    let (a, b) = (Recorder::named("shared-a"), Recorder::named("shared-b"));
+    let tail = Tail::default();
+    let (stop, stopped) = watch::channel(false);
+    let runners = [
+        tokio::spawn(projections::run_sharing(
+            db.pool.clone(),
+            a.clone(),
+            fast(),
+            tail.clone(),
+            stopped.clone(),
+        )),
+        tokio::spawn(projections::run_sharing(
+            db.pool.clone(),
+            b.clone(),
+            fast(),
+            tail.clone(),
+            stopped,
+        )),
+    ];
+
+    // Act: events from many transactions, one of which holds an early position open
+    // while later ones commit.
+    let mut early = db.pool.begin().await.expect("begin");
+    insert_test_event(&mut early, "early").await;
+    let mut conn = db.pool.acquire().await.expect("connection");
+    for n in 0..60 {
+        insert_test_event(&mut conn, &format!("s{n}")).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    early
+        .commit()
+        .await
+        .expect("commit the early position last");
+    for n in 60..120 {
+        insert_test_event(&mut conn, &format!("s{n}")).await;
+    }
+    let (seen_a, seen_b) = (a.seen.clone(), b.seen.clone());
+    wait_for("both runners to apply all 121 events", || {
+        let len = |seen: &Arc<Mutex<Vec<i64>>>| seen.lock().map(|s| s.len()).unwrap_or(0);
+        len(&seen_a) >= 121 && len(&seen_b) >= 121
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // Assert: each saw the log exactly, in commit order; and they shared reads.
+    let log = log_in_commit_order(&db.pool).await;
+    assert_eq!(a.seen(), log);
+    assert_eq!(b.seen(), log);
+    let (from_memory, _) = tail.reads();
+    assert!(
+        from_memory > 0,
+        "no batch was served from memory: {:?}",
+        tail.reads()
+    );
+    let _ = stop.send(true);
+    for runner in runners {
+        runner.await.expect("runner");
+    }
+    drop(conn);
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_keeping_up_with_a_steady_load_applies_it_in_batches() {
+    // Arrange: a runner that lets 250 ms of commits gather at the head of the log.
+    let db = TestDb::new().await;
+    let recorder = Recorder::default();
+    let (stop, stopped) = watch::channel(false);
+    let config = RunnerConfig {
+        gather: Duration::from_millis(250),
+        ..fast()
+    };
+    let runner = tokio::spawn(projections::run(
+        db.pool.clone(),
+        recorder.clone(),
+        config,
+        stopped,
+    ));
+
+    // Act: an event committed every few milliseconds for about a second and a half.
+    let mut conn = db.pool.acquire().await.expect("connection");
+    let started = std::time::Instant::now();
+    let mut written = 0;
+    while started.elapsed() < Duration::from_millis(1_500) {
+        insert_test_event(&mut conn, &format!("steady{written}")).await;
+        written += 1;
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    let seen = recorder.seen.clone();
+    wait_for("every event", || {
+        seen.lock().map(|s| s.len() >= written).unwrap_or(false)
+    })
+    .await;
+
+    // Assert: everything, in order, in about one batch per 250 ms (a runner that read
+    // again as soon as it had applied made 41 batches of this load).
+    assert_eq!(recorder.seen(), log_in_commit_order(&db.pool).await);
+    let batches = recorder.batches();
+    assert!(written >= 100, "only {written} events written");
+    assert!(
+        batches <= 12,
+        "{batches} batches for {written} events over 1.5 s"
+    );
+    let _ = stop.send(true);
+    runner.await.expect("runner");
+    drop(conn);
     db.drop_database().await;
 }
 

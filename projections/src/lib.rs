@@ -1,6 +1,7 @@
 //! The read side: projections that follow the event log durably.
 //!
 //! - [`log`]: reading the log in commit order without ever skipping an event;
+//! - [`tail`]: one read of the log's newest events for all the runners of a process;
 //! - [`runner`]: checkpoints, one active runner per projection, wake-ups, retries, lag
 //!   metrics, and rebuilding a projection into a new generation while the old serves;
 //! - [`catch_up`](mod@catch_up): bringing a projection up to date once, on demand;
@@ -15,7 +16,9 @@ pub mod availability;
 pub mod catch_up;
 pub mod log;
 pub mod runner;
+pub mod tail;
 
 pub use catch_up::catch_up;
 pub use log::{Checkpoint, StoredEvent};
-pub use runner::{rebuild, run, Projection, RunnerConfig};
+pub use runner::{rebuild, run, run_sharing, Projection, RunnerConfig};
+pub use tail::Tail;
