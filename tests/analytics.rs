@@ -21,7 +21,9 @@ use aggregates::booking::InventoryUpdate;
 use aggregates::{Rejection, ReservationId};
 use chrono::{Duration, NaiveDate};
 use common::{config, day, hold_request, hotel_id, hotel_with_rooms, key, king, stay, TestDb};
-use projections::analytics::{Occupancy, ReservationsView, OCCUPANCY, RESERVATIONS_VIEW};
+use projections::analytics::{
+    Occupancy, ReservationsView, LOAD_VIEW_ROWS, OCCUPANCY, RESERVATIONS_VIEW,
+};
 use projections::runner::served_generation;
 use projections::{Projection, RunnerConfig};
 use reservations::clock::ManualClock;
@@ -1032,5 +1034,78 @@ async fn the_cli_rebuilds_a_projection_and_reports_status() {
         complaint.contains("reservations_view") && complaint.contains("occupancy"),
         "{complaint}"
     );
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn the_views_load_probes_its_primary_key_on_a_table_never_analyzed() {
+    // Arrange: a view of 5,000 reservations that no ANALYZE has seen (as on a fresh
+    // database, or one whose autovacuum is off or behind).
+    let db = TestDb::new().await;
+    let mut conn = db.pool.acquire().await.expect("connection");
+    sqlx::query(
+        "INSERT INTO reservations_view (generation, reservation_id, hotel_id, room_type_id,
+                start_date, end_date, rooms, status, guest_name, guest_email, channel,
+                total_cents, hold_expires_at, created_at, updated_at, version)
+         SELECT 1, gen_random_uuid(), 1 + n % 50, 1, DATE '2027-01-01' + n % 60,
+                DATE '2027-01-03' + n % 60, 1, 'held', 'Guest', 'g' || n || '@example.com',
+                'web', 20000, now(), now(), now(), 1
+           FROM generate_series(1, 5000) AS n",
+    )
+    .execute(&mut *conn)
+    .await
+    .expect("fill the view");
+    let ids: Vec<Uuid> =
+        sqlx::query_scalar("SELECT reservation_id FROM reservations_view LIMIT 40")
+            .fetch_all(&mut *conn)
+            .await
+            .expect("some ids");
+    let literal = format!(
+        "ARRAY[{}]::uuid[]",
+        ids.iter()
+            .map(|id| format!("'{id}'"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    sqlx::query(&format!(
+        "PREPARE load_view_rows(int, uuid[]) AS {LOAD_VIEW_ROWS}"
+    ))
+    .execute(&mut *conn)
+    .await
+    .expect("prepare the load");
+
+    // Act: the plans PostgreSQL would use, generic (after a few calls) and custom.
+    let mut plans = Vec::new();
+    for mode in ["force_generic_plan", "force_custom_plan"] {
+        sqlx::query(&format!("SET plan_cache_mode = {mode}"))
+            .execute(&mut *conn)
+            .await
+            .expect("plan mode");
+        let lines: Vec<String> =
+            sqlx::query_scalar(&format!("EXPLAIN EXECUTE load_view_rows(1, {literal})"))
+                .fetch_all(&mut *conn)
+                .await
+                .expect("explain");
+        plans.push((mode, lines.join("\n")));
+    }
+    let found: i64 = sqlx::query_scalar(&format!(
+        "SELECT count(*) FROM ({}) loaded",
+        LOAD_VIEW_ROWS.replace("$1", "1").replace("$2", &literal)
+    ))
+    .fetch_one(&mut *conn)
+    .await
+    .expect("run the load");
+
+    // Assert: each id is a probe of the primary key, never a scan of the generation.
+    for (mode, plan) in &plans {
+        assert!(
+            plan.contains("reservations_view_pkey")
+                && !plan.contains("Seq Scan on reservations_view")
+                && !plan.contains("by_hotel_date"),
+            "{mode}:\n{plan}"
+        );
+    }
+    assert_eq!(found, 40);
+    drop(conn);
     db.drop_database().await;
 }
