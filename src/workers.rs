@@ -82,50 +82,39 @@ pub fn spawn_runners(
     let tail = Tail::default();
     let mut runners = Vec::with_capacity(4);
     if let Some(model) = availability {
-        runners.push(tokio::spawn(projections::run_sharing(
+        runners.push(spawn_availability_runner(
             pool.clone(),
-            AvailabilityProjection::new(model.redis, model.keys),
+            model.redis,
+            model.keys,
             config,
-            tail.clone(),
+            &tail,
             shutdown.clone(),
-        )));
+        ));
     }
-    runners.push(tokio::spawn(projections::run_sharing(
+    runners.extend(spawn_analytics_runners(
         pool.clone(),
-        ReservationsView,
         config,
-        tail.clone(),
+        &tail,
         shutdown.clone(),
-    )));
-    runners.push(tokio::spawn(projections::run_sharing(
-        pool.clone(),
-        Occupancy,
-        config,
-        tail.clone(),
-        shutdown.clone(),
-    )));
-    runners.push(tokio::spawn(projections::run_sharing(
-        pool,
-        AuditLog::new(),
-        config,
-        tail,
-        shutdown,
-    )));
+    ));
+    runners.push(spawn_audit_runner(pool, config, &tail, shutdown));
     runners
 }
 
-/// Starts the Redis availability projection.
+/// Starts the Redis availability projection, reading the log through `tail`.
 pub fn spawn_availability_runner(
     pool: PgPool,
     redis: ConnectionManager,
     keys: Keys,
     config: RunnerConfig,
+    tail: &Tail,
     shutdown: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
-    tokio::spawn(projections::run(
+    tokio::spawn(projections::run_sharing(
         pool,
         AvailabilityProjection::new(redis, keys),
         config,
+        tail.clone(),
         shutdown,
     ))
 }
@@ -133,38 +122,44 @@ pub fn spawn_availability_runner(
 /// Follows the event log into the audit log. Safe to run in every server process: the
 /// runner's leadership lock lets one of them write, the others stand by. (The audit log
 /// is append-only, so it is not in the rebuildable registry.)
-pub fn spawn_audit_runner(pool: PgPool, shutdown: watch::Receiver<bool>) -> JoinHandle<()> {
-    tokio::spawn(projections::run(
+pub fn spawn_audit_runner(
+    pool: PgPool,
+    config: RunnerConfig,
+    tail: &Tail,
+    shutdown: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(projections::run_sharing(
         pool,
         AuditLog::new(),
-        RunnerConfig::default(),
+        config,
+        tail.clone(),
         shutdown,
     ))
 }
 
 /// Starts the runners of the PostgreSQL analytics projections (reservations view and
-/// occupancy), with the default runner configuration, until `shutdown` turns true.
+/// occupancy), reading the log through `tail`, until `shutdown` turns true.
 pub fn spawn_analytics_runners(
     pool: PgPool,
-    shutdown: watch::Receiver<bool>,
-) -> Vec<JoinHandle<()>> {
-    spawn_analytics_runners_with(pool, RunnerConfig::default(), shutdown)
-}
-
-/// As [`spawn_analytics_runners`], with a given runner configuration (tests poll fast).
-pub fn spawn_analytics_runners_with(
-    pool: PgPool,
     config: RunnerConfig,
+    tail: &Tail,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
     vec![
-        tokio::spawn(projections::run(
+        tokio::spawn(projections::run_sharing(
             pool.clone(),
             ReservationsView,
             config,
+            tail.clone(),
             shutdown.clone(),
         )),
-        tokio::spawn(projections::run(pool, Occupancy, config, shutdown)),
+        tokio::spawn(projections::run_sharing(
+            pool,
+            Occupancy,
+            config,
+            tail.clone(),
+            shutdown,
+        )),
     ]
 }
 

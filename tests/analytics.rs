@@ -58,7 +58,12 @@ struct Runners {
 impl Runners {
     fn start(pool: &PgPool) -> Self {
         let (stop, shutdown) = watch::channel(false);
-        let handles = workers::spawn_analytics_runners_with(pool.clone(), fast_runners(), shutdown);
+        let handles = workers::spawn_analytics_runners(
+            pool.clone(),
+            fast_runners(),
+            &projections::Tail::default(),
+            shutdown,
+        );
         Self { stop, handles }
     }
 

@@ -675,7 +675,12 @@ async fn the_audit_log_cannot_be_cleared_or_rebuilt() {
 async fn the_spawned_runner_follows_the_log_and_verify_waits_for_it() {
     let db = TestDb::new().await;
     let (stop, shutdown) = tokio::sync::watch::channel(false);
-    let runner = reservations::workers::spawn_audit_runner(db.pool.clone(), shutdown);
+    let runner = reservations::workers::spawn_audit_runner(
+        db.pool.clone(),
+        projections::RunnerConfig::default(),
+        &projections::Tail::default(),
+        shutdown,
+    );
 
     workload(&db).await;
     let events = count(&db.pool, "SELECT count(*) FROM events").await;

@@ -530,6 +530,7 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
         availability::connect(&redis.url()).expect("redis"),
         keys.clone(),
         fast(),
+        &projections::Tail::default(),
         stopped,
     );
 

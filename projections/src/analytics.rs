@@ -585,6 +585,9 @@ impl Occupancy {
         nights: &[(NightKey, &Daily)],
         sql: &'static str,
     ) -> anyhow::Result<()> {
+        if nights.is_empty() {
+            return Ok(());
+        }
         let ints = |f: fn(&Daily) -> i64, what: &str| -> anyhow::Result<Vec<i32>> {
             nights.iter().map(|(_, r)| to_i32(f(r), what)).collect()
         };
@@ -717,12 +720,11 @@ impl Occupancy {
         }
         // The nights that have a row are updated; the others inserted (the transaction
         // holds this projection's checkpoint lock, so no other writer adds one between).
-        if !updated.is_empty() {
-            Self::write_nights(
-                tx,
-                generation,
-                &updated,
-                "UPDATE occupancy_daily AS d
+        Self::write_nights(
+            tx,
+            generation,
+            &updated,
+            "UPDATE occupancy_daily AS d
                     SET total_rooms = u.total_rooms,
                         overbooking_allowance = u.overbooking_allowance,
                         rate_cents = u.rate_cents, confirmed = u.confirmed, held = u.held,
@@ -737,23 +739,20 @@ impl Occupancy {
                               holds_lapsed, cancellations, version)
                   WHERE d.generation = $1 AND d.hotel_id = u.hotel_id
                     AND d.room_type_id = u.room_type_id AND d.night = u.night",
-            )
-            .await?;
-        }
-        if !inserted.is_empty() {
-            Self::write_nights(
-                tx,
-                generation,
-                &inserted,
-                "INSERT INTO occupancy_daily (generation, hotel_id, room_type_id, night,
+        )
+        .await?;
+        Self::write_nights(
+            tx,
+            generation,
+            &inserted,
+            "INSERT INTO occupancy_daily (generation, hotel_id, room_type_id, night,
                         total_rooms, overbooking_allowance, rate_cents, confirmed, held,
                         revenue_cents, holds_placed, holds_lapsed, cancellations, version)
                  SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::date[], $5::int[],
                         $6::int[], $7::bigint[], $8::int[], $9::int[], $10::bigint[],
                         $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[])",
-            )
-            .await?;
-        }
+        )
+        .await?;
 
         let mut gone: Vec<(NightKey, Uuid)> = Vec::new();
         let mut kept: Vec<(NightKey, Uuid, Confirmation)> = Vec::new();
