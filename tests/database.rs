@@ -106,3 +106,101 @@ async fn postgres_es_reads_the_streams_the_unit_of_work_writes() {
     assert_eq!((night.held(), night.confirmed()), (0, 0));
     db.drop_database().await;
 }
+
+#[tokio::test]
+async fn the_nights_read_probes_the_allocations_by_night_on_a_table_never_analyzed() {
+    // Arrange: 30 nights, and an allocation table that no ANALYZE has seen (a young
+    // database, or one whose autovacuum is off or behind); a connection keeps the generic
+    // plan it made first, while the table was empty, for as long as it lives.
+    let db = TestDb::new().await;
+    let svc = db.service(Strategy::Pessimistic);
+    hotel_with_rooms(&svc, day(10), 30, 500).await;
+    let mut conn = db.pool.acquire().await.expect("connection");
+    sqlx::query("ALTER TABLE room_night_allocations SET (autovacuum_enabled = false)")
+        .execute(&mut *conn)
+        .await
+        .expect("keep autovacuum away");
+    let nights: Vec<String> = (10..20).map(|d| format!("'{}'", day(d))).collect();
+    let arguments = format!(
+        "ARRAY[{hotels}]::bigint[], ARRAY[{types}]::bigint[], ARRAY[{nights}]::date[], now()",
+        hotels = vec![hotel_id().get().to_string(); nights.len()].join(","),
+        types = vec![king().get().to_string(); nights.len()].join(","),
+        nights = nights.join(","),
+    );
+
+    // Act: the plans PostgreSQL would use for each form of the statement, generic (after
+    // a few calls) and custom, on the empty table and again with 5,000 allocations.
+    let mut plans = Vec::new();
+    for filled in [false, true] {
+        if filled {
+            sqlx::query(
+                "INSERT INTO room_night_allocations
+                      (hotel_id, room_type_id, night, reservation_id, rooms, expires_at)
+                 SELECT hotel_id, room_type_id, night, gen_random_uuid(), 1,
+                        now() + interval '1 hour'
+                   FROM room_nights CROSS JOIN generate_series(1, 5000 / 30)",
+            )
+            .execute(&mut *conn)
+            .await
+            .expect("fill the allocations");
+            for name in ["hold", "of_reservation"] {
+                sqlx::query(&format!("DEALLOCATE {name}"))
+                    .execute(&mut *conn)
+                    .await
+                    .expect("forget the plans");
+            }
+        }
+        for (name, reservation) in [("hold", false), ("of_reservation", true)] {
+            let (parameters, arguments) = if reservation {
+                (
+                    "bigint[], bigint[], date[], timestamptz, uuid",
+                    format!("{arguments}, gen_random_uuid()"),
+                )
+            } else {
+                ("bigint[], bigint[], date[], timestamptz", arguments.clone())
+            };
+            sqlx::query(&format!(
+                "PREPARE {name}({parameters}) AS {}",
+                reservations::write::nights_sql(true, reservation)
+            ))
+            .execute(&mut *conn)
+            .await
+            .expect("prepare the read");
+            for mode in ["force_generic_plan", "force_custom_plan"] {
+                sqlx::query(&format!("SET plan_cache_mode = {mode}"))
+                    .execute(&mut *conn)
+                    .await
+                    .expect("plan mode");
+                let lines: Vec<String> =
+                    sqlx::query_scalar(&format!("EXPLAIN EXECUTE {name}({arguments})"))
+                        .fetch_all(&mut *conn)
+                        .await
+                        .expect("explain");
+                plans.push((filled, name, mode, lines.join("\n")));
+            }
+        }
+    }
+
+    // Assert: every read of the allocations is an index probe keyed by the night, never
+    // a scan of the table or of a whole index (as a join, the reservation's own
+    // allocations were read by a bitmap scan of the primary key on `reservation_id`).
+    for (filled, name, mode, plan) in &plans {
+        let lines: Vec<&str> = plan.lines().collect();
+        let scans: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i].contains("on room_night_allocations"))
+            .collect();
+        let expected = if *name == "hold" { 1 } else { 2 };
+        let context = format!("filled: {filled}, {name}, {mode}:\n{plan}");
+        assert_eq!(scans.len(), expected, "{context}");
+        for i in scans {
+            let condition = lines.get(i + 1).copied().unwrap_or_default();
+            assert!(
+                lines[i].contains("Index Scan using")
+                    && condition.contains("Index Cond: ((hotel_id = w"),
+                "{context}"
+            );
+        }
+    }
+    drop(conn);
+    db.drop_database().await;
+}

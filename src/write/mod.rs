@@ -34,7 +34,9 @@ use crate::error::CommandError;
 
 pub use append::{EventMetadata, Writer};
 pub use idempotency::{IdempotencyKey, RequestFingerprint};
-pub use load::{Claim, LoadedNights, LoadedReservation, Loader, Opened, Room, WantedNights};
+pub use load::{
+    nights_sql, Claim, LoadedNights, LoadedReservation, Loader, Opened, Room, WantedNights,
+};
 
 /// How concurrent commands on the same nights are kept apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
