@@ -20,7 +20,10 @@ use std::time::Duration as StdDuration;
 use aggregates::booking::InventoryUpdate;
 use aggregates::{Rejection, ReservationId};
 use chrono::{Duration, NaiveDate};
-use common::{config, day, hold_request, hotel_id, hotel_with_rooms, key, king, stay, TestDb};
+use common::{
+    config, day, generic_and_custom_plans, hold_request, hotel_id, hotel_with_rooms, key, king,
+    stay, TestDb,
+};
 use projections::analytics::{
     Occupancy, ReservationsView, LOAD_VIEW_ROWS, OCCUPANCY, RESERVATIONS_VIEW,
 };
@@ -1080,19 +1083,8 @@ async fn the_views_load_probes_its_primary_key_on_a_table_never_analyzed() {
     .expect("prepare the load");
 
     // Act: the plans PostgreSQL would use, generic (after a few calls) and custom.
-    let mut plans = Vec::new();
-    for mode in ["force_generic_plan", "force_custom_plan"] {
-        sqlx::query(&format!("SET plan_cache_mode = {mode}"))
-            .execute(&mut *conn)
-            .await
-            .expect("plan mode");
-        let lines: Vec<String> =
-            sqlx::query_scalar(&format!("EXPLAIN EXECUTE load_view_rows(1, {literal})"))
-                .fetch_all(&mut *conn)
-                .await
-                .expect("explain");
-        plans.push((mode, lines.join("\n")));
-    }
+    let plans =
+        generic_and_custom_plans(&mut conn, "load_view_rows", &format!("1, {literal}")).await;
     let found: i64 = sqlx::query_scalar(&format!(
         "SELECT count(*) FROM ({}) loaded",
         LOAD_VIEW_ROWS.replace("$1", "1").replace("$2", &literal)

@@ -166,17 +166,8 @@ async fn the_nights_read_probes_the_allocations_by_night_on_a_table_never_analyz
             .execute(&mut *conn)
             .await
             .expect("prepare the read");
-            for mode in ["force_generic_plan", "force_custom_plan"] {
-                sqlx::query(&format!("SET plan_cache_mode = {mode}"))
-                    .execute(&mut *conn)
-                    .await
-                    .expect("plan mode");
-                let lines: Vec<String> =
-                    sqlx::query_scalar(&format!("EXPLAIN EXECUTE {name}({arguments})"))
-                        .fetch_all(&mut *conn)
-                        .await
-                        .expect("explain");
-                plans.push((filled, name, mode, lines.join("\n")));
+            for (mode, plan) in generic_and_custom_plans(&mut conn, name, &arguments).await {
+                plans.push((filled, name, mode, plan));
             }
         }
     }

@@ -417,19 +417,25 @@ fn non_negative(value: i32) -> Result<u32, AttemptError> {
 /// sold-out one. A hold, whose reservation is new, has no allocations of its own to read,
 /// so its statement has no such branch.
 pub fn nights_sql(lock: bool, reservation: bool) -> String {
+    let allocations = |condition: &str| {
+        format!(
+            "UNION ALL
+             SELECT false, w.hotel_id, w.room_type_id, w.night, NULL, NULL, NULL, NULL,
+                    NULL, NULL, a.reservation_id, a.rooms, a.expires_at
+               FROM wanted w
+              CROSS JOIN LATERAL (
+                    SELECT a.reservation_id, a.rooms, a.expires_at
+                      FROM room_night_allocations a
+                     WHERE a.hotel_id = w.hotel_id AND a.room_type_id = w.room_type_id
+                       AND a.night = w.night AND {condition}
+                    OFFSET 0) a"
+        )
+    };
+    let lapsed = allocations("a.expires_at <= $4");
     let own = if reservation {
-        "UNION ALL
-         SELECT false, w.hotel_id, w.room_type_id, w.night, NULL, NULL, NULL, NULL, NULL,
-                NULL, a.reservation_id, a.rooms, a.expires_at
-           FROM wanted w
-          CROSS JOIN LATERAL (
-                SELECT a.reservation_id, a.rooms, a.expires_at
-                  FROM room_night_allocations a
-                 WHERE a.hotel_id = w.hotel_id AND a.room_type_id = w.room_type_id
-                   AND a.night = w.night AND a.reservation_id = $5
-                OFFSET 0) a"
+        allocations("a.reservation_id = $5")
     } else {
-        ""
+        String::new()
     };
     let lock = if lock { "FOR UPDATE OF rn" } else { "" };
     format!(
@@ -449,16 +455,7 @@ pub fn nights_sql(lock: bool, reservation: bool) -> String {
                 NULL::uuid AS reservation_id, NULL::int AS rooms,
                 NULL::timestamptz AS expires_at
            FROM n
-         UNION ALL
-         SELECT false, w.hotel_id, w.room_type_id, w.night, NULL, NULL, NULL, NULL, NULL,
-                NULL, a.reservation_id, a.rooms, a.expires_at
-           FROM wanted w
-          CROSS JOIN LATERAL (
-                SELECT a.reservation_id, a.rooms, a.expires_at
-                  FROM room_night_allocations a
-                 WHERE a.hotel_id = w.hotel_id AND a.room_type_id = w.room_type_id
-                   AND a.night = w.night AND a.expires_at <= $4
-                OFFSET 0) a
+         {lapsed}
          {own}"
     )
 }

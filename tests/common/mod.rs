@@ -387,3 +387,27 @@ pub async fn streams_out_of_commit_order(pool: &PgPool) -> i64 {
     .await
     .expect("order check")
 }
+
+/// The plans PostgreSQL would use for the prepared statement `name` called with
+/// `arguments` (SQL text): generic (what a connection settles on after a few calls) and
+/// custom, as `(plan_cache_mode, EXPLAIN output)`.
+pub async fn generic_and_custom_plans(
+    conn: &mut sqlx::PgConnection,
+    name: &str,
+    arguments: &str,
+) -> Vec<(&'static str, String)> {
+    let mut plans = Vec::new();
+    for mode in ["force_generic_plan", "force_custom_plan"] {
+        sqlx::query(&format!("SET plan_cache_mode = {mode}"))
+            .execute(&mut *conn)
+            .await
+            .expect("plan mode");
+        let lines: Vec<String> =
+            sqlx::query_scalar(&format!("EXPLAIN EXECUTE {name}({arguments})"))
+                .fetch_all(&mut *conn)
+                .await
+                .expect("explain");
+        plans.push((mode, lines.join("\n")));
+    }
+    plans
+}
