@@ -836,5 +836,8 @@ async fn a_committed_hold_wakes_the_listeners_of_events() {
     assert_eq!(triggers, 0, "no NOTIFY inside the writing transaction");
     let _ = stop.send(true);
     announcer.await.expect("announcer");
+    // The listener holds one of the pool's connections, and closing the pool waits for
+    // every connection to come back: it must go first.
+    drop(listener);
     db.drop_database().await;
 }
