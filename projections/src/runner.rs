@@ -349,6 +349,8 @@ async fn follow<P: Projection>(
                 _ = shutdown.changed() => continue,
             }
         }
+        // The commits announced so far are read below; their wake-ups are spent.
+        while listener.next_buffered().is_some() {}
         let read_at = Instant::now();
         let batch = tail
             .read_after(leader, checkpoint, config.batch_size)
@@ -391,14 +393,9 @@ async fn follow<P: Projection>(
                 _ = tokio::time::sleep(config.poll_interval) => false,
                 _ = shutdown.changed() => false,
             };
-            if notified && !config.gather.is_zero() {
-                tokio::select! {
-                    _ = tokio::time::sleep(config.gather) => {}
-                    _ = shutdown.changed() => {}
-                }
-                // The commits that landed meanwhile are read below; their wake-ups
-                // are spent.
-                while listener.next_buffered().is_some() {}
+            if notified {
+                // Woken from idle: let further commits land for `gather` before reading.
+                next_read = Instant::now() + config.gather;
             }
             continue;
         }
