@@ -216,7 +216,11 @@ impl Application {
         // Redis is optional at start: the connection is lazy, and every reader falls
         // back to PostgreSQL while it is unreachable.
         let availability = match projections::availability::connect(&settings.redis_url) {
-            Ok(redis) => Some(AvailabilityCache { redis, keys }),
+            Ok(redis) => Some(AvailabilityCache {
+                redis,
+                keys,
+                generation: Default::default(),
+            }),
             Err(e) => {
                 tracing::warn!(error = %e, "REDIS_URL unusable; availability is read from PostgreSQL and the hold limit is off");
                 None

@@ -439,7 +439,13 @@ impl Drop for PrivateRedis {
 }
 
 /// Every `room_nights` row next to what the Redis model says of it.
-async fn compare_with_redis(pool: &PgPool, redis_url: &str, keys: &Keys) -> Vec<String> {
+/// `hint` carries the generation one read found to the next, as the API's reads share it.
+async fn compare_with_redis(
+    pool: &PgPool,
+    redis_url: &str,
+    keys: &Keys,
+    hint: &availability::GenerationHint,
+) -> Vec<String> {
     let rows = night_rows(pool).await;
     let mut redis = availability::connect(redis_url).expect("redis");
     let mut differences = Vec::new();
@@ -452,7 +458,7 @@ async fn compare_with_redis(pool: &PgPool, redis_url: &str, keys: &Keys) -> Vec<
         // A freshly switched generation is marked ready by the runner's next poll.
         let mut cached = None;
         for _ in 0..200 {
-            cached = availability::read(&mut redis, keys, hotel, &nights)
+            cached = availability::read(&mut redis, keys, hint, hotel, &nights)
                 .await
                 .expect("read redis");
             if cached.is_some() {
@@ -571,7 +577,8 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
     wait_caught_up(&db.pool, availability::NAME).await;
 
     // Assert: Redis says exactly what room_nights says, night by night.
-    let differences = compare_with_redis(&db.pool, &redis.url(), &keys).await;
+    let hint = availability::GenerationHint::default();
+    let differences = compare_with_redis(&db.pool, &redis.url(), &keys, &hint).await;
     assert!(differences.is_empty(), "{differences:#?}");
     assert_invariants(&db.pool).await;
 
@@ -590,7 +597,9 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
     .expect("rebuild");
     assert_eq!(generation, 2);
     wait_caught_up(&db.pool, availability::NAME).await;
-    let differences = compare_with_redis(&db.pool, &redis.url(), &keys).await;
+    // Read with the hint of the first generation, now deleted: each read must find
+    // the switch and answer from the new generation.
+    let differences = compare_with_redis(&db.pool, &redis.url(), &keys, &hint).await;
     assert!(
         differences.is_empty(),
         "after the rebuild: {differences:#?}"
@@ -732,8 +741,13 @@ async fn availability_survives_redis_stopping_and_the_model_is_rebuilt_when_it_r
         .collect();
     assert_eq!(remaining, vec![4, 4, 5]);
     wait_caught_up(&db.pool, availability::NAME).await;
-    let differences =
-        compare_with_redis(&db.pool, &redis.url(), &Keys::for_database(&db.name)).await;
+    let differences = compare_with_redis(
+        &db.pool,
+        &redis.url(),
+        &Keys::for_database(&db.name),
+        &availability::GenerationHint::default(),
+    )
+    .await;
     assert!(differences.is_empty(), "{differences:#?}");
     app.stop().await;
     db.drop_database().await;

@@ -22,6 +22,7 @@
 //! meanwhile (`ready` is 0).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use aggregates::{HotelEvent, RoomNightEvent};
@@ -410,24 +411,52 @@ pub struct CachedAvailability {
     pub room_types: Vec<CachedRoomTypeNights>,
 }
 
+/// The generation the last read found current, which the next read assumes and checks
+/// in the same round trip (`GET current` rides in the pipeline that reads that
+/// generation's `meta` and catalog). Generations change only when the model is rebuilt,
+/// so a read costs two round trips instead of three; a read that finds the pointer
+/// moved reads again under the new generation, so it never answers from a stale one.
+#[derive(Debug, Default)]
+pub struct GenerationHint(AtomicI32);
+
 /// Reads availability for `hotel` over `nights` from the generation readers use.
 /// `Ok(None)` when the cache cannot answer (not built, not caught up, unknown hotel):
 /// the caller then asks PostgreSQL. Errors mean Redis is unreachable.
 pub async fn read(
     redis: &mut ConnectionManager,
     keys: &Keys,
+    hint: &GenerationHint,
     hotel: i64,
     nights: &[NaiveDate],
 ) -> anyhow::Result<Option<CachedAvailability>> {
-    let generation: Option<i32> = redis.get(keys.current()).await?;
-    let Some(generation) = generation else {
+    // 0 is never a generation (they count from 1): the first read learns the pointer.
+    let mut generation = hint.0.load(Ordering::Relaxed);
+    let mut found = None;
+    // Twice is enough unless rebuilds switch faster than reads; then PostgreSQL answers.
+    for _ in 0..2 {
+        let (current, meta, catalog): (
+            Option<i32>,
+            HashMap<String, String>,
+            HashMap<String, String>,
+        ) = redis::pipe()
+            .get(keys.current())
+            .hgetall(keys.meta(generation))
+            .hgetall(keys.hotel(generation, hotel))
+            .query_async(redis)
+            .await?;
+        let Some(current) = current else {
+            return Ok(None);
+        };
+        if current == generation {
+            found = Some((meta, catalog));
+            break;
+        }
+        hint.0.store(current, Ordering::Relaxed);
+        generation = current;
+    }
+    let Some((meta, catalog)) = found else {
         return Ok(None);
     };
-    let (meta, catalog): (HashMap<String, String>, HashMap<String, String>) = redis::pipe()
-        .hgetall(keys.meta(generation))
-        .hgetall(keys.hotel(generation, hotel))
-        .query_async(redis)
-        .await?;
     if meta.get("ready").map(String::as_str) != Some("1") {
         return Ok(None);
     }

@@ -428,7 +428,13 @@ struct Answer {
 async fn from_cache(state: &AppState, hotel: HotelId, nights: &[NaiveDate]) -> Option<Answer> {
     let cache = state.availability.as_ref()?;
     let mut redis = cache.redis.clone();
-    let read = projections::availability::read(&mut redis, &cache.keys, hotel.get(), nights);
+    let read = projections::availability::read(
+        &mut redis,
+        &cache.keys,
+        &cache.generation,
+        hotel.get(),
+        nights,
+    );
     let cached = match tokio::time::timeout(std::time::Duration::from_millis(300), read).await {
         Ok(Ok(Some(cached))) => cached,
         Ok(Ok(None)) => return None,

@@ -78,6 +78,8 @@ pub struct AppStateInner {
 pub struct AvailabilityCache {
     pub redis: redis::aio::ConnectionManager,
     pub keys: projections::availability::Keys,
+    /// The generation readers last found current (shared by every request).
+    pub generation: Arc<projections::availability::GenerationHint>,
 }
 
 #[derive(OpenApi)]
