@@ -436,11 +436,11 @@ pub async fn read(
     for _ in 0..2 {
         let (current, meta, catalog): (
             Option<i32>,
-            HashMap<String, String>,
+            (Option<String>, Option<String>),
             HashMap<String, String>,
         ) = redis::pipe()
             .get(keys.current())
-            .hgetall(keys.meta(generation))
+            .hmget(keys.meta(generation), &["ready", "as_of"])
             .hgetall(keys.hotel(generation, hotel))
             .query_async(redis)
             .await?;
@@ -454,15 +454,14 @@ pub async fn read(
         hint.0.store(current, Ordering::Relaxed);
         generation = current;
     }
-    let Some((meta, catalog)) = found else {
+    let Some(((ready, as_of), catalog)) = found else {
         return Ok(None);
     };
-    if meta.get("ready").map(String::as_str) != Some("1") {
+    if ready.as_deref() != Some("1") {
         return Ok(None);
     }
-    let Some(as_of) = meta
-        .get("as_of")
-        .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+    let Some(as_of) = as_of
+        .and_then(|s| chrono::DateTime::parse_from_rfc3339(&s).ok())
         .map(|t| t.with_timezone(&Utc))
     else {
         return Ok(None);
