@@ -419,6 +419,14 @@ pub struct CachedAvailability {
 #[derive(Debug, Default)]
 pub struct GenerationHint(AtomicI32);
 
+/// The first round trip of a read: the current generation, the assumed generation's
+/// `ready` and `as_of`, and the hotel's catalog in it.
+type FirstRoundTrip = (
+    Option<i32>,
+    (Option<String>, Option<String>),
+    HashMap<String, String>,
+);
+
 /// Reads availability for `hotel` over `nights` from the generation readers use.
 /// `Ok(None)` when the cache cannot answer (not built, not caught up, unknown hotel):
 /// the caller then asks PostgreSQL. Errors mean Redis is unreachable.
@@ -434,11 +442,7 @@ pub async fn read(
     let mut found = None;
     // Twice is enough unless rebuilds switch faster than reads; then PostgreSQL answers.
     for _ in 0..2 {
-        let (current, meta, catalog): (
-            Option<i32>,
-            (Option<String>, Option<String>),
-            HashMap<String, String>,
-        ) = redis::pipe()
+        let (current, meta, catalog): FirstRoundTrip = redis::pipe()
             .get(keys.current())
             .hmget(keys.meta(generation), &["ready", "as_of"])
             .hgetall(keys.hotel(generation, hotel))
