@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use axum::body::Bytes;
+use axum::http;
 use chrono::{Days, NaiveDate, Utc};
+use http_body_util::{BodyExt, Full};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -104,14 +107,102 @@ struct Refusal {
     error: String,
 }
 
+/// Why a request got no answer.
+enum Failure {
+    Timeout,
+    Transport,
+}
+
+/// One client's keep-alive connection: HTTP/1.1 on a bare hyper connection. A load
+/// generator shares the machine with what it measures; `reqwest` parsed the URL (and
+/// its host, through IDNA), built a header map and looked up its pool on every request,
+/// which made the client half the CPU the server took under `reads`.
+struct Connection {
+    authority: http::HeaderValue,
+    sender: Option<hyper::client::conn::http1::SendRequest<Full<Bytes>>>,
+}
+
+impl Connection {
+    fn new(url: &http::Uri) -> anyhow::Result<Self> {
+        let authority = url
+            .authority()
+            .context("--url has no host")?
+            .as_str()
+            .parse()
+            .context("--url's host is not a valid Host header")?;
+        Ok(Self {
+            authority,
+            sender: None,
+        })
+    }
+
+    /// Sends one request and reads the whole answer; a failed or timed-out exchange
+    /// drops the connection, and the next request opens a new one.
+    async fn send(
+        &mut self,
+        request: http::request::Builder,
+        body: Bytes,
+        timeout: Duration,
+    ) -> Result<(u16, Bytes), Failure> {
+        let request = request
+            .header(http::header::HOST, self.authority.clone())
+            .body(Full::new(body))
+            .map_err(|_| Failure::Transport)?;
+        let exchange = async {
+            let mut sender = match self.sender.take() {
+                Some(sender) => sender,
+                None => self.connect().await?,
+            };
+            sender.ready().await.map_err(|_| Failure::Transport)?;
+            let response = sender
+                .send_request(request)
+                .await
+                .map_err(|_| Failure::Transport)?;
+            let status = response.status().as_u16();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|_| Failure::Transport)?
+                .to_bytes();
+            Ok((sender, status, body))
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(Ok((sender, status, body))) => {
+                self.sender = Some(sender);
+                Ok((status, body))
+            }
+            Ok(Err(failure)) => Err(failure),
+            Err(_) => Err(Failure::Timeout),
+        }
+    }
+
+    async fn connect(
+        &self,
+    ) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, Failure> {
+        let address = self.authority.to_str().map_err(|_| Failure::Transport)?;
+        let stream = tokio::net::TcpStream::connect(address)
+            .await
+            .map_err(|_| Failure::Transport)?;
+        stream.set_nodelay(true).map_err(|_| Failure::Transport)?;
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .map_err(|_| Failure::Transport)?;
+        // Drives the connection; ends when the sender is dropped or the server closes.
+        tokio::spawn(connection);
+        Ok(sender)
+    }
+}
+
 async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Result<ClientResult> {
     // One client, one connection: keep-alive, no pool sharing between tasks.
-    let http = reqwest::Client::builder()
-        .http1_only()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(1)
-        .timeout(timeout)
-        .build()?;
+    let base: http::Uri = plan.url.parse().context("--url is not a URL")?;
+    anyhow::ensure!(
+        base.scheme_str() == Some("http"),
+        "--url must be http:// (the load generator does not speak TLS)"
+    );
+    let mut connection = Connection::new(&base)?;
     let mut rng = StdRng::from_entropy();
     let mut result = ClientResult {
         holds: KindStats::new()?,
@@ -127,7 +218,7 @@ async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Resu
         }
         let measured = started >= plan.measure_from;
         n += 1;
-        let (is_hold, request) = match plan.next(&mut rng) {
+        let (is_hold, request, body) = match plan.next(&mut rng) {
             Op::Hold {
                 hotel,
                 room_type,
@@ -142,29 +233,24 @@ async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Resu
                 });
                 (
                     true,
-                    http.post(format!("{}/v1/reservations", plan.url))
-                        .header("Authorization", &auth)
-                        .header("Idempotency-Key", tag)
-                        .json(&body),
+                    http::Request::post("/v1/reservations")
+                        .header(http::header::AUTHORIZATION, &auth)
+                        .header(http::header::CONTENT_TYPE, "application/json")
+                        .header("Idempotency-Key", tag),
+                    Bytes::from(serde_json::to_vec(&body)?),
                 )
             }
             Op::Read { hotel, start } => (
                 false,
-                http.get(format!(
-                    "{}/v1/hotels/{hotel}/availability?start_date={start}&end_date={}&rooms=1",
-                    plan.url,
+                http::Request::get(format!(
+                    "/v1/hotels/{hotel}/availability?start_date={start}&end_date={}&rooms=1",
                     start + Days::new(STAY_NIGHTS)
                 ))
-                .header("Authorization", &auth),
+                .header(http::header::AUTHORIZATION, &auth),
+                Bytes::new(),
             ),
         };
-        let outcome = match request.send().await {
-            Ok(response) => {
-                let status = response.status().as_u16();
-                response.bytes().await.map(|body| (status, body))
-            }
-            Err(e) => Err(e),
-        };
+        let outcome = connection.send(request, body, timeout).await;
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         let stats = if is_hold {
             &mut result.holds
@@ -206,12 +292,11 @@ async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Resu
                     }
                 }
             }
-            Err(e) => {
+            Err(failure) => {
                 if measured {
-                    stats.record_failure(if e.is_timeout() {
-                        "timeout"
-                    } else {
-                        "transport_error"
+                    stats.record_failure(match failure {
+                        Failure::Timeout => "timeout",
+                        Failure::Transport => "transport_error",
                     });
                 }
                 // Do not spin on a server that is gone.
