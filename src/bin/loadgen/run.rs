@@ -27,7 +27,9 @@ pub const STAY_NIGHTS: u64 = 3;
 
 struct Plan {
     scenario: Scenario,
-    url: String,
+    /// The server's `host:port`, from `--url`: where the clients connect, and their
+    /// `Host` header.
+    authority: http::HeaderValue,
     token: String,
     /// Requests started before this are sent but not recorded (warm-up).
     measure_from: Instant,
@@ -113,6 +115,33 @@ enum Failure {
     Transport,
 }
 
+impl From<hyper::Error> for Failure {
+    fn from(_: hyper::Error) -> Self {
+        Self::Transport
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(_: std::io::Error) -> Self {
+        Self::Transport
+    }
+}
+
+/// `host:port` of an `http://` URL, as a `Host` header value; checked once, before any
+/// client starts.
+fn authority(url: &str) -> anyhow::Result<http::HeaderValue> {
+    let url: http::Uri = url.parse().context("--url is not a URL")?;
+    anyhow::ensure!(
+        url.scheme_str() == Some("http"),
+        "--url must be http:// (the load generator does not speak TLS)"
+    );
+    url.authority()
+        .context("--url has no host")?
+        .as_str()
+        .parse()
+        .context("--url's host is not a valid Host header")
+}
+
 /// One client's keep-alive connection: HTTP/1.1 on a bare hyper connection. A load
 /// generator shares the machine with what it measures; `reqwest` parsed the URL (and
 /// its host, through IDNA), built a header map and looked up its pool on every request,
@@ -123,17 +152,11 @@ struct Connection {
 }
 
 impl Connection {
-    fn new(url: &http::Uri) -> anyhow::Result<Self> {
-        let authority = url
-            .authority()
-            .context("--url has no host")?
-            .as_str()
-            .parse()
-            .context("--url's host is not a valid Host header")?;
-        Ok(Self {
+    fn new(authority: http::HeaderValue) -> Self {
+        Self {
             authority,
             sender: None,
-        })
+        }
     }
 
     /// Sends one request and reads the whole answer; a failed or timed-out exchange
@@ -153,18 +176,10 @@ impl Connection {
                 Some(sender) => sender,
                 None => self.connect().await?,
             };
-            sender.ready().await.map_err(|_| Failure::Transport)?;
-            let response = sender
-                .send_request(request)
-                .await
-                .map_err(|_| Failure::Transport)?;
+            sender.ready().await?;
+            let response = sender.send_request(request).await?;
             let status = response.status().as_u16();
-            let body = response
-                .into_body()
-                .collect()
-                .await
-                .map_err(|_| Failure::Transport)?
-                .to_bytes();
+            let body = response.into_body().collect().await?.to_bytes();
             Ok((sender, status, body))
         };
         match tokio::time::timeout(timeout, exchange).await {
@@ -181,14 +196,10 @@ impl Connection {
         &self,
     ) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, Failure> {
         let address = self.authority.to_str().map_err(|_| Failure::Transport)?;
-        let stream = tokio::net::TcpStream::connect(address)
-            .await
-            .map_err(|_| Failure::Transport)?;
-        stream.set_nodelay(true).map_err(|_| Failure::Transport)?;
+        let stream = tokio::net::TcpStream::connect(address).await?;
+        stream.set_nodelay(true)?;
         let (sender, connection) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                .await
-                .map_err(|_| Failure::Transport)?;
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
         // Drives the connection; ends when the sender is dropped or the server closes.
         tokio::spawn(connection);
         Ok(sender)
@@ -197,12 +208,7 @@ impl Connection {
 
 async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Result<ClientResult> {
     // One client, one connection: keep-alive, no pool sharing between tasks.
-    let base: http::Uri = plan.url.parse().context("--url is not a URL")?;
-    anyhow::ensure!(
-        base.scheme_str() == Some("http"),
-        "--url must be http:// (the load generator does not speak TLS)"
-    );
-    let mut connection = Connection::new(&base)?;
+    let mut connection = Connection::new(plan.authority.clone());
     let mut rng = StdRng::from_entropy();
     let mut result = ClientResult {
         holds: KindStats::new()?,
@@ -385,7 +391,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
     let measure_from = begin + Duration::from_secs_f64(args.warmup);
     let plan = Arc::new(Plan {
         scenario: args.scenario,
-        url: url.clone(),
+        authority: authority(&url)?,
         token: args.token.clone(),
         measure_from,
         deadline: measure_from + Duration::from_secs_f64(args.seconds),
@@ -544,5 +550,22 @@ fn print_table(r: &RunRecord) {
                 println!("    {p}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_url_gives_the_host_to_connect_to_and_anything_but_plain_http_is_refused() {
+        let host = authority("http://127.0.0.1:8080").expect("plain http");
+        assert_eq!(host.to_str().ok(), Some("127.0.0.1:8080"));
+        assert!(
+            authority("https://127.0.0.1:8443").is_err(),
+            "TLS is refused"
+        );
+        assert!(authority("/v1/reservations").is_err(), "no scheme, no host");
+        assert!(authority("not a url").is_err());
     }
 }
