@@ -609,6 +609,109 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
     db.drop_database().await;
 }
 
+/// Every key of the deployment on `db` in `redis`, dumped (`DUMP`), to restore later.
+async fn snapshot_keys(
+    redis: &mut redis::aio::ConnectionManager,
+    db: &str,
+) -> Vec<(String, Vec<u8>)> {
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("rsv:{db}:*"))
+        .query_async(redis)
+        .await
+        .expect("keys");
+    let mut dumped = Vec::new();
+    for key in keys {
+        let value: Vec<u8> = redis::cmd("DUMP")
+            .arg(&key)
+            .query_async(redis)
+            .await
+            .expect("dump");
+        dumped.push((key, value));
+    }
+    dumped
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_model_restored_from_an_older_snapshot_is_rebuilt_not_resumed() {
+    // Arrange: the runner follows some holds; Redis is snapshotted; more holds follow.
+    let db = TestDb::new().await;
+    let redis = PrivateRedis::start();
+    redis.wait_ready().await;
+    let keys = Keys::for_database(&db.name);
+    let svc = db.service(Strategy::Pessimistic);
+    hotel_with_rooms(&svc, day(20), 4, 8).await;
+    let run = || {
+        let (stop, stopped) = watch::channel(false);
+        let runner = reservations::workers::spawn_availability_runner(
+            db.pool.clone(),
+            availability::connect(&redis.url()).expect("redis"),
+            keys.clone(),
+            fast(),
+            &projections::Tail::default(),
+            stopped,
+        );
+        (stop, runner)
+    };
+    let hold = |n: usize| {
+        let svc = svc.clone();
+        async move {
+            svc.hold(
+                "web",
+                key(&format!("snapshot-{n}")),
+                hold_request(stay(day(20), day(23)), 1, n),
+            )
+            .await
+            .expect("hold");
+        }
+    };
+    let (stop, runner) = run();
+    hold(0).await;
+    wait_caught_up(&db.pool, availability::NAME).await;
+    let mut conn = availability::connect(&redis.url()).expect("redis");
+    let snapshot = snapshot_keys(&mut conn, &db.name).await;
+    assert!(!snapshot.is_empty());
+    for n in 1..4 {
+        hold(n).await;
+    }
+    wait_caught_up(&db.pool, availability::NAME).await;
+    let _ = stop.send(true);
+    runner.await.expect("runner");
+
+    // Act: Redis goes back to the snapshot (its model one hold behind the checkpoint,
+    // three holds short), and the runner starts again.
+    let _: () = redis::cmd("FLUSHALL")
+        .query_async(&mut conn)
+        .await
+        .expect("flush");
+    for (key, value) in &snapshot {
+        let _: () = redis::cmd("RESTORE")
+            .arg(key)
+            .arg(0)
+            .arg(value.as_slice())
+            .query_async(&mut conn)
+            .await
+            .expect("restore");
+    }
+    let (stop, runner) = run();
+
+    // Assert: the model converges to room_nights (resumed from the checkpoint, it would
+    // miss the three holds for good).
+    let hint = availability::GenerationHint::default();
+    let mut differences = Vec::new();
+    for _ in 0..100 {
+        wait_caught_up(&db.pool, availability::NAME).await;
+        differences = compare_with_redis(&db.pool, &redis.url(), &keys, &hint).await;
+        if differences.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(differences.is_empty(), "{differences:#?}");
+    let _ = stop.send(true);
+    runner.await.expect("runner");
+    db.drop_database().await;
+}
+
 /// A running app on `db` whose read model lives in the Redis at `redis_url`.
 struct RunningApp {
     base: String,

@@ -6,22 +6,30 @@
 //! position it reflects, and the generation's `meta` says up to when every commit is
 //! reflected (`as_of`).
 //!
-//! Keys of generation `g`:
-//! - `avail:current` — the generation readers use;
-//! - `avail:g{g}:meta` — `ready` (1 once caught up), `as_of`, `position`;
-//! - `avail:g{g}:hotel:{hotel}` — `details` and `rt:{room type}` (JSON);
-//! - `avail:g{g}:rt:{hotel}:{room type}` — one field per night:
-//!   `total,allowance,rate,confirmed,held,sequence,position`.
+//! Keys of generation `g` (under a prefix naming the database and the layout's version):
+//! - `current` — the generation readers use;
+//! - `g{g}:meta` — `ready` (1 once caught up), `as_of`, `position`;
+//! - `g{g}:hotel:{hotel}` — everything a search of that hotel reads, so that one
+//!   `HMGET` answers it: `details` (JSON), `room_types` (JSON, by id) and one field per
+//!   night, `n:{YYYY-MM-DD}`, holding every room type's counters on that night:
+//!   `{room type}={total},{allowance},{rate},{confirmed},{held},{sequence},{position};...`.
+//!
+//! A search is then one round trip of three commands (the current generation, its
+//! `meta`, the hotel's fields), where a layout with a hash per room type took two round
+//! trips and a reply per room type and night (see docs/benchmarks.md, finding 22).
+//! The layout's version is in the prefix: a binary with a new layout finds no `meta`
+//! under its prefix, and the runner rebuilds the model from position zero.
 //!
 //! Each night's counters are updated from its events in stream order; an event whose
 //! sequence is not above the stored one was already applied and is skipped, so a batch
 //! replayed after a crash changes nothing. Held rooms include lapsed holds until their
 //! `HoldLapsed` event: the cache errs towards "fewer rooms", the cheap direction.
-//! If Redis loses its data, `storage_intact` notices the missing `meta` and the runner
+//! If Redis loses its data, `storage_intact` notices the missing `meta` (or a `meta`
+//! behind the checkpoint, as after a restore from an older snapshot) and the runner
 //! rebuilds the generation from position zero; readers fall back to PostgreSQL
 //! meanwhile (`ready` is 0).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
@@ -63,9 +71,10 @@ impl Keys {
         }
     }
 
-    /// The prefix for the deployment whose PostgreSQL database is `database`.
+    /// The prefix for the deployment whose PostgreSQL database is `database`. `avail2`
+    /// is the second layout (one hash per hotel); keys of the first are left unread.
     pub fn for_database(database: &str) -> Self {
-        Self::new(format!("rsv:{database}:avail"))
+        Self::new(format!("rsv:{database}:avail2"))
     }
 
     fn current(&self) -> String {
@@ -78,10 +87,6 @@ impl Keys {
 
     fn hotel(&self, generation: i32, hotel: i64) -> String {
         format!("{}:g{generation}:hotel:{hotel}", self.prefix)
-    }
-
-    fn room_type(&self, generation: i32, hotel: i64, room_type: i64) -> String {
-        format!("{}:g{generation}:rt:{hotel}:{room_type}", self.prefix)
     }
 
     fn generation_pattern(&self, generation: i32) -> String {
@@ -168,6 +173,54 @@ impl CachedNight {
     }
 }
 
+/// The field of a hotel's hash with its details.
+const DETAILS: &str = "details";
+/// The field of a hotel's hash with its room types.
+const ROOM_TYPES: &str = "room_types";
+
+/// The field of a hotel's hash with one night of every room type.
+fn night_field(night: NaiveDate) -> String {
+    format!("n:{}", night.format("%Y-%m-%d"))
+}
+
+/// One night of a hotel, every room type that has inventory on it, in id order.
+fn encode_night(room_types: &BTreeMap<i64, CachedNight>) -> String {
+    room_types
+        .iter()
+        .map(|(id, night)| format!("{id}={}", night.encode()))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+fn decode_night(value: &str) -> Option<BTreeMap<i64, CachedNight>> {
+    value
+        .split(';')
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            let (id, night) = entry.split_once('=')?;
+            Some((id.parse().ok()?, CachedNight::decode(night)?))
+        })
+        .collect()
+}
+
+/// Applies a night's events in stream order. An event whose sequence is not above the
+/// night's was applied before (a batch replayed after a crash) and is skipped; `false`
+/// when the events skip a sequence number, which is never guessed over.
+fn apply_in_order(night: &mut CachedNight, events: &[(&StoredEvent, RoomNightEvent)]) -> bool {
+    for (meta, event) in events {
+        if meta.sequence <= night.sequence {
+            continue;
+        }
+        if meta.sequence != night.sequence + 1 {
+            return false;
+        }
+        night.apply(event);
+        night.sequence = meta.sequence;
+        night.position = meta.position;
+    }
+    true
+}
+
 /// Catalog entries as cached.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CachedHotel {
@@ -184,6 +237,10 @@ pub struct CachedRoomType {
 
 /// A night's key: (hotel, room type, night).
 type NightKey = (i64, i64, NaiveDate);
+
+/// A batch's events on room nights: per (hotel, night), per room type, in stream order.
+type TouchedNights<'a> =
+    BTreeMap<(i64, NaiveDate), BTreeMap<i64, Vec<(&'a StoredEvent, RoomNightEvent)>>>;
 
 /// `{hotel}:{room type}:{YYYY-MM-DD}`
 fn parse_night_stream(id: &str) -> Option<NightKey> {
@@ -223,42 +280,47 @@ impl Projection for AvailabilityProjection {
         if !intact {
             anyhow::bail!("availability storage of generation {generation} lost its data");
         }
-        // The nights this batch touches, with their events in order.
-        let mut nights: BTreeMap<NightKey, Vec<(&StoredEvent, RoomNightEvent)>> = BTreeMap::new();
-        let mut catalog: Vec<(String, String, String)> = Vec::new();
+        let mut nights: TouchedNights = BTreeMap::new();
+        // The catalog's changes per hotel: the last details, and room types in order.
+        let mut details: BTreeMap<i64, CachedHotel> = BTreeMap::new();
+        let mut room_types: BTreeMap<i64, Vec<(i64, CachedRoomType)>> = BTreeMap::new();
         for stored in batch {
             match stored.aggregate_type.as_str() {
                 "room_night" => {
-                    let key = parse_night_stream(&stored.aggregate_id).ok_or_else(|| {
-                        anyhow::anyhow!("unexpected room night stream {}", stored.aggregate_id)
-                    })?;
+                    let (hotel, room_type, night) = parse_night_stream(&stored.aggregate_id)
+                        .ok_or_else(|| {
+                            anyhow::anyhow!("unexpected room night stream {}", stored.aggregate_id)
+                        })?;
                     let event: RoomNightEvent = serde_json::from_value(stored.payload.clone())?;
-                    nights.entry(key).or_default().push((stored, event));
+                    nights
+                        .entry((hotel, night))
+                        .or_default()
+                        .entry(room_type)
+                        .or_default()
+                        .push((stored, event));
                 }
                 "hotel" => {
                     let hotel: i64 = stored.aggregate_id.parse()?;
-                    let event: HotelEvent = serde_json::from_value(stored.payload.clone())?;
-                    let key = self.keys.hotel(generation, hotel);
-                    match event {
-                        HotelEvent::HotelDetailsSet { details, .. } => catalog.push((
-                            key,
-                            "details".into(),
-                            serde_json::to_string(&CachedHotel {
-                                name: details.name().to_owned(),
-                                city: details.city().to_owned(),
-                                timezone: details.timezone().to_owned(),
-                            })?,
-                        )),
+                    match serde_json::from_value(stored.payload.clone())? {
+                        HotelEvent::HotelDetailsSet { details: d, .. } => {
+                            details.insert(
+                                hotel,
+                                CachedHotel {
+                                    name: d.name().to_owned(),
+                                    city: d.city().to_owned(),
+                                    timezone: d.timezone().to_owned(),
+                                },
+                            );
+                        }
                         HotelEvent::RoomTypeSet {
                             room_type_id,
-                            details,
-                        } => catalog.push((
-                            key,
-                            format!("rt:{room_type_id}"),
-                            serde_json::to_string(&CachedRoomType {
-                                name: details.name().to_owned(),
-                                max_occupancy: details.max_occupancy(),
-                            })?,
+                            details: d,
+                        } => room_types.entry(hotel).or_default().push((
+                            room_type_id.get(),
+                            CachedRoomType {
+                                name: d.name().to_owned(),
+                                max_occupancy: d.max_occupancy(),
+                            },
                         )),
                     }
                 }
@@ -266,58 +328,70 @@ impl Projection for AvailabilityProjection {
             }
         }
 
-        // Current values of the touched nights.
-        let keys: Vec<(String, String)> = nights
-            .keys()
-            .map(|(h, t, n)| {
-                (
-                    self.keys.room_type(generation, *h, *t),
-                    n.format("%Y-%m-%d").to_string(),
-                )
-            })
-            .collect();
+        // The current values of the touched fields: nights, then room type lists.
         let mut read = redis::pipe();
-        for (key, field) in &keys {
-            read.hget(key, field);
+        for (hotel, night) in nights.keys() {
+            read.hget(self.keys.hotel(generation, *hotel), night_field(*night));
         }
-        let current: Vec<Option<String>> = if keys.is_empty() {
+        for hotel in room_types.keys() {
+            read.hget(self.keys.hotel(generation, *hotel), ROOM_TYPES);
+        }
+        let expected = nights.len() + room_types.len();
+        let current: Vec<Option<String>> = if expected == 0 {
             Vec::new()
         } else {
             read.query_async(&mut self.redis).await?
         };
+        if current.len() != expected {
+            anyhow::bail!(
+                "availability: {} values for {expected} fields",
+                current.len()
+            );
+        }
+        let (stored_nights, stored_room_types) = current.split_at(nights.len());
 
         let mut write = redis::pipe();
         write.atomic();
-        for (((key, field), stored), events) in keys.iter().zip(current).zip(nights.values()) {
-            let mut night = stored
-                .as_deref()
-                .and_then(CachedNight::decode)
-                .unwrap_or_default();
-            let mut broken = false;
-            for (meta, event) in events {
-                if meta.sequence <= night.sequence {
-                    continue; // applied before (a batch replayed after a crash)
+        for (((hotel, date), by_type), stored) in nights.iter().zip(stored_nights) {
+            let key = self.keys.hotel(generation, *hotel);
+            let field = night_field(*date);
+            let mut night_map = stored.as_deref().and_then(decode_night).unwrap_or_default();
+            for (room_type, events) in by_type {
+                let mut night = night_map.get(room_type).copied().unwrap_or_default();
+                if apply_in_order(&mut night, events) {
+                    night_map.insert(*room_type, night);
+                } else {
+                    // A gap: never guess. The night drops out of the cache (searches
+                    // show it with nothing left) until a rebuild refills it.
+                    metrics::counter!("availability_gaps_total").increment(1);
+                    tracing::error!(%key, %field, room_type, "availability: stream gap; night dropped from cache");
+                    night_map.remove(room_type);
                 }
-                if meta.sequence != night.sequence + 1 {
-                    broken = true;
-                    break;
-                }
-                night.apply(event);
-                night.sequence = meta.sequence;
-                night.position = meta.position;
             }
-            if broken {
-                // A gap: never guess. Readers fall back to PostgreSQL for this night
-                // until a rebuild refills it.
-                metrics::counter!("availability_gaps_total").increment(1);
-                tracing::error!(%key, %field, "availability: stream gap; night dropped from cache");
-                write.hdel(key, field);
+            if night_map.is_empty() {
+                write.hdel(&key, &field);
             } else {
-                write.hset(key, field, night.encode());
+                write.hset(&key, &field, encode_night(&night_map));
             }
         }
-        for (key, field, value) in &catalog {
-            write.hset(key, field, value);
+        for (hotel, hotel_details) in &details {
+            write.hset(
+                self.keys.hotel(generation, *hotel),
+                DETAILS,
+                serde_json::to_string(hotel_details)?,
+            );
+        }
+        for ((hotel, changes), stored) in room_types.iter().zip(stored_room_types) {
+            let mut all: BTreeMap<i64, CachedRoomType> = match stored {
+                Some(json) => serde_json::from_str(json)?,
+                None => BTreeMap::new(),
+            };
+            all.extend(changes.iter().cloned());
+            write.hset(
+                self.keys.hotel(generation, *hotel),
+                ROOM_TYPES,
+                serde_json::to_string(&all)?,
+            );
         }
         if let Some(last) = batch.last() {
             write.hset(self.keys.meta(generation), "position", last.position);
@@ -356,8 +430,15 @@ impl Projection for AvailabilityProjection {
         if checkpoint == Checkpoint::START {
             return Ok(true);
         }
-        let exists: bool = self.redis.exists(self.keys.meta(generation)).await?;
-        Ok(exists)
+        // Every batch moves `meta`'s position before its checkpoint commits, so a model
+        // behind its checkpoint has lost writes: Redis restarted empty (no `meta`), was
+        // restored from an older snapshot, or was left by an older binary while a newer
+        // one moved the checkpoint on. Resuming would skip the events in between.
+        let position: Option<i64> = self
+            .redis
+            .hget(self.keys.meta(generation), "position")
+            .await?;
+        Ok(position.is_some_and(|p| p >= checkpoint.position))
     }
 
     async fn caught_up(
@@ -419,12 +500,12 @@ pub struct CachedAvailability {
 #[derive(Debug, Default)]
 pub struct GenerationHint(AtomicI32);
 
-/// The first round trip of a read: the current generation, the assumed generation's
-/// `ready` and `as_of`, and the hotel's catalog in it.
-type FirstRoundTrip = (
+/// A read's one round trip: the current generation, the assumed generation's `ready`
+/// and `as_of`, and the hotel's `details`, `room_types` and nights in it.
+type RoundTrip = (
     Option<i32>,
     (Option<String>, Option<String>),
-    HashMap<String, String>,
+    Vec<Option<String>>,
 );
 
 /// Reads availability for `hotel` over `nights` from the generation readers use.
@@ -437,31 +518,35 @@ pub async fn read(
     hotel: i64,
     nights: &[NaiveDate],
 ) -> anyhow::Result<Option<CachedAvailability>> {
+    let mut fields: Vec<String> = Vec::with_capacity(nights.len() + 2);
+    fields.push(DETAILS.to_owned());
+    fields.push(ROOM_TYPES.to_owned());
+    fields.extend(nights.iter().map(|n| night_field(*n)));
     // 0 is never a generation (they count from 1): the first read learns the pointer.
     let mut generation = hint.0.load(Ordering::Relaxed);
     let mut found = None;
     // Twice is enough unless rebuilds switch faster than reads; then PostgreSQL answers.
     for _ in 0..2 {
-        let (current, meta, catalog): FirstRoundTrip = redis::pipe()
+        let (current, meta, values): RoundTrip = redis::pipe()
             .get(keys.current())
             .hmget(keys.meta(generation), &["ready", "as_of"])
-            .hgetall(keys.hotel(generation, hotel))
+            .hmget(keys.hotel(generation, hotel), &fields)
             .query_async(redis)
             .await?;
         let Some(current) = current else {
             return Ok(None);
         };
         if current == generation {
-            found = Some((meta, catalog));
+            found = Some((meta, values));
             break;
         }
         hint.0.store(current, Ordering::Relaxed);
         generation = current;
     }
-    let Some(((ready, as_of), catalog)) = found else {
+    let Some(((ready, as_of), values)) = found else {
         return Ok(None);
     };
-    if ready.as_deref() != Some("1") {
+    if ready.as_deref() != Some("1") || values.len() != fields.len() {
         return Ok(None);
     }
     let Some(as_of) = as_of
@@ -470,49 +555,33 @@ pub async fn read(
     else {
         return Ok(None);
     };
-    let Some(hotel_details) = catalog
-        .get("details")
-        .and_then(|d| serde_json::from_str::<CachedHotel>(d).ok())
+    let mut values = values.into_iter();
+    let Some(hotel_details) = values
+        .next()
+        .flatten()
+        .and_then(|d| serde_json::from_str::<CachedHotel>(&d).ok())
     else {
         return Ok(None);
     };
-    let mut room_types: BTreeMap<i64, CachedRoomType> = BTreeMap::new();
-    for (field, value) in &catalog {
-        if let Some(id) = field.strip_prefix("rt:").and_then(|id| id.parse().ok()) {
-            if let Ok(room_type) = serde_json::from_str(value) {
-                room_types.insert(id, room_type);
-            }
-        }
-    }
-    let fields: Vec<String> = nights
-        .iter()
-        .map(|n| n.format("%Y-%m-%d").to_string())
-        .collect();
-    let mut pipe = redis::pipe();
-    for id in room_types.keys() {
-        pipe.cmd("HMGET")
-            .arg(keys.room_type(generation, hotel, *id))
-            .arg(&fields);
-    }
-    let values: Vec<Vec<Option<String>>> = if room_types.is_empty() {
-        Vec::new()
-    } else {
-        pipe.query_async(redis).await?
+    let room_types: BTreeMap<i64, CachedRoomType> = match values.next().flatten() {
+        None => BTreeMap::new(),
+        Some(json) => match serde_json::from_str(&json) {
+            Ok(room_types) => room_types,
+            Err(_) => return Ok(None),
+        },
     };
+    let by_night: Vec<BTreeMap<i64, CachedNight>> = values
+        .map(|v| v.as_deref().and_then(decode_night).unwrap_or_default())
+        .collect();
     let room_types = room_types
         .into_iter()
-        .zip(values)
-        .map(|((room_type_id, room_type), values)| CachedRoomTypeNights {
+        .map(|(room_type_id, room_type)| CachedRoomTypeNights {
             room_type_id,
             room_type,
             nights: nights
                 .iter()
-                .copied()
-                .zip(
-                    values
-                        .into_iter()
-                        .map(|v| v.as_deref().and_then(CachedNight::decode)),
-                )
+                .zip(&by_night)
+                .map(|(date, night)| (*date, night.get(&room_type_id).copied()))
                 .collect(),
         })
         .collect();
@@ -541,6 +610,31 @@ mod tests {
         assert_eq!(CachedNight::decode(&night.encode()), Some(night));
         assert_eq!(night.remaining(), 5);
         assert_eq!(CachedNight::decode("1,2,3"), None);
+    }
+
+    #[test]
+    fn a_night_of_every_room_type_round_trips_through_its_field() {
+        let night = |total_rooms, held| CachedNight {
+            total_rooms,
+            held,
+            rate_cents: 9_900,
+            sequence: 3,
+            position: 77,
+            ..CachedNight::default()
+        };
+        let room_types = BTreeMap::from([(1, night(10, 2)), (12, night(4, 0))]);
+        let field = encode_night(&room_types);
+        assert_eq!(field, "1=10,0,9900,0,2,3,77;12=4,0,9900,0,0,3,77");
+        assert_eq!(decode_night(&field), Some(room_types));
+        assert_eq!(decode_night(""), Some(BTreeMap::new()));
+        assert_eq!(decode_night("1=10,0,9900"), None);
+        assert_eq!(decode_night("x=10,0,9900,0,2,3,77"), None);
+    }
+
+    #[test]
+    fn night_fields_name_the_date() {
+        let night = NaiveDate::from_ymd_opt(2027, 6, 1).expect("date");
+        assert_eq!(night_field(night), "n:2027-06-01");
     }
 
     #[test]
