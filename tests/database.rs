@@ -195,3 +195,36 @@ async fn the_nights_read_probes_the_allocations_by_night_on_a_table_never_analyz
     drop(conn);
     db.drop_database().await;
 }
+
+#[tokio::test]
+async fn a_connection_that_died_while_idle_is_replaced_not_handed_out() {
+    // Arrange: the service's pool with one connection, which then sits idle while its
+    // backend is terminated (as by a database restart or an idle-session timeout).
+    let db = TestDb::new().await;
+    let pool = reservations::db::write_pool(&db.url, 1)
+        .await
+        .expect("pool");
+    let backend: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&pool)
+        .await
+        .expect("pid");
+    tokio::time::sleep(std::time::Duration::from_millis(1_200)).await;
+    let terminated: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+        .bind(backend)
+        .fetch_one(&db.pool)
+        .await
+        .expect("terminate");
+    assert!(terminated);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+
+    // Act: the next statement through the pool.
+    let answer: Result<i32, _> = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&pool)
+        .await;
+
+    // Assert: it ran, on a new connection.
+    let new_backend = answer.expect("the dead connection is checked and replaced");
+    assert_ne!(new_backend, backend);
+    pool.close().await;
+    db.drop_database().await;
+}
