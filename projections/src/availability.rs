@@ -111,19 +111,6 @@ impl CachedNight {
         (self.total_rooms + self.overbooking_allowance - self.confirmed - self.held).max(0)
     }
 
-    fn encode(&self) -> String {
-        format!(
-            "{},{},{},{},{},{},{}",
-            self.total_rooms,
-            self.overbooking_allowance,
-            self.rate_cents,
-            self.confirmed,
-            self.held,
-            self.sequence,
-            self.position
-        )
-    }
-
     fn decode(value: &str) -> Option<Self> {
         let mut parts = value.split(',').map(|p| p.parse::<i64>().ok());
         let mut next = || parts.next().flatten();
@@ -185,11 +172,24 @@ fn night_field(night: NaiveDate) -> String {
 
 /// One night of a hotel, every room type that has inventory on it, in id order.
 fn encode_night(room_types: &BTreeMap<i64, CachedNight>) -> String {
-    room_types
-        .iter()
-        .map(|(id, night)| format!("{id}={}", night.encode()))
-        .collect::<Vec<_>>()
-        .join(";")
+    use std::fmt::Write;
+    let mut field = String::with_capacity(room_types.len() * 48);
+    for (id, night) in room_types {
+        let separator = if field.is_empty() { "" } else { ";" };
+        // Writing into a String cannot fail.
+        let _ = write!(
+            field,
+            "{separator}{id}={},{},{},{},{},{},{}",
+            night.total_rooms,
+            night.overbooking_allowance,
+            night.rate_cents,
+            night.confirmed,
+            night.held,
+            night.sequence,
+            night.position
+        );
+    }
+    field
 }
 
 fn decode_night(value: &str) -> Option<BTreeMap<i64, CachedNight>> {
@@ -607,7 +607,9 @@ mod tests {
             sequence: 9,
             position: 1234,
         };
-        assert_eq!(CachedNight::decode(&night.encode()), Some(night));
+        let field = encode_night(&BTreeMap::from([(3, night)]));
+        assert_eq!(field, "3=10,2,18000,3,4,9,1234");
+        assert_eq!(decode_night(&field), Some(BTreeMap::from([(3, night)])));
         assert_eq!(night.remaining(), 5);
         assert_eq!(CachedNight::decode("1,2,3"), None);
     }
