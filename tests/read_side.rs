@@ -34,6 +34,8 @@ struct Recorder {
     name: &'static str,
     seen: Arc<Mutex<Vec<i64>>>,
     batches: Arc<Mutex<usize>>,
+    /// Reads that found nothing new (the runner checks its storage after each).
+    empty_reads: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Default for Recorder {
@@ -48,6 +50,7 @@ impl Recorder {
             name,
             seen: Arc::default(),
             batches: Arc::default(),
+            empty_reads: Arc::default(),
         }
     }
 
@@ -82,6 +85,16 @@ impl Projection for Recorder {
 
     async fn clear(&mut self, _conn: &mut PgConnection, _generation: i32) -> anyhow::Result<()> {
         Ok(())
+    }
+
+    async fn storage_intact(
+        &mut self,
+        _generation: i32,
+        _checkpoint: Checkpoint,
+    ) -> anyhow::Result<bool> {
+        self.empty_reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(true)
     }
 }
 
@@ -315,6 +328,52 @@ async fn a_runner_keeping_up_with_a_steady_load_applies_it_in_batches() {
     let _ = stop.send(true);
     runner.await.expect("runner");
     drop(conn);
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_idle_runner_spends_a_burst_of_wake_ups_at_once() {
+    // Arrange: an idle runner that polls once a second.
+    let db = TestDb::new().await;
+    let recorder = Recorder::default();
+    let (stop, stopped) = watch::channel(false);
+    let config = RunnerConfig {
+        poll_interval: Duration::from_secs(1),
+        gather: Duration::from_millis(20),
+        ..fast()
+    };
+    let runner = tokio::spawn(projections::run(
+        db.pool.clone(),
+        recorder.clone(),
+        config,
+        stopped,
+    ));
+    let empty_reads = recorder.empty_reads.clone();
+    wait_for("the runner to go idle", || {
+        empty_reads.load(std::sync::atomic::Ordering::Relaxed) > 0
+    })
+    .await;
+
+    // Act: 300 announcements arrive at once (as they pile up while a runner is busy
+    // with a load), then two seconds pass.
+    sqlx::query("SELECT pg_notify('events', n::text) FROM generate_series(1, 300) AS n")
+        .execute(&db.pool)
+        .await
+        .expect("notify");
+    let before = recorder
+        .empty_reads
+        .load(std::sync::atomic::Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // Assert: a read or two for the burst and the polls, not one per announcement
+    // (taken one at a time, they kept it reading every 20 ms: ~100 reads here).
+    let reads = recorder
+        .empty_reads
+        .load(std::sync::atomic::Ordering::Relaxed)
+        - before;
+    assert!(reads <= 6, "{reads} empty reads in 2 s after the burst");
+    let _ = stop.send(true);
+    runner.await.expect("runner");
     db.drop_database().await;
 }
 
