@@ -440,14 +440,13 @@ struct Horizon {
 /// statements were 12% of the machine's CPU under the reads that followed).
 async fn drain(listener: &mut PgListener) {
     for _ in 0..100_000 {
-        if listener.next_buffered().is_some() {
-            continue;
-        }
-        // A zero timeout polls `recv` once: it returns what the socket already holds and
-        // gives up at once when that is nothing.
-        match tokio::time::timeout(Duration::ZERO, listener.recv()).await {
-            Ok(Ok(_)) => continue,
-            Ok(Err(_)) | Err(_) => return,
+        // A zero timeout polls `recv` once: it returns a buffered notification or one
+        // the socket already holds, and gives up at once when there is none.
+        if !matches!(
+            tokio::time::timeout(Duration::ZERO, listener.recv()).await,
+            Ok(Ok(_))
+        ) {
+            return;
         }
     }
 }
