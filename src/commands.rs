@@ -361,6 +361,7 @@ impl CommandService {
                 now,
                 metadata,
                 reply,
+                queued_at: std::time::Instant::now(),
             };
             return Ok(self.group.submit(self, job).await??);
         }

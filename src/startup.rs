@@ -75,6 +75,12 @@ pub struct Settings {
     /// Run the projection runners in this process (a standby if another process leads).
     #[arg(long, env = "RUN_PROJECTIONS", default_value_t = true, action = clap::ArgAction::Set)]
     pub run_projections: bool,
+    /// How long a projection runner at the head of the log lets commits gather before
+    /// it reads them: more is fewer, larger batches (less work per event, under load)
+    /// and staler read models.
+    #[arg(long, env = "PROJECTION_GATHER_MS", default_value_t = 20,
+          value_parser = clap::value_parser!(u64).range(0..=5_000))]
+    pub projection_gather_ms: u64,
     /// Size of the PostgreSQL connection pool.
     #[arg(long, env = "DB_MAX_CONNECTIONS", default_value_t = 20,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -121,6 +127,7 @@ impl Settings {
             strategy: Strategy::Group,
             group_commit_lanes: crate::write::group::DEFAULT_LANES as u32,
             run_projections: true,
+            projection_gather_ms: 20,
             db_max_connections: 20,
             run_workers: true,
             payment_timeout_ms: 3_000,
@@ -252,7 +259,10 @@ impl Application {
                     redis: cache.redis.clone(),
                     keys: cache.keys.clone(),
                 }),
-                RunnerConfig::default(),
+                RunnerConfig {
+                    gather: std::time::Duration::from_millis(settings.projection_gather_ms),
+                    ..RunnerConfig::default()
+                },
                 stopped.clone(),
             ));
         }
@@ -402,4 +412,39 @@ pub fn database_name(url: &str) -> anyhow::Result<String> {
         .get_database()
         .unwrap_or_else(|| options.get_username())
         .to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::Settings;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        settings: Settings,
+    }
+
+    fn parse(args: &[&str]) -> Result<Settings, clap::Error> {
+        let mut all = vec!["serve", "--database-url", "postgres://localhost/x"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all).map(|cli| cli.settings)
+    }
+
+    #[test]
+    fn projection_gather_defaults_to_twenty_milliseconds_and_is_bounded() {
+        let defaults = Settings::for_database("postgres://localhost/x");
+
+        assert_eq!(parse(&[]).map(|s| s.projection_gather_ms).ok(), Some(20));
+        assert_eq!(defaults.projection_gather_ms, 20);
+        assert_eq!(
+            parse(&["--projection-gather-ms", "250"])
+                .map(|s| s.projection_gather_ms)
+                .ok(),
+            Some(250)
+        );
+        assert!(parse(&["--projection-gather-ms", "5001"]).is_err());
+        assert!(parse(&["--projection-gather-ms", "-1"]).is_err());
+    }
 }

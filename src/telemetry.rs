@@ -33,7 +33,8 @@ pub fn prometheus() -> PrometheusHandle {
                 .set_buckets_for_metric(
                     Matcher::Suffix("_seconds".into()),
                     &[
-                        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                        0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.25, 0.5,
+                        1.0, 2.5, 5.0,
                     ],
                 )
                 .unwrap_or_else(|_| PrometheusBuilder::new());

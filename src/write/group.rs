@@ -27,7 +27,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aggregates::{booking, Decision, Nights, Reservation, ReservationId};
 use chrono::{DateTime, NaiveDate, Utc};
@@ -49,6 +49,8 @@ pub(crate) struct HoldJob {
     pub now: DateTime<Utc>,
     pub metadata: EventMetadata,
     pub reply: oneshot::Sender<Result<Outcome, CommandError>>,
+    /// When it joined its lane's queue (set by [`GroupCommit::submit`]).
+    pub queued_at: Instant,
 }
 
 impl HoldJob {
@@ -104,7 +106,11 @@ impl GroupCommit {
     ) -> Result<Outcome, CommandError> {
         let lane = self.lane(job.room());
         let (reply, answer) = oneshot::channel();
-        let job = HoldJob { reply, ..job };
+        let job = HoldJob {
+            reply,
+            queued_at: Instant::now(),
+            ..job
+        };
         {
             // Sending under the lock: a worker only retires under it, after checking its
             // queue is empty, so no job is ever sent to a worker that has gone.
@@ -154,8 +160,15 @@ async fn worker(
                 Err(_) => break,
             }
         }
+        let started = Instant::now();
         metrics::histogram!("group_commit_batch_size").record(batch.len() as f64);
+        for job in &batch {
+            // Time spent in line, for the transaction before to finish.
+            metrics::histogram!("group_commit_wait_seconds")
+                .record(started.duration_since(job.queued_at).as_secs_f64());
+        }
         let mut outcomes = run_batch(&service, &batch).await;
+        metrics::histogram!("group_commit_batch_seconds").record(started.elapsed().as_secs_f64());
         if batch.len() > 1 && matches!(outcomes, Err(ref e) if refused_by_content(e)) {
             // Something in the batch cannot be written: run each hold on its own, so
             // only the holds that fail are refused.

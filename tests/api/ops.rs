@@ -54,6 +54,13 @@ async fn metrics_count_http_requests_and_bookings_after_a_booking() {
         reply.text
     );
     assert!(has(&["http_request_duration_seconds"]));
+    // The holds went through group commit: its time in line and its transactions.
+    assert!(has(&["group_commit_wait_seconds_count"]), "{}", reply.text);
+    assert!(
+        has(&["group_commit_batch_seconds_bucket{", "le=\"0.02\""]),
+        "{}",
+        reply.text
+    );
     app.finish().await;
 }
 
