@@ -642,6 +642,35 @@ async fn appending_a_batch_twice_adds_nothing_the_second_time() {
 }
 
 #[tokio::test]
+async fn an_event_gone_between_its_read_and_its_copy_fails_the_batch_and_adds_nothing() {
+    // Arrange: a batch read from the log, then one of its events deleted.
+    let db = TestDb::new().await;
+    workload(&db).await;
+    let mut conn = db.pool.acquire().await.expect("conn");
+    let batch = read_after(&mut conn, Checkpoint::START, 10_000)
+        .await
+        .expect("events");
+    let gone = batch[batch.len() / 2].position;
+    sqlx::query("DELETE FROM events WHERE global_position = $1")
+        .bind(gone)
+        .execute(&db.pool)
+        .await
+        .expect("delete");
+
+    // Act
+    let mut tx = db.pool.begin().await.expect("begin");
+    let appended = audit::append(&mut tx, &batch).await;
+    tx.rollback().await.expect("rollback");
+
+    // Assert: no chain with a hole in it.
+    let error = appended.expect_err("a batch with a vanished event must fail");
+    assert!(error.to_string().contains("still in the log"), "{error}");
+    assert_eq!(count(&db.pool, "SELECT count(*) FROM audit_log").await, 0);
+    drop(conn);
+    db.drop_database().await;
+}
+
+#[tokio::test]
 async fn the_audit_log_cannot_be_cleared_or_rebuilt() {
     let db = TestDb::new().await;
     workload(&db).await;
