@@ -617,14 +617,19 @@ async fn jsonb_read_back_gives_the_same_canonical_bytes() {
     db.drop_database().await;
 }
 
+/// Every event of the log, as the audit runner would read it.
+async fn whole_log(pool: &PgPool) -> Vec<projections::StoredEvent> {
+    let mut conn = pool.acquire().await.expect("conn");
+    read_after(&mut conn, Checkpoint::START, 10_000)
+        .await
+        .expect("events")
+}
+
 #[tokio::test]
 async fn appending_a_batch_twice_adds_nothing_the_second_time() {
     let db = TestDb::new().await;
     workload(&db).await;
-    let mut conn = db.pool.acquire().await.expect("conn");
-    let batch = read_after(&mut conn, Checkpoint::START, 10_000)
-        .await
-        .expect("events");
+    let batch = whole_log(&db.pool).await;
 
     let mut tx = db.pool.begin().await.expect("begin");
     let first = audit::append(&mut tx, &batch).await.expect("append");
@@ -637,7 +642,6 @@ async fn appending_a_batch_twice_adds_nothing_the_second_time() {
         count(&db.pool, "SELECT count(*) FROM audit_log").await,
         batch.len() as i64
     );
-    drop(conn);
     db.drop_database().await;
 }
 
@@ -646,10 +650,7 @@ async fn an_event_gone_between_its_read_and_its_copy_fails_the_batch_and_adds_no
     // Arrange: a batch read from the log, then one of its events deleted.
     let db = TestDb::new().await;
     workload(&db).await;
-    let mut conn = db.pool.acquire().await.expect("conn");
-    let batch = read_after(&mut conn, Checkpoint::START, 10_000)
-        .await
-        .expect("events");
+    let batch = whole_log(&db.pool).await;
     let gone = batch[batch.len() / 2].position;
     sqlx::query("DELETE FROM events WHERE global_position = $1")
         .bind(gone)
@@ -666,7 +667,6 @@ async fn an_event_gone_between_its_read_and_its_copy_fails_the_batch_and_adds_no
     let error = appended.expect_err("a batch with a vanished event must fail");
     assert!(error.to_string().contains("still in the log"), "{error}");
     assert_eq!(count(&db.pool, "SELECT count(*) FROM audit_log").await, 0);
-    drop(conn);
     db.drop_database().await;
 }
 
