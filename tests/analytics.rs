@@ -906,6 +906,63 @@ async fn a_rebuilt_projection_equals_the_incrementally_built_one() {
 }
 
 #[tokio::test]
+async fn occupancy_applied_event_by_event_equals_occupancy_applied_at_once() {
+    // Arrange: the whole log of a workload with holds, confirmations, lapses and
+    // cancellations. Batches of one event send every hold down the path that adds it
+    // to its night's row without reading it; one batch of everything folds them.
+    let db = TestDb::new().await;
+    let clock = ManualClock::new(chrono::Utc::now());
+    let svc = db.service_with_clock(Strategy::Pessimistic, Arc::new(clock.clone()));
+    booking_workload(&svc, &clock).await;
+    wait_visible(&db.pool).await;
+    let mut conn = db.pool.acquire().await.expect("connection");
+    let events = projections::log::read_after(&mut conn, projections::Checkpoint::START, 10_000)
+        .await
+        .expect("the log");
+    drop(conn);
+    let apply = |generation: i32, batch: &[projections::StoredEvent]| {
+        let pool = db.pool.clone();
+        let batch = batch.to_vec();
+        async move {
+            let mut tx = pool.begin().await.expect("tx");
+            Occupancy
+                .apply(&mut tx, generation, &batch)
+                .await
+                .expect("occupancy");
+            tx.commit().await.expect("commit");
+        }
+    };
+
+    // Act
+    apply(11, &events).await;
+    for event in &events {
+        apply(12, std::slice::from_ref(event)).await;
+    }
+    // And the holds of the second half again, one by one: already applied.
+    for event in &events[events.len() / 2..] {
+        apply(12, std::slice::from_ref(event)).await;
+    }
+
+    // Assert
+    let at_once = generation_rows(&db.pool, 11).await;
+    let one_by_one = generation_rows(&db.pool, 12).await;
+    assert!(!at_once["occupancy_daily"].is_empty());
+    assert_eq!(at_once["occupancy_daily"], one_by_one["occupancy_daily"]);
+    assert_eq!(
+        at_once["occupancy_confirmations"],
+        one_by_one["occupancy_confirmations"]
+    );
+    let held: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(holds_placed), 0)::bigint FROM occupancy_daily WHERE generation = 12",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .expect("sum");
+    assert!(held > 0, "the workload placed holds");
+    db.drop_database().await;
+}
+
+#[tokio::test]
 async fn applying_a_batch_again_changes_nothing() {
     let db = TestDb::new().await;
     let clock = ManualClock::new(chrono::Utc::now());
