@@ -12,7 +12,11 @@
 //! the batch touches (one query per table), apply the events in memory in commit order
 //! (so several events of one stream in one batch compose), write back what changed (one
 //! statement per table) — rather than one round trip per event: a rebuild replays the
-//! whole history in batches of hundreds.
+//! whole history in batches of hundreds. One shortcut for occupancy: a night whose
+//! events in the batch are all new holds (most nights under a booking load) is updated
+//! by their sums in one statement without being loaded, guarded by its `version`
+//! standing exactly before the first of them; any night the guard refuses goes the
+//! three-step way.
 //!
 //! Revenue is exact under rate changes: a confirmed room-night earns the night's rate at
 //! the moment it is confirmed (`HoldConfirmed`) or booked (`RoomsBooked`), and the amount
