@@ -905,12 +905,8 @@ async fn a_rebuilt_projection_equals_the_incrementally_built_one() {
     db.drop_database().await;
 }
 
-#[tokio::test]
-async fn occupancy_applied_event_by_event_equals_occupancy_applied_at_once() {
-    // Arrange: the whole log of a workload with holds, confirmations, lapses and
-    // cancellations. Batches of one event send every hold down the path that adds it
-    // to its night's row without reading it; one batch of everything folds them.
-    let db = TestDb::new().await;
+/// The whole log of [`booking_workload`] on `db`, in one read.
+async fn workload_log(db: &TestDb) -> Vec<projections::StoredEvent> {
     let clock = ManualClock::new(chrono::Utc::now());
     let svc = db.service_with_clock(Strategy::Pessimistic, Arc::new(clock.clone()));
     booking_workload(&svc, &clock).await;
@@ -919,7 +915,21 @@ async fn occupancy_applied_event_by_event_equals_occupancy_applied_at_once() {
     let events = projections::log::read_after(&mut conn, projections::Checkpoint::START, 10_000)
         .await
         .expect("the log");
-    drop(conn);
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
+        .fetch_one(&db.pool)
+        .await
+        .expect("count");
+    assert_eq!(events.len() as i64, stored, "the whole log in one batch");
+    events
+}
+
+#[tokio::test]
+async fn occupancy_applied_event_by_event_equals_occupancy_applied_at_once() {
+    // Arrange: the whole log of a workload with holds, confirmations, lapses and
+    // cancellations. Batches of one event send every hold down the path that adds it
+    // to its night's row without reading it; one batch of everything folds them.
+    let db = TestDb::new().await;
+    let events = workload_log(&db).await;
     let apply = |generation: i32, batch: &[projections::StoredEvent]| {
         let pool = db.pool.clone();
         let batch = batch.to_vec();
@@ -965,20 +975,7 @@ async fn occupancy_applied_event_by_event_equals_occupancy_applied_at_once() {
 #[tokio::test]
 async fn applying_a_batch_again_changes_nothing() {
     let db = TestDb::new().await;
-    let clock = ManualClock::new(chrono::Utc::now());
-    let svc = db.service_with_clock(Strategy::Pessimistic, Arc::new(clock.clone()));
-    booking_workload(&svc, &clock).await;
-    wait_visible(&db.pool).await;
-    let mut conn = db.pool.acquire().await.expect("connection");
-    let events = projections::log::read_after(&mut conn, projections::Checkpoint::START, 10_000)
-        .await
-        .expect("the log");
-    drop(conn);
-    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
-        .fetch_one(&db.pool)
-        .await
-        .expect("count");
-    assert_eq!(events.len() as i64, stored, "the whole log in one batch");
+    let events = workload_log(&db).await;
     let generation = 7;
     let apply = |batch: Vec<projections::StoredEvent>| {
         let pool = db.pool.clone();

@@ -120,18 +120,27 @@ async fn wait_for<F: Fn() -> bool>(what: &str, condition: F) {
     panic!("timed out waiting for {what}");
 }
 
+/// A runner of a fresh [`Recorder`] with `config` on `pool`; sending `true` stops it.
+fn spawn_recording(
+    pool: &PgPool,
+    config: RunnerConfig,
+) -> (Recorder, watch::Sender<bool>, tokio::task::JoinHandle<()>) {
+    let recorder = Recorder::default();
+    let (stop, stopped) = watch::channel(false);
+    let runner = tokio::spawn(projections::run(
+        pool.clone(),
+        recorder.clone(),
+        config,
+        stopped,
+    ));
+    (recorder, stop, runner)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_committed_out_of_order_are_delivered_in_commit_order_and_never_skipped() {
     // Arrange: a runner following an empty log.
     let db = TestDb::new().await;
-    let recorder = Recorder::default();
-    let (stop, stopped) = watch::channel(false);
-    let runner = tokio::spawn(projections::run(
-        db.pool.clone(),
-        recorder.clone(),
-        fast(),
-        stopped,
-    ));
+    let (recorder, stop, runner) = spawn_recording(&db.pool, fast());
 
     // Act: the first transaction takes the earlier position but commits last.
     let mut first = db.pool.begin().await.expect("begin");
@@ -288,18 +297,11 @@ async fn runners_sharing_a_tail_each_apply_every_event_once_in_commit_order() {
 async fn a_runner_keeping_up_with_a_steady_load_applies_it_in_batches() {
     // Arrange: a runner that lets 250 ms of commits gather at the head of the log.
     let db = TestDb::new().await;
-    let recorder = Recorder::default();
-    let (stop, stopped) = watch::channel(false);
     let config = RunnerConfig {
         gather: Duration::from_millis(250),
         ..fast()
     };
-    let runner = tokio::spawn(projections::run(
-        db.pool.clone(),
-        recorder.clone(),
-        config,
-        stopped,
-    ));
+    let (recorder, stop, runner) = spawn_recording(&db.pool, config);
 
     // Act: an event committed every few milliseconds for about a second and a half.
     let mut conn = db.pool.acquire().await.expect("connection");
@@ -335,19 +337,12 @@ async fn a_runner_keeping_up_with_a_steady_load_applies_it_in_batches() {
 async fn an_idle_runner_spends_a_burst_of_wake_ups_at_once() {
     // Arrange: an idle runner that polls once a second.
     let db = TestDb::new().await;
-    let recorder = Recorder::default();
-    let (stop, stopped) = watch::channel(false);
     let config = RunnerConfig {
         poll_interval: Duration::from_secs(1),
         gather: Duration::from_millis(20),
         ..fast()
     };
-    let runner = tokio::spawn(projections::run(
-        db.pool.clone(),
-        recorder.clone(),
-        config,
-        stopped,
-    ));
+    let (recorder, stop, runner) = spawn_recording(&db.pool, config);
     let empty_reads = recorder.empty_reads.clone();
     wait_for("the runner to go idle", || {
         empty_reads.load(std::sync::atomic::Ordering::Relaxed) > 0
