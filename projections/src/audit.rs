@@ -37,7 +37,7 @@
 
 pub mod replay;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use aggregates::RoomNight;
@@ -319,17 +319,106 @@ pub async fn append(conn: &mut PgConnection, batch: &[StoredEvent]) -> anyhow::R
         .await?
         .rows_affected();
         if copied != added as u64 {
-            // An event read a moment ago is gone from the log: copying the rest would
-            // leave a gap in the chain. The batch is rolled back and retried; while the
-            // event stays gone (the runner may be served the batch from its tail's
-            // memory), the audit log stops here, its runner's errors and lag showing
-            // it, rather than skip the event.
-            anyhow::bail!(
-                "audit log: {copied} of {added} events were still in the log to be copied"
-            );
+            // An event read a moment ago is gone from `events` (deleted by hand: the
+            // write side never deletes). The chain must not skip it, nor stop: the rows
+            // the copy missed are written as the event was read, so the audit log keeps
+            // it and `verify` reports it missing from the event log.
+            keep_as_read(conn, batch, &rows).await?;
         }
     }
     Ok(added)
+}
+
+/// Writes the chain rows whose event the copy did not find in `events`, with the event's
+/// columns as read into `batch`.
+async fn keep_as_read(
+    conn: &mut PgConnection,
+    batch: &[StoredEvent],
+    rows: &AuditRows,
+) -> anyhow::Result<()> {
+    let copied: HashSet<i64> =
+        sqlx::query_scalar("SELECT position FROM audit_log WHERE position = ANY($1)")
+            .bind(&rows.position)
+            .fetch_all(&mut *conn)
+            .await?
+            .into_iter()
+            .collect();
+    let by_position: HashMap<i64, &StoredEvent> = batch.iter().map(|e| (e.position, e)).collect();
+    let mut missing = MissingRows::default();
+    for (i, position) in rows.position.iter().enumerate() {
+        if copied.contains(position) {
+            continue;
+        }
+        let event = by_position
+            .get(position)
+            .ok_or_else(|| anyhow::anyhow!("audit log: event {position} is not in its batch"))?;
+        missing.push(rows, i, event);
+    }
+    sqlx::query(
+        "INSERT INTO audit_log (seq, position, transaction_id, aggregate_type, aggregate_id,
+                sequence, event_type, event_version, payload, metadata, recorded_at,
+                prev_hash, hash)
+         SELECT seq, position, txid::text::xid8, aggregate_type, aggregate_id, sequence,
+                event_type, event_version, payload, metadata, recorded_at, prev_hash, hash
+           FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[],
+                       $6::bigint[], $7::text[], $8::text[], $9::jsonb[], $10::jsonb[],
+                       $11::timestamptz[], $12::bytea[], $13::bytea[])
+                AS m(seq, position, txid, aggregate_type, aggregate_id, sequence, event_type,
+                     event_version, payload, metadata, recorded_at, prev_hash, hash)",
+    )
+    .bind(&missing.seq)
+    .bind(&missing.position)
+    .bind(&missing.transaction_id)
+    .bind(&missing.aggregate_type)
+    .bind(&missing.aggregate_id)
+    .bind(&missing.sequence)
+    .bind(&missing.event_type)
+    .bind(&missing.event_version)
+    .bind(&missing.payload)
+    .bind(&missing.metadata)
+    .bind(&missing.recorded_at)
+    .bind(&missing.prev_hash)
+    .bind(&missing.hash)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Every column of the chain rows whose event is gone from `events`.
+#[derive(Default)]
+struct MissingRows<'a> {
+    seq: Vec<i64>,
+    position: Vec<i64>,
+    transaction_id: Vec<i64>,
+    aggregate_type: Vec<&'a str>,
+    aggregate_id: Vec<&'a str>,
+    sequence: Vec<i64>,
+    event_type: Vec<&'a str>,
+    event_version: Vec<&'a str>,
+    payload: Vec<&'a Value>,
+    metadata: Vec<&'a Value>,
+    recorded_at: Vec<DateTime<Utc>>,
+    prev_hash: Vec<&'a [u8]>,
+    hash: Vec<&'a [u8]>,
+}
+
+impl<'a> MissingRows<'a> {
+    /// Row `i` of `rows`, whose event is `e`.
+    fn push(&mut self, rows: &'a AuditRows, i: usize, e: &'a StoredEvent) {
+        self.seq.push(rows.seq[i]);
+        self.position.push(e.position);
+        self.transaction_id.push(e.transaction_id);
+        self.aggregate_type.push(&e.aggregate_type);
+        self.aggregate_id.push(&e.aggregate_id);
+        self.sequence.push(e.sequence);
+        self.event_type.push(&e.event_type);
+        self.event_version.push(&e.event_version);
+        self.payload.push(&e.payload);
+        self.metadata.push(&e.metadata);
+        self.recorded_at.push(e.recorded_at);
+        self.prev_hash.push(&rows.prev_hash[i]);
+        self.hash.push(&rows.hash[i]);
+    }
 }
 
 /// The chain's columns of the rows to insert, as arrays for one insert; the event's
