@@ -102,14 +102,14 @@ fn decode<E: DeserializeOwned>(event: &StoredEvent, known: &[&str]) -> anyhow::R
         );
         return Ok(None);
     }
-    serde_json::from_value(event.payload.clone())
-        .map(Some)
-        .with_context(|| {
-            format!(
-                "event at position {} ({} {}) does not decode",
-                event.position, event.aggregate_id, event.event_type
-            )
-        })
+    // Decoded from the borrowed value: cloning the payload first would copy every map
+    // in it, for every event and every projection.
+    E::deserialize(&event.payload).map(Some).with_context(|| {
+        format!(
+            "event at position {} ({} {}) does not decode",
+            event.position, event.aggregate_id, event.event_type
+        )
+    })
 }
 
 fn to_i32(value: i64, what: &str) -> anyhow::Result<i32> {

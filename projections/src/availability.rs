@@ -310,7 +310,7 @@ impl Projection for AvailabilityProjection {
                         .ok_or_else(|| {
                             anyhow::anyhow!("unexpected room night stream {}", stored.aggregate_id)
                         })?;
-                    let event: RoomNightEvent = serde_json::from_value(stored.payload.clone())?;
+                    let event = RoomNightEvent::deserialize(&stored.payload)?;
                     nights
                         .entry((hotel, night))
                         .or_default()
@@ -320,7 +320,7 @@ impl Projection for AvailabilityProjection {
                 }
                 "hotel" => {
                     let hotel: i64 = stored.aggregate_id.parse()?;
-                    match serde_json::from_value(stored.payload.clone())? {
+                    match HotelEvent::deserialize(&stored.payload)? {
                         HotelEvent::HotelDetailsSet { details: d, .. } => {
                             details.insert(
                                 hotel,
