@@ -661,40 +661,57 @@ async fn appending_a_batch_twice_adds_nothing_the_second_time() {
     db.drop_database().await;
 }
 
-#[tokio::test]
-async fn an_event_gone_between_its_read_and_its_copy_is_kept_as_read_and_reported_missing() {
-    // Arrange: a batch read from the log, then one of its events deleted.
-    let db = TestDb::new().await;
-    workload(&db).await;
-    let batch = whole_log(&db.pool).await;
-    let gone = &batch[batch.len() / 2];
-    sqlx::query("DELETE FROM events WHERE global_position = $1")
-        .bind(gone.position)
+/// Reads the whole log as the audit runner would, runs `statement` on one event of it
+/// (its position bound as `$1`), then appends what was read (checking that every event
+/// is in the chain) and verifies. Returns the event as read and the report.
+async fn touch_an_event_between_read_and_copy(
+    db: &TestDb,
+    statement: &str,
+) -> (projections::StoredEvent, VerifyReport) {
+    workload(db).await;
+    let mut batch = whole_log(&db.pool).await;
+    let touched = batch[batch.len() / 2].position;
+    sqlx::query(statement)
+        .bind(touched)
         .execute(&db.pool)
         .await
-        .expect("delete");
+        .expect("touch the event");
 
-    // Act
     let mut tx = db.pool.begin().await.expect("begin");
     let appended = audit::append(&mut tx, &batch).await.expect("append");
     tx.commit().await.expect("commit");
     let report = verify(&db.pool).await;
 
-    // Assert: the chain has no hole, the vanished event is in it as it was read, and
-    // verify names it.
-    assert_eq!(appended, batch.len());
+    assert_eq!(appended, batch.len(), "the chain has no hole");
     assert_eq!(
         count(&db.pool, "SELECT count(*) FROM audit_log").await,
         batch.len() as i64
     );
-    let (event_type, payload): (String, Value) =
-        sqlx::query_as("SELECT event_type, payload FROM audit_log WHERE position = $1")
-            .bind(gone.position)
-            .fetch_one(&db.pool)
-            .await
-            .expect("the vanished event's audit row");
-    assert_eq!(event_type, gone.event_type);
-    assert_eq!(payload, gone.payload);
+    let event = batch.swap_remove(batch.len() / 2);
+    (event, report)
+}
+
+/// The audit row at `position`: its type and payload.
+async fn audit_row(pool: &PgPool, position: i64) -> (String, Value) {
+    sqlx::query_as("SELECT event_type, payload FROM audit_log WHERE position = $1")
+        .bind(position)
+        .fetch_one(pool)
+        .await
+        .expect("the audit row")
+}
+
+#[tokio::test]
+async fn an_event_gone_between_its_read_and_its_copy_is_kept_as_read_and_reported_missing() {
+    let db = TestDb::new().await;
+
+    let (gone, report) =
+        touch_an_event_between_read_and_copy(&db, "DELETE FROM events WHERE global_position = $1")
+            .await;
+
+    assert_eq!(
+        audit_row(&db.pool, gone.position).await,
+        (gone.event_type.clone(), gone.payload.clone())
+    );
     assert!(!report.ok);
     assert_eq!(
         report.first_bad_position,
@@ -708,6 +725,43 @@ async fn an_event_gone_between_its_read_and_its_copy_is_kept_as_read_and_reporte
         ),
         "{report:#?}"
     );
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn an_event_changed_between_its_read_and_its_copy_is_kept_as_read_and_reported_changed() {
+    let db = TestDb::new().await;
+
+    let (changed, report) = touch_an_event_between_read_and_copy(
+        &db,
+        "UPDATE events SET metadata = jsonb_set(metadata, '{client}', '\"someone else\"')
+          WHERE global_position = $1",
+    )
+    .await;
+
+    // The audit row holds the event as it was first read; the chain checks out, and the
+    // event log is the one found changed.
+    assert_eq!(
+        audit_row(&db.pool, changed.position).await,
+        (changed.event_type.clone(), changed.payload.clone())
+    );
+    let metadata: Value = sqlx::query_scalar("SELECT metadata FROM audit_log WHERE position = $1")
+        .bind(changed.position)
+        .fetch_one(&db.pool)
+        .await
+        .expect("metadata");
+    assert_eq!(metadata, changed.metadata);
+    assert!(!report.ok);
+    assert_eq!(
+        report.first_bad_position,
+        Some(changed.position),
+        "{report:#?}"
+    );
+    assert!(
+        mentions(&report, "differs from its audit row in metadata"),
+        "{report:#?}"
+    );
+    assert!(!mentions(&report, "hash"), "{report:#?}");
     db.drop_database().await;
 }
 

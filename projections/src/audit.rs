@@ -298,8 +298,11 @@ pub async fn append(conn: &mut PgConnection, batch: &[StoredEvent]) -> anyhow::R
         // The columns are copied from `events` inside the database, by position: the
         // payloads, which are most of a row, do not travel back, nor are they parsed
         // into jsonb a second time (measured: this insert 3.35 -> 2.99 ms a batch).
-        // The hashes are of the events as read above: a row changed since would not
-        // match its hash, which `verify` reports.
+        // Only a row still as it was read is copied: the same position, and the same
+        // row version, which `xmin` tells (the inserting transaction's id, the low 32
+        // bits of the `transaction_id` read; an UPDATE makes a new version with its
+        // own). The hashes are of the events as read, so a copy of a changed row would
+        // not match its hash and would make the audit log look tampered with.
         let copied = sqlx::query(
             "INSERT INTO audit_log (seq, position, transaction_id, aggregate_type, aggregate_id,
                     sequence, event_type, event_version, payload, metadata, recorded_at,
@@ -307,30 +310,33 @@ pub async fn append(conn: &mut PgConnection, batch: &[StoredEvent]) -> anyhow::R
              SELECT u.seq, e.global_position, e.transaction_id, e.aggregate_type,
                     e.aggregate_id, e.sequence, e.event_type, e.event_version, e.payload,
                     e.metadata, e.recorded_at, u.prev_hash, u.hash
-               FROM unnest($1::bigint[], $2::bigint[], $3::bytea[], $4::bytea[])
-                    AS u(seq, position, prev_hash, hash)
-               JOIN events e ON e.global_position = u.position",
+               FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bytea[], $5::bytea[])
+                    AS u(seq, position, txid, prev_hash, hash)
+               JOIN events e ON e.global_position = u.position
+                            AND e.xmin::text::bigint = u.txid % 4294967296",
         )
         .bind(&rows.seq)
         .bind(&rows.position)
+        .bind(&rows.transaction_id)
         .bind(&rows.prev_hash)
         .bind(&rows.hash)
         .execute(&mut *conn)
         .await?
         .rows_affected();
         if copied != added as u64 {
-            // An event read a moment ago is gone from `events` (deleted by hand: the
-            // write side never deletes). The chain must not skip it, nor stop: the rows
-            // the copy missed are written as the event was read, so the audit log keeps
-            // it and `verify` reports it missing from the event log.
+            // An event read a moment ago is gone from `events`, or changed (by hand: the
+            // write side never deletes or updates one). The chain must not skip it, nor
+            // stop: the rows the copy missed are written as the event was read, so the
+            // audit log keeps the original and `verify` reports the event missing, or
+            // different from its audit row.
             keep_as_read(conn, batch, &rows).await?;
         }
     }
     Ok(added)
 }
 
-/// Writes the chain rows whose event the copy did not find in `events`, with the event's
-/// columns as read into `batch`.
+/// Writes the chain rows whose event the copy did not find in `events` as it was read,
+/// with the event's columns as read into `batch`.
 async fn keep_as_read(
     conn: &mut PgConnection,
     batch: &[StoredEvent],
@@ -384,7 +390,7 @@ async fn keep_as_read(
     Ok(())
 }
 
-/// Every column of the chain rows whose event is gone from `events`.
+/// Every column of the chain rows whose event is gone from `events`, or changed there.
 #[derive(Default)]
 struct MissingRows<'a> {
     seq: Vec<i64>,
@@ -427,6 +433,7 @@ impl<'a> MissingRows<'a> {
 struct AuditRows {
     seq: Vec<i64>,
     position: Vec<i64>,
+    transaction_id: Vec<i64>,
     prev_hash: Vec<Vec<u8>>,
     hash: Vec<Vec<u8>>,
 }
@@ -435,6 +442,7 @@ impl AuditRows {
     fn push(&mut self, seq: i64, e: &StoredEvent, prev_hash: [u8; 32], hash: [u8; 32]) {
         self.seq.push(seq);
         self.position.push(e.position);
+        self.transaction_id.push(e.transaction_id);
         self.prev_hash.push(prev_hash.to_vec());
         self.hash.push(hash.to_vec());
     }
