@@ -352,18 +352,15 @@ impl CommandService {
         let dates: Vec<NaiveDate> = request.stay.nights().collect();
         let metadata = self.metadata("hold_stay", channel, Some(&fingerprint));
         if self.config.strategy == Strategy::Group {
-            let (reply, _) = tokio::sync::oneshot::channel();
-            let job = crate::write::group::HoldJob {
+            let hold = crate::write::group::Hold {
                 channel: channel.to_owned(),
                 fingerprint,
                 request,
                 reservation_id,
                 now,
                 metadata,
-                reply,
-                queued_at: std::time::Instant::now(),
             };
-            return Ok(self.group.submit(self, job).await??);
+            return Ok(self.group.submit(self, hold).await??);
         }
         let outcome = with_retries(self.config.retry, |_| async {
             let mut tx = self.pool.begin().await?;

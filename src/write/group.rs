@@ -40,22 +40,27 @@ use super::{
 use crate::commands::{CommandService, HoldRequest, Outcome, ReservationView};
 use crate::error::CommandError;
 
-/// One hold waiting for its batch.
-pub(crate) struct HoldJob {
+/// A hold to decide, as the caller prepared it.
+pub(crate) struct Hold {
     pub channel: String,
     pub fingerprint: RequestFingerprint,
     pub request: HoldRequest,
     pub reservation_id: ReservationId,
     pub now: DateTime<Utc>,
     pub metadata: EventMetadata,
-    pub reply: oneshot::Sender<Result<Outcome, CommandError>>,
-    /// When it joined its lane's queue (set by [`GroupCommit::submit`]).
-    pub queued_at: Instant,
+}
+
+/// One hold waiting for its batch.
+struct HoldJob {
+    hold: Hold,
+    reply: oneshot::Sender<Result<Outcome, CommandError>>,
+    /// When it joined its lane's queue.
+    queued_at: Instant,
 }
 
 impl HoldJob {
     fn room(&self) -> Room {
-        (self.request.hotel_id, self.request.room_type_id)
+        (self.hold.request.hotel_id, self.hold.request.room_type_id)
     }
 }
 
@@ -102,15 +107,15 @@ impl GroupCommit {
     pub(crate) async fn submit(
         self: &Arc<Self>,
         service: &CommandService,
-        job: HoldJob,
+        hold: Hold,
     ) -> Result<Outcome, CommandError> {
-        let lane = self.lane(job.room());
         let (reply, answer) = oneshot::channel();
         let job = HoldJob {
+            hold,
             reply,
             queued_at: Instant::now(),
-            ..job
         };
+        let lane = self.lane(job.room());
         {
             // Sending under the lock: a worker only retires under it, after checking its
             // queue is empty, so no job is ever sent to a worker that has gone.
@@ -256,7 +261,8 @@ async fn attempt(
     let Some(first) = batch.first() else {
         return Ok(Vec::new());
     };
-    let fingerprints: Vec<&RequestFingerprint> = batch.iter().map(|j| &j.fingerprint).collect();
+    let fingerprints: Vec<&RequestFingerprint> =
+        batch.iter().map(|j| &j.hold.fingerprint).collect();
     let rooms: Vec<Room> = batch.iter().map(HoldJob::room).collect();
     let mut opened = Loader { conn: &mut *tx }
         .open(&fingerprints, &rooms, true)
@@ -268,11 +274,11 @@ async fn attempt(
     for (job, claim) in batch.iter().zip(claims) {
         // The same key twice in one batch: the advisory lock is re-entrant within the
         // transaction, so the second copy is answered as the concurrent duplicate it is.
-        if !claim.claimed || !seen.insert(job.fingerprint.lock_id()) {
+        if !claim.claimed || !seen.insert(job.hold.fingerprint.lock_id()) {
             answers.push(Some(Err(CommandError::InFlight)));
             continue;
         }
-        match idempotency::judge::<Outcome>(&job.fingerprint, claim.record) {
+        match idempotency::judge::<Outcome>(&job.hold.fingerprint, claim.record) {
             Ok(Some(stored)) => answers.push(Some(Ok(stored))),
             Ok(None) => answers.push(None),
             Err(AttemptError::Fatal(e)) => answers.push(Some(Err(e))),
@@ -285,7 +291,7 @@ async fn attempt(
         wanted
             .entry(job.room())
             .or_default()
-            .extend(job.request.stay.nights());
+            .extend(job.hold.request.stay.nights());
     }
     let wanted: Vec<WantedNights> = wanted
         .into_iter()
@@ -317,7 +323,7 @@ async fn attempt(
             )
         })
         .collect();
-    let mut writer = Writer::new(&first.metadata)?;
+    let mut writer = Writer::new(&first.hold.metadata)?;
     let mut outcomes = Vec::with_capacity(batch.len());
     for (job, answer) in batch.iter().zip(answers) {
         if let Some(answer) = answer {
@@ -325,6 +331,7 @@ async fn attempt(
             continue;
         }
         let room = job.room();
+        let hold = &job.hold;
         let Some(work) = work.get_mut(&room) else {
             return Err(AttemptError::Fatal(CommandError::Internal(
                 "a hold's room was not loaded".into(),
@@ -337,16 +344,16 @@ async fn attempt(
             &work.nights,
             &config.limits,
             booking::HoldStay {
-                reservation_id: job.reservation_id,
+                reservation_id: hold.reservation_id,
                 hotel_id: room.0,
                 room_type_id: room.1,
-                stay: job.request.stay,
-                rooms: job.request.rooms,
-                guest: job.request.guest.clone(),
-                channel: job.channel.clone(),
-                expected_total_cents: job.request.expected_total_cents,
-                now: job.now,
-                hold_expires_at: job.now + config.hold_ttl,
+                stay: hold.request.stay,
+                rooms: hold.request.rooms,
+                guest: hold.request.guest.clone(),
+                channel: hold.channel.clone(),
+                expected_total_cents: hold.request.expected_total_cents,
+                now: hold.now,
+                hold_expires_at: hold.now + config.hold_ttl,
             },
         );
         let outcome: Outcome = match decision {
@@ -359,9 +366,11 @@ async fn attempt(
                         night.apply_event(event);
                     }
                 }
-                let metadata = writer.set_metadata(&job.metadata)?.clone();
+                let metadata = writer.set_metadata(&hold.metadata)?.clone();
                 let after = writer.queue_reservation(None, &decision.reservation)?;
-                let view = after.as_ref().and_then(|r| ReservationView::of(r, job.now));
+                let view = after
+                    .as_ref()
+                    .and_then(|r| ReservationView::of(r, hold.now));
                 work.decided.push((metadata, decision));
                 view.ok_or_else(|| {
                     AttemptError::Fatal(CommandError::Internal("a hold left no reservation".into()))
@@ -369,7 +378,7 @@ async fn attempt(
                 .map(Ok)?
             }
         };
-        writer.queue_idempotency(&job.fingerprint, &outcome)?;
+        writer.queue_idempotency(&hold.fingerprint, &outcome)?;
         outcomes.push(Ok(outcome));
     }
     for work in work.values() {
@@ -388,5 +397,9 @@ async fn attempt(
 /// has lapsed for any of its requests is loaded (each request still judges a hold
 /// lapsed or live by its own time).
 fn latest_now(batch: &[HoldJob]) -> DateTime<Utc> {
-    batch.iter().map(|j| j.now).max().unwrap_or_else(Utc::now)
+    batch
+        .iter()
+        .map(|j| j.hold.now)
+        .max()
+        .unwrap_or_else(Utc::now)
 }
