@@ -37,7 +37,7 @@
 
 pub mod replay;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use aggregates::RoomNight;
@@ -329,19 +329,15 @@ pub async fn append(conn: &mut PgConnection, batch: &[StoredEvent]) -> anyhow::R
             // stop: the rows the copy missed are written as the event was read, so the
             // audit log keeps the original and `verify` reports the event missing, or
             // different from its audit row.
-            keep_as_read(conn, batch, &rows).await?;
+            keep_as_read(conn, &rows).await?;
         }
     }
     Ok(added)
 }
 
 /// Writes the chain rows whose event the copy did not find in `events` as it was read,
-/// with the event's columns as read into `batch`.
-async fn keep_as_read(
-    conn: &mut PgConnection,
-    batch: &[StoredEvent],
-    rows: &AuditRows,
-) -> anyhow::Result<()> {
+/// with the event's columns as read.
+async fn keep_as_read(conn: &mut PgConnection, rows: &AuditRows<'_>) -> anyhow::Result<()> {
     let copied: HashSet<i64> =
         sqlx::query_scalar("SELECT position FROM audit_log WHERE position = ANY($1)")
             .bind(&rows.position)
@@ -349,16 +345,11 @@ async fn keep_as_read(
             .await?
             .into_iter()
             .collect();
-    let by_position: HashMap<i64, &StoredEvent> = batch.iter().map(|e| (e.position, e)).collect();
     let mut missing = MissingRows::default();
-    for (i, position) in rows.position.iter().enumerate() {
-        if copied.contains(position) {
-            continue;
+    for i in 0..rows.seq.len() {
+        if !copied.contains(&rows.position[i]) {
+            missing.push(rows, i);
         }
-        let event = by_position
-            .get(position)
-            .ok_or_else(|| anyhow::anyhow!("audit log: event {position} is not in its batch"))?;
-        missing.push(rows, i, event);
     }
     sqlx::query(
         "INSERT INTO audit_log (seq, position, transaction_id, aggregate_type, aggregate_id,
@@ -409,8 +400,9 @@ struct MissingRows<'a> {
 }
 
 impl<'a> MissingRows<'a> {
-    /// Row `i` of `rows`, whose event is `e`.
-    fn push(&mut self, rows: &'a AuditRows, i: usize, e: &'a StoredEvent) {
+    /// Row `i` of `rows`, with its event's columns.
+    fn push(&mut self, rows: &'a AuditRows<'a>, i: usize) {
+        let e = rows.events[i];
         self.seq.push(rows.seq[i]);
         self.position.push(e.position);
         self.transaction_id.push(e.transaction_id);
@@ -428,9 +420,11 @@ impl<'a> MissingRows<'a> {
 }
 
 /// The chain's columns of the rows to insert, as arrays for one insert; the event's
-/// own columns are copied from `events`.
+/// own columns are copied from `events` (or, for an event no longer there as it was
+/// read, taken from the event as read: `AuditRows::events`).
 #[derive(Default)]
-struct AuditRows {
+struct AuditRows<'a> {
+    events: Vec<&'a StoredEvent>,
     seq: Vec<i64>,
     position: Vec<i64>,
     transaction_id: Vec<i64>,
@@ -438,8 +432,9 @@ struct AuditRows {
     hash: Vec<Vec<u8>>,
 }
 
-impl AuditRows {
-    fn push(&mut self, seq: i64, e: &StoredEvent, prev_hash: [u8; 32], hash: [u8; 32]) {
+impl<'a> AuditRows<'a> {
+    fn push(&mut self, seq: i64, e: &'a StoredEvent, prev_hash: [u8; 32], hash: [u8; 32]) {
+        self.events.push(e);
         self.seq.push(seq);
         self.position.push(e.position);
         self.transaction_id.push(e.transaction_id);
