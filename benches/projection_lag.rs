@@ -70,12 +70,22 @@ async fn main() -> anyhow::Result<()> {
     let first = Utc::now().date_naive() + Days::new(30);
     for h in 1..=20 {
         let hotel = HotelId::parse(h)?;
-        svc.set_hotel(hotel, HotelDetails::parse("Bench", "Benchville", "UTC")?)
-            .await?;
+        svc.set_hotel(
+            &reservations::commands::Caller::Staff("staff".into()),
+            hotel,
+            HotelDetails::parse("Bench", "Benchville", "UTC")?,
+        )
+        .await?;
         let room_type = RoomTypeId::parse(1)?;
-        svc.set_room_type(hotel, room_type, RoomTypeDetails::parse("room", 2)?)
-            .await?;
+        svc.set_room_type(
+            &reservations::commands::Caller::Staff("staff".into()),
+            hotel,
+            room_type,
+            RoomTypeDetails::parse("room", 2)?,
+        )
+        .await?;
         svc.set_inventory(
+            &reservations::commands::Caller::Staff("staff".into()),
             hotel,
             room_type,
             StayDates::parse(first, first + Days::new(60))?,

@@ -38,15 +38,25 @@ async fn main() -> anyhow::Result<()> {
     for h in 1..=HOTELS {
         let hotel = HotelId::parse(h)?;
         setup
-            .set_hotel(hotel, HotelDetails::parse("Bench", "Benchville", "UTC")?)
+            .set_hotel(
+                &reservations::commands::Caller::Staff("staff".into()),
+                hotel,
+                HotelDetails::parse("Bench", "Benchville", "UTC")?,
+            )
             .await?;
         for t in 1..=ROOM_TYPES {
             let room_type = RoomTypeId::parse(t)?;
             setup
-                .set_room_type(hotel, room_type, RoomTypeDetails::parse("room", 2)?)
+                .set_room_type(
+                    &reservations::commands::Caller::Staff("staff".into()),
+                    hotel,
+                    room_type,
+                    RoomTypeDetails::parse("room", 2)?,
+                )
                 .await?;
             setup
                 .set_inventory(
+                    &reservations::commands::Caller::Staff("staff".into()),
                     hotel,
                     room_type,
                     StayDates::parse(first, last)?,

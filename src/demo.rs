@@ -7,7 +7,7 @@ use aggregates::types::local_date;
 use aggregates::{HotelDetails, HotelId, RoomTypeDetails, RoomTypeId, StayDates};
 use chrono::{Datelike, Days, Weekday};
 
-use crate::commands::CommandService;
+use crate::commands::{Caller, CommandService};
 
 struct DemoRoomType {
     id: i64,
@@ -115,10 +115,12 @@ pub const DEMO_NIGHTS: u64 = 365;
 /// Loads the demo catalog; returns the number of room-nights set.
 pub async fn seed(commands: &CommandService) -> anyhow::Result<u64> {
     let mut nights_set = 0;
+    let by = Caller::Staff(String::from("demo"));
     for hotel in HOTELS {
         let hotel_id = HotelId::parse(hotel.id)?;
         commands
             .set_hotel(
+                &by,
                 hotel_id,
                 HotelDetails::parse(hotel.name, hotel.city, hotel.timezone)?,
             )
@@ -131,6 +133,7 @@ pub async fn seed(commands: &CommandService) -> anyhow::Result<u64> {
             let room_type_id = RoomTypeId::parse(room_type.id)?;
             commands
                 .set_room_type(
+                    &by,
                     hotel_id,
                     room_type_id,
                     RoomTypeDetails::parse(room_type.name, room_type.max_occupancy)?,
@@ -143,7 +146,13 @@ pub async fn seed(commands: &CommandService) -> anyhow::Result<u64> {
             };
             nights_set += u64::from(
                 commands
-                    .set_inventory(hotel_id, room_type_id, StayDates::parse(today, last)?, base)
+                    .set_inventory(
+                        &by,
+                        hotel_id,
+                        room_type_id,
+                        StayDates::parse(today, last)?,
+                        base,
+                    )
                     .await?,
             );
             // Friday and Saturday nights cost a quarter more.
@@ -158,6 +167,7 @@ pub async fn seed(commands: &CommandService) -> anyhow::Result<u64> {
                         .ok_or_else(|| anyhow::anyhow!("date out of range"))?;
                     commands
                         .set_inventory(
+                            &by,
                             hotel_id,
                             room_type_id,
                             StayDates::parse(night, next)?,

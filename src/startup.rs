@@ -69,7 +69,7 @@ pub struct Settings {
     pub strategy: Strategy,
     /// Group commit: how many batches of holds may be in flight at once (each a
     /// transaction on its own connection).
-    #[arg(long, env = "GROUP_COMMIT_LANES", default_value_t = crate::write::group::DEFAULT_LANES as u32,
+    #[arg(long, env = "GROUP_COMMIT_LANES", default_value_t = crate::commands::group::DEFAULT_LANES as u32,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub group_commit_lanes: u32,
     /// Run the projection runners in this process (a standby if another process leads).
@@ -125,7 +125,7 @@ impl Settings {
             hold_limit_window_seconds: 900,
             payment_webhook_secret: None,
             strategy: Strategy::Group,
-            group_commit_lanes: crate::write::group::DEFAULT_LANES as u32,
+            group_commit_lanes: crate::commands::group::DEFAULT_LANES as u32,
             run_projections: true,
             projection_gather_ms: 20,
             db_max_connections: 20,

@@ -1,4 +1,5 @@
-//! Logs (tracing) and metrics (Prometheus text at `GET /metrics`).
+//! Logs (tracing) and metrics (Prometheus text at `GET /metrics`). It depends on
+//! nothing else of this crate: callers name what they count.
 //!
 //! The metrics recorder is process-global (the `metrics` macros write to it), so it is
 //! installed once and its handle shared by every `Application` in the process — which is
@@ -7,9 +8,6 @@
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-
-use crate::commands::ReservationView;
-use crate::error::CommandError;
 
 /// Starts logging to stderr, filtered by `RUST_LOG` (default `info`). Safe to call twice.
 pub fn init_tracing(json: bool) {
@@ -55,26 +53,9 @@ pub fn prometheus() -> PrometheusHandle {
 pub struct Metrics;
 
 impl Metrics {
-    /// Counts a hold's outcome: `held`, or the rejection / error code.
-    pub fn booking(&self, result: &Result<ReservationView, CommandError>) {
-        let outcome = match result {
-            Ok(_) => "held",
-            Err(CommandError::Rejected(r)) => match r {
-                aggregates::Rejection::SoldOut { .. } => "sold_out",
-                aggregates::Rejection::PriceChanged { .. } => "price_changed",
-                _ => "rejected",
-            },
-            Err(CommandError::InFlight) => "in_flight",
-            Err(CommandError::KeyReused) => "key_reused",
-            Err(CommandError::Contention { .. }) => "contention",
-            Err(_) => "error",
-        };
+    /// Counts a hold's outcome (`bookings_total` by `outcome`): `held`, `rate_limited`,
+    /// or the rejection / error code the caller names.
+    pub fn booking(&self, outcome: &'static str) {
         metrics::counter!("bookings_total", "outcome" => outcome).increment(1);
-    }
-
-    /// Counts a hold refused by the per-guest rate limit (`bookings_total` outcome
-    /// `rate_limited`).
-    pub fn booking_rate_limited(&self) {
-        metrics::counter!("bookings_total", "outcome" => "rate_limited").increment(1);
     }
 }

@@ -192,6 +192,7 @@ async fn booking_workload(svc: &CommandService, clock: &ManualClock) -> Workload
     tick();
 
     svc.set_inventory(
+        &reservations::commands::Caller::Staff("staff".into()),
         hotel_id(),
         king(),
         stay(d(0), d(11)),
@@ -724,6 +725,7 @@ async fn concurrent_bookings(svc: &CommandService, round: usize) {
                 }
                 if client == 0 && step == 4 {
                     svc.set_inventory(
+                        &reservations::commands::Caller::Staff("staff".into()),
                         hotel_id(),
                         king(),
                         stay(d(0), d(16)),

@@ -91,6 +91,7 @@ async fn the_price_is_the_sum_of_the_nightly_rates_and_a_stale_price_is_refused(
     let svc = db.service(Strategy::Pessimistic);
     hotel_with_rooms(&svc, day(10), 5, 3).await;
     svc.set_inventory(
+        &reservations::commands::Caller::Staff("staff".into()),
         hotel_id(),
         king(),
         stay(day(11), day(12)),
@@ -423,6 +424,7 @@ async fn setting_inventory_below_what_is_sold_is_rejected_and_changes_nothing() 
 
     let result = svc
         .set_inventory(
+            &reservations::commands::Caller::Staff("staff".into()),
             hotel_id(),
             king(),
             stay(day(10), day(15)),
@@ -450,6 +452,7 @@ async fn the_overbooking_allowance_sells_exactly_that_many_more() {
     let svc = db.service(Strategy::Optimistic);
     hotel_with_rooms(&svc, day(10), 1, 2).await;
     svc.set_inventory(
+        &reservations::commands::Caller::Staff("staff".into()),
         hotel_id(),
         king(),
         stay(day(10), day(11)),
@@ -614,12 +617,23 @@ async fn catalog_writes_are_idempotent_puts() {
     let svc = db.service(Strategy::Pessimistic);
     let details = HotelDetails::parse("Hotel Tejo", "Lisbon", "Europe/Lisbon").expect("details");
 
-    svc.set_hotel(hotel_id(), details.clone())
-        .await
-        .expect("first");
-    svc.set_hotel(hotel_id(), details).await.expect("second");
+    svc.set_hotel(
+        &reservations::commands::Caller::Staff("staff".into()),
+        hotel_id(),
+        details.clone(),
+    )
+    .await
+    .expect("first");
+    svc.set_hotel(
+        &reservations::commands::Caller::Staff("staff".into()),
+        hotel_id(),
+        details,
+    )
+    .await
+    .expect("second");
     let renamed = svc
         .set_hotel(
+            &reservations::commands::Caller::Staff("staff".into()),
             hotel_id(),
             HotelDetails::parse("Hotel Tejo Riverside", "Lisbon", "Europe/Lisbon")
                 .expect("details"),
@@ -639,6 +653,7 @@ async fn catalog_writes_are_idempotent_puts() {
     assert_eq!(events, 2, "repeating the same PUT records nothing");
     let room_type = svc
         .set_room_type(
+            &reservations::commands::Caller::Staff("staff".into()),
             HotelId::parse(5).expect("id"),
             king(),
             aggregates::RoomTypeDetails::parse("king", 2).expect("details"),

@@ -224,6 +224,7 @@ async fn three_hotels(svc: &CommandService) -> Vec<Room> {
     for hotel in [HOTEL, HOTEL + 1, HOTEL + 2] {
         let hotel = HotelId::parse(hotel).expect("hotel id");
         svc.set_hotel(
+            &reservations::commands::Caller::Staff("staff".into()),
             hotel,
             HotelDetails::parse("Hotel", "Porto", "Europe/Lisbon").expect("details"),
         )
@@ -232,6 +233,7 @@ async fn three_hotels(svc: &CommandService) -> Vec<Room> {
         for room_type in [KING, KING + 1] {
             let room_type = RoomTypeId::parse(room_type).expect("room type id");
             svc.set_room_type(
+                &reservations::commands::Caller::Staff("staff".into()),
                 hotel,
                 room_type,
                 RoomTypeDetails::parse("double", 2).expect("room type"),
@@ -239,6 +241,7 @@ async fn three_hotels(svc: &CommandService) -> Vec<Room> {
             .await
             .expect("set room type");
             svc.set_inventory(
+                &reservations::commands::Caller::Staff("staff".into()),
                 hotel,
                 room_type,
                 stay(day(30), last),

@@ -13,6 +13,7 @@ use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::AppState;
+use crate::commands::Caller;
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PutHotel {
@@ -83,6 +84,11 @@ fn hotel_out(hotel: &Hotel) -> Result<Json<HotelOut>, ApiError> {
         .ok_or_else(|| ApiError::not_found("no such hotel"))
 }
 
+/// The admin acting, named as their token is (recorded with the events).
+fn staff(principal: &Principal) -> Caller {
+    Caller::Staff(principal.name.clone())
+}
+
 /// Path ids arrive as integers; a non-positive one names nothing.
 fn hotel_id(raw: i64) -> Result<HotelId, ApiError> {
     HotelId::parse(raw).map_err(|_| ApiError::not_found("no such hotel"))
@@ -108,7 +114,10 @@ pub async fn put_hotel(
     principal.require(&[Role::Admin])?;
     let id = HotelId::parse(id)?;
     let details = HotelDetails::parse(&body.name, &body.city, &body.timezone)?;
-    let hotel = state.commands.set_hotel(id, details).await?;
+    let hotel = state
+        .commands
+        .set_hotel(&staff(&principal), id, details)
+        .await?;
     hotel_out(&hotel)
 }
 
@@ -149,7 +158,7 @@ pub async fn put_room_type(
     let details = RoomTypeDetails::parse(&body.name, body.max_occupancy)?;
     let hotel = state
         .commands
-        .set_room_type(hotel, room_type, details)
+        .set_room_type(&staff(&principal), hotel, room_type, details)
         .await?;
     hotel_out(&hotel)
 }
@@ -203,6 +212,7 @@ pub async fn put_inventory(
     let nights = state
         .commands
         .set_inventory(
+            &staff(&principal),
             hotel,
             room_type,
             range,

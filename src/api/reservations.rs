@@ -1,6 +1,6 @@
 //! Reservations: hold, look up, cancel, change dates, and a reservation's history.
 
-use aggregates::{Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates};
+use aggregates::{Guest, HotelId, Rejection, ReservationId, RoomCount, RoomTypeId, StayDates};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -14,6 +14,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, Idempotency};
 use super::AppState;
 use crate::commands::{Caller, HoldRequest, ReservationView};
+use crate::error::CommandError;
 use crate::rate_limit::{retry_after_seconds, Admission, HoldAttempt, HoldLimiter};
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -182,7 +183,7 @@ pub async fn create(
                 Admission::Counted(ticket) => Some((limiter, ticket)),
                 Admission::Allowed => None,
                 Admission::Limited { retry_after } => {
-                    state.metrics.booking_rate_limited();
+                    state.metrics.booking("rate_limited");
                     return Err(rate_limited(limiter, retry_after));
                 }
             }
@@ -194,15 +195,31 @@ pub async fn create(
         .commands
         .hold_as(&principal.name, &scope, key, request)
         .await;
-    state.metrics.booking(&result);
+    state.metrics.booking(hold_outcome(&result));
     // Only holds that succeed use up the guest's allowance. `request_in_flight` is not
     // a refusal: a duplicate of this request (the same key, so the same counted entry)
     // is running and may well hold, so the entry stays.
-    let in_flight = matches!(result, Err(crate::error::CommandError::InFlight));
+    let in_flight = matches!(result, Err(CommandError::InFlight));
     if let (Err(_), false, Some((limiter, ticket))) = (&result, in_flight, ticket) {
         limiter.release(ticket).await;
     }
     Ok((StatusCode::CREATED, Json(result?.into())))
+}
+
+/// A hold's outcome as `bookings_total` labels it.
+fn hold_outcome(result: &Result<ReservationView, CommandError>) -> &'static str {
+    match result {
+        Ok(_) => "held",
+        Err(CommandError::Rejected(r)) => match r {
+            Rejection::SoldOut { .. } => "sold_out",
+            Rejection::PriceChanged { .. } => "price_changed",
+            _ => "rejected",
+        },
+        Err(CommandError::InFlight) => "in_flight",
+        Err(CommandError::KeyReused) => "key_reused",
+        Err(CommandError::Contention { .. }) => "contention",
+        Err(_) => "error",
+    }
 }
 
 fn rate_limited(limiter: &HoldLimiter, retry_after: std::time::Duration) -> ApiError {

@@ -1,8 +1,8 @@
-//! The payment outbox: calls to the gateway that a committed event decided, made once,
-//! after the commit.
+//! Delivering the payment outbox: calls to the gateway that a committed event decided,
+//! made once, after the commit.
 //!
-//! The event and its outbox row are written in one transaction (so a crash cannot keep
-//! one without the other); delivery happens later, outside any transaction: a worker
+//! The event and its outbox row are written in one transaction by the write side (see
+//! `write::outbox`, so a crash cannot keep one without the other); delivery happens later, outside any transaction: a worker
 //! leases due rows (`FOR UPDATE SKIP LOCKED`, so several processes share the work),
 //! calls the gateway under the row's key, and marks the row done. A worker that dies
 //! mid-call leaves the lease to run out; the next one repeats the call under the same
@@ -11,86 +11,19 @@
 
 use std::time::Duration;
 
-use aggregates::{Reservation, ReservationEvent};
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, PgPool, Row};
+use sqlx::{PgPool, Row};
 use uuid::Uuid;
 
 use super::gateway::{GatewayError, PaymentGateway};
-use crate::write::AttemptError;
-
-/// Records the gateway calls `events` decide for `reservation` (its state after them).
-/// Called inside the transaction that appends the events.
-pub async fn enqueue(
-    conn: &mut PgConnection,
-    reservation: &Reservation,
-    events: &[ReservationEvent],
-    now: DateTime<Utc>,
-) -> Result<(), AttemptError> {
-    let Some(details) = reservation.details() else {
-        return Ok(());
-    };
-    let id = details.reservation_id.as_uuid();
-    for event in events {
-        let row = match event {
-            ReservationEvent::ReservationConfirmed {
-                payment: Some(payment),
-                ..
-            } => Some((
-                "capture",
-                payment.provider_txn_id.clone(),
-                payment.amount_cents,
-                format!("{id}:capture"),
-            )),
-            ReservationEvent::ReservationCancelled { refund_cents, .. } if *refund_cents > 0 => {
-                reservation.payment().map(|payment| {
-                    (
-                        "refund",
-                        payment.provider_txn_id.clone(),
-                        *refund_cents,
-                        format!("{id}:refund"),
-                    )
-                })
-            }
-            ReservationEvent::LatePaymentRefunded {
-                provider_txn_id,
-                amount_cents,
-                ..
-            } => Some((
-                "void",
-                provider_txn_id.clone(),
-                *amount_cents,
-                format!("{id}:void:{provider_txn_id}"),
-            )),
-            _ => None,
-        };
-        if let Some((operation, txn, amount, key)) = row {
-            sqlx::query(
-                "INSERT INTO payment_outbox
-                    (reservation_id, operation, provider_txn_id, amount_cents, gateway_key,
-                     created_at, next_attempt_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $6)
-                 ON CONFLICT (gateway_key) DO NOTHING",
-            )
-            .bind(id)
-            .bind(operation)
-            .bind(&txn)
-            .bind(amount)
-            .bind(&key)
-            .bind(now)
-            .execute(&mut *conn)
-            .await?;
-        }
-    }
-    Ok(())
-}
+use crate::write::outbox::OutboxOperation;
 
 /// One leased outbox row.
 #[derive(Debug)]
 struct Due {
     id: i64,
     reservation_id: Uuid,
-    operation: String,
+    operation: OutboxOperation,
     provider_txn_id: String,
     amount_cents: i64,
     gateway_key: String,
@@ -139,10 +72,14 @@ pub async fn deliver_due(
     .await?;
     let mut due = Vec::with_capacity(rows.len());
     for row in rows {
+        let operation: String = row.try_get("operation")?;
+        let operation = OutboxOperation::parse(&operation).ok_or_else(|| {
+            sqlx::Error::Decode(format!("unknown payment outbox operation {operation:?}").into())
+        })?;
         due.push(Due {
             id: row.try_get("id")?,
             reservation_id: row.try_get("reservation_id")?,
-            operation: row.try_get("operation")?,
+            operation,
             provider_txn_id: row.try_get("provider_txn_id")?,
             amount_cents: row.try_get("amount_cents")?,
             gateway_key: row.try_get("gateway_key")?,
@@ -154,10 +91,10 @@ pub async fn deliver_due(
     for row in due {
         let key = row.gateway_key.as_str();
         let txn = row.provider_txn_id.as_str();
-        let result = match row.operation.as_str() {
-            "capture" => gateway.capture(key, txn, row.amount_cents).await,
-            "refund" => gateway.refund(key, txn, row.amount_cents).await,
-            _ => gateway.void(key, txn).await,
+        let result = match row.operation {
+            OutboxOperation::Capture => gateway.capture(key, txn, row.amount_cents).await,
+            OutboxOperation::Refund => gateway.refund(key, txn, row.amount_cents).await,
+            OutboxOperation::Void => gateway.void(key, txn).await,
         };
         match result {
             Ok(()) => {
@@ -168,7 +105,7 @@ pub async fn deliver_due(
                 .bind(now)
                 .execute(pool)
                 .await?;
-                metrics::counter!("payment_outbox_delivered_total", "operation" => row.operation.clone())
+                metrics::counter!("payment_outbox_delivered_total", "operation" => row.operation.as_str())
                     .increment(1);
                 delivered.done += 1;
             }

@@ -19,9 +19,10 @@
 
 pub mod announce;
 mod append;
-pub mod group;
 pub mod idempotency;
 mod load;
+pub mod outbox;
+pub mod saga;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,7 +48,7 @@ pub enum Strategy {
     /// Lock the nights in order before deciding; queue instead of retrying.
     Pessimistic,
     /// Pessimistic, and the holds that queue meanwhile are decided together in the
-    /// next transaction of their lane (see `group`).
+    /// next transaction of their lane (see `commands::group`).
     Group,
 }
 

@@ -135,12 +135,14 @@ pub async fn hotel_with_rooms(
     total_rooms: i64,
 ) {
     svc.set_hotel(
+        &reservations::commands::Caller::Staff("staff".into()),
         hotel_id(),
         HotelDetails::parse("Hotel Tejo", "Lisbon", "Europe/Lisbon").expect("details"),
     )
     .await
     .expect("set hotel");
     svc.set_room_type(
+        &reservations::commands::Caller::Staff("staff".into()),
         hotel_id(),
         king(),
         RoomTypeDetails::parse("king", 2).expect("room type"),
@@ -149,6 +151,7 @@ pub async fn hotel_with_rooms(
     .expect("set room type");
     let last = first.checked_add_days(Days::new(nights)).expect("date");
     svc.set_inventory(
+        &reservations::commands::Caller::Staff("staff".into()),
         hotel_id(),
         king(),
         stay(first, last),

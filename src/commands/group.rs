@@ -33,12 +33,14 @@ use aggregates::{booking, Decision, Nights, Reservation, ReservationId};
 use chrono::{DateTime, NaiveDate, Utc};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{
+use sqlx::PgPool;
+
+use super::{HoldRequest, Outcome, ReservationView, WriteConfig};
+use crate::error::CommandError;
+use crate::write::{
     idempotency, settle, with_retries, AttemptError, EventMetadata, LoadedNights, Loader,
     RequestFingerprint, Room, WantedNights, Writer,
 };
-use crate::commands::{CommandService, HoldRequest, Outcome, ReservationView};
-use crate::error::CommandError;
 
 /// A hold to decide, as the caller prepared it.
 pub(crate) struct Hold {
@@ -48,6 +50,24 @@ pub(crate) struct Hold {
     pub reservation_id: ReservationId,
     pub now: DateTime<Utc>,
     pub metadata: EventMetadata,
+}
+
+impl Hold {
+    /// The domain's command for this hold, lasting `ttl`.
+    pub(crate) fn decide(&self, ttl: chrono::Duration) -> booking::HoldStay {
+        booking::HoldStay {
+            reservation_id: self.reservation_id,
+            hotel_id: self.request.hotel_id,
+            room_type_id: self.request.room_type_id,
+            stay: self.request.stay,
+            rooms: self.request.rooms,
+            guest: self.request.guest.clone(),
+            channel: self.channel.clone(),
+            expected_total_cents: self.request.expected_total_cents,
+            now: self.now,
+            hold_expires_at: self.now + ttl,
+        }
+    }
 }
 
 /// One hold waiting for its batch.
@@ -64,8 +84,12 @@ impl HoldJob {
     }
 }
 
-/// The lanes' queues (a lane has one while it has work).
+/// The lanes' queues (a lane has one while it has work), and what a batch needs: the
+/// pool and the write configuration. Workers hold this, never the command service, so
+/// the service owns the group commit and not the other way round.
 pub struct GroupCommit {
+    pool: PgPool,
+    config: WriteConfig,
     lanes: usize,
     queues: Mutex<HashMap<usize, mpsc::UnboundedSender<HoldJob>>>,
 }
@@ -78,17 +102,13 @@ const MAX_BATCH: usize = 256;
 /// A worker with nothing to do for this long stops (the next hold starts a new one).
 const IDLE: Duration = Duration::from_secs(5);
 
-impl Default for GroupCommit {
-    fn default() -> Self {
-        Self::new(DEFAULT_LANES)
-    }
-}
-
 impl GroupCommit {
-    /// `lanes` transactions at most in flight at once (at least one).
-    pub fn new(lanes: usize) -> Self {
+    /// `config.group_lanes` transactions at most in flight at once (at least one).
+    pub fn new(pool: PgPool, config: WriteConfig) -> Self {
         Self {
-            lanes: lanes.max(1),
+            pool,
+            config,
+            lanes: config.group_lanes.max(1),
             queues: Mutex::default(),
         }
     }
@@ -104,11 +124,7 @@ impl GroupCommit {
     }
 
     /// Queues a hold; the answer comes when its batch has committed.
-    pub(crate) async fn submit(
-        self: &Arc<Self>,
-        service: &CommandService,
-        hold: Hold,
-    ) -> Result<Outcome, CommandError> {
+    pub(crate) async fn submit(self: &Arc<Self>, hold: Hold) -> Result<Outcome, CommandError> {
         let (reply, answer) = oneshot::channel();
         let job = HoldJob {
             hold,
@@ -122,13 +138,13 @@ impl GroupCommit {
             let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
             let sender = queues.entry(lane).or_insert_with(|| {
                 let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(worker(Arc::clone(self), service.clone(), lane, rx));
+                tokio::spawn(worker(Arc::clone(self), lane, rx));
                 tx
             });
             if let Err(mpsc::error::SendError(job)) = sender.send(job) {
                 // The worker panicked; start another.
                 let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(worker(Arc::clone(self), service.clone(), lane, rx));
+                tokio::spawn(worker(Arc::clone(self), lane, rx));
                 let _ = tx.send(job);
                 queues.insert(lane, tx);
             }
@@ -139,12 +155,7 @@ impl GroupCommit {
     }
 }
 
-async fn worker(
-    group: Arc<GroupCommit>,
-    service: CommandService,
-    lane: usize,
-    mut jobs: mpsc::UnboundedReceiver<HoldJob>,
-) {
+async fn worker(group: Arc<GroupCommit>, lane: usize, mut jobs: mpsc::UnboundedReceiver<HoldJob>) {
     loop {
         let first = match tokio::time::timeout(IDLE, jobs.recv()).await {
             Ok(Some(job)) => job,
@@ -172,14 +183,14 @@ async fn worker(
             metrics::histogram!("group_commit_wait_seconds")
                 .record(started.duration_since(job.queued_at).as_secs_f64());
         }
-        let mut outcomes = run_batch(&service, &batch).await;
+        let mut outcomes = run_batch(&group, &batch).await;
         metrics::histogram!("group_commit_batch_seconds").record(started.elapsed().as_secs_f64());
         if batch.len() > 1 && matches!(outcomes, Err(ref e) if refused_by_content(e)) {
             // Something in the batch cannot be written: run each hold on its own, so
             // only the holds that fail are refused.
             let mut alone = Vec::with_capacity(batch.len());
             for job in &batch {
-                alone.push(match run_batch(&service, std::slice::from_ref(job)).await {
+                alone.push(match run_batch(&group, std::slice::from_ref(job)).await {
                     Ok(mut one) => one.pop().unwrap_or_else(|| {
                         Err(CommandError::Internal(
                             "a batch of one gave no answer".into(),
@@ -209,12 +220,12 @@ async fn worker(
 /// Decides and writes a batch in one transaction (retried whole on a lost race);
 /// returns each hold's outcome in order.
 async fn run_batch(
-    service: &CommandService,
+    group: &GroupCommit,
     batch: &[HoldJob],
 ) -> Result<Vec<Result<Outcome, CommandError>>, CommandError> {
-    with_retries(service.config().retry, |_| async {
-        let mut tx = service.pool().begin().await?;
-        let result = attempt(service, &mut tx, batch).await;
+    with_retries(group.config.retry, |_| async {
+        let mut tx = group.pool.begin().await?;
+        let result = attempt(&group.config, &mut tx, batch).await;
         settle(tx, result).await
     })
     .await
@@ -253,11 +264,10 @@ struct RoomWork {
 }
 
 async fn attempt(
-    service: &CommandService,
+    config: &WriteConfig,
     tx: &mut sqlx::PgConnection,
     batch: &[HoldJob],
 ) -> Result<Vec<Result<Outcome, CommandError>>, AttemptError> {
-    let config = *service.config();
     let Some(first) = batch.first() else {
         return Ok(Vec::new());
     };
@@ -343,18 +353,7 @@ async fn attempt(
             &Reservation::default(),
             &work.nights,
             &config.limits,
-            booking::HoldStay {
-                reservation_id: hold.reservation_id,
-                hotel_id: room.0,
-                room_type_id: room.1,
-                stay: hold.request.stay,
-                rooms: hold.request.rooms,
-                guest: hold.request.guest.clone(),
-                channel: hold.channel.clone(),
-                expected_total_cents: hold.request.expected_total_cents,
-                now: hold.now,
-                hold_expires_at: hold.now + config.hold_ttl,
-            },
+            hold.decide(config.hold_ttl),
         );
         let outcome: Outcome = match decision {
             Err(rejection) => Err(rejection),

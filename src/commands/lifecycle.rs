@@ -1,0 +1,606 @@
+//! The reservation lifecycle: hold, cancel, change dates, confirm, expire.
+//!
+//! A hold creates a reservation and takes its nights; every other command acts on an
+//! existing reservation and has one shape ([`ReservationCommand`], run by
+//! `CommandService::run`): claim the idempotency key, load the reservation (locked,
+//! under the pessimistic strategies) and its nights in night order, let the pure domain
+//! decide, append, and record the outcome — all in one transaction, retried whole on a
+//! lost race.
+
+use std::collections::BTreeSet;
+
+use aggregates::booking;
+use aggregates::{
+    CancelledBy, Decision, Guest, Hotel, HotelId, Nights, Rejection, Reservation, ReservationEvent,
+    ReservationId, RoomCount, RoomTypeId, StayDates,
+};
+use chrono::{DateTime, NaiveDate, Utc};
+use futures::future::BoxFuture;
+use serde::Serialize;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::group::Hold;
+use super::{Caller, CommandService, Outcome, ReservationView};
+use crate::error::CommandError;
+use crate::write::{
+    idempotency, outbox, settle, with_retries, AttemptError, EventMetadata, IdempotencyKey,
+    LoadedNights, LoadedReservation, Loader, RequestFingerprint, Strategy, Writer,
+};
+
+/// A request to hold a stay. The price is the server's; `expected_total_cents` only
+/// guards against the client showing a stale one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HoldRequest {
+    pub hotel_id: HotelId,
+    pub room_type_id: RoomTypeId,
+    pub stay: StayDates,
+    pub rooms: RoomCount,
+    pub guest: Guest,
+    pub expected_total_cents: Option<i64>,
+}
+
+/// Writes a caller adds to a reservation command's transaction once the decision is
+/// written (the payment saga resolves its step and stores its client's outcome there),
+/// so they commit or roll back with the events.
+pub trait AfterDecision: Sync {
+    fn write<'a>(
+        &'a self,
+        conn: &'a mut PgConnection,
+        outcome: &'a Outcome,
+        events: &'a [ReservationEvent],
+    ) -> BoxFuture<'a, Result<(), AttemptError>>;
+}
+
+/// The loaded state a reservation command decides on.
+pub struct Loaded<'a> {
+    pub hotel: &'a Hotel,
+    pub reservation: &'a Reservation,
+    pub nights: &'a Nights,
+    pub now: DateTime<Utc>,
+}
+
+/// A command on an existing reservation, as [`CommandService::run`] takes it.
+pub struct ReservationCommand<'a, R, F> {
+    pub caller: &'a Caller,
+    /// Whose idempotency keys `key` is among (the calling token).
+    pub scope: &'a str,
+    pub key: Option<IdempotencyKey>,
+    /// The command's name, stored with its events and in its idempotency record.
+    pub command: &'static str,
+    /// What the idempotency record fingerprints.
+    pub request: &'a R,
+    pub reservation_id: ReservationId,
+    /// Nights to load beyond the reservation's own (a date change's new stay).
+    pub extra_stay: Option<StayDates>,
+    pub decide: F,
+}
+
+impl CommandService {
+    /// Holds a stay for a channel: every night or none, for `hold_ttl`. The channel's
+    /// name scopes the idempotency key.
+    pub async fn hold(
+        &self,
+        channel: &str,
+        key: IdempotencyKey,
+        request: HoldRequest,
+    ) -> Result<ReservationView, CommandError> {
+        self.hold_as(channel, channel, key, request).await
+    }
+
+    /// Holds a stay owned by `channel`, with the idempotency key scoped to `scope` (the
+    /// calling token).
+    pub async fn hold_as(
+        &self,
+        channel: &str,
+        scope: &str,
+        key: IdempotencyKey,
+        request: HoldRequest,
+    ) -> Result<ReservationView, CommandError> {
+        // Refuse absurd stays before loading (and locking) a night of them.
+        self.config
+            .limits
+            .check_size(&request.stay, request.rooms)
+            .map_err(Rejection::from)?;
+        let fingerprint = RequestFingerprint::new(scope, key, "hold_stay", &request)?;
+        let now = self.now();
+        let reservation_id = ReservationId::from_uuid(Uuid::now_v7());
+        let metadata = metadata("hold_stay", channel, Some(&fingerprint));
+        let hold = Hold {
+            channel: channel.to_owned(),
+            fingerprint,
+            request,
+            reservation_id,
+            now,
+            metadata,
+        };
+        if self.config.strategy == Strategy::Group {
+            return Ok(self.group.submit(hold).await??);
+        }
+        let outcome = with_retries(self.config.retry, |_| async {
+            let mut tx = self.pool.begin().await?;
+            let result = self.hold_alone(&mut tx, &hold).await;
+            settle(tx, result).await
+        })
+        .await?;
+        Ok(outcome?)
+    }
+
+    /// One attempt at a hold in a transaction of its own (the optimistic and
+    /// pessimistic strategies).
+    async fn hold_alone(
+        &self,
+        tx: &mut PgConnection,
+        hold: &Hold,
+    ) -> Result<Outcome, AttemptError> {
+        let request = &hold.request;
+        let locks = self.config.strategy.locks_nights();
+        let mut loader = Loader { conn: &mut *tx };
+        let mut opened = loader
+            .open(
+                &[&hold.fingerprint],
+                &[(request.hotel_id, request.room_type_id)],
+                locks,
+            )
+            .await?;
+        let claim = std::mem::take(&mut opened.claims).into_iter().next();
+        match claim {
+            Some(claim) if claim.claimed => {
+                if let Some(stored) =
+                    idempotency::judge::<Outcome>(&hold.fingerprint, claim.record)?
+                {
+                    return Ok(stored);
+                }
+            }
+            _ => return Err(CommandError::InFlight.into()),
+        }
+        let dates: Vec<NaiveDate> = request.stay.nights().collect();
+        let nights = loader
+            .nights(
+                request.hotel_id,
+                request.room_type_id,
+                &dates,
+                Some(hold.reservation_id),
+                hold.now,
+                locks,
+            )
+            .await?;
+        let decision = booking::hold_stay(
+            opened.hotel(request.hotel_id),
+            &Reservation::default(),
+            &nights.nights,
+            &self.config.limits,
+            hold.decide(self.config.hold_ttl),
+        );
+        finish(
+            tx,
+            Decided {
+                metadata: &hold.metadata,
+                fingerprint: Some(&hold.fingerprint),
+                nights: &nights,
+                before: None,
+                now: hold.now,
+            },
+            decision,
+        )
+        .await
+    }
+
+    /// Cancels a held or confirmed reservation; its nights return to sale.
+    pub async fn cancel(
+        &self,
+        caller: &Caller,
+        key: Option<IdempotencyKey>,
+        reservation_id: ReservationId,
+        reason: String,
+    ) -> Result<ReservationView, CommandError> {
+        self.cancel_as(caller, caller.name(), key, reservation_id, reason)
+            .await
+    }
+
+    /// As [`Self::cancel`], with the idempotency key scoped to `scope`.
+    pub async fn cancel_as(
+        &self,
+        caller: &Caller,
+        scope: &str,
+        key: impl Into<Option<IdempotencyKey>>,
+        reservation_id: ReservationId,
+        reason: String,
+    ) -> Result<ReservationView, CommandError> {
+        #[derive(Serialize)]
+        struct CancelRequest<'a> {
+            reservation_id: ReservationId,
+            reason: &'a str,
+        }
+        let by = match caller {
+            Caller::Channel(_) => CancelledBy::Guest,
+            Caller::Staff(_) => CancelledBy::Hotel,
+        };
+        self.run_rejecting(ReservationCommand {
+            caller,
+            scope,
+            key: key.into(),
+            command: "cancel",
+            request: &CancelRequest {
+                reservation_id,
+                reason: &reason,
+            },
+            reservation_id,
+            extra_stay: None,
+            decide: |l: Loaded<'_>| {
+                let timezone = l.hotel.details().map_or("UTC", |d| d.timezone());
+                booking::cancel(l.reservation, l.nights, l.now, reason.clone(), by, timezone)
+            },
+        })
+        .await
+    }
+
+    /// Moves a reservation to new dates: the old nights are released and the new ones
+    /// taken in one step, or nothing changes.
+    pub async fn change_dates(
+        &self,
+        caller: &Caller,
+        key: Option<IdempotencyKey>,
+        reservation_id: ReservationId,
+        new_stay: StayDates,
+        expected_total_cents: Option<i64>,
+    ) -> Result<ReservationView, CommandError> {
+        self.change_dates_as(
+            caller,
+            caller.name(),
+            key,
+            reservation_id,
+            new_stay,
+            expected_total_cents,
+        )
+        .await
+    }
+
+    /// As [`Self::change_dates`], with the idempotency key scoped to `scope`.
+    pub async fn change_dates_as(
+        &self,
+        caller: &Caller,
+        scope: &str,
+        key: impl Into<Option<IdempotencyKey>>,
+        reservation_id: ReservationId,
+        new_stay: StayDates,
+        expected_total_cents: Option<i64>,
+    ) -> Result<ReservationView, CommandError> {
+        self.config
+            .limits
+            .check_nights(&new_stay)
+            .map_err(Rejection::from)?;
+        #[derive(Serialize)]
+        struct ChangeRequest {
+            reservation_id: ReservationId,
+            stay: StayDates,
+            expected_total_cents: Option<i64>,
+        }
+        let limits = self.config.limits;
+        self.run_rejecting(ReservationCommand {
+            caller,
+            scope,
+            key: key.into(),
+            command: "change_dates",
+            request: &ChangeRequest {
+                reservation_id,
+                stay: new_stay,
+                expected_total_cents,
+            },
+            reservation_id,
+            extra_stay: Some(new_stay),
+            decide: |l: Loaded<'_>| {
+                booking::change_dates(
+                    l.hotel,
+                    l.reservation,
+                    l.nights,
+                    &limits,
+                    new_stay,
+                    expected_total_cents,
+                    l.now,
+                )
+            },
+        })
+        .await
+    }
+
+    /// Confirms a live hold on every night (the payment saga calls this once the card
+    /// is authorized).
+    pub async fn confirm(
+        &self,
+        caller: &Caller,
+        key: Option<IdempotencyKey>,
+        reservation_id: ReservationId,
+    ) -> Result<ReservationView, CommandError> {
+        self.run_rejecting(ReservationCommand {
+            caller,
+            scope: caller.name(),
+            key,
+            command: "confirm",
+            request: &reservation_id,
+            reservation_id,
+            extra_stay: None,
+            decide: |l: Loaded<'_>| booking::confirm(l.reservation, l.nights, l.now),
+        })
+        .await
+    }
+
+    /// Records that a hold lapsed and drops it from its nights.
+    pub async fn expire_hold(
+        &self,
+        reservation_id: ReservationId,
+    ) -> Result<ReservationView, CommandError> {
+        self.run_rejecting(expiry(&EXPIRY, &reservation_id)).await
+    }
+
+    /// As [`Self::expire_hold`] for the sweeper: `true` if this call recorded the
+    /// expiry, `false` if someone already had (or the reservation is no longer held).
+    pub async fn expire_lapsed(&self, reservation_id: ReservationId) -> Result<bool, CommandError> {
+        struct Recorded(std::sync::atomic::AtomicBool);
+        impl AfterDecision for Recorded {
+            fn write<'a>(
+                &'a self,
+                _conn: &'a mut PgConnection,
+                _outcome: &'a Outcome,
+                events: &'a [ReservationEvent],
+            ) -> BoxFuture<'a, Result<(), AttemptError>> {
+                self.0
+                    .store(!events.is_empty(), std::sync::atomic::Ordering::SeqCst);
+                Box::pin(async { Ok(()) })
+            }
+        }
+        let recorded = Recorded(std::sync::atomic::AtomicBool::new(false));
+        let outcome = self
+            .run(expiry(&EXPIRY, &reservation_id), Some(&recorded))
+            .await?;
+        match outcome {
+            Ok(_) => Ok(recorded.0.load(std::sync::atomic::Ordering::SeqCst)),
+            Err(Rejection::InvalidState { .. } | Rejection::HoldStillLive) => Ok(false),
+            Err(rejection) => Err(CommandError::Rejected(rejection)),
+        }
+    }
+
+    /// The reservation as of now (read-your-writes: read from the inline state that the
+    /// command wrote in its own transaction). The payment saga decides on it; HTTP reads
+    /// go through [`crate::queries`].
+    pub async fn reservation(
+        &self,
+        reservation_id: ReservationId,
+    ) -> Result<Option<ReservationView>, CommandError> {
+        let mut conn = self.pool.acquire().await?;
+        let loaded = Loader { conn: &mut conn }
+            .reservation(reservation_id, false)
+            .await
+            .map_err(attempt_to_command)?;
+        Ok(loaded.and_then(|l| ReservationView::of(&l.reservation, self.now())))
+    }
+
+    /// Runs `command`, a rejection being the caller's error.
+    async fn run_rejecting<R, F>(
+        &self,
+        command: ReservationCommand<'_, R, F>,
+    ) -> Result<ReservationView, CommandError>
+    where
+        R: Serialize,
+        F: Fn(Loaded<'_>) -> Result<Decision, Rejection>,
+    {
+        Ok(self.run(command, None).await??)
+    }
+
+    /// Runs a command on an existing reservation (see the module docs), with `after`
+    /// written in the same transaction, and the rejection returned as the outcome rather
+    /// than an error (it is what the idempotency record stores).
+    pub(crate) async fn run<R, F>(
+        &self,
+        command: ReservationCommand<'_, R, F>,
+        after: Option<&dyn AfterDecision>,
+    ) -> Result<Outcome, CommandError>
+    where
+        R: Serialize,
+        F: Fn(Loaded<'_>) -> Result<Decision, Rejection>,
+    {
+        let fingerprint = command
+            .key
+            .clone()
+            .map(|key| {
+                RequestFingerprint::new(command.scope, key, command.command, command.request)
+            })
+            .transpose()?;
+        let now = self.now();
+        let metadata = metadata(command.command, command.caller.name(), fingerprint.as_ref());
+        let outcome = with_retries(self.config.retry, |_| async {
+            let mut tx = self.pool.begin().await?;
+            let result = self
+                .run_once(
+                    &mut tx,
+                    &command,
+                    fingerprint.as_ref(),
+                    &metadata,
+                    now,
+                    after,
+                )
+                .await;
+            settle(tx, result).await
+        })
+        .await?;
+        Ok(outcome)
+    }
+
+    async fn run_once<R, F>(
+        &self,
+        tx: &mut PgConnection,
+        command: &ReservationCommand<'_, R, F>,
+        fingerprint: Option<&RequestFingerprint>,
+        metadata: &EventMetadata,
+        now: DateTime<Utc>,
+        after: Option<&dyn AfterDecision>,
+    ) -> Result<Outcome, AttemptError>
+    where
+        F: Fn(Loaded<'_>) -> Result<Decision, Rejection>,
+    {
+        let lock = self.config.strategy.locks_nights();
+        let reservation_id = command.reservation_id;
+        if let Some(fingerprint) = fingerprint {
+            if let Some(stored) = idempotency::claim::<Outcome>(tx, fingerprint).await? {
+                return Ok(stored);
+            }
+        }
+        let mut loader = Loader { conn: &mut *tx };
+        let mut found = loader.reservation(reservation_id, false).await?;
+        if lock {
+            // Queue behind every writer of this room type before taking any row lock
+            // (see `Loader::lock_room_type`), then re-read under the lock.
+            if let Some(details) = found.as_ref().and_then(|l| l.reservation.details()) {
+                loader
+                    .lock_room_type(details.hotel_id, details.room_type_id)
+                    .await?;
+                found = loader.reservation(reservation_id, true).await?;
+            }
+        }
+        let Some(loaded) = found else {
+            let outcome = Err(Rejection::ReservationNotFound);
+            if let Some(fingerprint) = fingerprint {
+                idempotency::complete(tx, fingerprint, &outcome).await?;
+            }
+            if let Some(after) = after {
+                after.write(tx, &outcome, &[]).await?;
+            }
+            return Ok(outcome);
+        };
+        if !command.caller.may_act_on(&loaded.reservation) {
+            return Err(AttemptError::Fatal(CommandError::Forbidden));
+        }
+        let Some(details) = loaded.reservation.details() else {
+            return Err(AttemptError::Fatal(CommandError::Internal(
+                "stored reservation without details".into(),
+            )));
+        };
+        let dates: BTreeSet<NaiveDate> = details
+            .stay
+            .nights()
+            .chain(command.extra_stay.iter().flat_map(|s| s.nights()))
+            .collect();
+        let dates: Vec<NaiveDate> = dates.into_iter().collect();
+        let (hotel_id, room_type_id) = (details.hotel_id, details.room_type_id);
+        let (hotel, _) = loader.hotel(hotel_id).await?;
+        let nights = loader
+            .nights(
+                hotel_id,
+                room_type_id,
+                &dates,
+                Some(reservation_id),
+                now,
+                lock,
+            )
+            .await?;
+        let decision = (command.decide)(Loaded {
+            hotel: &hotel,
+            reservation: &loaded.reservation,
+            nights: &nights.nights,
+            now,
+        });
+        let events = decision
+            .as_ref()
+            .map(|d| d.reservation.clone())
+            .unwrap_or_default();
+        let outcome = finish(
+            tx,
+            Decided {
+                metadata,
+                fingerprint,
+                nights: &nights,
+                before: Some(&loaded),
+                now,
+            },
+            decision,
+        )
+        .await?;
+        if let Some(after) = after {
+            after.write(tx, &outcome, &events).await?;
+        }
+        Ok(outcome)
+    }
+}
+
+/// The caller the expiry of lapsed holds acts as.
+static EXPIRY: std::sync::LazyLock<Caller> =
+    std::sync::LazyLock::new(|| Caller::Staff(String::from("expiry")));
+
+fn expiry<'a>(
+    caller: &'a Caller,
+    reservation_id: &'a ReservationId,
+) -> ReservationCommand<'a, ReservationId, impl Fn(Loaded<'_>) -> Result<Decision, Rejection>> {
+    ReservationCommand {
+        caller,
+        scope: "expiry",
+        key: None,
+        command: "expire_hold",
+        request: reservation_id,
+        reservation_id: *reservation_id,
+        extra_stay: None,
+        decide: |l: Loaded<'_>| booking::expire_hold(l.reservation, l.nights, l.now),
+    }
+}
+
+pub(super) fn metadata(
+    command: &'static str,
+    client: &str,
+    fingerprint: Option<&RequestFingerprint>,
+) -> EventMetadata {
+    EventMetadata {
+        command,
+        client: client.to_owned(),
+        idempotency_key: fingerprint.map(|f| f.key.as_str().to_owned()),
+    }
+}
+
+fn attempt_to_command(e: AttemptError) -> CommandError {
+    match e {
+        AttemptError::Conflict => CommandError::Contention { attempts: 1 },
+        AttemptError::Fatal(e) => e,
+    }
+}
+
+/// What a decision is written with.
+struct Decided<'a> {
+    metadata: &'a EventMetadata,
+    fingerprint: Option<&'a RequestFingerprint>,
+    nights: &'a LoadedNights,
+    /// The reservation as loaded; `None` for a new one.
+    before: Option<&'a LoadedReservation>,
+    now: DateTime<Utc>,
+}
+
+/// Writes a decision (or records a rejection), the idempotency outcome and the payment
+/// calls the events decide; the caller commits.
+async fn finish(
+    conn: &mut PgConnection,
+    with: Decided<'_>,
+    decision: Result<Decision, Rejection>,
+) -> Result<Outcome, AttemptError> {
+    let mut writer = Writer::new(with.metadata)?;
+    let (outcome, written) = match decision {
+        Err(rejection) => (Err(rejection), None),
+        Ok(decision) => {
+            writer.queue_nights(with.nights, &decision)?;
+            let after = writer.queue_reservation(with.before, &decision.reservation)?;
+            let view = after
+                .as_ref()
+                .and_then(|r| ReservationView::of(r, with.now));
+            let view = view.ok_or_else(|| {
+                AttemptError::Fatal(CommandError::Internal(
+                    "a reservation command left no reservation".into(),
+                ))
+            })?;
+            (Ok(view), after.map(|a| (a, decision.reservation)))
+        }
+    };
+    if let Some(fingerprint) = with.fingerprint {
+        writer.queue_idempotency(fingerprint, &outcome)?;
+    }
+    writer.flush(conn).await?;
+    if let Some((after, events)) = written {
+        outbox::enqueue(conn, &after, &events, with.now).await?;
+    }
+    Ok(outcome)
+}

@@ -1,0 +1,71 @@
+//! What a reservation command answers: the reservation as clients see it, and the
+//! outcome an idempotency record stores (the view, or the rejection the first attempt
+//! got). Kept apart from the commands so the payment saga and the HTTP layer can name
+//! the answer without reaching into how it is produced.
+
+use aggregates::{Rejection, Reservation, ReservationStatus};
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// A reservation as clients see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReservationView {
+    pub reservation_id: Uuid,
+    pub hotel_id: i64,
+    pub room_type_id: i64,
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    pub nights: u32,
+    pub rooms: u32,
+    pub guest: GuestView,
+    pub channel: String,
+    pub total_cents: i64,
+    pub status: ReservationStatus,
+    pub hold_expires_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// What the guest paid (the authorization that confirmed it), in cents.
+    #[serde(default)]
+    pub paid_cents: i64,
+    /// What a cancellation gave back, in cents.
+    #[serde(default)]
+    pub refund_cents: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestView {
+    pub name: String,
+    pub email: String,
+}
+
+impl ReservationView {
+    /// The view of a reservation at `now` (a lapsed hold reads as `expired`).
+    pub fn of(reservation: &Reservation, now: DateTime<Utc>) -> Option<Self> {
+        let d = reservation.details()?;
+        Some(Self {
+            reservation_id: d.reservation_id.as_uuid(),
+            hotel_id: d.hotel_id.get(),
+            room_type_id: d.room_type_id.get(),
+            start_date: d.stay.start(),
+            end_date: d.stay.end(),
+            nights: d.stay.night_count(),
+            rooms: d.rooms.get(),
+            guest: GuestView {
+                name: d.guest.name().to_owned(),
+                email: d.guest.email().to_owned(),
+            },
+            channel: d.channel.clone(),
+            total_cents: d.total_cents,
+            status: reservation.status_at(now)?,
+            hold_expires_at: d.hold_expires_at,
+            created_at: d.created_at,
+            updated_at: reservation.updated_at().unwrap_or(d.created_at),
+            paid_cents: reservation.payment().map_or(0, |p| p.amount_cents),
+            refund_cents: reservation.refund_cents(),
+        })
+    }
+}
+
+/// The outcome stored for an idempotent request: what the first attempt answered.
+pub type Outcome = Result<ReservationView, Rejection>;

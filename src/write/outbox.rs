@@ -1,0 +1,141 @@
+//! The payment outbox's rows, written in the transaction of the events that decide
+//! them: a crash cannot keep an event without its gateway call, nor a call without its
+//! event. Delivering them (after the commit, outside any transaction) is the payment
+//! saga's work; see `payments::outbox`.
+
+use std::fmt;
+
+use aggregates::{Reservation, ReservationEvent};
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+
+use super::AttemptError;
+
+/// A call to the payment gateway that a committed event decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OutboxOperation {
+    /// Take the authorized amount (a confirmation).
+    Capture,
+    /// Give back part or all of a captured amount (a cancellation with a refund).
+    Refund,
+    /// Release an authorization that will not be used (a late or second one).
+    Void,
+}
+
+impl OutboxOperation {
+    pub const ALL: [OutboxOperation; 3] = [Self::Capture, Self::Refund, Self::Void];
+
+    /// The name stored in `payment_outbox.operation` (and the metric label).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Capture => "capture",
+            Self::Refund => "refund",
+            Self::Void => "void",
+        }
+    }
+
+    /// The operation a stored name stands for.
+    pub fn parse(stored: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|op| op.as_str() == stored)
+    }
+}
+
+impl fmt::Display for OutboxOperation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One gateway call to make.
+struct Call {
+    operation: OutboxOperation,
+    provider_txn_id: String,
+    amount_cents: i64,
+    /// The gateway's idempotency key: one call per (reservation, operation[, txn]).
+    gateway_key: String,
+}
+
+/// The gateway calls `events` decide for `reservation` (its state after them).
+fn calls(reservation: &Reservation, events: &[ReservationEvent]) -> Vec<Call> {
+    let Some(details) = reservation.details() else {
+        return Vec::new();
+    };
+    let id = details.reservation_id.as_uuid();
+    events
+        .iter()
+        .filter_map(|event| match event {
+            ReservationEvent::ReservationConfirmed {
+                payment: Some(payment),
+                ..
+            } => Some(Call {
+                operation: OutboxOperation::Capture,
+                provider_txn_id: payment.provider_txn_id.clone(),
+                amount_cents: payment.amount_cents,
+                gateway_key: format!("{id}:capture"),
+            }),
+            ReservationEvent::ReservationCancelled { refund_cents, .. } if *refund_cents > 0 => {
+                reservation.payment().map(|payment| Call {
+                    operation: OutboxOperation::Refund,
+                    provider_txn_id: payment.provider_txn_id.clone(),
+                    amount_cents: *refund_cents,
+                    gateway_key: format!("{id}:refund"),
+                })
+            }
+            ReservationEvent::LatePaymentRefunded {
+                provider_txn_id,
+                amount_cents,
+                ..
+            } => Some(Call {
+                operation: OutboxOperation::Void,
+                provider_txn_id: provider_txn_id.clone(),
+                amount_cents: *amount_cents,
+                gateway_key: format!("{id}:void:{provider_txn_id}"),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Records the gateway calls `events` decide for `reservation` (its state after them).
+/// Called inside the transaction that appends the events.
+pub async fn enqueue(
+    conn: &mut PgConnection,
+    reservation: &Reservation,
+    events: &[ReservationEvent],
+    now: DateTime<Utc>,
+) -> Result<(), AttemptError> {
+    let Some(details) = reservation.details() else {
+        return Ok(());
+    };
+    for call in calls(reservation, events) {
+        sqlx::query(
+            "INSERT INTO payment_outbox
+                (reservation_id, operation, provider_txn_id, amount_cents, gateway_key,
+                 created_at, next_attempt_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $6)
+             ON CONFLICT (gateway_key) DO NOTHING",
+        )
+        .bind(details.reservation_id.as_uuid())
+        .bind(call.operation.as_str())
+        .bind(&call.provider_txn_id)
+        .bind(call.amount_cents)
+        .bind(&call.gateway_key)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operation_reads_back_from_its_stored_name() {
+        for op in OutboxOperation::ALL {
+            assert_eq!(OutboxOperation::parse(op.as_str()), Some(op));
+        }
+        assert_eq!(OutboxOperation::parse("charge"), None);
+    }
+}
