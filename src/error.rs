@@ -25,11 +25,15 @@ pub enum CommandError {
     /// The payment gateway could not be reached; nothing was charged. Safe to retry.
     #[error("the payment provider is unavailable: {0}")]
     PaymentUnavailable(String),
+    /// The database refused a write the domain had decided (a CHECK constraint, such
+    /// as the night's `confirmed + held <= capacity`): nothing was written, and the
+    /// decision was wrong, which is a bug to look at (it is counted).
+    #[error("the database refused a decided write ({constraint})")]
+    OversoldRefused { constraint: String },
     /// PostgreSQL could not be reached or failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
-    /// Stored state could not be decoded, or the database refused a write the domain had
-    /// accepted (a CHECK constraint): a bug, never the client's fault.
+    /// Stored state could not be decoded: a bug, never the client's fault.
     #[error("internal inconsistency: {0}")]
     Internal(String),
 }

@@ -5,7 +5,9 @@
 //!   appends every change of a command in one PostgreSQL transaction;
 //! - [`commands`]: the command API (catalog, inventory, hold, cancel, change dates,
 //!   confirm, expire) with idempotency;
-//! - [`api`]: the HTTP contract of `../shared/API.md`, served by axum;
+//! - [`queries`]: every read the HTTP layer makes (hotel pages, availability,
+//!   reservations, the event feed, analytics);
+//! - [`api`]: the HTTP contract of `docs/api.md`, served by axum;
 //! - [`startup`]: configuration and the `Application` (build on a port, run until
 //!   stopped);
 //! - [`db`]: connecting, creating and migrating the database;
@@ -21,6 +23,7 @@ pub mod db;
 pub mod demo;
 pub mod error;
 pub mod payments;
+pub mod queries;
 pub mod rate_limit;
 pub mod startup;
 pub mod sweeper;

@@ -17,11 +17,12 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::api::auth::TokenTable;
-use crate::api::{router, AppState, AppStateInner, AvailabilityCache};
+use crate::api::{router, AppState, AppStateInner};
 use crate::clock::{Clock, SystemClock};
 use crate::commands::{CommandService, WriteConfig};
 use crate::payments::simulated::{SimulatedConfig, SimulatedGateway};
 use crate::payments::{PaymentConfig, PaymentService};
+use crate::queries::{AvailabilityCache, Queries};
 use crate::rate_limit::HoldLimiter;
 use crate::telemetry::{prometheus, Metrics};
 use crate::workers::{spawn_payment_workers, PaymentWorkerConfig};
@@ -266,6 +267,7 @@ impl Application {
                 stopped.clone(),
             ));
         }
+        let queries = Queries::new(pool.clone(), availability.clone(), Arc::clone(&clock));
         let commands =
             CommandService::with_clock(write_pool.clone(), settings.write_config(), clock);
         let payments = PaymentService::new(
@@ -310,7 +312,7 @@ impl Application {
             tokens: Arc::new(tokens),
             metrics: Metrics,
             prometheus: prometheus(),
-            availability,
+            queries,
             payments: payments.clone(),
             webhook_secret,
             hold_limiter,

@@ -176,6 +176,17 @@ pub enum RoomNightError {
     WrongNight,
 }
 
+/// Rooms still for sale on a night: its capacity (the rooms plus the overbooking
+/// allowance) less the rooms confirmed and held, never below zero. The one statement
+/// of it: the night's decision, the availability read model and the availability read
+/// of the write side's rows all count with it.
+pub fn rooms_left(total_rooms: i64, overbooking_allowance: i64, confirmed: i64, held: i64) -> i64 {
+    total_rooms
+        .saturating_add(overbooking_allowance)
+        .saturating_sub(confirmed.saturating_add(held))
+        .max(0)
+}
+
 impl RoomNight {
     pub fn key(&self) -> Option<RoomNightKey> {
         self.key
@@ -200,8 +211,13 @@ impl RoomNight {
 
     /// Rooms still for sale, counting every recorded hold.
     pub fn remaining(&self) -> u32 {
-        self.capacity()
-            .saturating_sub(self.confirmed.saturating_add(self.held))
+        let left = rooms_left(
+            i64::from(self.levels.map_or(0, |l| l.total_rooms())),
+            i64::from(self.levels.map_or(0, |l| l.overbooking_allowance())),
+            i64::from(self.confirmed),
+            i64::from(self.held),
+        );
+        u32::try_from(left).unwrap_or(u32::MAX)
     }
 
     pub fn hold_of(&self, reservation_id: &ReservationId) -> Option<Hold> {

@@ -108,7 +108,12 @@ pub struct CachedNight {
 
 impl CachedNight {
     pub fn remaining(&self) -> i64 {
-        (self.total_rooms + self.overbooking_allowance - self.confirmed - self.held).max(0)
+        aggregates::room_night::rooms_left(
+            self.total_rooms,
+            self.overbooking_allowance,
+            self.confirmed,
+            self.held,
+        )
     }
 
     /// Applies one event's effect on the counters.

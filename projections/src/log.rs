@@ -131,3 +131,41 @@ pub async fn lag(conn: &mut PgConnection, after: Checkpoint) -> Result<(i64, f64
     .await?;
     Ok((row.try_get("behind")?, row.try_get("seconds")?))
 }
+
+/// The place in the log of the event at `position`, if there is one (a reader that
+/// pages by position, such as the HTTP feed, resumes from it).
+pub async fn checkpoint_of(
+    conn: &mut PgConnection,
+    position: i64,
+) -> Result<Option<Checkpoint>, sqlx::Error> {
+    let txid: Option<i64> = sqlx::query_scalar(
+        "SELECT transaction_id::text::bigint FROM events WHERE global_position = $1",
+    )
+    .bind(position)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(txid.map(|transaction_id| Checkpoint {
+        transaction_id,
+        position,
+    }))
+}
+
+/// Every event of one stream, in its sequence order (committed ones: a reader sees
+/// what its snapshot sees).
+pub async fn read_stream(
+    conn: &mut PgConnection,
+    aggregate_type: &str,
+    aggregate_id: &str,
+) -> Result<Vec<StoredEvent>, sqlx::Error> {
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM events
+          WHERE aggregate_type = $1 AND aggregate_id = $2
+          ORDER BY sequence"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(aggregate_type)
+        .bind(aggregate_id)
+        .fetch_all(&mut *conn)
+        .await?;
+    rows.iter().map(StoredEvent::from_row).collect()
+}

@@ -2,11 +2,9 @@
 //! room type (admin, auditor), and reservations by channel, guest email, or hotel and
 //! date (a channel sees its own only).
 //!
-//! These read projections, not the write side: they may lag the log a little, and say
-//! how far they have got (`as_of`, the time the projection last applied events). Each
-//! request reads in one read-only REPEATABLE READ transaction, so the generation it
-//! picks and that generation's rows come from one snapshot: a rebuild that switches
-//! generations and deletes the old one meanwhile cannot hand a reader an emptied table.
+//! These read projections, not the write side (through [`crate::queries`]): they may
+//! lag the log a little, and say how far they have got (`as_of`, the time the
+//! projection last applied events).
 
 use std::collections::BTreeMap;
 
@@ -14,9 +12,8 @@ use aggregates::{HotelId, ReservationStatus, StayDates};
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
-use projections::analytics::{served_state, ReservationRow, OCCUPANCY, RESERVATIONS_VIEW};
+use projections::analytics::ReservationRow;
 use serde::{Deserialize, Serialize};
-use sqlx::{PgConnection, Postgres, QueryBuilder};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
@@ -24,21 +21,13 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use super::reservations::{GuestOut, ReservationOut};
 use super::AppState;
+use crate::queries::{OccupancyRow, ReservationFilter};
 
 /// The longest range one occupancy request may ask for (a year and a bit).
 pub const MAX_OCCUPANCY_NIGHTS: u32 = 400;
 /// Default and largest page of the reservations look-up.
 const DEFAULT_LIMIT: i64 = 100;
 const MAX_LIMIT: i64 = 500;
-
-/// Starts the read-only transaction a read-side request reads in (see the module docs).
-async fn snapshot(state: &AppState) -> Result<sqlx::Transaction<'static, Postgres>, ApiError> {
-    let mut tx = state.pool.begin().await?;
-    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        .execute(&mut *tx)
-        .await?;
-    Ok(tx)
-}
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -113,36 +102,19 @@ fn ratio(confirmed: i64, total: i64) -> Option<f64> {
     (total > 0).then(|| confirmed as f64 / total as f64)
 }
 
-#[derive(sqlx::FromRow)]
-struct DailyRow {
-    room_type_id: i64,
-    night: NaiveDate,
-    total_rooms: i32,
-    overbooking_allowance: i32,
-    rate_cents: i64,
-    confirmed: i32,
-    held: i32,
-    revenue_cents: i64,
-    holds_placed: i64,
-    holds_lapsed: i64,
-    cancellations: i64,
-}
-
-impl DailyRow {
-    fn out(&self) -> OccupancyNight {
-        OccupancyNight {
-            date: self.night,
-            total_rooms: i64::from(self.total_rooms),
-            overbooking_allowance: i64::from(self.overbooking_allowance),
-            rate_cents: Some(self.rate_cents),
-            confirmed: i64::from(self.confirmed),
-            held: i64::from(self.held),
-            occupancy: ratio(i64::from(self.confirmed), i64::from(self.total_rooms)),
-            revenue_cents: self.revenue_cents,
-            holds_placed: self.holds_placed,
-            holds_lapsed: self.holds_lapsed,
-            cancellations: self.cancellations,
-        }
+fn night_out(row: &OccupancyRow) -> OccupancyNight {
+    OccupancyNight {
+        date: row.night,
+        total_rooms: i64::from(row.total_rooms),
+        overbooking_allowance: i64::from(row.overbooking_allowance),
+        rate_cents: Some(row.rate_cents),
+        confirmed: i64::from(row.confirmed),
+        held: i64::from(row.held),
+        occupancy: ratio(i64::from(row.confirmed), i64::from(row.total_rooms)),
+        revenue_cents: row.revenue_cents,
+        holds_placed: row.holds_placed,
+        holds_lapsed: row.holds_lapsed,
+        cancellations: row.cancellations,
     }
 }
 
@@ -177,15 +149,6 @@ fn totals(nights: &[OccupancyNight]) -> OccupancyTotals {
     t
 }
 
-async fn hotel_exists(conn: &mut PgConnection, id: HotelId) -> Result<bool, ApiError> {
-    Ok(
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM hotels WHERE hotel_id = $1)")
-            .bind(id.get())
-            .fetch_one(&mut *conn)
-            .await?,
-    )
-}
-
 /// Daily occupancy, revenue, holds and cancellations per room type of a hotel.
 #[utoipa::path(get, path = "/v1/hotels/{hotel_id}/occupancy", tag = "analytics",
     params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64), OccupancyQuery),
@@ -210,31 +173,13 @@ pub async fn occupancy(
             format!("at most {MAX_OCCUPANCY_NIGHTS} nights per request"),
         ));
     }
-    let mut tx = snapshot(&state).await?;
-    if !hotel_exists(&mut tx, id).await? {
-        return Err(ApiError::not_found("no such hotel"));
-    }
-    let room_types: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT room_type_id, name FROM room_types WHERE hotel_id = $1 ORDER BY room_type_id",
-    )
-    .bind(id.get())
-    .fetch_all(&mut *tx)
-    .await?;
-    let (generation, as_of) = served_state(&mut tx, OCCUPANCY).await?;
-    let rows: Vec<DailyRow> = sqlx::query_as(
-        "SELECT room_type_id, night, total_rooms, overbooking_allowance, rate_cents,
-                confirmed, held, revenue_cents, holds_placed, holds_lapsed, cancellations
-           FROM occupancy_daily
-          WHERE generation = $1 AND hotel_id = $2 AND night >= $3 AND night < $4",
-    )
-    .bind(generation)
-    .bind(id.get())
-    .bind(range.start())
-    .bind(range.end())
-    .fetch_all(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    let by_night: BTreeMap<(i64, NaiveDate), DailyRow> = rows
+    let read = state
+        .queries
+        .occupancy(id, &range)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such hotel"))?;
+    let (room_types, rows, as_of) = (read.room_types, read.rows, read.as_of);
+    let by_night: BTreeMap<(i64, NaiveDate), OccupancyRow> = rows
         .into_iter()
         .map(|r| ((r.room_type_id, r.night), r))
         .collect();
@@ -246,7 +191,7 @@ pub async fn occupancy(
                 .map(|date| {
                     by_night
                         .get(&(room_type_id, date))
-                        .map_or_else(|| empty_night(date), DailyRow::out)
+                        .map_or_else(|| empty_night(date), night_out)
                 })
                 .collect();
             RoomTypeOccupancy {
@@ -390,39 +335,23 @@ pub async fn list_reservations(
         ));
     }
 
-    let mut tx = snapshot(&state).await?;
-    let (generation, as_of) = served_state(&mut tx, RESERVATIONS_VIEW).await?;
-    // Only the filters given go into the statement, so each shape of query gets a plan
-    // that uses its index (a catch-all `$n IS NULL OR ...` would not).
-    let mut sql: QueryBuilder<Postgres> = QueryBuilder::new(
-        "SELECT reservation_id, hotel_id, room_type_id, start_date, end_date, rooms, status,
-                guest_name, guest_email, channel, total_cents, hold_expires_at, created_at,
-                updated_at, version
-           FROM reservations_view WHERE generation = ",
-    );
-    sql.push_bind(generation);
-    if let Some(channel) = &channel {
-        sql.push(" AND channel = ").push_bind(channel);
-    }
-    if let Some(email) = &guest_email {
-        sql.push(" AND guest_email = ").push_bind(email);
-    }
-    if let Some(hotel_id) = hotel_id {
-        sql.push(" AND hotel_id = ").push_bind(hotel_id);
-    }
-    if let Some(date) = query.date {
-        sql.push(" AND start_date <= ")
-            .push_bind(date)
-            .push(" AND end_date > ")
-            .push_bind(date);
-    }
-    sql.push(" ORDER BY created_at DESC, reservation_id LIMIT ")
-        .push_bind(limit);
-    let rows: Vec<ReservationRow> = sql.build_query_as().fetch_all(&mut *tx).await?;
-    tx.commit().await?;
-    let now = state.commands.now();
+    let page = state
+        .queries
+        .reservations(&ReservationFilter {
+            channel,
+            guest_email,
+            hotel_id,
+            night: query.date,
+            limit,
+        })
+        .await?;
+    let now = page.now;
     Ok(Json(ReservationList {
-        reservations: rows.into_iter().map(|r| reservation_out(r, now)).collect(),
-        as_of,
+        reservations: page
+            .rows
+            .into_iter()
+            .map(|r| reservation_out(r, now))
+            .collect(),
+        as_of: page.as_of,
     }))
 }

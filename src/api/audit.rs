@@ -2,9 +2,9 @@
 //!
 //! Positions are handed out before commit, so transactions commit out of order; a feed
 //! that paged by `position > after` would skip an event that committed late. The feed
-//! pages by `(transaction_id, global_position)` instead and shows only transactions older
-//! than every transaction still running (`pg_snapshot_xmin`): once an event has been
-//! served, nothing can ever appear before it.
+//! reads the log as the projections do (`queries::feed`, through `projections::log`):
+//! in commit order, only what nothing running can precede, so once an event has been
+//! served nothing can ever appear before it.
 
 use axum::extract::State;
 use axum::Json;
@@ -16,6 +16,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::ApiQuery;
 use super::reservations::EventOut;
 use super::AppState;
+use crate::queries::FeedError;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -60,42 +61,19 @@ pub async fn feed(
             "limit must be between 1 and 1000",
         ));
     }
-    let mut conn = state.pool.acquire().await?;
-    let position_txid: Option<String> = if after == 0 {
-        None
-    } else {
-        let txid: Option<String> = sqlx::query_scalar(
-            "SELECT transaction_id::text FROM events WHERE global_position = $1",
-        )
-        .bind(after)
-        .fetch_optional(&mut *conn)
-        .await?;
-        Some(txid.ok_or_else(|| {
-            ApiError::new(
+    let page = state
+        .queries
+        .feed(after, limit)
+        .await
+        .map_err(|e| match e {
+            FeedError::UnknownPosition(_) => ApiError::new(
                 axum::http::StatusCode::NOT_FOUND,
                 "unknown_position",
                 "after must be the position of an event already read (or 0)",
-            )
-        })?)
-    };
-    let rows = sqlx::query(
-        "SELECT aggregate_type, aggregate_id, sequence, event_type, payload, metadata,
-                global_position, recorded_at
-           FROM events
-          WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-            AND ($1::text IS NULL OR (transaction_id, global_position) > ($1::xid8, $2))
-          ORDER BY transaction_id, global_position
-          LIMIT $3",
-    )
-    .bind(&position_txid)
-    .bind(after)
-    .bind(limit)
-    .fetch_all(&mut *conn)
-    .await?;
-    let events = rows
-        .iter()
-        .map(EventOut::from_row)
-        .collect::<Result<Vec<_>, _>>()?;
-    let next = events.last().map_or(after, |e| e.position);
+            ),
+            FeedError::Query(e) => e.into(),
+        })?;
+    let events = page.events.into_iter().map(EventOut::from).collect();
+    let next = page.next;
     Ok(Json(EventFeed { events, next }))
 }

@@ -6,7 +6,6 @@ use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
@@ -227,18 +226,11 @@ pub async fn put_inventory(
 }
 
 async fn load_hotel(state: &AppState, id: HotelId) -> Result<Hotel, ApiError> {
-    let state_json: Option<serde_json::Value> =
-        sqlx::query_scalar("SELECT state FROM hotels WHERE hotel_id = $1")
-            .bind(id.get())
-            .fetch_optional(&state.pool)
-            .await?;
-    let Some(state_json) = state_json else {
-        return Err(ApiError::not_found("no such hotel"));
-    };
-    serde_json::from_value(state_json).map_err(|e| {
-        tracing::error!(error = %e, "stored hotel unreadable");
-        ApiError::from(crate::error::CommandError::Internal(e.to_string()))
-    })
+    state
+        .queries
+        .hotel(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such hotel"))
 }
 
 /// A hotel with its room types.
@@ -292,23 +284,13 @@ pub async fn search_hotels(
             "city: must be 1 to 100 printable characters",
         ));
     }
-    let rows = sqlx::query(
-        "SELECT state FROM hotels WHERE lower(city) = lower($1) ORDER BY hotel_id LIMIT 500",
-    )
-    .bind(city)
-    .fetch_all(&state.pool)
-    .await?;
-    let mut hotels = Vec::with_capacity(rows.len());
-    for row in rows {
-        let value: serde_json::Value = row.try_get("state")?;
-        if let Some(out) = serde_json::from_value::<Hotel>(value)
-            .ok()
-            .as_ref()
-            .and_then(HotelOut::of)
-        {
-            hotels.push(out);
-        }
-    }
+    let hotels = state
+        .queries
+        .hotels_in(city)
+        .await?
+        .iter()
+        .filter_map(HotelOut::of)
+        .collect();
     Ok(Json(HotelList { hotels }))
 }
 
@@ -422,24 +404,32 @@ pub async fn availability(
             ))
         }
     };
-    let nights: Vec<NaiveDate> = stay.nights().collect();
-    let answer = match from_cache(&state, id, &nights).await {
-        Some(answer) => answer,
-        None => from_database(&state, id, &stay).await?,
-    };
-    metrics::counter!("availability_reads_total", "source" => answer.source).increment(1);
+    let answer = state
+        .queries
+        .availability(id, &stay)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such hotel"))?;
     let room_types = answer
         .room_types
         .into_iter()
-        .map(|(room_type_id, name, nights)| {
+        .map(|rt| {
+            let nights: Vec<NightOut> = rt
+                .nights
+                .into_iter()
+                .map(|n| NightOut {
+                    date: n.date,
+                    remaining: n.remaining,
+                    rate_cents: n.rate_cents,
+                })
+                .collect();
             let remaining = nights.iter().map(|n| n.remaining).min().unwrap_or(0);
             let total_cents = nights
                 .iter()
                 .try_fold(0_i64, |sum, n| sum.checked_add(n.rate_cents?))
                 .and_then(|nightly| nightly.checked_mul(i64::from(rooms)));
             RoomTypeAvailability {
-                room_type_id,
-                name,
+                room_type_id: rt.room_type_id,
+                name: rt.name,
                 available: remaining >= rooms,
                 remaining,
                 total_cents,
@@ -452,143 +442,9 @@ pub async fn availability(
         start_date: stay.start(),
         end_date: stay.end(),
         as_of: answer.as_of,
-        source: answer.source.to_owned(),
+        source: answer.source.as_str().to_owned(),
         room_types,
     }))
-}
-
-/// Availability per room type and night, from whichever source answered.
-struct Answer {
-    source: &'static str,
-    as_of: DateTime<Utc>,
-    room_types: Vec<(i64, String, Vec<NightOut>)>,
-}
-
-/// The Redis read model's answer, unless it cannot give a trustworthy one: Redis down
-/// or slow, the projection not caught up, the hotel unknown to it, or a night down to
-/// its last room (where a stale "1 left" costs most, PostgreSQL answers instead).
-async fn from_cache(state: &AppState, hotel: HotelId, nights: &[NaiveDate]) -> Option<Answer> {
-    let cache = state.availability.as_ref()?;
-    let mut redis = cache.redis.clone();
-    let read = projections::availability::read(
-        &mut redis,
-        &cache.keys,
-        &cache.generation,
-        hotel.get(),
-        nights,
-    );
-    let cached = match tokio::time::timeout(std::time::Duration::from_millis(300), read).await {
-        Ok(Ok(Some(cached))) => cached,
-        Ok(Ok(None)) => return None,
-        Ok(Err(e)) => {
-            tracing::debug!(error = %e, "availability cache unreachable; reading PostgreSQL");
-            metrics::counter!("availability_cache_errors_total").increment(1);
-            return None;
-        }
-        Err(_) => {
-            metrics::counter!("availability_cache_errors_total").increment(1);
-            return None;
-        }
-    };
-    let last_room = cached.room_types.iter().any(|rt| {
-        rt.nights
-            .iter()
-            .any(|(_, night)| night.is_some_and(|n| n.remaining() <= 1))
-    });
-    if last_room {
-        return None;
-    }
-    Some(Answer {
-        source: "cache",
-        as_of: cached.as_of,
-        room_types: cached
-            .room_types
-            .into_iter()
-            .map(|rt| {
-                let nights = rt
-                    .nights
-                    .into_iter()
-                    .map(|(date, night)| NightOut {
-                        date,
-                        remaining: night
-                            .map_or(0, |n| u32::try_from(n.remaining()).unwrap_or(u32::MAX)),
-                        rate_cents: night.map(|n| n.rate_cents),
-                    })
-                    .collect();
-                (rt.room_type_id, rt.room_type.name, nights)
-            })
-            .collect(),
-    })
-}
-
-/// The write side's own rows: exact as of now.
-async fn from_database(
-    state: &AppState,
-    id: HotelId,
-    stay: &StayDates,
-) -> Result<Answer, ApiError> {
-    let hotel = load_hotel(state, id).await?;
-    let now = state.commands.now();
-    // Lapsed holds do not count, whether or not anyone has dropped them yet.
-    let rows = sqlx::query(
-        "SELECT n.room_type_id, n.night, n.rate_cents,
-                greatest(n.total_rooms + n.overbooking_allowance - n.confirmed - n.held
-                         + coalesce(l.lapsed, 0), 0)::bigint AS remaining
-           FROM room_nights n
-           LEFT JOIN LATERAL (
-                SELECT sum(a.rooms) AS lapsed FROM room_night_allocations a
-                 WHERE a.hotel_id = n.hotel_id AND a.room_type_id = n.room_type_id
-                   AND a.night = n.night AND a.expires_at <= $4) l ON true
-          WHERE n.hotel_id = $1 AND n.night >= $2 AND n.night < $3
-          ORDER BY n.room_type_id, n.night",
-    )
-    .bind(id.get())
-    .bind(stay.start())
-    .bind(stay.end())
-    .bind(now)
-    .fetch_all(&state.pool)
-    .await?;
-    let mut by_type: std::collections::BTreeMap<i64, Vec<(NaiveDate, u32, i64)>> =
-        Default::default();
-    for row in rows {
-        let remaining: i64 = row.try_get("remaining")?;
-        by_type
-            .entry(row.try_get("room_type_id")?)
-            .or_default()
-            .push((
-                row.try_get("night")?,
-                u32::try_from(remaining).unwrap_or(u32::MAX),
-                row.try_get("rate_cents")?,
-            ));
-    }
-    let room_types = hotel
-        .room_types()
-        .iter()
-        .map(|(rt, details)| {
-            let known = by_type.remove(&rt.get()).unwrap_or_default();
-            let nights = stay
-                .nights()
-                .map(|date| match known.iter().find(|(d, _, _)| *d == date) {
-                    Some((_, remaining, rate)) => NightOut {
-                        date,
-                        remaining: *remaining,
-                        rate_cents: Some(*rate),
-                    },
-                    None => NightOut {
-                        date,
-                        remaining: 0,
-                        rate_cents: None,
-                    },
-                })
-                .collect();
-            (rt.get(), details.name().to_owned(), nights)
-        })
-        .collect();
-    Ok(Answer {
-        source: "database",
-        as_of: now,
-        room_types,
-    })
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
 use crate::error::CommandError;
+use crate::queries::QueryError;
 
 /// The error body every endpoint returns: a stable code for programs, a message for
 /// people, and sometimes details (`night`, `total_cents`, `status`, `field`).
@@ -175,6 +176,12 @@ impl From<CommandError> for ApiError {
                 )
                 .retry_after(5)
             }
+            CommandError::OversoldRefused { constraint } => ApiError::new(
+                StatusCode::CONFLICT,
+                "oversold_refused",
+                "the database refused this change as it would break an inventory rule; nothing was changed",
+            )
+            .with("constraint", constraint),
             CommandError::Database(e) => database(e),
             CommandError::Internal(detail) => {
                 tracing::error!(%detail, "internal inconsistency");
@@ -192,6 +199,22 @@ impl From<CommandError> for ApiError {
 pub fn database(e: sqlx::Error) -> ApiError {
     tracing::warn!(error = %e, "database error");
     ApiError::unavailable("the database is unavailable; try again shortly")
+}
+
+impl From<QueryError> for ApiError {
+    fn from(e: QueryError) -> Self {
+        match e {
+            QueryError::Database(e) => database(e),
+            QueryError::Corrupt(detail) => {
+                tracing::error!(%detail, "stored state unreadable");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "an internal error occurred; it has been logged",
+                )
+            }
+        }
+    }
 }
 
 impl From<sqlx::Error> for ApiError {

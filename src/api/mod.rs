@@ -1,4 +1,4 @@
-//! The HTTP API (v1), as `../shared/API.md` specifies it: routing, shared state, the
+//! The HTTP API (v1), as `docs/api.md` describes it: routing, shared state, the
 //! request span and metrics middleware, and the OpenAPI document generated from the
 //! handlers' own types.
 
@@ -31,6 +31,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::commands::CommandService;
+use crate::queries::Queries;
 use crate::rate_limit::HoldLimiter;
 use crate::telemetry::Metrics;
 use auth::TokenTable;
@@ -63,23 +64,14 @@ pub struct AppStateInner {
     pub tokens: Arc<TokenTable>,
     pub metrics: Metrics,
     pub prometheus: PrometheusHandle,
-    /// The Redis read model of availability; `None` runs on PostgreSQL alone.
-    pub availability: Option<AvailabilityCache>,
+    /// Every read a handler makes (see [`crate::queries`]).
+    pub queries: Queries,
     /// The payment saga (confirm, webhook).
     pub payments: crate::payments::PaymentService,
     /// The key that signs webhooks; `None` refuses them.
     pub webhook_secret: Option<Arc<str>>,
     /// The per-guest hold limit; `None` when it is turned off or Redis is unusable.
     pub hold_limiter: Option<HoldLimiter>,
-}
-
-/// A handle on the availability read model.
-#[derive(Clone)]
-pub struct AvailabilityCache {
-    pub redis: redis::aio::ConnectionManager,
-    pub keys: projections::availability::Keys,
-    /// The generation readers last found current (shared by every request).
-    pub generation: Arc<projections::availability::GenerationHint>,
 }
 
 #[derive(OpenApi)]

@@ -5,8 +5,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
+use projections::log::StoredEvent;
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
 use utoipa::ToSchema;
 
 use super::auth::{Principal, Role};
@@ -253,7 +253,7 @@ pub async fn get(
 ) -> Result<Json<ReservationOut>, ApiError> {
     let id = reservation_id(&id)?;
     let view = state
-        .commands
+        .queries
         .reservation(id)
         .await?
         .ok_or_else(|| ApiError::not_found("no such reservation"))?;
@@ -380,27 +380,24 @@ pub struct EventOut {
     pub metadata: serde_json::Value,
 }
 
-impl EventOut {
-    pub fn from_row(row: &sqlx::postgres::PgRow) -> Result<Self, sqlx::Error> {
-        let kind: String = row.try_get("aggregate_type")?;
-        let id: String = row.try_get("aggregate_id")?;
-        let payload: serde_json::Value = row.try_get("payload")?;
+impl From<StoredEvent> for EventOut {
+    fn from(e: StoredEvent) -> Self {
         // Stored payloads are cqrs-es's externally tagged enums: {"Type": {...}}.
-        let data = match payload {
+        let data = match e.payload {
             serde_json::Value::Object(map) if map.len() == 1 => {
                 map.into_iter().next().map(|(_, v)| v).unwrap_or_default()
             }
             other => other,
         };
-        Ok(Self {
-            position: row.try_get("global_position")?,
-            stream: format!("{kind}/{id}"),
-            version: row.try_get("sequence")?,
-            event_type: row.try_get("event_type")?,
-            recorded_at: row.try_get("recorded_at")?,
+        Self {
+            position: e.position,
+            stream: format!("{}/{}", e.aggregate_type, e.aggregate_id),
+            version: e.sequence,
+            event_type: e.event_type,
+            recorded_at: e.recorded_at,
             data,
-            metadata: row.try_get("metadata")?,
-        })
+            metadata: e.metadata,
+        }
     }
 }
 
@@ -423,27 +420,13 @@ pub async fn events(
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<ReservationEvents>, ApiError> {
     let id = reservation_id(&id)?;
-    let row = sqlx::query("SELECT stream_id, channel FROM reservations WHERE reservation_id = $1")
-        .bind(id.as_uuid())
-        .fetch_optional(&state.pool)
+    let (channel, events) = state
+        .queries
+        .reservation_history(id)
         .await?
         .ok_or_else(|| ApiError::not_found("no such reservation"))?;
-    let stream: String = row.try_get("stream_id")?;
-    let channel: String = row.try_get("channel")?;
     check_owner(&principal, &channel)?;
-    let rows = sqlx::query(
-        "SELECT aggregate_type, aggregate_id, sequence, event_type, payload, metadata,
-                global_position, recorded_at
-           FROM events WHERE aggregate_type = 'reservation' AND aggregate_id = $1
-          ORDER BY sequence",
-    )
-    .bind(&stream)
-    .fetch_all(&state.pool)
-    .await?;
-    let events = rows
-        .iter()
-        .map(EventOut::from_row)
-        .collect::<Result<Vec<_>, _>>()?;
+    let events = events.into_iter().map(EventOut::from).collect();
     Ok(Json(ReservationEvents {
         reservation_id: id.as_uuid(),
         events,

@@ -238,7 +238,9 @@ async fn run_batch(
 fn refused_by_content(e: &CommandError) -> bool {
     matches!(
         e,
-        CommandError::Database(sqlx::Error::Database(_)) | CommandError::Internal(_)
+        CommandError::Database(sqlx::Error::Database(_))
+            | CommandError::Internal(_)
+            | CommandError::OversoldRefused { .. }
     )
 }
 
@@ -251,6 +253,9 @@ fn copy_error(e: &CommandError, message: &str) -> CommandError {
         CommandError::Database(_) => {
             CommandError::Database(sqlx::Error::Protocol(message.to_owned()))
         }
+        CommandError::OversoldRefused { constraint } => CommandError::OversoldRefused {
+            constraint: constraint.clone(),
+        },
         _ => CommandError::Internal(message.to_owned()),
     }
 }

@@ -96,10 +96,20 @@ impl From<sqlx::Error> for AttemptError {
             // events primary key is the optimistic lock) or created the same row.
             // serialization_failure / deadlock_detected: the database picked us to lose.
             Some("23505") | Some("40001") | Some("40P01") => AttemptError::Conflict,
-            // check_violation: the database refused a state the domain accepted.
-            Some("23514") => AttemptError::Fatal(CommandError::Internal(format!(
-                "the database refused a decided write: {e}"
-            ))),
+            // check_violation: the database refused a state the domain accepted. The
+            // caller is told nothing was written; an operator is told a decision was
+            // wrong.
+            Some("23514") => {
+                let constraint = e
+                    .as_database_error()
+                    .and_then(|d| d.constraint())
+                    .unwrap_or("unnamed")
+                    .to_owned();
+                tracing::error!(%constraint, error = %e, "the database refused a decided write");
+                metrics::counter!("oversold_refused_total", "constraint" => constraint.clone())
+                    .increment(1);
+                AttemptError::Fatal(CommandError::OversoldRefused { constraint })
+            }
             _ => AttemptError::Fatal(CommandError::Database(e)),
         }
     }

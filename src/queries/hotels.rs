@@ -1,0 +1,47 @@
+//! Hotel pages and the city search, as of now (the hotel rows the write side keeps
+//! with its events).
+
+use aggregates::{Hotel, HotelId};
+use sqlx::Row;
+
+use super::{Queries, QueryError};
+
+/// Most hotels one city search answers.
+pub const MAX_CITY_HOTELS: i64 = 500;
+
+fn decode(value: serde_json::Value) -> Result<Hotel, QueryError> {
+    serde_json::from_value(value).map_err(|e| QueryError::Corrupt(format!("hotel: {e}")))
+}
+
+impl Queries {
+    /// A hotel with its room types, or `None` if there is no such hotel.
+    pub async fn hotel(&self, id: HotelId) -> Result<Option<Hotel>, QueryError> {
+        let state: Option<serde_json::Value> =
+            sqlx::query_scalar("SELECT state FROM hotels WHERE hotel_id = $1")
+                .bind(id.get())
+                .fetch_optional(&self.pool)
+                .await?;
+        state.map(decode).transpose()
+    }
+
+    /// The hotels of a city (case-insensitive), by id, at most [`MAX_CITY_HOTELS`].
+    /// A row that cannot be decoded is left out and logged, so one bad row does not
+    /// hide a city.
+    pub async fn hotels_in(&self, city: &str) -> Result<Vec<Hotel>, QueryError> {
+        let rows = sqlx::query(
+            "SELECT state FROM hotels WHERE lower(city) = lower($1) ORDER BY hotel_id LIMIT $2",
+        )
+        .bind(city)
+        .bind(MAX_CITY_HOTELS)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut hotels = Vec::with_capacity(rows.len());
+        for row in rows {
+            match decode(row.try_get("state")?) {
+                Ok(hotel) => hotels.push(hotel),
+                Err(e) => tracing::error!(error = %e, "a hotel row is unreadable; left out"),
+            }
+        }
+        Ok(hotels)
+    }
+}

@@ -1,0 +1,85 @@
+//! The query side every read handler calls: hotel pages, availability, reservation
+//! look-ups and histories, the event feed, occupancy and the reservation search.
+//!
+//! Reads come in two consistencies, and each function says which it gives:
+//! - **as of now** (read-your-writes): a hotel page, a reservation, its history, and
+//!   availability when the read model cannot answer. These read the rows the write
+//!   side keeps inline with its events (hotels, room nights, reservations), because a
+//!   client that has just written expects to see it, and no projection can promise
+//!   that;
+//! - **as of `as_of`**: the read models the projections keep (availability in Redis,
+//!   occupancy and the reservations view in PostgreSQL), which may lag the log a
+//!   little and say how far they have got.
+//!
+//! Nothing here writes, and nothing here decides: a hold is always decided by the
+//! write side against its own rows, never against an answer from here. Rules that both
+//! sides state (what "rooms left" means) come from the domain crate, once.
+
+mod availability;
+mod events;
+mod hotels;
+mod occupancy;
+mod reservations;
+
+use std::sync::Arc;
+
+use sqlx::{PgPool, Postgres};
+
+use crate::clock::Clock;
+
+pub use availability::{
+    AvailabilityCache, NightAvailability, RoomTypeNights, Source, StayAvailability,
+};
+pub use events::{EventPage, FeedError};
+pub use occupancy::{OccupancyRead, OccupancyRow};
+pub use reservations::{ReservationFilter, ReservationPage};
+
+/// Why a read could not be answered (an absent row is `Ok(None)`, not an error).
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    /// PostgreSQL could not be reached or failed.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// A stored row could not be decoded: a bug, never the client's fault.
+    #[error("stored state unreadable: {0}")]
+    Corrupt(String),
+}
+
+/// The handle read handlers share: the pool, the availability read model (if Redis is
+/// usable) and the clock.
+#[derive(Clone)]
+pub struct Queries {
+    pool: PgPool,
+    availability: Option<AvailabilityCache>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Queries {
+    pub fn new(
+        pool: PgPool,
+        availability: Option<AvailabilityCache>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            pool,
+            availability,
+            clock,
+        }
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Starts the read-only transaction a read-model request reads in: the generation
+    /// it picks and that generation's rows come from one snapshot, so a rebuild that
+    /// switches generations and deletes the old one meanwhile cannot hand a reader an
+    /// emptied table.
+    async fn snapshot(&self) -> Result<sqlx::Transaction<'static, Postgres>, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        Ok(tx)
+    }
+}

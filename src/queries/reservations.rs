@@ -1,0 +1,123 @@
+//! Reservation look-ups: one reservation and its history as of now (the write side's
+//! inline row), and the search by channel, guest, hotel and night over the
+//! reservations view (as of its `as_of`).
+
+use aggregates::{Reservation, ReservationId};
+use chrono::{DateTime, NaiveDate, Utc};
+use projections::analytics::{served_state, ReservationRow, RESERVATIONS_VIEW};
+use projections::log::StoredEvent;
+use sqlx::{Postgres, QueryBuilder};
+
+use super::{Queries, QueryError};
+use crate::commands::ReservationView;
+
+/// What the search filters by; every filter given must hold.
+#[derive(Debug, Clone, Default)]
+pub struct ReservationFilter {
+    pub channel: Option<String>,
+    /// Lower-case, as the domain stores e-mails.
+    pub guest_email: Option<String>,
+    pub hotel_id: Option<i64>,
+    /// Reservations whose stay includes this night.
+    pub night: Option<NaiveDate>,
+    pub limit: i64,
+}
+
+/// A page of the search, newest first.
+#[derive(Debug, Clone)]
+pub struct ReservationPage {
+    pub rows: Vec<ReservationRow>,
+    /// When the view last applied events; `None` if it has never run.
+    pub as_of: Option<DateTime<Utc>>,
+    /// The time the page was read (a hold past its expiry reads as expired).
+    pub now: DateTime<Utc>,
+}
+
+impl Queries {
+    async fn stored_reservation(
+        &self,
+        id: ReservationId,
+    ) -> Result<Option<Reservation>, QueryError> {
+        let state: Option<serde_json::Value> =
+            sqlx::query_scalar("SELECT state FROM reservations WHERE reservation_id = $1")
+                .bind(id.as_uuid())
+                .fetch_optional(&self.pool)
+                .await?;
+        state
+            .map(|state| {
+                serde_json::from_value(state)
+                    .map_err(|e| QueryError::Corrupt(format!("reservation: {e}")))
+            })
+            .transpose()
+    }
+
+    /// The reservation as of now (a lapsed hold reads as expired).
+    pub async fn reservation(
+        &self,
+        id: ReservationId,
+    ) -> Result<Option<ReservationView>, QueryError> {
+        let reservation = self.stored_reservation(id).await?;
+        Ok(reservation.and_then(|r| ReservationView::of(&r, self.clock.now())))
+    }
+
+    /// A reservation's channel and its stream's events, in order.
+    pub async fn reservation_history(
+        &self,
+        id: ReservationId,
+    ) -> Result<Option<(String, Vec<StoredEvent>)>, QueryError> {
+        let Some(reservation) = self.stored_reservation(id).await? else {
+            return Ok(None);
+        };
+        let Some(details) = reservation.details() else {
+            return Err(QueryError::Corrupt("reservation without details".into()));
+        };
+        let stream = aggregates::reservation::reservation_stream_id(
+            details.hotel_id,
+            details.reservation_id,
+        );
+        let events = self.stream("reservation", &stream).await?;
+        Ok(Some((details.channel.clone(), events)))
+    }
+
+    /// Reservations matching `filter`, newest first, from the reservations view.
+    pub async fn reservations(
+        &self,
+        filter: &ReservationFilter,
+    ) -> Result<ReservationPage, QueryError> {
+        let mut tx = self.snapshot().await?;
+        let (generation, as_of) = served_state(&mut tx, RESERVATIONS_VIEW).await?;
+        // Only the filters given go into the statement, so each shape of query gets a
+        // plan that uses its index (a catch-all `$n IS NULL OR ...` would not).
+        let mut sql: QueryBuilder<Postgres> = QueryBuilder::new(
+            "SELECT reservation_id, hotel_id, room_type_id, start_date, end_date, rooms, status,
+                    guest_name, guest_email, channel, total_cents, hold_expires_at, created_at,
+                    updated_at, version
+               FROM reservations_view WHERE generation = ",
+        );
+        sql.push_bind(generation);
+        if let Some(channel) = &filter.channel {
+            sql.push(" AND channel = ").push_bind(channel);
+        }
+        if let Some(email) = &filter.guest_email {
+            sql.push(" AND guest_email = ").push_bind(email);
+        }
+        if let Some(hotel_id) = filter.hotel_id {
+            sql.push(" AND hotel_id = ").push_bind(hotel_id);
+        }
+        if let Some(night) = filter.night {
+            sql.push(" AND start_date <= ")
+                .push_bind(night)
+                .push(" AND end_date > ")
+                .push_bind(night);
+        }
+        sql.push(" ORDER BY created_at DESC, reservation_id LIMIT ")
+            .push_bind(filter.limit);
+        let rows: Vec<ReservationRow> = sql.build_query_as().fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(ReservationPage {
+            rows,
+            as_of,
+            now: self.clock.now(),
+        })
+    }
+}
