@@ -48,8 +48,8 @@ pub async fn create_database_if_missing(url: &str) -> anyhow::Result<()> {
 const CHECK_IDLE_AFTER: Duration = Duration::from_secs(1);
 
 /// The service's pool settings. By default sqlx pings every connection it hands out:
-/// a round trip before every transaction, 4.7% of the server's CPU under spread load
-/// (and PostgreSQL's side of it). A connection that was in use less than a second ago
+/// a round trip before every transaction, for the server and for PostgreSQL (see
+/// finding 23). A connection that was in use less than a second ago
 /// is known to be alive; one idle for longer (perhaps across a database restart) is
 /// still checked, and closed if it does not answer.
 fn pool_options(max_connections: u32) -> PgPoolOptions {
@@ -91,12 +91,12 @@ pub const WRITE_PATH_SETTINGS: [(&str, &str); 4] = [
 /// (`unnest`), so its connections are set for that and nothing else:
 /// - generic plans, made once per connection: left to its default, PostgreSQL keeps
 ///   planning these array statements again on every call (it cannot cost the arrays),
-///   and planning was half of a booking (one client's hold: 4.4 ms, then 1.7 ms);
+///   and planning was half of a booking (see finding 1);
 /// - no sequential scans, hash or merge joins: a generic plan is made with the
 ///   statistics of the moment, and on tables that grow from empty (a new deployment, a
 ///   benchmark) those said "tiny", so plans that scanned the idempotency records or the
-///   allocations stayed in use as the tables grew (a hold went from 2.2 to 11.4 ms after
-///   10,000 bookings). Indexes and nested loops are right for every statement here
+///   allocations stayed in use as the tables grew, and a hold slowed as they did (see
+///   finding 7). Indexes and nested loops are right for every statement here
 ///   whatever the statistics say.
 ///
 /// Readers, projections and reports use the default pool and settings.

@@ -1,7 +1,7 @@
 //! `reservations`: the server binary and its administrative subcommands.
 
-// glibc's malloc was 7% of the server's CPU under load (perf: _int_malloc,
-// malloc_consolidate, unlink_chunk); mimalloc keeps per-thread free lists.
+// glibc's malloc showed in the server's profile under load; mimalloc keeps per-thread
+// free lists (see finding 11 in docs/benchmarks.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

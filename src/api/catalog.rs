@@ -316,8 +316,8 @@ pub struct NightOut {
 
 /// A date as `YYYY-MM-DD`, the form chrono's `Serialize` gives, written without the
 /// formatting machinery chrono goes through (`Debug`, padding): an availability answer
-/// has a date per night and room type, and formatting them was 2% of the server's CPU
-/// under a read load. Years outside 0..=9999 take chrono's own path.
+/// has a date per night and room type, and formatting them showed in the server's
+/// profile under reads (see finding 19). Years outside 0..=9999 take chrono's own path.
 fn iso_date<S: serde::Serializer>(date: &NaiveDate, serializer: S) -> Result<S::Ok, S::Error> {
     let Ok(year) = u32::try_from(date.year()) else {
         return date.serialize(serializer);

@@ -38,8 +38,8 @@ use auth::TokenTable;
 use error::ApiError;
 
 /// What every handler can reach: a handle, cloned for every request (axum's `State`),
-/// so one reference count instead of every field's (`perf` over a reads run: cloning
-/// the fields and dropping the command service were 1% of all samples).
+/// so one reference count instead of every field's (cloning the fields showed in the
+/// server's profile under reads).
 #[derive(Clone)]
 pub struct AppState(Arc<AppStateInner>);
 

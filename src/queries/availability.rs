@@ -95,7 +95,11 @@ impl Queries {
         Ok(answer)
     }
 
-    async fn cached_availability(&self, hotel: HotelId, stay: &StayDates) -> Option<StayAvailability> {
+    async fn cached_availability(
+        &self,
+        hotel: HotelId,
+        stay: &StayDates,
+    ) -> Option<StayAvailability> {
         let cache = self.availability.as_ref()?;
         let nights: Vec<NaiveDate> = stay.nights().collect();
         let mut redis = cache.redis.clone();

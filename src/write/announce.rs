@@ -3,8 +3,9 @@
 //! Runners LISTEN on `events`. The NOTIFY used to come from a trigger on `events`,
 //! inside every booking transaction, and PostgreSQL serializes the commits of
 //! notifying transactions (the notification queue's lock is held through each one's
-//! WAL flush) and signals every listener for each of them: with four runners
-//! listening, spread load did 759 holds/s with the trigger and 1,139/s without it.
+//! WAL flush) and signals every listener for each of them, which cost spread load a
+//! third of its holds with four runners listening (see finding 10 in
+//! `docs/benchmarks.md`).
 //!
 //! So a write transaction that commits only bumps an in-process counter ([`committed`]),
 //! and one task per server process ([`notify_commits`]) turns the bumps into at most

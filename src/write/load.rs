@@ -301,9 +301,8 @@ impl Loader<'_> {
             }
         }
         // A prepared statement with a generic plan, like the rest of the write path (see
-        // `db::write_pool`): planning was two thirds of this statement's time (0.75 of
-        // 1.65 ms per batch under spread load). See `nights_sql` for why its plan is
-        // safe whatever the statistics.
+        // `db::write_pool`): planning it on every call was most of its time (see
+        // finding 11). See `nights_sql` for why its plan is safe whatever the statistics.
         let query = sqlx::query(&sql)
             .bind(&hotels)
             .bind(&room_types)
@@ -411,8 +410,8 @@ fn non_negative(value: i32) -> Result<u32, AttemptError> {
 /// (hotel, room type, night, ...), whatever the statistics say. Written as plain joins,
 /// a generic plan made on a never-analyzed allocation table (a young database, or one
 /// whose autovacuum is off or behind) read the reservation's allocations with a bitmap
-/// scan of the whole primary key on `reservation_id` alone, then joined: under spread
-/// load, 8% of the database's CPU went to that scan (perf), growing with every hold. One
+/// scan of the whole primary key on `reservation_id` alone, then joined, a cost that
+/// grew with every hold (see finding 17). One
 /// `OR` instead of two branches would read every allocation of a night, thousands on a
 /// sold-out one. A hold, whose reservation is new, has no allocations of its own to read,
 /// so its statement has no such branch.
