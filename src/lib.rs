@@ -28,5 +28,9 @@ pub mod rate_limit;
 pub mod startup;
 pub mod sweeper;
 pub mod telemetry;
+pub mod view;
 pub mod workers;
 pub mod write;
+
+#[cfg(test)]
+mod layering;

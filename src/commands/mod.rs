@@ -8,8 +8,7 @@
 //! - [`lifecycle`]: hold, cancel, change dates, confirm, expire, and the one shape every
 //!   command on an existing reservation takes;
 //! - [`group`]: group commit, which decides the holds that queue meanwhile together in
-//!   one transaction per lane;
-//! - [`view`]: what the commands answer.
+//!   one transaction per lane.
 //!
 //! The dependency runs one way: commands use the write side; the write side knows
 //! nothing of commands. Group commit's workers hold a narrow handle (the pool and the
@@ -18,19 +17,21 @@
 mod catalog;
 pub mod group;
 mod lifecycle;
-mod view;
 
 use std::sync::Arc;
 
-use aggregates::{BookingLimits, Reservation};
+use aggregates::{BookingLimits, Rejection, Reservation};
 use chrono::{DateTime, Duration, Utc};
 use sqlx::PgPool;
 
 use crate::clock::{Clock, SystemClock};
 use crate::write::{RetryPolicy, Strategy};
 
+pub use crate::view::{GuestView, ReservationView};
 pub use lifecycle::{AfterDecision, HoldRequest, Loaded, ReservationCommand};
-pub use view::{GuestView, Outcome, ReservationView};
+
+/// The outcome stored for an idempotent request: what the first attempt answered.
+pub type Outcome = Result<ReservationView, Rejection>;
 
 /// How the write side behaves; every field has a production default.
 #[derive(Debug, Clone, Copy)]

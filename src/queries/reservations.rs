@@ -9,7 +9,7 @@ use projections::log::StoredEvent;
 use sqlx::{Postgres, QueryBuilder};
 
 use super::{Queries, QueryError};
-use crate::commands::ReservationView;
+use crate::view::ReservationView;
 
 /// What the search filters by; every filter given must hold.
 #[derive(Debug, Clone, Default)]

@@ -1,9 +1,8 @@
-//! What a reservation command answers: the reservation as clients see it, and the
-//! outcome an idempotency record stores (the view, or the rejection the first attempt
-//! got). Kept apart from the commands so the payment saga and the HTTP layer can name
-//! the answer without reaching into how it is produced.
+//! A reservation as clients see it, at a given time: what a command answers (and its
+//! idempotency record stores) and what a look-up answers. It depends on the domain
+//! alone, so the commands and the queries share it without depending on each other.
 
-use aggregates::{Rejection, Reservation, ReservationStatus};
+use aggregates::{Reservation, ReservationStatus};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -66,6 +65,3 @@ impl ReservationView {
         })
     }
 }
-
-/// The outcome stored for an idempotent request: what the first attempt answered.
-pub type Outcome = Result<ReservationView, Rejection>;
