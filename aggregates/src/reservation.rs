@@ -15,6 +15,7 @@ use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
+use crate::contract::AggregateType;
 use crate::types::{Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -168,22 +169,14 @@ pub enum ReservationEvent {
     },
 }
 
+/// Names and version: see [`crate::contract::events`].
 impl DomainEvent for ReservationEvent {
     fn event_type(&self) -> String {
-        match self {
-            Self::ReservationHeld(_) => "ReservationHeld",
-            Self::ReservationConfirmed { .. } => "ReservationConfirmed",
-            Self::ReservationCancelled { .. } => "ReservationCancelled",
-            Self::HoldExpired { .. } => "HoldExpired",
-            Self::DatesChanged { .. } => "DatesChanged",
-            Self::PaymentDeclined { .. } => "PaymentDeclined",
-            Self::LatePaymentRefunded { .. } => "LatePaymentRefunded",
-        }
-        .to_owned()
+        self.kind().as_str().to_owned()
     }
 
     fn event_version(&self) -> String {
-        "1.0".to_owned()
+        Self::VERSION.to_owned()
     }
 }
 
@@ -445,7 +438,7 @@ impl Reservation {
 }
 
 impl Aggregate for Reservation {
-    const TYPE: &'static str = "reservation";
+    const TYPE: &'static str = AggregateType::Reservation.as_str();
     type Command = ReservationCommand;
     type Event = ReservationEvent;
     type Error = ReservationError;
@@ -469,10 +462,8 @@ impl Aggregate for Reservation {
 }
 
 /// The stream id of a reservation: `{hotel}:{uuid}`, so the hotel (the shard key) is
-/// derivable from every stream id.
-pub fn reservation_stream_id(hotel_id: HotelId, reservation_id: ReservationId) -> String {
-    format!("{hotel_id}:{reservation_id}")
-}
+/// derivable from every stream id (see [`crate::contract::streams`]).
+pub use crate::contract::reservation_stream_id;
 
 #[cfg(test)]
 mod tests {

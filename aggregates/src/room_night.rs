@@ -21,6 +21,7 @@ use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
+use crate::contract::{self, AggregateType};
 use crate::types::{HotelId, InventoryLevels, ReservationId, RoomCount, RoomTypeId};
 
 /// Identifies one room-night stream: `{hotel}:{room type}:{night}`.
@@ -40,16 +41,15 @@ impl RoomNightKey {
         }
     }
 
-    /// The stream id. It starts with the hotel id, so every write stays derivable to
-    /// one hotel (the shard key, should one ever be needed), and sorting stream ids
-    /// sorts nights in date order.
+    /// The stream id (see [`crate::contract::streams`]): it starts with the hotel id,
+    /// and sorting stream ids sorts nights in date order.
     pub fn stream_id(&self) -> String {
-        format!(
-            "{}:{}:{}",
-            self.hotel_id,
-            self.room_type_id,
-            self.night.format("%Y-%m-%d")
-        )
+        contract::room_night_stream_id(self)
+    }
+
+    /// The night a stream id names; the inverse of [`Self::stream_id`].
+    pub fn parse_stream_id(stream_id: &str) -> Result<Self, contract::StreamIdError> {
+        contract::parse_room_night_stream_id(stream_id)
     }
 }
 
@@ -138,21 +138,14 @@ pub enum RoomNightEvent {
     },
 }
 
+/// Names and version: see [`crate::contract::events`].
 impl DomainEvent for RoomNightEvent {
     fn event_type(&self) -> String {
-        match self {
-            Self::InventorySet { .. } => "InventorySet",
-            Self::RoomsHeld { .. } => "RoomsHeld",
-            Self::RoomsBooked { .. } => "RoomsBooked",
-            Self::HoldConfirmed { .. } => "HoldConfirmed",
-            Self::HoldLapsed { .. } => "HoldLapsed",
-            Self::RoomsReleased { .. } => "RoomsReleased",
-        }
-        .to_owned()
+        self.kind().as_str().to_owned()
     }
 
     fn event_version(&self) -> String {
-        "1.0".to_owned()
+        Self::VERSION.to_owned()
     }
 }
 
@@ -478,7 +471,7 @@ impl RoomNight {
 }
 
 impl Aggregate for RoomNight {
-    const TYPE: &'static str = "room_night";
+    const TYPE: &'static str = AggregateType::RoomNight.as_str();
     type Command = RoomNightCommand;
     type Event = RoomNightEvent;
     type Error = RoomNightError;
