@@ -32,10 +32,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use aggregates::{ReservationEvent, ReservationStatus, RoomNightEvent};
-use anyhow::{anyhow, Context};
+use aggregates::{
+    CommandName, ReservationEvent, ReservationStatus, RoomNightEvent, RoomNightKey, TypedEvent,
+};
+use anyhow::anyhow;
 use chrono::{DateTime, NaiveDate, Utc};
-use serde::de::DeserializeOwned;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -46,29 +47,6 @@ use crate::runner::Projection;
 pub const RESERVATIONS_VIEW: &str = "reservations_view";
 /// Name (and checkpoint row) of the occupancy and revenue projection.
 pub const OCCUPANCY: &str = "occupancy";
-
-const ROOM_NIGHT_STREAMS: &str = "room_night";
-const RESERVATION_STREAMS: &str = "reservation";
-/// `metadata.command` of the events a cancellation writes (the write side's command name).
-const CANCEL_COMMAND: &str = "cancel";
-
-const ROOM_NIGHT_EVENTS: &[&str] = &[
-    "InventorySet",
-    "RoomsHeld",
-    "RoomsBooked",
-    "HoldConfirmed",
-    "HoldLapsed",
-    "RoomsReleased",
-];
-const RESERVATION_EVENTS: &[&str] = &[
-    "ReservationHeld",
-    "ReservationConfirmed",
-    "ReservationCancelled",
-    "HoldExpired",
-    "DatesChanged",
-    "PaymentDeclined",
-    "LatePaymentRefunded",
-];
 
 /// The generation a projection serves and when its checkpoint last moved (`None` before
 /// it first ran), read on `conn`. Readers call this inside the read-only transaction
@@ -87,28 +65,6 @@ pub async fn served_state(
     Ok(match row {
         Some((generation, updated_at)) => (generation, Some(updated_at)),
         None => (1, None),
-    })
-}
-
-/// Decodes an event of a type this projection knows; `None` for types it does not
-/// (another aggregate's, or one added after this code: it has nothing to say about them).
-/// A known type that does not decode is an error: skipping it would silently drift.
-fn decode<E: DeserializeOwned>(event: &StoredEvent, known: &[&str]) -> anyhow::Result<Option<E>> {
-    if !known.contains(&event.event_type.as_str()) {
-        tracing::debug!(
-            event_type = %event.event_type,
-            position = event.position,
-            "event type not projected; skipped"
-        );
-        return Ok(None);
-    }
-    // Decoded from the borrowed value: cloning the payload first would copy every map
-    // in it, for every event and every projection.
-    E::deserialize(&event.payload).map(Some).with_context(|| {
-        format!(
-            "event at position {} ({} {}) does not decode",
-            event.position, event.aggregate_id, event.event_type
-        )
     })
 }
 
@@ -143,14 +99,6 @@ pub struct ReservationRow {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub version: i64,
-}
-
-/// The reservation id of a stream id `{hotel}:{uuid}`.
-fn reservation_of_stream(stream: &str) -> anyhow::Result<Uuid> {
-    let (_, id) = stream
-        .rsplit_once(':')
-        .ok_or_else(|| anyhow!("reservation stream id {stream:?} is not {{hotel}}:{{uuid}}"))?;
-    Uuid::parse_str(id).with_context(|| format!("reservation stream id {stream:?}"))
 }
 
 /// The reservations view's rows of generation `$1` with the ids `$2` (those that exist).
@@ -202,9 +150,9 @@ impl ReservationsView {
         rows: &mut HashMap<Uuid, ReservationRow>,
         id: Uuid,
         sequence: i64,
-        event: ReservationEvent,
+        event: &ReservationEvent,
     ) -> anyhow::Result<bool> {
-        if let ReservationEvent::ReservationHeld(details) = &event {
+        if let ReservationEvent::ReservationHeld(details) = event {
             if rows.get(&id).is_some_and(|row| row.version >= sequence) {
                 return Ok(false);
             }
@@ -240,7 +188,7 @@ impl ReservationsView {
             return Ok(false);
         }
         row.version = sequence;
-        match event {
+        match *event {
             ReservationEvent::ReservationHeld(_) => {}
             ReservationEvent::ReservationConfirmed { confirmed_at, .. } => {
                 row.status = ReservationStatus::Confirmed.as_str().to_owned();
@@ -339,16 +287,14 @@ impl Projection for ReservationsView {
         batch: &[StoredEvent],
     ) -> anyhow::Result<()> {
         let mut events = Vec::new();
-        for stored in batch
-            .iter()
-            .filter(|e| e.aggregate_type == RESERVATION_STREAMS)
-        {
-            if let Some(event) = decode::<ReservationEvent>(stored, RESERVATION_EVENTS)? {
-                events.push((
-                    reservation_of_stream(&stored.aggregate_id)?,
-                    stored.sequence,
+        for stored in batch {
+            match stored.typed_for(RESERVATIONS_VIEW)? {
+                TypedEvent::Reservation {
+                    reservation_id,
                     event,
-                ));
+                    ..
+                } => events.push((reservation_id.as_uuid(), stored.sequence, event)),
+                TypedEvent::Hotel { .. } | TypedEvent::RoomNight { .. } => {}
             }
         }
         if events.is_empty() {
@@ -404,23 +350,13 @@ struct NightKey {
     night: NaiveDate,
 }
 
-impl NightKey {
-    fn of_stream(stream: &str) -> anyhow::Result<Self> {
-        let bad = || {
-            anyhow!("room-night stream id {stream:?} is not {{hotel}}:{{room type}}:{{YYYY-MM-DD}}")
-        };
-        let mut parts = stream.splitn(3, ':');
-        let hotel_id = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
-        let room_type_id = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
-        let night = parts
-            .next()
-            .and_then(|p| NaiveDate::parse_from_str(p, "%Y-%m-%d").ok())
-            .ok_or_else(bad)?;
-        Ok(Self {
-            hotel_id,
-            room_type_id,
-            night,
-        })
+impl From<&RoomNightKey> for NightKey {
+    fn from(key: &RoomNightKey) -> Self {
+        Self {
+            hotel_id: key.hotel_id.get(),
+            room_type_id: key.room_type_id.get(),
+            night: key.night,
+        }
     }
 }
 
@@ -503,7 +439,7 @@ impl OccupancyState {
         &mut self,
         key: NightKey,
         sequence: i64,
-        event: RoomNightEvent,
+        event: &RoomNightEvent,
         by_cancellation: bool,
     ) -> bool {
         let night = self.nights.entry(key).or_default();
@@ -515,7 +451,7 @@ impl OccupancyState {
         // Counters saturate at zero as the aggregate's do, so a corrupt history shows as
         // odd numbers here rather than a stalled projection.
         let minus = |value: i64, rooms: u32| (value - i64::from(rooms)).max(0);
-        match event {
+        match *event {
             RoomNightEvent::InventorySet {
                 total_rooms,
                 overbooking_allowance,
@@ -829,7 +765,7 @@ impl Occupancy {
     async fn add_holds(
         tx: &mut PgConnection,
         generation: i32,
-        events: &[(NightKey, i64, RoomNightEvent, bool)],
+        events: &[(NightKey, i64, &RoomNightEvent, bool)],
     ) -> anyhow::Result<HashSet<NightKey>> {
         let mut runs: HashMap<NightKey, HeldRun> = HashMap::new();
         let mut mixed: HashSet<NightKey> = HashSet::new();
@@ -837,7 +773,7 @@ impl Occupancy {
             if mixed.contains(key) {
                 continue;
             }
-            match (event, runs.get_mut(key)) {
+            match (*event, runs.get_mut(key)) {
                 (RoomNightEvent::RoomsHeld { rooms, .. }, Some(run))
                     if *sequence == run.last + 1 =>
                 {
@@ -908,22 +844,18 @@ impl Projection for Occupancy {
         batch: &[StoredEvent],
     ) -> anyhow::Result<()> {
         let mut events = Vec::new();
-        for stored in batch
-            .iter()
-            .filter(|e| e.aggregate_type == ROOM_NIGHT_STREAMS)
-        {
-            if let Some(event) = decode::<RoomNightEvent>(stored, ROOM_NIGHT_EVENTS)? {
-                let by_cancellation = stored
-                    .metadata
-                    .get("command")
-                    .and_then(serde_json::Value::as_str)
-                    == Some(CANCEL_COMMAND);
-                events.push((
-                    NightKey::of_stream(&stored.aggregate_id)?,
-                    stored.sequence,
-                    event,
-                    by_cancellation,
-                ));
+        for stored in batch {
+            match stored.typed_for(OCCUPANCY)? {
+                TypedEvent::RoomNight { key, event } => {
+                    let by_cancellation = stored
+                        .metadata
+                        .get("command")
+                        .and_then(serde_json::Value::as_str)
+                        .and_then(CommandName::parse)
+                        == Some(CommandName::Cancel);
+                    events.push((NightKey::from(key), stored.sequence, event, by_cancellation));
+                }
+                TypedEvent::Hotel { .. } | TypedEvent::Reservation { .. } => {}
             }
         }
         if events.is_empty() {
@@ -983,23 +915,27 @@ impl Projection for Occupancy {
 mod tests {
     use super::*;
 
+    fn night_key(stream: &str) -> anyhow::Result<NightKey> {
+        Ok(NightKey::from(&RoomNightKey::parse_stream_id(stream)?))
+    }
+
     #[test]
     fn stream_ids_parse() {
-        let key = NightKey::of_stream("812:3:2027-06-01").expect("valid");
+        let key = night_key("812:3:2027-06-01").expect("valid");
         assert_eq!(
             (key.hotel_id, key.room_type_id, key.night.to_string()),
             (812, 3, "2027-06-01".to_owned())
         );
-        assert!(NightKey::of_stream("812:3").is_err());
-        assert!(NightKey::of_stream("812:x:2027-06-01").is_err());
-        assert!(NightKey::of_stream("812:3:2027-13-01").is_err());
+        assert!(night_key("812:3").is_err());
+        assert!(night_key("812:x:2027-06-01").is_err());
+        assert!(night_key("812:3:2027-13-01").is_err());
         let id = Uuid::new_v4();
-        assert_eq!(
-            reservation_of_stream(&format!("812:{id}")).expect("valid"),
-            id
-        );
-        assert!(reservation_of_stream("812:not-a-uuid").is_err());
-        assert!(reservation_of_stream("no-colon").is_err());
+        let reservation = |stream: &str| {
+            aggregates::contract::parse_reservation_stream_id(stream).map(|(_, r)| r.as_uuid())
+        };
+        assert_eq!(reservation(&format!("812:{id}")).expect("valid"), id);
+        assert!(reservation("812:not-a-uuid").is_err());
+        assert!(reservation("no-colon").is_err());
     }
 
     fn night_event(
@@ -1008,15 +944,15 @@ mod tests {
         event: RoomNightEvent,
         cancel: bool,
     ) -> bool {
-        let key = NightKey::of_stream("1:1:2027-06-01").expect("valid");
-        state.fold(key, sequence, event, cancel)
+        let key = night_key("1:1:2027-06-01").expect("valid");
+        state.fold(key, sequence, &event, cancel)
     }
 
     #[test]
     fn a_release_takes_back_exactly_what_its_confirmation_added() {
         let reservation = aggregates::ReservationId::from_uuid(Uuid::new_v4());
         let other = aggregates::ReservationId::from_uuid(Uuid::new_v4());
-        let key = NightKey::of_stream("1:1:2027-06-01").expect("valid");
+        let key = night_key("1:1:2027-06-01").expect("valid");
         let mut state = OccupancyState::default();
         let inventory = |rate| RoomNightEvent::InventorySet {
             key: aggregates::RoomNightKey::new(

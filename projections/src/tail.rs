@@ -199,7 +199,7 @@ mod tests {
     use chrono::Utc;
 
     fn event(transaction_id: i64, position: i64) -> StoredEvent {
-        StoredEvent {
+        let columns = crate::log::EventColumns {
             position,
             transaction_id,
             aggregate_type: "RoomNight".into(),
@@ -210,7 +210,8 @@ mod tests {
             payload: serde_json::Value::Null,
             metadata: serde_json::Value::Null,
             recorded_at: Utc::now(),
-        }
+        };
+        StoredEvent::decode(columns, &aggregates::EventDecoder::default())
     }
 
     fn at(transaction_id: i64, position: i64) -> Checkpoint {
