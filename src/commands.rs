@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use aggregates::booking::{self, InventoryUpdate};
 use aggregates::{
-    BookingLimits, CancelledBy, Decision, Guest, Hotel, HotelCommand, HotelDetails, HotelId,
-    InvalidInput, Nights, Rejection, Reservation, ReservationEvent, ReservationId,
+    BookingLimits, CancelledBy, CommandName, Decision, Guest, Hotel, HotelCommand, HotelDetails,
+    HotelId, InvalidInput, Nights, Rejection, Reservation, ReservationEvent, ReservationId,
     ReservationStatus, RoomCount, RoomTypeDetails, RoomTypeId, StayDates,
 };
 use chrono::{DateTime, Duration, NaiveDate, Utc};
@@ -210,7 +210,8 @@ impl CommandService {
         details: HotelDetails,
     ) -> Result<Hotel, CommandError> {
         let command = HotelCommand::SetDetails { hotel_id, details };
-        self.hotel_command(hotel_id, command, "set_hotel").await
+        self.hotel_command(hotel_id, command, CommandName::SetHotel.as_str())
+            .await
     }
 
     /// Creates or updates a room type of an existing hotel.
@@ -224,7 +225,8 @@ impl CommandService {
             room_type_id,
             details,
         };
-        self.hotel_command(hotel_id, command, "set_room_type").await
+        self.hotel_command(hotel_id, command, CommandName::SetRoomType.as_str())
+            .await
     }
 
     async fn hotel_command(
@@ -279,7 +281,7 @@ impl CommandService {
         let now = self.now();
         let dates: Vec<NaiveDate> = range.nights().collect();
         let metadata = EventMetadata {
-            command: "set_inventory",
+            command: CommandName::SetInventory.as_str(),
             client: String::from("staff"),
             idempotency_key: None,
         };
@@ -346,11 +348,12 @@ impl CommandService {
             .limits
             .check_size(&request.stay, request.rooms)
             .map_err(Rejection::from)?;
-        let fingerprint = RequestFingerprint::new(scope, key, "hold_stay", &request)?;
+        let fingerprint =
+            RequestFingerprint::new(scope, key, CommandName::HoldStay.as_str(), &request)?;
         let now = self.now();
         let reservation_id = ReservationId::from_uuid(Uuid::now_v7());
         let dates: Vec<NaiveDate> = request.stay.nights().collect();
-        let metadata = self.metadata("hold_stay", channel, Some(&fingerprint));
+        let metadata = self.metadata(CommandName::HoldStay.as_str(), channel, Some(&fingerprint));
         if self.config.strategy == Strategy::Group {
             let hold = crate::write::group::Hold {
                 channel: channel.to_owned(),
@@ -470,7 +473,7 @@ impl CommandService {
             caller,
             scope,
             key,
-            "cancel",
+            CommandName::Cancel.as_str(),
             &request,
             reservation_id,
             None,
@@ -534,7 +537,7 @@ impl CommandService {
             caller,
             scope,
             key,
-            "change_dates",
+            CommandName::ChangeDates.as_str(),
             &request,
             reservation_id,
             Some(new_stay),
@@ -565,7 +568,7 @@ impl CommandService {
             caller,
             caller.name(),
             key,
-            "confirm",
+            CommandName::Confirm.as_str(),
             &reservation_id,
             reservation_id,
             None,
@@ -584,7 +587,7 @@ impl CommandService {
             &caller,
             "expiry",
             None,
-            "expire_hold",
+            CommandName::ExpireHold.as_str(),
             &reservation_id,
             reservation_id,
             None,
@@ -615,7 +618,7 @@ impl CommandService {
                 &Caller::Staff(String::from("expiry")),
                 "expiry",
                 None,
-                "expire_hold",
+                CommandName::ExpireHold.as_str(),
                 &reservation_id,
                 reservation_id,
                 None,

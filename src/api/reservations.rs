@@ -417,10 +417,11 @@ pub async fn events(
     let rows = sqlx::query(
         "SELECT aggregate_type, aggregate_id, sequence, event_type, payload, metadata,
                 global_position, recorded_at
-           FROM events WHERE aggregate_type = 'reservation' AND aggregate_id = $1
+           FROM events WHERE aggregate_type = $2 AND aggregate_id = $1
           ORDER BY sequence",
     )
     .bind(&stream)
+    .bind(aggregates::AggregateType::Reservation.as_str())
     .fetch_all(&state.pool)
     .await?;
     let events = rows

@@ -21,7 +21,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aggregates::booking;
-use aggregates::{Payment, Rejection, ReservationEvent, ReservationId, ReservationStatus};
+use aggregates::{
+    CommandName, Payment, Rejection, ReservationEvent, ReservationId, ReservationStatus,
+};
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -219,7 +221,7 @@ impl PaymentService {
         let fingerprint = RequestFingerprint::new(
             scope,
             key,
-            "confirm",
+            CommandName::Confirm.as_str(),
             &ConfirmRequest {
                 reservation_id,
                 payment_token: token.as_str(),
@@ -440,8 +442,8 @@ impl PaymentService {
             seen: Mutex::new(Seen::default()),
         };
         let command = match &resolution {
-            Resolution::Authorized(_) => "apply_authorization",
-            Resolution::Declined(_) => "decline_payment",
+            Resolution::Authorized(_) => CommandName::ApplyAuthorization.as_str(),
+            Resolution::Declined(_) => CommandName::DeclinePayment.as_str(),
         };
         let outcome = self
             .commands

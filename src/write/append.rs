@@ -284,7 +284,7 @@ impl Writer {
         };
         self.events.push(
             Hotel::TYPE,
-            &hotel_id.to_string(),
+            &aggregates::contract::hotel_stream_id(hotel_id),
             version + 1,
             events,
             &self.metadata,
