@@ -179,8 +179,8 @@ fn encode_night(room_types: &BTreeMap<i64, CachedNight>) -> String {
 }
 
 /// The room types of a night field, in id order; `None` if the field is malformed.
-/// Every search decodes three of these, so this walks the bytes once, without the
-/// string splitting and map building that were 6% of the server's CPU under reads.
+/// Every search decodes three of these, so this walks the bytes once, without
+/// splitting strings or building maps (see docs/benchmarks.md, finding 25).
 fn decode_night(value: &str) -> Option<Vec<(i64, CachedNight)>> {
     let mut entries = Vec::with_capacity(8);
     let mut rest = value.as_bytes();

@@ -205,15 +205,11 @@ pub async fn read_after(
 
 /// The most events [`lag`] counts.
 ///
-/// Small enough that the planner walks the index whatever it believes of the table:
-/// with a cap of 1,000,000 and no statistics on `events` (a table that grows between
-/// analyzes), the first executions of the statement on each connection were planned
-/// as a parallel sequential scan and sort of the whole log, JIT-compiled: 150–600 ms
-/// each, for every projection every two seconds, a third of a core taken from the
-/// bookings (measured with pg_stat_statements on a 1.7M-event log). At 100,000 the
-/// same happened on a log of a few hundred thousand events (31 ms a call). Past this
-/// many events behind, "at least 10,000" says all an operator needs; the age of the
-/// oldest unread event says how far behind in time.
+/// Small enough that the planner walks the index whatever it believes of the table: a
+/// larger cap on a table without statistics got the statement planned as a scan and
+/// sort of the whole log (see docs/benchmarks.md, finding 13). Past this many events
+/// behind, "at least 10,000" says all an operator needs; the age of the oldest unread
+/// event says how far behind in time.
 pub const LAG_CAP: i64 = 10_000;
 
 /// How far behind `after` is: events not yet read (visible or not; counted up to
@@ -221,8 +217,7 @@ pub const LAG_CAP: i64 = 10_000;
 ///
 /// The count walks the commit-order index from the checkpoint and stops at the cap, so
 /// it costs what the lag is, not what the log is (a plain `count(*)` over the range was
-/// planned as a parallel scan of a third of the table: tens of milliseconds, every few
-/// seconds, for every projection).
+/// planned as a parallel scan; see docs/benchmarks.md, finding 5).
 pub async fn lag(conn: &mut PgConnection, after: Checkpoint) -> Result<(i64, f64), sqlx::Error> {
     let row = sqlx::query(
         "SELECT count(*) AS behind,
