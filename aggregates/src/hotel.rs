@@ -9,6 +9,7 @@ use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
+use crate::contract::AggregateType;
 use crate::types::{HotelId, InvalidInput, RoomTypeId};
 
 /// Name, city and IANA timezone of a hotel, validated.
@@ -125,17 +126,14 @@ pub enum HotelEvent {
     },
 }
 
+/// Names and version: see [`crate::contract::events`].
 impl DomainEvent for HotelEvent {
     fn event_type(&self) -> String {
-        match self {
-            Self::HotelDetailsSet { .. } => "HotelDetailsSet",
-            Self::RoomTypeSet { .. } => "RoomTypeSet",
-        }
-        .to_owned()
+        self.kind().as_str().to_owned()
     }
 
     fn event_version(&self) -> String {
-        "1.0".to_owned()
+        Self::VERSION.to_owned()
     }
 }
 
@@ -210,7 +208,7 @@ impl Hotel {
 }
 
 impl Aggregate for Hotel {
-    const TYPE: &'static str = "hotel";
+    const TYPE: &'static str = AggregateType::Hotel.as_str();
     type Command = HotelCommand;
     type Event = HotelEvent;
     type Error = HotelError;

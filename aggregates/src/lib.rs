@@ -10,6 +10,9 @@
 //!   `confirmed + held <= total_rooms + overbooking_allowance`.
 //! - [`reservation::Reservation`]: one guest's stay and its lifecycle.
 //! - [`hotel::Hotel`]: the catalog.
+//! - [`contract`]: what crosses crates — aggregate type names, stream ids, event type
+//!   names and versions, command names — and the one path that decodes a stored event
+//!   back into a typed one (through cqrs-es's upcasters).
 //! - [`booking`]: decisions that span a reservation and its nights (hold, confirm,
 //!   cancel, change dates, expire, set inventory over a range).
 //!
@@ -18,12 +21,16 @@
 //! alone; no code here uses them, and no IO crate (sqlx, axum, redis) is a dependency.
 
 pub mod booking;
+pub mod contract;
 pub mod hotel;
 pub mod reservation;
 pub mod room_night;
 pub mod types;
 
 pub use booking::{Decision, Nights, Rejection};
+pub use contract::{
+    AggregateType, CommandName, DecodeError, EventDecoder, StreamIdError, StreamKey, TypedEvent,
+};
 pub use hotel::{Hotel, HotelCommand, HotelDetails, HotelEvent, RoomTypeDetails};
 pub use reservation::{
     CancelledBy, Payment, Reservation, ReservationCommand, ReservationDetails, ReservationEvent,

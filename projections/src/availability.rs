@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
-use aggregates::{HotelEvent, RoomNightEvent};
+use aggregates::{HotelEvent, RoomNightEvent, TypedEvent};
 use chrono::{NaiveDate, Utc};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::AsyncCommands;
@@ -184,8 +184,8 @@ fn encode_night(room_types: &BTreeMap<i64, CachedNight>) -> String {
 }
 
 /// The room types of a night field, in id order; `None` if the field is malformed.
-/// Every search decodes three of these, so this walks the bytes once, without the
-/// string splitting and map building that were 6% of the server's CPU under reads.
+/// Every search decodes three of these, so this walks the bytes once, without
+/// splitting strings or building maps (see docs/benchmarks.md, finding 25).
 fn decode_night(value: &str) -> Option<Vec<(i64, CachedNight)>> {
     let mut entries = Vec::with_capacity(8);
     let mut rest = value.as_bytes();
@@ -230,7 +230,7 @@ fn take_int(rest: &mut &[u8], end: u8) -> Option<i64> {
 /// Applies a night's events in stream order. An event whose sequence is not above the
 /// night's was applied before (a batch replayed after a crash) and is skipped; `false`
 /// when the events skip a sequence number, which is never guessed over.
-fn apply_in_order(night: &mut CachedNight, events: &[(&StoredEvent, RoomNightEvent)]) -> bool {
+fn apply_in_order(night: &mut CachedNight, events: &[(&StoredEvent, &RoomNightEvent)]) -> bool {
     for (meta, event) in events {
         if meta.sequence <= night.sequence {
             continue;
@@ -259,21 +259,9 @@ pub struct CachedRoomType {
     pub max_occupancy: u32,
 }
 
-/// A night's key: (hotel, room type, night).
-type NightKey = (i64, i64, NaiveDate);
-
 /// A batch's events on room nights: per (hotel, night), per room type, in stream order.
 type TouchedNights<'a> =
-    BTreeMap<(i64, NaiveDate), BTreeMap<i64, Vec<(&'a StoredEvent, RoomNightEvent)>>>;
-
-/// `{hotel}:{room type}:{YYYY-MM-DD}`
-fn parse_night_stream(id: &str) -> Option<NightKey> {
-    let mut parts = id.splitn(3, ':');
-    let hotel = parts.next()?.parse().ok()?;
-    let room_type = parts.next()?.parse().ok()?;
-    let night = NaiveDate::parse_from_str(parts.next()?, "%Y-%m-%d").ok()?;
-    Some((hotel, room_type, night))
-}
+    BTreeMap<(i64, NaiveDate), BTreeMap<i64, Vec<(&'a StoredEvent, &'a RoomNightEvent)>>>;
 
 /// The projection that keeps availability in Redis.
 pub struct AvailabilityProjection {
@@ -309,46 +297,38 @@ impl Projection for AvailabilityProjection {
         let mut details: BTreeMap<i64, CachedHotel> = BTreeMap::new();
         let mut room_types: BTreeMap<i64, Vec<(i64, CachedRoomType)>> = BTreeMap::new();
         for stored in batch {
-            match stored.aggregate_type.as_str() {
-                "room_night" => {
-                    let (hotel, room_type, night) = parse_night_stream(&stored.aggregate_id)
-                        .ok_or_else(|| {
-                            anyhow::anyhow!("unexpected room night stream {}", stored.aggregate_id)
-                        })?;
-                    let event = RoomNightEvent::deserialize(&stored.payload)?;
-                    nights
-                        .entry((hotel, night))
-                        .or_default()
-                        .entry(room_type)
-                        .or_default()
-                        .push((stored, event));
-                }
-                "hotel" => {
-                    let hotel: i64 = stored.aggregate_id.parse()?;
-                    match HotelEvent::deserialize(&stored.payload)? {
-                        HotelEvent::HotelDetailsSet { details: d, .. } => {
-                            details.insert(
-                                hotel,
-                                CachedHotel {
-                                    name: d.name().to_owned(),
-                                    city: d.city().to_owned(),
-                                    timezone: d.timezone().to_owned(),
-                                },
-                            );
-                        }
-                        HotelEvent::RoomTypeSet {
-                            room_type_id,
-                            details: d,
-                        } => room_types.entry(hotel).or_default().push((
-                            room_type_id.get(),
-                            CachedRoomType {
+            match stored.typed_for(NAME)? {
+                TypedEvent::RoomNight { key, event } => nights
+                    .entry((key.hotel_id.get(), key.night))
+                    .or_default()
+                    .entry(key.room_type_id.get())
+                    .or_default()
+                    .push((stored, event)),
+                TypedEvent::Hotel { hotel_id, event } => match event {
+                    HotelEvent::HotelDetailsSet { details: d, .. } => {
+                        details.insert(
+                            hotel_id.get(),
+                            CachedHotel {
                                 name: d.name().to_owned(),
-                                max_occupancy: d.max_occupancy(),
+                                city: d.city().to_owned(),
+                                timezone: d.timezone().to_owned(),
                             },
-                        )),
+                        );
                     }
-                }
-                _ => {}
+                    HotelEvent::RoomTypeSet {
+                        room_type_id,
+                        details: d,
+                    } => room_types.entry(hotel_id.get()).or_default().push((
+                        room_type_id.get(),
+                        CachedRoomType {
+                            name: d.name().to_owned(),
+                            max_occupancy: d.max_occupancy(),
+                        },
+                    )),
+                },
+                // What is left to sell is the nights' business; a reservation's own
+                // events say nothing the nights do not.
+                TypedEvent::Reservation { .. } => {}
             }
         }
 
@@ -705,14 +685,5 @@ mod tests {
     fn night_fields_name_the_date() {
         let night = NaiveDate::from_ymd_opt(2027, 6, 1).expect("date");
         assert_eq!(night_field(night), "n:2027-06-01");
-    }
-
-    #[test]
-    fn night_stream_ids_parse() {
-        assert_eq!(
-            parse_night_stream("812:3:2027-06-01"),
-            Some((812, 3, NaiveDate::from_ymd_opt(2027, 6, 1).expect("date")))
-        );
-        assert_eq!(parse_night_stream("812:3"), None);
     }
 }

@@ -107,12 +107,10 @@ impl Default for RunnerConfig {
             lag_interval: Duration::from_secs(2),
             // A dependency that comes back is noticed within seconds.
             max_backoff: Duration::from_secs(5),
-            // Under load a commit lands every few milliseconds; a runner woken by each
-            // one spent more on its own statements (read, checkpoint, commit) than on
-            // the events: measured, 1,100 reads a second for four runners at 750
-            // bookings a second. A few milliseconds of lag buys batches. (Pacing the
-            // reads at the head as well, not only after idling: spread bookings with
-            // the four projections in the server 1,600 -> 2,000 holds/s.)
+            // Under load a commit lands every few milliseconds, and a runner woken by
+            // each one spends more on its own statements (read, checkpoint, commit)
+            // than on the events: a few milliseconds of lag buy batches (see
+            // docs/benchmarks.md, findings 10 and 15).
             gather: Duration::from_millis(20),
         }
     }
@@ -434,10 +432,9 @@ struct Horizon {
 /// Discards every notification already sent to `listener`: those it has buffered and
 /// those still waiting on its connection. A runner busy with a load never waits on its
 /// listener, so the announcements of a burst of commits (up to a hundred a second) pile
-/// up on the connection; draining only the buffer left them to be received one at a
-/// time once the runner went idle, each waking it for a read of nothing: after a
-/// minute of bookings, every runner spun through empty reads for as long again (its
-/// statements were 12% of the machine's CPU under the reads that followed).
+/// up on the connection; draining only the buffer would leave them to be received one
+/// at a time once the runner goes idle, each waking it for a read of nothing (see
+/// docs/benchmarks.md, finding 26).
 async fn drain(listener: &mut PgListener) {
     for _ in 0..100_000 {
         // A zero timeout polls `recv` once: it returns a buffered notification or one

@@ -1,11 +1,11 @@
 //! One read of the log's tail for every runner of a process.
 //!
-//! A server runs four projections, and each reads every event: under a booking load
-//! that was four reads of the same rows, four times the JSON decoded (measured: a fifth
-//! of the server's CPU went to `read_after` and decoding its rows). The runners of one
-//! process share a [`Tail`] instead: the first runner to ask for events after a
-//! checkpoint reads them from the database and keeps them; the others, asking for the
-//! same events a moment later, get them from memory.
+//! A server runs four projections, and each reads every event: without sharing, that
+//! is four reads of the same rows and four times the JSON decoded (see
+//! docs/benchmarks.md, finding 14). The runners of one process share a [`Tail`]
+//! instead: the first runner to ask for events after a checkpoint reads them from the
+//! database, decoded once into typed events (see [`crate::log`]), and keeps them; the
+//! others, asking for the same events a moment later, get them from memory.
 //!
 //! **Why this cannot skip or reorder an event.** A read returns the events of the log in
 //! commit order right after a checkpoint, and only events of transactions older than
@@ -199,7 +199,7 @@ mod tests {
     use chrono::Utc;
 
     fn event(transaction_id: i64, position: i64) -> StoredEvent {
-        StoredEvent {
+        let columns = crate::log::EventColumns {
             position,
             transaction_id,
             aggregate_type: "RoomNight".into(),
@@ -210,7 +210,8 @@ mod tests {
             payload: serde_json::Value::Null,
             metadata: serde_json::Value::Null,
             recorded_at: Utc::now(),
-        }
+        };
+        StoredEvent::decode(columns, &aggregates::EventDecoder::default())
     }
 
     fn at(transaction_id: i64, position: i64) -> Checkpoint {

@@ -5,8 +5,8 @@
 
 use aggregates::booking::{self, InventoryUpdate};
 use aggregates::{
-    Hotel, HotelCommand, HotelDetails, HotelId, InvalidInput, Rejection, RoomTypeDetails,
-    RoomTypeId, StayDates,
+    CommandName, Hotel, HotelCommand, HotelDetails, HotelId, InvalidInput, Rejection,
+    RoomTypeDetails, RoomTypeId, StayDates,
 };
 use chrono::NaiveDate;
 
@@ -23,7 +23,8 @@ impl CommandService {
         details: HotelDetails,
     ) -> Result<Hotel, CommandError> {
         let command = HotelCommand::SetDetails { hotel_id, details };
-        self.hotel_command(by, hotel_id, command, "set_hotel").await
+        self.hotel_command(by, hotel_id, command, CommandName::SetHotel)
+            .await
     }
 
     /// Creates or updates a room type of an existing hotel.
@@ -38,7 +39,7 @@ impl CommandService {
             room_type_id,
             details,
         };
-        self.hotel_command(by, hotel_id, command, "set_room_type")
+        self.hotel_command(by, hotel_id, command, CommandName::SetRoomType)
             .await
     }
 
@@ -47,7 +48,7 @@ impl CommandService {
         by: &Caller,
         hotel_id: HotelId,
         command: HotelCommand,
-        name: &'static str,
+        name: CommandName,
     ) -> Result<Hotel, CommandError> {
         let metadata = EventMetadata {
             command: name,
@@ -96,7 +97,7 @@ impl CommandService {
         let now = self.now();
         let dates: Vec<NaiveDate> = range.nights().collect();
         let metadata = EventMetadata {
-            command: "set_inventory",
+            command: CommandName::SetInventory,
             client: by.name().to_owned(),
             idempotency_key: None,
         };

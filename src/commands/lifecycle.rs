@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 
 use aggregates::booking;
 use aggregates::{
-    CancelledBy, Decision, Guest, Hotel, HotelId, Nights, Rejection, Reservation, ReservationEvent,
-    ReservationId, RoomCount, RoomTypeId, StayDates,
+    CancelledBy, CommandName, Decision, Guest, Hotel, HotelId, Nights, Rejection, Reservation,
+    ReservationEvent, ReservationId, RoomCount, RoomTypeId, StayDates,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use futures::future::BoxFuture;
@@ -67,7 +67,7 @@ pub struct ReservationCommand<'a, R, F> {
     pub scope: &'a str,
     pub key: Option<IdempotencyKey>,
     /// The command's name, stored with its events and in its idempotency record.
-    pub command: &'static str,
+    pub command: CommandName,
     /// What the idempotency record fingerprints.
     pub request: &'a R,
     pub reservation_id: ReservationId,
@@ -102,10 +102,10 @@ impl CommandService {
             .limits
             .check_size(&request.stay, request.rooms)
             .map_err(Rejection::from)?;
-        let fingerprint = RequestFingerprint::new(scope, key, "hold_stay", &request)?;
+        let fingerprint = RequestFingerprint::new(scope, key, CommandName::HoldStay, &request)?;
         let now = self.now();
         let reservation_id = ReservationId::from_uuid(Uuid::now_v7());
-        let metadata = metadata("hold_stay", channel, Some(&fingerprint));
+        let metadata = metadata(CommandName::HoldStay, channel, Some(&fingerprint));
         let hold = Hold {
             channel: channel.to_owned(),
             fingerprint,
@@ -220,7 +220,7 @@ impl CommandService {
             caller,
             scope,
             key: key.into(),
-            command: "cancel",
+            command: CommandName::Cancel,
             request: &CancelRequest {
                 reservation_id,
                 reason: &reason,
@@ -281,7 +281,7 @@ impl CommandService {
             caller,
             scope,
             key: key.into(),
-            command: "change_dates",
+            command: CommandName::ChangeDates,
             request: &ChangeRequest {
                 reservation_id,
                 stay: new_stay,
@@ -316,7 +316,7 @@ impl CommandService {
             caller,
             scope: caller.name(),
             key,
-            command: "confirm",
+            command: CommandName::Confirm,
             request: &reservation_id,
             reservation_id,
             extra_stay: None,
@@ -534,7 +534,7 @@ fn expiry<'a>(
         caller,
         scope: "expiry",
         key: None,
-        command: "expire_hold",
+        command: CommandName::ExpireHold,
         request: reservation_id,
         reservation_id: *reservation_id,
         extra_stay: None,
@@ -543,7 +543,7 @@ fn expiry<'a>(
 }
 
 pub(super) fn metadata(
-    command: &'static str,
+    command: CommandName,
     client: &str,
     fingerprint: Option<&RequestFingerprint>,
 ) -> EventMetadata {

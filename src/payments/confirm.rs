@@ -2,7 +2,7 @@
 //! outside any transaction, then T2 (see `PaymentService::resolve`) or, when the
 //! gateway has not decided yet, a 202 that leaves the saga to the webhook or recovery.
 
-use aggregates::{Rejection, ReservationId, ReservationStatus};
+use aggregates::{CommandName, Rejection, ReservationId, ReservationStatus};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::PgConnection;
@@ -51,7 +51,7 @@ impl PaymentService {
         let fingerprint = RequestFingerprint::new(
             scope,
             key,
-            "confirm",
+            CommandName::Confirm,
             &ConfirmRequest {
                 reservation_id,
                 payment_token: token.as_str(),

@@ -24,7 +24,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aggregates::booking;
-use aggregates::{Payment, Rejection, ReservationEvent, ReservationId, ReservationStatus};
+use aggregates::{
+    CommandName, Payment, Rejection, ReservationEvent, ReservationId, ReservationStatus,
+};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
@@ -244,8 +246,8 @@ impl PaymentService {
             seen: Mutex::new(Seen::default()),
         };
         let command = match &resolution {
-            Resolution::Authorized(_) => "apply_authorization",
-            Resolution::Declined(_) => "decline_payment",
+            Resolution::Authorized(_) => CommandName::ApplyAuthorization,
+            Resolution::Declined(_) => CommandName::DeclinePayment,
         };
         let outcome = self
             .commands

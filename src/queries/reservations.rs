@@ -71,11 +71,11 @@ impl Queries {
         let Some(details) = reservation.details() else {
             return Err(QueryError::Corrupt("reservation without details".into()));
         };
-        let stream = aggregates::reservation::reservation_stream_id(
-            details.hotel_id,
-            details.reservation_id,
-        );
-        let events = self.stream("reservation", &stream).await?;
+        let stream =
+            aggregates::contract::reservation_stream_id(details.hotel_id, details.reservation_id);
+        let events = self
+            .stream(aggregates::AggregateType::Reservation.as_str(), &stream)
+            .await?;
         Ok(Some((details.channel.clone(), events)))
     }
 

@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 
 use aggregates::{
-    Decision, Hotel, HotelEvent, Reservation, ReservationEvent, ReservationId, RoomNight,
-    RoomNightEvent,
+    CommandName, Decision, Hotel, HotelEvent, Reservation, ReservationEvent, ReservationId,
+    RoomNight, RoomNightEvent,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use cqrs_es::{Aggregate, DomainEvent};
@@ -20,12 +20,18 @@ use crate::error::CommandError;
 
 /// Who caused the events and under which request; stored with every event of a
 /// command (postgres-es's metadata is a map of strings).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct EventMetadata {
-    pub command: &'static str,
+    #[serde(serialize_with = "command_name")]
+    pub command: CommandName,
     pub client: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+}
+
+/// A command as `metadata.command` stores it: its storage name.
+fn command_name<S: serde::Serializer>(command: &CommandName, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(command.as_str())
 }
 
 /// One row to append to `events`.
@@ -284,7 +290,7 @@ impl Writer {
         };
         self.events.push(
             Hotel::TYPE,
-            &hotel_id.to_string(),
+            &aggregates::contract::hotel_stream_id(hotel_id),
             version + 1,
             events,
             &self.metadata,

@@ -16,6 +16,8 @@ use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, Row};
 
 use super::AttemptError;
+use aggregates::CommandName;
+
 use crate::error::CommandError;
 
 /// An `Idempotency-Key`: 1 to 255 printable ASCII characters.
@@ -59,13 +61,13 @@ impl RequestFingerprint {
     pub fn new(
         client: &str,
         key: IdempotencyKey,
-        command: &str,
+        command: CommandName,
         request: &impl Serialize,
     ) -> Result<Self, CommandError> {
         let canonical = serde_json::to_vec(request)
             .map_err(|e| CommandError::Internal(format!("request not serializable: {e}")))?;
         let mut hasher = Sha256::new();
-        hasher.update(command.as_bytes());
+        hasher.update(command.as_str().as_bytes());
         hasher.update([0]);
         hasher.update(&canonical);
         Ok(Self {

@@ -8,16 +8,27 @@
 //! and `RoomNight::invariant_holds` after every event. They use only the stream's own
 //! state, so a replay holds one stream in memory at a time.
 //!
+//! Payloads are read through the same upcasters as the projections' (aggregates'
+//! `EventDecoder`), so an event stored in an older shape replays as the current one,
+//! and its version is checked as the upcasters left it. The stream id and the event
+//! type are checked here, not by the decoder, because a replay reports them as
+//! problems of the history and goes on.
+//!
 //! Pure: no IO, so every rule has a unit test below.
 
-use aggregates::reservation::reservation_stream_id;
+use std::sync::LazyLock;
+
+use aggregates::contract::{hotel_stream_id, reservation_stream_id, RawEvent, RawPayload};
 use aggregates::{
-    Hotel, HotelEvent, InventoryLevels, Reservation, ReservationEvent, ReservationStatus,
-    RoomNight, RoomNightEvent,
+    AggregateType, DecodeError, EventDecoder, Hotel, HotelEvent, InventoryLevels, Reservation,
+    ReservationEvent, ReservationStatus, RoomNight, RoomNightEvent,
 };
 use chrono::{DateTime, Utc};
 use cqrs_es::DomainEvent;
 use serde::de::DeserializeOwned;
+
+/// The decoder the replay reads payloads through: production's upcasters.
+static DECODER: LazyLock<EventDecoder> = LazyLock::new(EventDecoder::default);
 
 /// The aggregate a stream replays into, by `aggregate_type`.
 #[derive(Debug, Clone)]
@@ -41,11 +52,11 @@ pub struct StreamReplay {
 
 impl StreamReplay {
     pub fn new(aggregate_type: &str, aggregate_id: &str) -> Self {
-        let state = match aggregate_type {
-            "hotel" => StreamState::Hotel(Hotel::default()),
-            "reservation" => StreamState::Reservation(Reservation::default()),
-            "room_night" => StreamState::Night(RoomNight::default()),
-            _ => StreamState::Unknown,
+        let state = match AggregateType::parse(aggregate_type) {
+            Some(AggregateType::Hotel) => StreamState::Hotel(Hotel::default()),
+            Some(AggregateType::Reservation) => StreamState::Reservation(Reservation::default()),
+            Some(AggregateType::RoomNight) => StreamState::Night(RoomNight::default()),
+            None => StreamState::Unknown,
         };
         Self {
             aggregate_type: aggregate_type.to_owned(),
@@ -78,10 +89,19 @@ impl StreamReplay {
         let gap = (sequence != expected).then(|| {
             format!("sequence {sequence} where {expected} was expected (events are missing or repeated)")
         });
+        let raw = RawEvent {
+            aggregate_type: &self.aggregate_type,
+            aggregate_id: &self.aggregate_id,
+            sequence,
+            event_type,
+            event_version,
+            payload: RawPayload::Text(payload),
+        };
         let problem = match &mut self.state {
             StreamState::Night(night) => {
-                let event: RoomNightEvent = decode(payload, "room-night")?;
-                let problem = check_type(&event, event_type, event_version)
+                let (event, event_version): (RoomNightEvent, _) =
+                    decode(raw, AggregateType::RoomNight, "room-night")?;
+                let problem = check_type(&event, event_type, &event_version)
                     .err()
                     .or_else(|| check_night_event(night, &event, &self.aggregate_id).err());
                 night.apply_event(&event);
@@ -97,8 +117,9 @@ impl StreamReplay {
                 })
             }
             StreamState::Reservation(reservation) => {
-                let event: ReservationEvent = decode(payload, "reservation")?;
-                let problem = check_type(&event, event_type, event_version)
+                let (event, event_version): (ReservationEvent, _) =
+                    decode(raw, AggregateType::Reservation, "reservation")?;
+                let problem = check_type(&event, event_type, &event_version)
                     .err()
                     .or_else(|| {
                         check_reservation_event(reservation, &event, &self.aggregate_id).err()
@@ -107,8 +128,9 @@ impl StreamReplay {
                 problem
             }
             StreamState::Hotel(hotel) => {
-                let event: HotelEvent = decode(payload, "hotel")?;
-                let problem = check_type(&event, event_type, event_version)
+                let (event, event_version): (HotelEvent, _) =
+                    decode(raw, AggregateType::Hotel, "hotel")?;
+                let problem = check_type(&event, event_type, &event_version)
                     .err()
                     .or_else(|| check_hotel_event(hotel, &event, &self.aggregate_id).err());
                 hotel.apply_event(&event);
@@ -125,11 +147,25 @@ impl StreamReplay {
     }
 }
 
-fn decode<T: DeserializeOwned>(payload: &str, what: &str) -> Result<T, String> {
-    serde_json::from_str(payload).map_err(|e| format!("payload is not a {what} event: {e}"))
+/// The payload, through the upcasters, and the version it was read as.
+fn decode<T: DeserializeOwned>(
+    raw: RawEvent<'_>,
+    aggregate_type: AggregateType,
+    what: &str,
+) -> Result<(T, String), String> {
+    DECODER
+        .payload(aggregate_type, raw)
+        .map(|(event, version)| (event, version.into_owned()))
+        .map_err(|e| match e {
+            DecodeError::Payload { message, .. } => {
+                format!("payload is not a {what} event: {message}")
+            }
+            other => format!("payload is not a {what} event: {other}"),
+        })
 }
 
-/// The `event_type` and `event_version` columns must say what the payload is.
+/// The `event_type` and `event_version` columns (the version as the upcasters left
+/// it) must say what the payload is.
 fn check_type<E: DomainEvent>(
     event: &E,
     event_type: &str,
@@ -311,7 +347,7 @@ pub fn check_reservation_event(
 pub fn check_hotel_event(hotel: &Hotel, event: &HotelEvent, stream_id: &str) -> Result<(), String> {
     match event {
         HotelEvent::HotelDetailsSet { hotel_id, .. } => {
-            if hotel_id.to_string() != stream_id {
+            if hotel_stream_id(*hotel_id) != stream_id {
                 return Err(format!(
                     "HotelDetailsSet for hotel {hotel_id} in this stream"
                 ));

@@ -1,396 +1,17 @@
-//! The PostgreSQL read models for look-ups and analytics.
-//!
-//! - [`ReservationsView`] (`reservations_view`): one row per reservation, for look-ups by
-//!   channel, by guest email, and by hotel and date, without touching the write side.
-//! - [`Occupancy`] (`occupancy`): per (hotel, room type, night) the inventory, rooms
-//!   confirmed and held, revenue, holds placed and lapsed, and cancellations.
-//!
-//! Both write through the transaction the runner saves the checkpoint in, so each event
-//! is applied exactly once; on top of that every row remembers the sequence of the last
-//! event of its stream it applied (`version`) and ignores anything at or below it, as the
-//! design asks of every projection. A batch is applied in three steps — load the rows
-//! the batch touches (one query per table), apply the events in memory in commit order
-//! (so several events of one stream in one batch compose), write back what changed (one
-//! statement per table) — rather than one round trip per event: a rebuild replays the
-//! whole history in batches of hundreds. One shortcut for occupancy: a night whose
-//! events in the batch are all new holds (most nights under a booking load) is updated
-//! by their sums in one statement without being loaded, guarded by its `version`
-//! standing exactly before the first of them; any night the guard refuses goes the
-//! three-step way.
-//!
-//! Revenue is exact under rate changes: a confirmed room-night earns the night's rate at
-//! the moment it is confirmed (`HoldConfirmed`) or booked (`RoomsBooked`), and the amount
-//! is stored per (night, reservation) in `occupancy_confirmations`, so releasing it
-//! subtracts exactly what was added, whatever the rate is by then.
-//!
-//! A release counts as a cancellation when the command that wrote it was a cancellation.
-//! Night streams do not say why rooms came back (a cancel, a change of dates, a declined
-//! payment all release), and the reservation's own `ReservationCancelled` may lie in
-//! another batch than the releases it caused; but every event carries the metadata of the
-//! command that wrote it (`{"command": "cancel", ...}`), which is the same for all of a
-//! transaction's events and does not depend on where batches are cut.
+//! Daily occupancy and revenue (`occupancy_daily`, `occupancy_confirmations`): per
+//! (hotel, room type, night) the inventory, rooms confirmed and held, revenue, holds
+//! placed and lapsed, and cancellations (see the [module docs](super)).
 
 use std::collections::{HashMap, HashSet};
 
-use aggregates::{ReservationEvent, ReservationStatus, RoomNightEvent};
-use anyhow::{anyhow, Context};
-use chrono::{DateTime, NaiveDate, Utc};
-use serde::de::DeserializeOwned;
+use aggregates::{CommandName, RoomNightEvent, RoomNightKey, TypedEvent};
+use chrono::NaiveDate;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::{to_i32, OCCUPANCY};
 use crate::log::StoredEvent;
 use crate::runner::Projection;
-
-/// Name (and checkpoint row) of the reservations view.
-pub const RESERVATIONS_VIEW: &str = "reservations_view";
-/// Name (and checkpoint row) of the occupancy and revenue projection.
-pub const OCCUPANCY: &str = "occupancy";
-
-const ROOM_NIGHT_STREAMS: &str = "room_night";
-const RESERVATION_STREAMS: &str = "reservation";
-/// `metadata.command` of the events a cancellation writes (the write side's command name).
-const CANCEL_COMMAND: &str = "cancel";
-
-const ROOM_NIGHT_EVENTS: &[&str] = &[
-    "InventorySet",
-    "RoomsHeld",
-    "RoomsBooked",
-    "HoldConfirmed",
-    "HoldLapsed",
-    "RoomsReleased",
-];
-const RESERVATION_EVENTS: &[&str] = &[
-    "ReservationHeld",
-    "ReservationConfirmed",
-    "ReservationCancelled",
-    "HoldExpired",
-    "DatesChanged",
-    "PaymentDeclined",
-    "LatePaymentRefunded",
-];
-
-/// The generation a projection serves and when its checkpoint last moved (`None` before
-/// it first ran), read on `conn`. Readers call this inside the read-only transaction
-/// they then read the rows in: one snapshot sees the generation and its rows together,
-/// so a rebuild that switches and deletes the old generation meanwhile cannot leave the
-/// reader looking at an emptied generation.
-pub async fn served_state(
-    conn: &mut PgConnection,
-    name: &str,
-) -> Result<(i32, Option<DateTime<Utc>>), sqlx::Error> {
-    let row: Option<(i32, DateTime<Utc>)> =
-        sqlx::query_as("SELECT generation, updated_at FROM projection_checkpoints WHERE name = $1")
-            .bind(name)
-            .fetch_optional(&mut *conn)
-            .await?;
-    Ok(match row {
-        Some((generation, updated_at)) => (generation, Some(updated_at)),
-        None => (1, None),
-    })
-}
-
-/// Decodes an event of a type this projection knows; `None` for types it does not
-/// (another aggregate's, or one added after this code: it has nothing to say about them).
-/// A known type that does not decode is an error: skipping it would silently drift.
-fn decode<E: DeserializeOwned>(event: &StoredEvent, known: &[&str]) -> anyhow::Result<Option<E>> {
-    if !known.contains(&event.event_type.as_str()) {
-        tracing::debug!(
-            event_type = %event.event_type,
-            position = event.position,
-            "event type not projected; skipped"
-        );
-        return Ok(None);
-    }
-    // Decoded from the borrowed value: cloning the payload first would copy every map
-    // in it, for every event and every projection.
-    E::deserialize(&event.payload).map(Some).with_context(|| {
-        format!(
-            "event at position {} ({} {}) does not decode",
-            event.position, event.aggregate_id, event.event_type
-        )
-    })
-}
-
-fn to_i32(value: i64, what: &str) -> anyhow::Result<i32> {
-    i32::try_from(value).map_err(|_| anyhow!("{what} = {value} does not fit an integer column"))
-}
-
-// ---------------------------------------------------------------------------------------
-// Reservations view
-// ---------------------------------------------------------------------------------------
-
-/// One row per reservation; see the module docs.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ReservationsView;
-
-/// One row of `reservations_view` (without its generation): what the projection
-/// writes and what the look-up endpoint reads.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
-pub struct ReservationRow {
-    pub reservation_id: Uuid,
-    pub hotel_id: i64,
-    pub room_type_id: i64,
-    pub start_date: NaiveDate,
-    pub end_date: NaiveDate,
-    pub rooms: i32,
-    pub status: String,
-    pub guest_name: String,
-    pub guest_email: String,
-    pub channel: String,
-    pub total_cents: i64,
-    pub hold_expires_at: DateTime<Utc>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    pub version: i64,
-}
-
-/// The reservation id of a stream id `{hotel}:{uuid}`.
-fn reservation_of_stream(stream: &str) -> anyhow::Result<Uuid> {
-    let (_, id) = stream
-        .rsplit_once(':')
-        .ok_or_else(|| anyhow!("reservation stream id {stream:?} is not {{hotel}}:{{uuid}}"))?;
-    Uuid::parse_str(id).with_context(|| format!("reservation stream id {stream:?}"))
-}
-
-/// The reservations view's rows of generation `$1` with the ids `$2` (those that exist).
-///
-/// One primary-key probe per id, whatever the planner believes of the table: as
-/// `reservation_id = ANY($2)`, a table grown since its last ANALYZE (or never analyzed)
-/// was read through another index, all of a generation's rows, for every batch
-/// (measured: 4.9 ms a batch 20,000 reservations into a run, the costliest statement of
-/// the projections). The lateral subquery with OFFSET 0 cannot be turned into a join
-/// that scans the table. Public so that a test can check its plans.
-pub const LOAD_VIEW_ROWS: &str = "SELECT v.reservation_id, v.hotel_id, v.room_type_id,
-        v.start_date, v.end_date, v.rooms, v.status, v.guest_name, v.guest_email,
-        v.channel, v.total_cents, v.hold_expires_at, v.created_at, v.updated_at, v.version
-   FROM unnest($2::uuid[]) AS k (id)
-  CROSS JOIN LATERAL (
-        SELECT * FROM reservations_view r
-         WHERE r.generation = $1 AND r.reservation_id = k.id
-        OFFSET 0) v";
-
-/// New rows of the reservations view, columns as arrays (generation `$1`).
-const INSERT_VIEW_ROWS: &str = "INSERT INTO reservations_view (generation, reservation_id,
-        hotel_id, room_type_id, start_date, end_date, rooms, status, guest_name, guest_email,
-        channel, total_cents, hold_expires_at, created_at, updated_at, version)
-     SELECT $1, * FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::date[],
-            $6::date[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
-            $12::bigint[], $13::timestamptz[], $14::timestamptz[], $15::timestamptz[],
-            $16::bigint[])";
-
-/// Rows of the reservations view that exist, bound as [`INSERT_VIEW_ROWS`] binds them.
-const UPDATE_VIEW_ROWS: &str = "UPDATE reservations_view AS v
-        SET hotel_id = u.hotel_id, room_type_id = u.room_type_id,
-            start_date = u.start_date, end_date = u.end_date, rooms = u.rooms,
-            status = u.status, guest_name = u.guest_name, guest_email = u.guest_email,
-            channel = u.channel, total_cents = u.total_cents,
-            hold_expires_at = u.hold_expires_at, created_at = u.created_at,
-            updated_at = u.updated_at, version = u.version
-       FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::date[], $6::date[],
-                   $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
-                   $12::bigint[], $13::timestamptz[], $14::timestamptz[],
-                   $15::timestamptz[], $16::bigint[])
-            AS u (reservation_id, hotel_id, room_type_id, start_date, end_date, rooms,
-                  status, guest_name, guest_email, channel, total_cents, hold_expires_at,
-                  created_at, updated_at, version)
-      WHERE v.generation = $1 AND v.reservation_id = u.reservation_id";
-
-impl ReservationsView {
-    /// Applies one event to the rows loaded for the batch.
-    fn fold(
-        rows: &mut HashMap<Uuid, ReservationRow>,
-        id: Uuid,
-        sequence: i64,
-        event: ReservationEvent,
-    ) -> anyhow::Result<bool> {
-        if let ReservationEvent::ReservationHeld(details) = &event {
-            if rows.get(&id).is_some_and(|row| row.version >= sequence) {
-                return Ok(false);
-            }
-            rows.insert(
-                id,
-                ReservationRow {
-                    reservation_id: id,
-                    hotel_id: details.hotel_id.get(),
-                    room_type_id: details.room_type_id.get(),
-                    start_date: details.stay.start(),
-                    end_date: details.stay.end(),
-                    rooms: to_i32(i64::from(details.rooms.get()), "rooms")?,
-                    status: ReservationStatus::Held.as_str().to_owned(),
-                    guest_name: details.guest.name().to_owned(),
-                    guest_email: details.guest.email().to_owned(),
-                    channel: details.channel.clone(),
-                    total_cents: details.total_cents,
-                    hold_expires_at: details.hold_expires_at,
-                    created_at: details.created_at,
-                    updated_at: details.created_at,
-                    version: sequence,
-                },
-            );
-            return Ok(true);
-        }
-        let Some(row) = rows.get_mut(&id) else {
-            // Only possible if the log lost the stream's first event; say so, and keep
-            // the rest of the view moving.
-            tracing::warn!(reservation = %id, sequence, "event for a reservation the view never saw held; skipped");
-            return Ok(false);
-        };
-        if row.version >= sequence {
-            return Ok(false);
-        }
-        row.version = sequence;
-        match event {
-            ReservationEvent::ReservationHeld(_) => {}
-            ReservationEvent::ReservationConfirmed { confirmed_at, .. } => {
-                row.status = ReservationStatus::Confirmed.as_str().to_owned();
-                row.updated_at = confirmed_at;
-            }
-            ReservationEvent::ReservationCancelled { cancelled_at, .. } => {
-                row.status = ReservationStatus::Cancelled.as_str().to_owned();
-                row.updated_at = cancelled_at;
-            }
-            ReservationEvent::HoldExpired { expired_at } => {
-                row.status = ReservationStatus::Expired.as_str().to_owned();
-                row.updated_at = expired_at;
-            }
-            ReservationEvent::DatesChanged {
-                stay,
-                total_cents,
-                changed_at,
-            } => {
-                row.start_date = stay.start();
-                row.end_date = stay.end();
-                row.total_cents = total_cents;
-                row.updated_at = changed_at;
-            }
-            ReservationEvent::PaymentDeclined { declined_at, .. } => {
-                row.status = ReservationStatus::Declined.as_str().to_owned();
-                row.updated_at = declined_at;
-            }
-            // The status stays what it was; the refund is the payment side's business.
-            ReservationEvent::LatePaymentRefunded { refunded_at, .. } => {
-                row.updated_at = refunded_at;
-            }
-        }
-        Ok(true)
-    }
-
-    async fn load(
-        tx: &mut PgConnection,
-        generation: i32,
-        ids: &[Uuid],
-    ) -> anyhow::Result<HashMap<Uuid, ReservationRow>> {
-        let rows: Vec<ReservationRow> = sqlx::query_as(LOAD_VIEW_ROWS)
-            .bind(generation)
-            .bind(ids)
-            .fetch_all(&mut *tx)
-            .await?;
-        Ok(rows.into_iter().map(|r| (r.reservation_id, r)).collect())
-    }
-
-    /// Runs `sql` (one of the two below) with the rows' columns bound as arrays.
-    async fn store(
-        tx: &mut PgConnection,
-        generation: i32,
-        rows: &[&ReservationRow],
-        sql: &'static str,
-    ) -> anyhow::Result<()> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        macro_rules! column {
-            ($field:ident) => {
-                rows.iter().map(|r| r.$field.clone()).collect::<Vec<_>>()
-            };
-        }
-        sqlx::query(sql)
-            .bind(generation)
-            .bind(column!(reservation_id))
-            .bind(column!(hotel_id))
-            .bind(column!(room_type_id))
-            .bind(column!(start_date))
-            .bind(column!(end_date))
-            .bind(column!(rooms))
-            .bind(column!(status))
-            .bind(column!(guest_name))
-            .bind(column!(guest_email))
-            .bind(column!(channel))
-            .bind(column!(total_cents))
-            .bind(column!(hold_expires_at))
-            .bind(column!(created_at))
-            .bind(column!(updated_at))
-            .bind(column!(version))
-            .execute(&mut *tx)
-            .await?;
-        Ok(())
-    }
-}
-
-impl Projection for ReservationsView {
-    fn name(&self) -> &'static str {
-        RESERVATIONS_VIEW
-    }
-
-    async fn apply(
-        &mut self,
-        tx: &mut PgConnection,
-        generation: i32,
-        batch: &[StoredEvent],
-    ) -> anyhow::Result<()> {
-        let mut events = Vec::new();
-        for stored in batch
-            .iter()
-            .filter(|e| e.aggregate_type == RESERVATION_STREAMS)
-        {
-            if let Some(event) = decode::<ReservationEvent>(stored, RESERVATION_EVENTS)? {
-                events.push((
-                    reservation_of_stream(&stored.aggregate_id)?,
-                    stored.sequence,
-                    event,
-                ));
-            }
-        }
-        if events.is_empty() {
-            return Ok(());
-        }
-        let ids: Vec<Uuid> = events
-            .iter()
-            .map(|(id, _, _)| *id)
-            .collect::<HashSet<_>>()
-            .into_iter()
-            .collect();
-        let mut rows = Self::load(tx, generation, &ids).await?;
-        let stored: HashSet<Uuid> = rows.keys().copied().collect();
-        let mut changed = HashSet::new();
-        for (id, sequence, event) in events {
-            if Self::fold(&mut rows, id, sequence, event)? {
-                changed.insert(id);
-            }
-        }
-        // Rows that exist are updated, new ones inserted (the transaction holds this
-        // projection's checkpoint lock: no other writer adds one between). An upsert
-        // would pay a speculative insertion or a row lock record for each.
-        let (existing, new): (Vec<&ReservationRow>, Vec<&ReservationRow>) = changed
-            .iter()
-            .filter_map(|id| rows.get(id))
-            .partition(|row| stored.contains(&row.reservation_id));
-        Self::store(tx, generation, &existing, UPDATE_VIEW_ROWS).await?;
-        Self::store(tx, generation, &new, INSERT_VIEW_ROWS).await
-    }
-
-    async fn clear(&mut self, conn: &mut PgConnection, generation: i32) -> anyhow::Result<()> {
-        sqlx::query("DELETE FROM reservations_view WHERE generation = $1")
-            .bind(generation)
-            .execute(&mut *conn)
-            .await?;
-        Ok(())
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Occupancy
-// ---------------------------------------------------------------------------------------
 
 /// Daily occupancy, revenue, holds and cancellations; see the module docs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -404,23 +25,13 @@ struct NightKey {
     night: NaiveDate,
 }
 
-impl NightKey {
-    fn of_stream(stream: &str) -> anyhow::Result<Self> {
-        let bad = || {
-            anyhow!("room-night stream id {stream:?} is not {{hotel}}:{{room type}}:{{YYYY-MM-DD}}")
-        };
-        let mut parts = stream.splitn(3, ':');
-        let hotel_id = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
-        let room_type_id = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
-        let night = parts
-            .next()
-            .and_then(|p| NaiveDate::parse_from_str(p, "%Y-%m-%d").ok())
-            .ok_or_else(bad)?;
-        Ok(Self {
-            hotel_id,
-            room_type_id,
-            night,
-        })
+impl From<&RoomNightKey> for NightKey {
+    fn from(key: &RoomNightKey) -> Self {
+        Self {
+            hotel_id: key.hotel_id.get(),
+            room_type_id: key.room_type_id.get(),
+            night: key.night,
+        }
     }
 }
 
@@ -503,7 +114,7 @@ impl OccupancyState {
         &mut self,
         key: NightKey,
         sequence: i64,
-        event: RoomNightEvent,
+        event: &RoomNightEvent,
         by_cancellation: bool,
     ) -> bool {
         let night = self.nights.entry(key).or_default();
@@ -515,7 +126,7 @@ impl OccupancyState {
         // Counters saturate at zero as the aggregate's do, so a corrupt history shows as
         // odd numbers here rather than a stalled projection.
         let minus = |value: i64, rooms: u32| (value - i64::from(rooms)).max(0);
-        match event {
+        match *event {
             RoomNightEvent::InventorySet {
                 total_rooms,
                 overbooking_allowance,
@@ -829,7 +440,7 @@ impl Occupancy {
     async fn add_holds(
         tx: &mut PgConnection,
         generation: i32,
-        events: &[(NightKey, i64, RoomNightEvent, bool)],
+        events: &[(NightKey, i64, &RoomNightEvent, bool)],
     ) -> anyhow::Result<HashSet<NightKey>> {
         let mut runs: HashMap<NightKey, HeldRun> = HashMap::new();
         let mut mixed: HashSet<NightKey> = HashSet::new();
@@ -837,7 +448,7 @@ impl Occupancy {
             if mixed.contains(key) {
                 continue;
             }
-            match (event, runs.get_mut(key)) {
+            match (*event, runs.get_mut(key)) {
                 (RoomNightEvent::RoomsHeld { rooms, .. }, Some(run))
                     if *sequence == run.last + 1 =>
                 {
@@ -908,22 +519,18 @@ impl Projection for Occupancy {
         batch: &[StoredEvent],
     ) -> anyhow::Result<()> {
         let mut events = Vec::new();
-        for stored in batch
-            .iter()
-            .filter(|e| e.aggregate_type == ROOM_NIGHT_STREAMS)
-        {
-            if let Some(event) = decode::<RoomNightEvent>(stored, ROOM_NIGHT_EVENTS)? {
-                let by_cancellation = stored
-                    .metadata
-                    .get("command")
-                    .and_then(serde_json::Value::as_str)
-                    == Some(CANCEL_COMMAND);
-                events.push((
-                    NightKey::of_stream(&stored.aggregate_id)?,
-                    stored.sequence,
-                    event,
-                    by_cancellation,
-                ));
+        for stored in batch {
+            match stored.typed_for(OCCUPANCY)? {
+                TypedEvent::RoomNight { key, event } => {
+                    let by_cancellation = stored
+                        .metadata
+                        .get("command")
+                        .and_then(serde_json::Value::as_str)
+                        .and_then(CommandName::parse)
+                        == Some(CommandName::Cancel);
+                    events.push((NightKey::from(key), stored.sequence, event, by_cancellation));
+                }
+                TypedEvent::Hotel { .. } | TypedEvent::Reservation { .. } => {}
             }
         }
         if events.is_empty() {
@@ -983,23 +590,27 @@ impl Projection for Occupancy {
 mod tests {
     use super::*;
 
+    fn night_key(stream: &str) -> anyhow::Result<NightKey> {
+        Ok(NightKey::from(&RoomNightKey::parse_stream_id(stream)?))
+    }
+
     #[test]
     fn stream_ids_parse() {
-        let key = NightKey::of_stream("812:3:2027-06-01").expect("valid");
+        let key = night_key("812:3:2027-06-01").expect("valid");
         assert_eq!(
             (key.hotel_id, key.room_type_id, key.night.to_string()),
             (812, 3, "2027-06-01".to_owned())
         );
-        assert!(NightKey::of_stream("812:3").is_err());
-        assert!(NightKey::of_stream("812:x:2027-06-01").is_err());
-        assert!(NightKey::of_stream("812:3:2027-13-01").is_err());
+        assert!(night_key("812:3").is_err());
+        assert!(night_key("812:x:2027-06-01").is_err());
+        assert!(night_key("812:3:2027-13-01").is_err());
         let id = Uuid::new_v4();
-        assert_eq!(
-            reservation_of_stream(&format!("812:{id}")).expect("valid"),
-            id
-        );
-        assert!(reservation_of_stream("812:not-a-uuid").is_err());
-        assert!(reservation_of_stream("no-colon").is_err());
+        let reservation = |stream: &str| {
+            aggregates::contract::parse_reservation_stream_id(stream).map(|(_, r)| r.as_uuid())
+        };
+        assert_eq!(reservation(&format!("812:{id}")).expect("valid"), id);
+        assert!(reservation("812:not-a-uuid").is_err());
+        assert!(reservation("no-colon").is_err());
     }
 
     fn night_event(
@@ -1008,15 +619,15 @@ mod tests {
         event: RoomNightEvent,
         cancel: bool,
     ) -> bool {
-        let key = NightKey::of_stream("1:1:2027-06-01").expect("valid");
-        state.fold(key, sequence, event, cancel)
+        let key = night_key("1:1:2027-06-01").expect("valid");
+        state.fold(key, sequence, &event, cancel)
     }
 
     #[test]
     fn a_release_takes_back_exactly_what_its_confirmation_added() {
         let reservation = aggregates::ReservationId::from_uuid(Uuid::new_v4());
         let other = aggregates::ReservationId::from_uuid(Uuid::new_v4());
-        let key = NightKey::of_stream("1:1:2027-06-01").expect("valid");
+        let key = night_key("1:1:2027-06-01").expect("valid");
         let mut state = OccupancyState::default();
         let inventory = |rate| RoomNightEvent::InventorySet {
             key: aggregates::RoomNightKey::new(

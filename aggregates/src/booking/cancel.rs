@@ -1,0 +1,88 @@
+//! Cancelling a stay, and the refund policy it follows.
+
+use chrono::{DateTime, NaiveDate, Utc};
+
+use super::nights::release_every_night;
+use super::{existing, Decision, Nights, Rejection};
+use crate::reservation::{CancelledBy, Reservation, ReservationCommand, ReservationStatus};
+
+/// The hour guests check in, local time at the hotel; the refund policy counts hours
+/// before it.
+pub const CHECK_IN_HOUR: u32 = 15;
+
+/// How much of `paid` a cancellation gives back: all of it when the hotel cancels; when
+/// the guest does, 100% at 72 hours or more before check-in (15:00 on the first night,
+/// in the hotel's timezone), 50% (rounded down) at 24 hours or more, nothing after.
+pub fn refund_cents(
+    paid: i64,
+    check_in: NaiveDate,
+    timezone: &str,
+    now: DateTime<Utc>,
+    by: CancelledBy,
+) -> i64 {
+    if paid <= 0 {
+        return 0;
+    }
+    if by == CancelledBy::Hotel {
+        return paid;
+    }
+    let lead = check_in_instant(check_in, timezone) - now;
+    if lead >= chrono::Duration::hours(72) {
+        paid
+    } else if lead >= chrono::Duration::hours(24) {
+        paid / 2
+    } else {
+        0
+    }
+}
+
+/// Check-in as an instant: [`CHECK_IN_HOUR`] on `date` in the hotel's timezone. In a
+/// daylight-saving fold the earlier reading counts, in a gap the hour after; an
+/// unknown timezone name reads as UTC.
+pub fn check_in_instant(date: NaiveDate, timezone: &str) -> DateTime<Utc> {
+    use chrono::TimeZone;
+    let local =
+        date.and_time(chrono::NaiveTime::MIN) + chrono::Duration::hours(CHECK_IN_HOUR.into());
+    match timezone.parse::<chrono_tz::Tz>() {
+        Ok(tz) => match tz.from_local_datetime(&local) {
+            chrono::LocalResult::Single(t) => t.with_timezone(&Utc),
+            chrono::LocalResult::Ambiguous(early, _) => early.with_timezone(&Utc),
+            // In a gap the wall-clock hour does not exist: read it an hour later.
+            chrono::LocalResult::None => tz
+                .from_local_datetime(&(local + chrono::Duration::hours(1)))
+                .earliest()
+                .map_or_else(|| local.and_utc(), |t| t.with_timezone(&Utc)),
+        },
+        Err(_) => local.and_utc(),
+    }
+}
+
+/// Cancel a held or confirmed reservation and give every night back; the refund follows
+/// [`refund_cents`] from the payment that confirmed it (nothing was paid for a hold).
+/// The status guards the release: cancelling twice is refused and releases nothing.
+pub fn cancel(
+    reservation: &Reservation,
+    nights: &Nights,
+    now: DateTime<Utc>,
+    reason: String,
+    by: CancelledBy,
+    timezone: &str,
+) -> Result<Decision, Rejection> {
+    let details = existing(reservation)?;
+    let paid = match reservation.recorded_status() {
+        Some(ReservationStatus::Confirmed) => reservation.payment().map_or(0, |p| p.amount_cents),
+        _ => 0,
+    };
+    let refund_cents = refund_cents(paid, details.stay.start(), timezone, now, by);
+    let mut decision = Decision {
+        reservation: reservation.decide(ReservationCommand::Cancel {
+            now,
+            reason,
+            by,
+            refund_cents,
+        })?,
+        nights: Vec::new(),
+    };
+    release_every_night(&mut decision, details, nights)?;
+    Ok(decision)
+}

@@ -1,0 +1,77 @@
+//! Moving a stay to new dates.
+
+use chrono::{DateTime, NaiveDate, Utc};
+
+use super::nights::{decide_nights, RoomType};
+use super::{check_room_type, existing, price_of, Decision, Nights, Rejection};
+use crate::hotel::Hotel;
+use crate::reservation::{Reservation, ReservationCommand, ReservationStatus};
+use crate::room_night::RoomNightCommand;
+use crate::types::{local_date, BookingLimits, StayDates};
+
+/// Move a held or confirmed stay to new dates: release the nights it leaves and take the
+/// nights it enters, all in one decision, or refuse and change nothing. Nights in both
+/// stays are untouched. The new price is the sum of the current rates of the new stay.
+pub fn change_dates(
+    hotel: &Hotel,
+    reservation: &Reservation,
+    nights: &Nights,
+    limits: &BookingLimits,
+    new_stay: StayDates,
+    expected_total_cents: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<Decision, Rejection> {
+    let details = existing(reservation)?;
+    let timezone = check_room_type(hotel, details.hotel_id, details.room_type_id)?;
+    limits.check(&new_stay, details.rooms, local_date(now, timezone))?;
+    let nightly = price_of(nights, &new_stay);
+    let total_cents = nightly
+        .unwrap_or(0)
+        .saturating_mul(i64::from(details.rooms.get()));
+    let reservation_events = reservation.decide(ReservationCommand::ChangeDates {
+        stay: new_stay,
+        total_cents,
+        now,
+    })?;
+    let held = reservation.recorded_status() == Some(ReservationStatus::Held);
+    let old = details.stay;
+    let mut decision = Decision::default();
+    let mut all_nights: Vec<NaiveDate> = old.nights().chain(new_stay.nights()).collect();
+    all_nights.sort_unstable();
+    all_nights.dedup();
+    let reservation_id = details.reservation_id;
+    decide_nights(
+        &mut decision,
+        RoomType::of(details),
+        nights,
+        all_nights,
+        |date, _| {
+            Ok(match (old.contains(date), new_stay.contains(date)) {
+                (true, false) => Some(RoomNightCommand::Release { reservation_id }),
+                (false, true) if held => Some(RoomNightCommand::Hold {
+                    reservation_id,
+                    rooms: details.rooms,
+                    expires_at: details.hold_expires_at,
+                    now,
+                }),
+                (false, true) => Some(RoomNightCommand::Book {
+                    reservation_id,
+                    rooms: details.rooms,
+                    now,
+                }),
+                // In both stays (untouched) or in neither.
+                _ => None,
+            })
+        },
+    )?;
+    if nightly.is_none() {
+        return Err(Rejection::SoldOut {
+            night: new_stay.start(),
+        });
+    }
+    if expected_total_cents.is_some_and(|expected| expected != total_cents) {
+        return Err(Rejection::PriceChanged { total_cents });
+    }
+    decision.reservation = reservation_events;
+    Ok(decision)
+}

@@ -1,0 +1,103 @@
+//! Confirming a held stay — by staff without a payment, or by the gateway's
+//! authorization — and declining one whose card was refused.
+
+use chrono::{DateTime, Utc};
+
+use super::nights::{every_night, expire_every_night, release_every_night};
+use super::{existing, Decision, Nights, Rejection};
+use crate::reservation::{Payment, Reservation, ReservationCommand, ReservationEvent};
+use crate::room_night::RoomNightCommand;
+
+/// Confirm a live hold on every night, without a payment (staff, or tests of the write
+/// side); guests confirm through the payment saga, which calls
+/// [`apply_authorization`].
+pub fn confirm(
+    reservation: &Reservation,
+    nights: &Nights,
+    now: DateTime<Utc>,
+) -> Result<Decision, Rejection> {
+    let events = reservation.decide(ReservationCommand::Confirm { now, payment: None })?;
+    confirm_nights(reservation, nights, now, events)
+}
+
+/// The gateway reported an authorization: confirm a live hold with it, or give it back
+/// (the hold lapsed — then the lapse is recorded and the nights released in the same
+/// step —, the reservation was cancelled or declined, or another payment already
+/// confirmed it). A transaction seen before changes nothing.
+pub fn apply_authorization(
+    reservation: &Reservation,
+    nights: &Nights,
+    now: DateTime<Utc>,
+    payment: Payment,
+) -> Result<Decision, Rejection> {
+    let details = existing(reservation)?;
+    let events = reservation.decide(ReservationCommand::ApplyAuthorization { now, payment })?;
+    if events
+        .iter()
+        .any(|e| matches!(e, ReservationEvent::ReservationConfirmed { .. }))
+    {
+        return confirm_nights(reservation, nights, now, events);
+    }
+    let mut decision = Decision {
+        reservation: events,
+        nights: Vec::new(),
+    };
+    if decision
+        .reservation
+        .iter()
+        .any(|e| matches!(e, ReservationEvent::HoldExpired { .. }))
+    {
+        expire_every_night(&mut decision, details, nights, now)?;
+    }
+    Ok(decision)
+}
+
+/// The gateway declined the card: a held reservation ends `declined` and every night
+/// it held returns to sale. Anything else is left as it is.
+pub fn decline_payment(
+    reservation: &Reservation,
+    nights: &Nights,
+    now: DateTime<Utc>,
+    provider_txn_id: Option<String>,
+) -> Result<Decision, Rejection> {
+    let details = existing(reservation)?;
+    let mut decision = Decision {
+        reservation: reservation.decide(ReservationCommand::DeclinePayment {
+            now,
+            provider_txn_id,
+        })?,
+        nights: Vec::new(),
+    };
+    if !decision.reservation.is_empty() {
+        release_every_night(&mut decision, details, nights)?;
+    }
+    Ok(decision)
+}
+
+fn confirm_nights(
+    reservation: &Reservation,
+    nights: &Nights,
+    now: DateTime<Utc>,
+    events: Vec<ReservationEvent>,
+) -> Result<Decision, Rejection> {
+    let details = existing(reservation)?;
+    let mut decision = Decision {
+        reservation: events,
+        nights: Vec::new(),
+    };
+    if decision.reservation.is_empty() {
+        return Ok(decision);
+    }
+    let confirm = RoomNightCommand::Confirm {
+        reservation_id: details.reservation_id,
+        now,
+    };
+    every_night(&mut decision, details, nights, confirm).map_err(|e| match e {
+        // A night without the hold lapsed with the reservation's hold.
+        Rejection::HoldExpired { .. } => Rejection::HoldExpired {
+            expired_at: details.hold_expires_at,
+        },
+        other => other,
+    })?;
+    Ok(decision)
+}

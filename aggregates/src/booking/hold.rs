@@ -1,0 +1,84 @@
+//! Holding a stay: every night of `[start, end)` or none, at the sum of the nights'
+//! current rates.
+
+use super::nights::{decide_nights, RoomType};
+use super::{check_room_type, price_of, Decision, Nights, Rejection};
+use crate::hotel::Hotel;
+use crate::reservation::{Reservation, ReservationCommand, ReservationDetails};
+use crate::room_night::RoomNightCommand;
+use crate::types::{
+    local_date, BookingLimits, Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates,
+};
+use chrono::{DateTime, Utc};
+
+/// Hold a stay: every night of `[start, end)` or none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HoldStay {
+    pub reservation_id: ReservationId,
+    pub hotel_id: HotelId,
+    pub room_type_id: RoomTypeId,
+    pub stay: StayDates,
+    pub rooms: RoomCount,
+    pub guest: Guest,
+    pub channel: String,
+    pub expected_total_cents: Option<i64>,
+    pub now: DateTime<Utc>,
+    pub hold_expires_at: DateTime<Utc>,
+}
+
+pub fn hold_stay(
+    hotel: &Hotel,
+    reservation: &Reservation,
+    nights: &Nights,
+    limits: &BookingLimits,
+    cmd: HoldStay,
+) -> Result<Decision, Rejection> {
+    let timezone = check_room_type(hotel, cmd.hotel_id, cmd.room_type_id)?;
+    limits.check(&cmd.stay, cmd.rooms, local_date(cmd.now, timezone))?;
+    if reservation.details().is_some() {
+        return Err(Rejection::ReservationExists);
+    }
+    let mut decision = Decision::default();
+    let room_type = RoomType {
+        hotel_id: cmd.hotel_id,
+        room_type_id: cmd.room_type_id,
+    };
+    let hold = RoomNightCommand::Hold {
+        reservation_id: cmd.reservation_id,
+        rooms: cmd.rooms,
+        expires_at: cmd.hold_expires_at,
+        now: cmd.now,
+    };
+    decide_nights(
+        &mut decision,
+        room_type,
+        nights,
+        cmd.stay.nights(),
+        |_, _| Ok(Some(hold.clone())),
+    )?;
+    let nightly = price_of(nights, &cmd.stay).ok_or(Rejection::SoldOut {
+        night: cmd.stay.start(),
+    })?;
+    let total_cents = nightly.saturating_mul(i64::from(cmd.rooms.get()));
+    if cmd
+        .expected_total_cents
+        .is_some_and(|expected| expected != total_cents)
+    {
+        return Err(Rejection::PriceChanged { total_cents });
+    }
+    decision.reservation = reservation.decide(ReservationCommand::Place {
+        details: ReservationDetails {
+            reservation_id: cmd.reservation_id,
+            hotel_id: cmd.hotel_id,
+            room_type_id: cmd.room_type_id,
+            stay: cmd.stay,
+            rooms: cmd.rooms,
+            guest: cmd.guest,
+            channel: cmd.channel,
+            total_cents,
+            hold_expires_at: cmd.hold_expires_at,
+            created_at: cmd.now,
+        },
+    })?;
+    Ok(decision)
+}

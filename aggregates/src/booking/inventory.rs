@@ -1,0 +1,67 @@
+//! Setting inventory over a range of nights.
+
+use chrono::{DateTime, Utc};
+
+use super::nights::{decide_nights, RoomType};
+use super::{check_room_type, Decision, Nights, Rejection};
+use crate::hotel::Hotel;
+use crate::room_night::{RoomNightCommand, RoomNightKey};
+use crate::types::{HotelId, InvalidInput, InventoryLevels, RoomTypeId, StayDates};
+
+/// What to set on each night of a range. Omitted allowance and rate keep the night's
+/// current values; a night without inventory yet needs a rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InventoryUpdate {
+    pub total_rooms: i64,
+    pub overbooking_allowance: Option<i64>,
+    pub rate_cents: Option<i64>,
+}
+
+/// Set inventory on every night of `range` for one room type, or on none: lowering any
+/// night below what is already sold refuses the whole update.
+pub fn set_inventory(
+    hotel: &Hotel,
+    nights: &Nights,
+    hotel_id: HotelId,
+    room_type_id: RoomTypeId,
+    range: StayDates,
+    update: InventoryUpdate,
+    now: DateTime<Utc>,
+) -> Result<Decision, Rejection> {
+    check_room_type(hotel, hotel_id, room_type_id)?;
+    let mut decision = Decision::default();
+    let room_type = RoomType {
+        hotel_id,
+        room_type_id,
+    };
+    decide_nights(
+        &mut decision,
+        room_type,
+        nights,
+        range.nights(),
+        |date, night| {
+            let current = night.levels();
+            let allowance = update
+                .overbooking_allowance
+                .or(current.map(|l| i64::from(l.overbooking_allowance())))
+                .unwrap_or(0);
+            let rate = match update.rate_cents.or(current.map(|l| l.rate_cents())) {
+                Some(rate) => rate,
+                None => {
+                    return Err(InvalidInput::new(
+                        "rate_cents",
+                        format!("{date} has no rate yet: rate_cents is required"),
+                    )
+                    .into())
+                }
+            };
+            let levels = InventoryLevels::parse(update.total_rooms, allowance, rate)?;
+            Ok(Some(RoomNightCommand::SetInventory {
+                key: RoomNightKey::new(hotel_id, room_type_id, date),
+                levels,
+                now,
+            }))
+        },
+    )?;
+    Ok(decision)
+}

@@ -1,0 +1,155 @@
+//! Decisions that span aggregates: a stay touches one `Reservation` and one `RoomNight`
+//! per night, and must change all of them or none.
+//!
+//! Each function here is pure: it takes the loaded aggregates and a command (time, ids and
+//! limits included) and returns the events for every stream, or one rejection. The write
+//! side only loads state before and appends the result after, in one transaction, so every
+//! business rule can be tested without a database.
+//!
+//! One file per group of decisions — `hold.rs` (hold a stay), `cancel.rs` (cancel it,
+//! and the refund policy), `confirm.rs` (confirm it with or without a payment, or
+//! decline it), `expire.rs` (a lapsed hold), `change_dates.rs`, `inventory.rs` (over a
+//! range) — and one walk over a stay's nights that they all share (`nights.rs`): each
+//! night decided in night order with the command the decision chooses for it, the first
+//! refusal refusing the whole decision. Written once, so a rule of the walk (absent
+//! nights have no inventory, nights without events are left out of the decision) holds
+//! for every decision alike. The given/when/then tests are in `tests/`, one file per
+//! group.
+
+mod cancel;
+mod change_dates;
+mod confirm;
+mod expire;
+mod hold;
+mod inventory;
+mod nights;
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::hotel::Hotel;
+use crate::reservation::{
+    Reservation, ReservationDetails, ReservationError, ReservationEvent, ReservationStatus,
+};
+use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
+use crate::types::{HotelId, InvalidInput, RoomTypeId, StayDates};
+
+pub use cancel::{cancel, check_in_instant, refund_cents, CHECK_IN_HOUR};
+pub use change_dates::change_dates;
+pub use confirm::{apply_authorization, confirm, decline_payment};
+pub use expire::expire_hold;
+pub use hold::{hold_stay, HoldStay};
+pub use inventory::{set_inventory, InventoryUpdate};
+
+/// The loaded nights of one hotel and room type, by date. A night that is absent has no
+/// inventory (nothing for sale).
+pub type Nights = BTreeMap<NaiveDate, RoomNight>;
+
+/// What a command decided: the events for the reservation stream and for each night
+/// stream that changes (in night order; nights with no event are left out).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Decision {
+    pub reservation: Vec<ReservationEvent>,
+    pub nights: Vec<(RoomNightKey, Vec<RoomNightEvent>)>,
+}
+
+impl Decision {
+    pub fn is_empty(&self) -> bool {
+        self.reservation.is_empty() && self.nights.is_empty()
+    }
+}
+
+/// Why a command was refused. Nothing is written for any of them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "error", rename_all = "snake_case")]
+pub enum Rejection {
+    #[error("sold out on {night}")]
+    SoldOut { night: NaiveDate },
+    #[error("the price of the stay is now {total_cents} cents")]
+    PriceChanged { total_cents: i64 },
+    #[error("unknown hotel")]
+    UnknownHotel,
+    #[error("unknown room type")]
+    UnknownRoomType,
+    #[error("no such reservation")]
+    ReservationNotFound,
+    #[error("a reservation with this id already exists")]
+    ReservationExists,
+    #[error("the reservation is {status:?}")]
+    InvalidState { status: ReservationStatus },
+    #[error("the hold lapsed at {expired_at}")]
+    HoldExpired { expired_at: DateTime<Utc> },
+    #[error("the hold has not lapsed yet")]
+    HoldStillLive,
+    #[error("inventory on {night} cannot go below the {reserved} room(s) already sold")]
+    InventoryBelowReserved { night: NaiveDate, reserved: u32 },
+    #[error("{0}")]
+    Invalid(InvalidInputRejection),
+}
+
+/// `InvalidInput` in a serializable form, so rejections can be stored as the outcome of
+/// an idempotent request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[error("{field}: {message}")]
+pub struct InvalidInputRejection {
+    pub field: String,
+    pub message: String,
+}
+
+impl From<InvalidInput> for Rejection {
+    fn from(e: InvalidInput) -> Self {
+        Rejection::Invalid(InvalidInputRejection {
+            field: e.field.to_owned(),
+            message: e.message,
+        })
+    }
+}
+
+impl From<ReservationError> for Rejection {
+    fn from(e: ReservationError) -> Self {
+        match e {
+            ReservationError::NotFound => Rejection::ReservationNotFound,
+            ReservationError::AlreadyExists => Rejection::ReservationExists,
+            ReservationError::InvalidState { status } => Rejection::InvalidState { status },
+            ReservationError::HoldExpired { expired_at } => Rejection::HoldExpired { expired_at },
+            ReservationError::HoldStillLive => Rejection::HoldStillLive,
+            ReservationError::SameDates => InvalidInput::new(
+                "end_date",
+                "the new dates are the reservation's current dates",
+            )
+            .into(),
+        }
+    }
+}
+
+fn check_room_type(
+    hotel: &Hotel,
+    hotel_id: HotelId,
+    room_type_id: RoomTypeId,
+) -> Result<&str, Rejection> {
+    let details = match (hotel.hotel_id(), hotel.details()) {
+        (Some(id), Some(details)) if id == hotel_id => details,
+        _ => return Err(Rejection::UnknownHotel),
+    };
+    if hotel.room_type(room_type_id).is_none() {
+        return Err(Rejection::UnknownRoomType);
+    }
+    Ok(details.timezone())
+}
+
+fn existing(reservation: &Reservation) -> Result<&ReservationDetails, Rejection> {
+    reservation.details().ok_or(Rejection::ReservationNotFound)
+}
+
+/// Price of a stay at the current per-night rates; `None` if a night has no inventory.
+pub fn price_of(nights: &Nights, stay: &StayDates) -> Option<i64> {
+    stay.nights().try_fold(0_i64, |total, night| {
+        let rate = nights.get(&night)?.levels()?.rate_cents();
+        total.checked_add(rate)
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,124 @@
+//! The walk over a stay's nights that every decision shares: each night, in night
+//! order, is decided with the command the caller chooses for it, its events added to
+//! the decision; the first night that refuses refuses the whole decision.
+
+use chrono::{DateTime, NaiveDate, Utc};
+
+use super::{Decision, Nights, Rejection};
+use crate::reservation::ReservationDetails;
+use crate::room_night::{
+    RoomNight, RoomNightCommand, RoomNightError, RoomNightEvent, RoomNightKey,
+};
+use crate::types::{HotelId, RoomTypeId};
+
+/// The room type whose nights a decision walks.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RoomType {
+    pub hotel_id: HotelId,
+    pub room_type_id: RoomTypeId,
+}
+
+impl RoomType {
+    /// The room type a reservation stays in.
+    pub fn of(details: &ReservationDetails) -> Self {
+        Self {
+            hotel_id: details.hotel_id,
+            room_type_id: details.room_type_id,
+        }
+    }
+}
+
+/// Decides each of `dates` (in night order) on its loaded night — an absent night has
+/// no inventory — with the command `command_for` chooses for it (`None` leaves the
+/// night alone), and adds the nights that change to `decision`.
+pub(super) fn decide_nights(
+    decision: &mut Decision,
+    room_type: RoomType,
+    nights: &Nights,
+    dates: impl IntoIterator<Item = NaiveDate>,
+    mut command_for: impl FnMut(NaiveDate, &RoomNight) -> Result<Option<RoomNightCommand>, Rejection>,
+) -> Result<(), Rejection> {
+    let empty = RoomNight::default();
+    for date in dates {
+        let night = nights.get(&date).unwrap_or(&empty);
+        let Some(command) = command_for(date, night)? else {
+            continue;
+        };
+        let events = decide_night(night, date, command)?;
+        if !events.is_empty() {
+            let key = RoomNightKey::new(room_type.hotel_id, room_type.room_type_id, date);
+            decision.nights.push((key, events));
+        }
+    }
+    Ok(())
+}
+
+/// Runs one night's command, mapping "no room" to `sold_out` naming that night.
+fn decide_night(
+    night: &RoomNight,
+    date: NaiveDate,
+    command: RoomNightCommand,
+) -> Result<Vec<RoomNightEvent>, Rejection> {
+    night.decide(command).map_err(|e| match e {
+        RoomNightError::NotForSale | RoomNightError::SoldOut { .. } => {
+            Rejection::SoldOut { night: date }
+        }
+        RoomNightError::AllocationMismatch { .. } => Rejection::ReservationExists,
+        RoomNightError::HoldExpired { expired_at } => Rejection::HoldExpired { expired_at },
+        RoomNightError::NoHold => Rejection::HoldExpired {
+            expired_at: DateTime::<Utc>::MIN_UTC,
+        },
+        RoomNightError::HoldStillLive => Rejection::HoldStillLive,
+        RoomNightError::BelowReserved { reserved } => Rejection::InventoryBelowReserved {
+            night: date,
+            reserved,
+        },
+        RoomNightError::WrongNight => Rejection::SoldOut { night: date },
+    })
+}
+
+/// Decides the same command on every night of the reservation's stay.
+pub(super) fn every_night(
+    decision: &mut Decision,
+    details: &ReservationDetails,
+    nights: &Nights,
+    command: RoomNightCommand,
+) -> Result<(), Rejection> {
+    decide_nights(
+        decision,
+        RoomType::of(details),
+        nights,
+        details.stay.nights(),
+        |_, _| Ok(Some(command.clone())),
+    )
+}
+
+/// Give back every night of the stay (held or confirmed).
+pub(super) fn release_every_night(
+    decision: &mut Decision,
+    details: &ReservationDetails,
+    nights: &Nights,
+) -> Result<(), Rejection> {
+    let reservation_id = details.reservation_id;
+    every_night(
+        decision,
+        details,
+        nights,
+        RoomNightCommand::Release { reservation_id },
+    )
+}
+
+/// Drop the reservation's lapsed hold from every night that still carries it.
+pub(super) fn expire_every_night(
+    decision: &mut Decision,
+    details: &ReservationDetails,
+    nights: &Nights,
+    now: DateTime<Utc>,
+) -> Result<(), Rejection> {
+    let reservation_id = details.reservation_id;
+    let command = RoomNightCommand::ExpireHold {
+        reservation_id,
+        now,
+    };
+    every_night(decision, details, nights, command)
+}

@@ -1,0 +1,128 @@
+//! `cancel`.
+
+use super::*;
+
+#[test]
+fn cancelling_a_held_stay_releases_every_night() {
+    let mut nights = four_nights(3);
+    let reservation = held(hold_cmd(1, 10, 13, 2), &mut nights);
+    let decision = cancel(
+        &reservation,
+        &nights,
+        at(5),
+        "plans".into(),
+        CancelledBy::Guest,
+        "UTC",
+    )
+    .expect("cancellable");
+    assert_eq!(
+        decision.reservation,
+        vec![ReservationEvent::ReservationCancelled {
+            cancelled_at: at(5),
+            reason: "plans".into(),
+            by: CancelledBy::Guest,
+            refund_cents: 0,
+        }]
+    );
+    assert_eq!(
+        decision.nights,
+        (10..13)
+            .map(|d| (key(d), vec![rooms_released(1, 2, false)]))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn cancelling_a_confirmed_stay_releases_every_confirmed_night() {
+    let mut nights = four_nights(3);
+    let mut reservation = confirmed(hold_cmd(1, 10, 12, 1), &mut nights);
+    let decision = cancel(
+        &reservation,
+        &nights,
+        at(600),
+        "closed".into(),
+        CancelledBy::Hotel,
+        "UTC",
+    )
+    .expect("cancellable");
+    assert_eq!(
+        decision.nights,
+        vec![
+            (key(10), vec![rooms_released(1, 1, true)]),
+            (key(11), vec![rooms_released(1, 1, true)]),
+        ]
+    );
+    apply(&decision, &mut reservation, &mut nights);
+    for night in nights.values() {
+        assert_eq!(
+            (night.confirmed(), night.held(), night.remaining()),
+            (0, 0, 3)
+        );
+    }
+}
+
+#[test]
+fn cancelling_twice_is_invalid_state_and_releases_nothing() {
+    let mut nights = four_nights(3);
+    let mut reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
+    let first = cancel(
+        &reservation,
+        &nights,
+        at(5),
+        "plans".into(),
+        CancelledBy::Guest,
+        "UTC",
+    )
+    .expect("cancellable");
+    apply(&first, &mut reservation, &mut nights);
+    // Someone else takes the freed rooms; a second cancel must not free theirs.
+    held(hold_cmd(2, 10, 12, 3), &mut nights);
+    let second = cancel(
+        &reservation,
+        &nights,
+        at(6),
+        "plans".into(),
+        CancelledBy::Guest,
+        "UTC",
+    );
+    assert_eq!(
+        second,
+        Err(Rejection::InvalidState {
+            status: ReservationStatus::Cancelled
+        })
+    );
+}
+
+#[test]
+fn cancelling_a_lapsed_hold_is_invalid_state_expired() {
+    let mut nights = four_nights(3);
+    let reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
+    assert_eq!(
+        cancel(
+            &reservation,
+            &nights,
+            at(15),
+            "late".into(),
+            CancelledBy::Guest,
+            "UTC"
+        ),
+        Err(Rejection::InvalidState {
+            status: ReservationStatus::Expired
+        })
+    );
+}
+
+#[test]
+fn cancelling_an_unknown_reservation_is_not_found() {
+    assert_eq!(
+        cancel(
+            &Reservation::default(),
+            &four_nights(1),
+            at(0),
+            "?".into(),
+            CancelledBy::Guest,
+            "UTC"
+        ),
+        Err(Rejection::ReservationNotFound)
+    );
+}

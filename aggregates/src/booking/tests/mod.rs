@@ -1,0 +1,184 @@
+//! The given/when/then tests of the booking decisions, one file per group of
+//! decisions; the fixtures they share are here.
+
+use super::*;
+use crate::hotel::{HotelCommand, HotelDetails, RoomTypeDetails};
+use crate::reservation::{CancelledBy, Payment, ReservationEvent};
+use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
+use crate::types::{
+    BookingLimits, Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates,
+};
+use chrono::{DateTime, NaiveDate, TimeZone, Utc};
+use uuid::Uuid;
+
+const HOTEL: i64 = 7;
+const KING: i64 = 3;
+
+fn hotel_id() -> HotelId {
+    HotelId::parse(HOTEL).expect("valid id")
+}
+
+fn king() -> RoomTypeId {
+    RoomTypeId::parse(KING).expect("valid id")
+}
+
+fn day(d: u32) -> NaiveDate {
+    NaiveDate::from_ymd_opt(2027, 6, d).expect("valid date")
+}
+
+fn key(d: u32) -> RoomNightKey {
+    RoomNightKey::new(hotel_id(), king(), day(d))
+}
+
+fn stay(start: u32, end: u32) -> StayDates {
+    StayDates::parse(day(start), day(end)).expect("valid stay")
+}
+
+/// Minutes after 2027-06-01 12:00 UTC (13:00 in Lisbon, so "today" is the 1st).
+fn at(minutes: i64) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2027, 6, 1, 12, 0, 0)
+        .single()
+        .expect("valid time")
+        + chrono::Duration::minutes(minutes)
+}
+
+fn res(n: u128) -> ReservationId {
+    ReservationId::from_uuid(Uuid::from_u128(n))
+}
+
+fn rooms(n: i64) -> RoomCount {
+    RoomCount::parse(n).expect("valid count")
+}
+
+fn guest() -> Guest {
+    Guest::parse("Ana Lima", "ana@example.com").expect("valid guest")
+}
+
+/// Hotel 7 in Lisbon with room type 3.
+fn hotel() -> Hotel {
+    let mut hotel = Hotel::default();
+    let commands = [
+        HotelCommand::SetDetails {
+            hotel_id: hotel_id(),
+            details: HotelDetails::parse("Casa do Rio", "Lisbon", "Europe/Lisbon")
+                .expect("valid details"),
+        },
+        HotelCommand::SetRoomType {
+            room_type_id: king(),
+            details: RoomTypeDetails::parse("King", 2).expect("valid room type"),
+        },
+    ];
+    for command in commands {
+        for event in hotel.decide(command).expect("catalog accepts") {
+            hotel.apply_event(&event);
+        }
+    }
+    hotel
+}
+
+/// Nights of room type 3, each `(day, total_rooms, allowance, rate_cents)`.
+fn nights(spec: &[(u32, u32, u32, i64)]) -> Nights {
+    spec.iter()
+        .map(|&(d, total, allowance, rate)| {
+            let mut night = RoomNight::default();
+            night.apply_event(&RoomNightEvent::InventorySet {
+                key: key(d),
+                total_rooms: total,
+                overbooking_allowance: allowance,
+                rate_cents: rate,
+            });
+            (day(d), night)
+        })
+        .collect()
+}
+
+/// Nights 10..=13 with `total` rooms each at 100, 120, 140, 160 euros.
+fn four_nights(total: u32) -> Nights {
+    nights(&[
+        (10, total, 0, 10_000),
+        (11, total, 0, 12_000),
+        (12, total, 0, 14_000),
+        (13, total, 0, 16_000),
+    ])
+}
+
+fn hold_cmd(id: u128, start: u32, end: u32, n: i64) -> HoldStay {
+    HoldStay {
+        reservation_id: res(id),
+        hotel_id: hotel_id(),
+        room_type_id: king(),
+        stay: stay(start, end),
+        rooms: rooms(n),
+        guest: guest(),
+        channel: "direct".to_owned(),
+        expected_total_cents: None,
+        now: at(0),
+        hold_expires_at: at(15),
+    }
+}
+
+fn apply(decision: &Decision, reservation: &mut Reservation, nights: &mut Nights) {
+    for event in &decision.reservation {
+        reservation.apply_event(event);
+    }
+    for (key, events) in &decision.nights {
+        let night = nights.entry(key.night).or_default();
+        for event in events {
+            night.apply_event(event);
+        }
+    }
+}
+
+/// Holds a stay for `id` and applies it, returning the reservation.
+fn held(cmd: HoldStay, nights: &mut Nights) -> Reservation {
+    let mut reservation = Reservation::default();
+    let decision = hold_stay(
+        &hotel(),
+        &reservation,
+        nights,
+        &BookingLimits::default(),
+        cmd,
+    )
+    .expect("the stay can be held");
+    apply(&decision, &mut reservation, nights);
+    reservation
+}
+
+fn confirmed(cmd: HoldStay, nights: &mut Nights) -> Reservation {
+    let mut reservation = held(cmd, nights);
+    let decision = confirm(&reservation, nights, at(1)).expect("the hold is live");
+    apply(&decision, &mut reservation, nights);
+    reservation
+}
+
+fn invalid_field(result: Result<Decision, Rejection>) -> String {
+    match result {
+        Err(Rejection::Invalid(InvalidInputRejection { field, .. })) => field,
+        other => panic!("expected an invalid input rejection, got {other:?}"),
+    }
+}
+
+fn rooms_held(id: u128, n: u32) -> RoomNightEvent {
+    RoomNightEvent::RoomsHeld {
+        reservation_id: res(id),
+        rooms: n,
+        expires_at: at(15),
+    }
+}
+
+fn rooms_released(id: u128, n: u32, was_confirmed: bool) -> RoomNightEvent {
+    RoomNightEvent::RoomsReleased {
+        reservation_id: res(id),
+        rooms: n,
+        was_confirmed,
+    }
+}
+
+mod cancel;
+mod change_dates;
+mod confirm;
+mod expire;
+mod hold;
+mod inventory;
+mod payments;
+mod rejection;

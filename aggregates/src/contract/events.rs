@@ -1,0 +1,234 @@
+//! Event type names and versions (the `event_type` and `event_version` columns), once
+//! per event enum.
+//!
+//! Each event enum gets a fieldless twin naming its variants (`RoomNightEvent` has
+//! [`RoomNightEventType`]), generated from the list below together with
+//! `RoomNightEvent::kind`, a match without a wildcard: a variant added to an event enum
+//! and not listed here fails to compile. The name of each variant is its identifier,
+//! which is also the tag serde writes in the payload (`{"RoomsHeld": {...}}`), so the
+//! column and the payload cannot be named apart.
+//!
+//! Every enum has one version, [`RoomNightEvent::VERSION`] and so on: what
+//! `DomainEvent::event_version` stores with each new event. A change of an event's
+//! shape bumps its enum's version and adds an upcaster for the older versions (see
+//! [`super::decode`]).
+
+use std::fmt;
+
+use crate::hotel::HotelEvent;
+use crate::reservation::ReservationEvent;
+use crate::room_night::RoomNightEvent;
+
+macro_rules! event_types {
+    (
+        $(#[$doc:meta])*
+        $event:ident => $kind:ident, version $version:literal {
+            $($variant:ident),+ $(,)?
+        }
+    ) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $kind {
+            $($variant),+
+        }
+
+        impl $kind {
+            /// Every event type of the enum, in declaration order.
+            pub const ALL: &'static [$kind] = &[$($kind::$variant),+];
+
+            /// The name stored in `event_type` (and the payload's tag).
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($kind::$variant => stringify!($variant)),+
+                }
+            }
+
+            /// The event type a stored name names; `None` for one this build does not
+            /// know.
+            pub fn parse(name: &str) -> Option<Self> {
+                match name {
+                    $(stringify!($variant) => Some($kind::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl fmt::Display for $kind {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl $event {
+            /// The version stored with every event of this enum (`event_version`).
+            pub const VERSION: &'static str = $version;
+
+            /// Which event this is, without its data.
+            pub const fn kind(&self) -> $kind {
+                match self {
+                    $($event::$variant { .. } => $kind::$variant),+
+                }
+            }
+        }
+    };
+}
+
+event_types! {
+    /// The event types of [`HotelEvent`].
+    HotelEvent => HotelEventType, version "1.0" {
+        HotelDetailsSet,
+        RoomTypeSet,
+    }
+}
+
+event_types! {
+    /// The event types of [`RoomNightEvent`].
+    RoomNightEvent => RoomNightEventType, version "1.0" {
+        InventorySet,
+        RoomsHeld,
+        RoomsBooked,
+        HoldConfirmed,
+        HoldLapsed,
+        RoomsReleased,
+    }
+}
+
+event_types! {
+    /// The event types of [`ReservationEvent`].
+    ReservationEvent => ReservationEventType, version "1.0" {
+        ReservationHeld,
+        ReservationConfirmed,
+        ReservationCancelled,
+        HoldExpired,
+        DatesChanged,
+        PaymentDeclined,
+        LatePaymentRefunded,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hotel::{HotelDetails, RoomTypeDetails};
+    use crate::room_night::RoomNightKey;
+    use crate::types::{HotelId, ReservationId, RoomTypeId};
+    use chrono::{NaiveDate, TimeZone, Utc};
+    use cqrs_es::DomainEvent;
+    use uuid::Uuid;
+
+    /// The tag serde writes for an event: what `event_type` must equal.
+    fn tag<E: serde::Serialize>(event: &E) -> String {
+        match serde_json::to_value(event) {
+            Ok(serde_json::Value::Object(map)) => map.keys().next().cloned().unwrap_or_default(),
+            other => panic!("not an externally tagged event: {other:?}"),
+        }
+    }
+
+    fn check<E: DomainEvent>(event: &E, name: &str, version: &str) {
+        assert_eq!(event.event_type(), name);
+        assert_eq!(tag(event), name);
+        assert_eq!(event.event_version(), version);
+    }
+
+    #[test]
+    fn every_room_night_event_is_stored_under_its_variant_name_and_version() {
+        let id = ReservationId::from_uuid(Uuid::from_u128(1));
+        let at = Utc
+            .with_ymd_and_hms(2027, 6, 1, 12, 0, 0)
+            .single()
+            .expect("time");
+        let key = RoomNightKey::new(
+            HotelId::parse(7).expect("id"),
+            RoomTypeId::parse(3).expect("id"),
+            NaiveDate::from_ymd_opt(2027, 6, 10).expect("date"),
+        );
+        let events = [
+            RoomNightEvent::InventorySet {
+                key,
+                total_rooms: 1,
+                overbooking_allowance: 0,
+                rate_cents: 1,
+            },
+            RoomNightEvent::RoomsHeld {
+                reservation_id: id,
+                rooms: 1,
+                expires_at: at,
+            },
+            RoomNightEvent::RoomsBooked {
+                reservation_id: id,
+                rooms: 1,
+            },
+            RoomNightEvent::HoldConfirmed {
+                reservation_id: id,
+                rooms: 1,
+            },
+            RoomNightEvent::HoldLapsed {
+                reservation_id: id,
+                rooms: 1,
+                expired_at: at,
+            },
+            RoomNightEvent::RoomsReleased {
+                reservation_id: id,
+                rooms: 1,
+                was_confirmed: false,
+            },
+        ];
+        assert_eq!(events.len(), RoomNightEventType::ALL.len());
+        for (event, kind) in events.iter().zip(RoomNightEventType::ALL) {
+            assert_eq!(event.kind(), *kind);
+            check(event, kind.as_str(), "1.0");
+            assert_eq!(RoomNightEventType::parse(kind.as_str()), Some(*kind));
+        }
+        assert_eq!(RoomNightEventType::parse("RoomsTeleported"), None);
+    }
+
+    #[test]
+    fn every_hotel_event_is_stored_under_its_variant_name_and_version() {
+        let events = [
+            HotelEvent::HotelDetailsSet {
+                hotel_id: HotelId::parse(7).expect("id"),
+                details: HotelDetails::parse("Casa", "Lisbon", "Europe/Lisbon").expect("valid"),
+            },
+            HotelEvent::RoomTypeSet {
+                room_type_id: RoomTypeId::parse(3).expect("id"),
+                details: RoomTypeDetails::parse("King", 2).expect("valid"),
+            },
+        ];
+        assert_eq!(events.len(), HotelEventType::ALL.len());
+        for (event, kind) in events.iter().zip(HotelEventType::ALL) {
+            assert_eq!(event.kind(), *kind);
+            check(event, kind.as_str(), "1.0");
+            assert_eq!(HotelEventType::parse(kind.as_str()), Some(*kind));
+        }
+    }
+
+    #[test]
+    fn every_reservation_event_type_parses_from_its_name() {
+        let names: Vec<&str> = ReservationEventType::ALL
+            .iter()
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "ReservationHeld",
+                "ReservationConfirmed",
+                "ReservationCancelled",
+                "HoldExpired",
+                "DatesChanged",
+                "PaymentDeclined",
+                "LatePaymentRefunded",
+            ]
+        );
+        for kind in ReservationEventType::ALL {
+            assert_eq!(ReservationEventType::parse(kind.as_str()), Some(*kind));
+        }
+        let expired = ReservationEvent::HoldExpired {
+            expired_at: Utc
+                .with_ymd_and_hms(2027, 6, 1, 12, 0, 0)
+                .single()
+                .expect("time"),
+        };
+        check(&expired, "HoldExpired", ReservationEvent::VERSION);
+    }
+}

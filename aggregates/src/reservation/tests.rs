@@ -1,0 +1,607 @@
+//! The given/when/then tests of `Reservation`.
+
+use super::*;
+use chrono::{NaiveDate, TimeZone};
+use cqrs_es::test::TestFramework;
+use uuid::Uuid;
+
+type Fixture = TestFramework<Reservation>;
+
+/// Minutes after 2027-06-01 12:00 UTC.
+fn at(minutes: i64) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2027, 6, 1, 12, 0, 0)
+        .single()
+        .expect("valid time")
+        + chrono::Duration::minutes(minutes)
+}
+
+fn stay(start_day: u32, end_day: u32) -> StayDates {
+    StayDates::parse(
+        NaiveDate::from_ymd_opt(2027, 6, start_day).expect("valid date"),
+        NaiveDate::from_ymd_opt(2027, 6, end_day).expect("valid date"),
+    )
+    .expect("valid stay")
+}
+
+/// A stay of 2027-06-10..12, two rooms, held until minute 15.
+fn details() -> ReservationDetails {
+    ReservationDetails {
+        reservation_id: ReservationId::from_uuid(Uuid::from_u128(1)),
+        hotel_id: HotelId::parse(7).expect("valid id"),
+        room_type_id: RoomTypeId::parse(3).expect("valid id"),
+        stay: stay(10, 12),
+        rooms: RoomCount::parse(2).expect("valid count"),
+        guest: Guest::parse("Ana Lima", "ana@example.com").expect("valid guest"),
+        channel: "direct".to_owned(),
+        total_cents: 48_000,
+        hold_expires_at: at(15),
+        created_at: at(0),
+    }
+}
+
+fn placed() -> ReservationEvent {
+    ReservationEvent::ReservationHeld(details())
+}
+
+fn confirmed_at(minutes: i64) -> ReservationEvent {
+    ReservationEvent::ReservationConfirmed {
+        confirmed_at: at(minutes),
+        payment: None,
+    }
+}
+
+fn cancelled_at(minutes: i64) -> ReservationEvent {
+    ReservationEvent::ReservationCancelled {
+        cancelled_at: at(minutes),
+        reason: "plans changed".to_owned(),
+        by: CancelledBy::Guest,
+        refund_cents: 0,
+    }
+}
+
+fn expired() -> ReservationEvent {
+    ReservationEvent::HoldExpired { expired_at: at(15) }
+}
+
+fn cancel(minutes: i64) -> ReservationCommand {
+    ReservationCommand::Cancel {
+        now: at(minutes),
+        reason: "plans changed".to_owned(),
+        by: CancelledBy::Guest,
+        refund_cents: 0,
+    }
+}
+
+fn change_to(start_day: u32, end_day: u32, minutes: i64) -> ReservationCommand {
+    ReservationCommand::ChangeDates {
+        stay: stay(start_day, end_day),
+        total_cents: 72_000,
+        now: at(minutes),
+    }
+}
+
+fn state(events: &[ReservationEvent]) -> Reservation {
+    let mut reservation = Reservation::default();
+    for event in events {
+        reservation.apply_event(event);
+    }
+    reservation
+}
+
+// --- Place --------------------------------------------------------------------------
+
+#[test]
+fn placing_a_new_reservation_records_it_as_held() {
+    Fixture::with(())
+        .given_no_previous_events()
+        .when(ReservationCommand::Place { details: details() })
+        .then_expect_events(vec![placed()]);
+}
+
+#[test]
+fn placing_the_same_reservation_again_changes_nothing() {
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(ReservationCommand::Place { details: details() })
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn placing_a_reservation_id_again_with_other_details_already_exists() {
+    let mut other = details();
+    other.rooms = RoomCount::parse(1).expect("valid count");
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(ReservationCommand::Place { details: other })
+        .then_expect_error(ReservationError::AlreadyExists);
+}
+
+// --- Confirm ------------------------------------------------------------------------
+
+#[test]
+fn confirming_a_live_hold_confirms_the_reservation() {
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(ReservationCommand::Confirm {
+            now: at(14),
+            payment: None,
+        })
+        .then_expect_events(vec![confirmed_at(14)]);
+}
+
+#[test]
+fn confirming_twice_changes_nothing() {
+    Fixture::with(())
+        .given(vec![placed(), confirmed_at(5)])
+        .when(ReservationCommand::Confirm {
+            now: at(30),
+            payment: None,
+        })
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn confirming_a_lapsed_hold_is_hold_expired() {
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(ReservationCommand::Confirm {
+            now: at(15),
+            payment: None,
+        })
+        .then_expect_error(ReservationError::HoldExpired { expired_at: at(15) });
+}
+
+#[test]
+fn confirming_an_unknown_reservation_is_not_found() {
+    Fixture::with(())
+        .given_no_previous_events()
+        .when(ReservationCommand::Confirm {
+            now: at(0),
+            payment: None,
+        })
+        .then_expect_error(ReservationError::NotFound);
+}
+
+#[test]
+fn confirming_a_cancelled_reservation_is_invalid_state() {
+    Fixture::with(())
+        .given(vec![placed(), cancelled_at(5)])
+        .when(ReservationCommand::Confirm {
+            now: at(6),
+            payment: None,
+        })
+        .then_expect_error(ReservationError::InvalidState {
+            status: ReservationStatus::Cancelled,
+        });
+}
+
+#[test]
+fn confirming_an_expired_reservation_is_invalid_state() {
+    Fixture::with(())
+        .given(vec![placed(), expired()])
+        .when(ReservationCommand::Confirm {
+            now: at(20),
+            payment: None,
+        })
+        .then_expect_error(ReservationError::InvalidState {
+            status: ReservationStatus::Expired,
+        });
+}
+
+// --- Cancel -------------------------------------------------------------------------
+
+#[test]
+fn cancelling_a_live_hold_cancels_it() {
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(cancel(5))
+        .then_expect_events(vec![cancelled_at(5)]);
+}
+
+#[test]
+fn cancelling_a_confirmed_reservation_cancels_it_even_after_the_hold_time() {
+    Fixture::with(())
+        .given(vec![placed(), confirmed_at(5)])
+        .when(ReservationCommand::Cancel {
+            now: at(600),
+            reason: "overbooked".to_owned(),
+            by: CancelledBy::Hotel,
+            refund_cents: 0,
+        })
+        .then_expect_events(vec![ReservationEvent::ReservationCancelled {
+            cancelled_at: at(600),
+            reason: "overbooked".to_owned(),
+            by: CancelledBy::Hotel,
+            refund_cents: 0,
+        }]);
+}
+
+#[test]
+fn cancelling_twice_is_invalid_state() {
+    Fixture::with(())
+        .given(vec![placed(), cancelled_at(5)])
+        .when(cancel(6))
+        .then_expect_error(ReservationError::InvalidState {
+            status: ReservationStatus::Cancelled,
+        });
+}
+
+#[test]
+fn cancelling_a_lapsed_hold_is_invalid_state_expired() {
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(cancel(15))
+        .then_expect_error(ReservationError::InvalidState {
+            status: ReservationStatus::Expired,
+        });
+}
+
+#[test]
+fn cancelling_an_expired_reservation_is_invalid_state() {
+    Fixture::with(())
+        .given(vec![placed(), expired()])
+        .when(cancel(20))
+        .then_expect_error(ReservationError::InvalidState {
+            status: ReservationStatus::Expired,
+        });
+}
+
+#[test]
+fn cancelling_an_unknown_reservation_is_not_found() {
+    Fixture::with(())
+        .given_no_previous_events()
+        .when(cancel(0))
+        .then_expect_error(ReservationError::NotFound);
+}
+
+// --- Expire -------------------------------------------------------------------------
+
+#[test]
+fn expiring_a_lapsed_hold_records_when_it_lapsed() {
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(ReservationCommand::Expire { now: at(40) })
+        .then_expect_events(vec![expired()]);
+}
+
+#[test]
+fn expiring_a_live_hold_is_hold_still_live() {
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(ReservationCommand::Expire { now: at(14) })
+        .then_expect_error(ReservationError::HoldStillLive);
+}
+
+#[test]
+fn expiring_twice_changes_nothing() {
+    Fixture::with(())
+        .given(vec![placed(), expired()])
+        .when(ReservationCommand::Expire { now: at(40) })
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn expiring_a_confirmed_reservation_is_invalid_state() {
+    Fixture::with(())
+        .given(vec![placed(), confirmed_at(5)])
+        .when(ReservationCommand::Expire { now: at(40) })
+        .then_expect_error(ReservationError::InvalidState {
+            status: ReservationStatus::Confirmed,
+        });
+}
+
+#[test]
+fn expiring_a_cancelled_reservation_is_invalid_state() {
+    Fixture::with(())
+        .given(vec![placed(), cancelled_at(5)])
+        .when(ReservationCommand::Expire { now: at(40) })
+        .then_expect_error(ReservationError::InvalidState {
+            status: ReservationStatus::Cancelled,
+        });
+}
+
+#[test]
+fn expiring_an_unknown_reservation_is_not_found() {
+    Fixture::with(())
+        .given_no_previous_events()
+        .when(ReservationCommand::Expire { now: at(40) })
+        .then_expect_error(ReservationError::NotFound);
+}
+
+// --- ChangeDates --------------------------------------------------------------------
+
+#[test]
+fn changing_the_dates_of_a_live_hold_records_the_new_stay_and_price() {
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(change_to(11, 14, 5))
+        .then_expect_events(vec![ReservationEvent::DatesChanged {
+            stay: stay(11, 14),
+            total_cents: 72_000,
+            changed_at: at(5),
+        }]);
+}
+
+#[test]
+fn changing_the_dates_of_a_confirmed_reservation_records_the_new_stay() {
+    Fixture::with(())
+        .given(vec![placed(), confirmed_at(5)])
+        .when(change_to(11, 14, 600))
+        .then_expect_events(vec![ReservationEvent::DatesChanged {
+            stay: stay(11, 14),
+            total_cents: 72_000,
+            changed_at: at(600),
+        }]);
+}
+
+#[test]
+fn changing_to_the_current_dates_is_same_dates() {
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(change_to(10, 12, 5))
+        .then_expect_error(ReservationError::SameDates);
+}
+
+#[test]
+fn changing_the_dates_of_a_lapsed_hold_is_hold_expired() {
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(change_to(11, 14, 15))
+        .then_expect_error(ReservationError::HoldExpired { expired_at: at(15) });
+}
+
+#[test]
+fn changing_the_dates_of_a_cancelled_reservation_is_invalid_state() {
+    Fixture::with(())
+        .given(vec![placed(), confirmed_at(5), cancelled_at(6)])
+        .when(change_to(11, 14, 7))
+        .then_expect_error(ReservationError::InvalidState {
+            status: ReservationStatus::Cancelled,
+        });
+}
+
+#[test]
+fn changing_the_dates_of_an_expired_reservation_is_invalid_state() {
+    Fixture::with(())
+        .given(vec![placed(), expired()])
+        .when(change_to(11, 14, 40))
+        .then_expect_error(ReservationError::InvalidState {
+            status: ReservationStatus::Expired,
+        });
+}
+
+#[test]
+fn changing_the_dates_of_an_unknown_reservation_is_not_found() {
+    Fixture::with(())
+        .given_no_previous_events()
+        .when(change_to(11, 14, 0))
+        .then_expect_error(ReservationError::NotFound);
+}
+
+// --- State --------------------------------------------------------------------------
+
+#[test]
+fn the_state_follows_the_events() {
+    let reservation = state(&[placed()]);
+    assert_eq!(reservation.details(), Some(&details()));
+    assert_eq!(reservation.recorded_status(), Some(ReservationStatus::Held));
+    assert_eq!(reservation.updated_at(), Some(at(0)));
+
+    let reservation = state(&[
+        placed(),
+        ReservationEvent::DatesChanged {
+            stay: stay(11, 14),
+            total_cents: 72_000,
+            changed_at: at(3),
+        },
+        confirmed_at(5),
+    ]);
+    let details = reservation.details().expect("placed");
+    assert_eq!(details.stay, stay(11, 14));
+    assert_eq!(details.total_cents, 72_000);
+    assert_eq!(details.hold_expires_at, at(15));
+    assert_eq!(
+        reservation.recorded_status(),
+        Some(ReservationStatus::Confirmed)
+    );
+    assert_eq!(reservation.updated_at(), Some(at(5)));
+
+    let reservation = state(&[placed(), cancelled_at(7)]);
+    assert_eq!(
+        reservation.recorded_status(),
+        Some(ReservationStatus::Cancelled)
+    );
+    assert_eq!(reservation.updated_at(), Some(at(7)));
+
+    let reservation = state(&[placed(), expired()]);
+    assert_eq!(
+        reservation.recorded_status(),
+        Some(ReservationStatus::Expired)
+    );
+    assert_eq!(reservation.updated_at(), Some(at(15)));
+}
+
+#[test]
+fn a_held_reservation_reads_as_expired_once_its_hold_lapses() {
+    let held = state(&[placed()]);
+    assert_eq!(held.status_at(at(14)), Some(ReservationStatus::Held));
+    assert_eq!(held.status_at(at(15)), Some(ReservationStatus::Expired));
+    assert_eq!(held.recorded_status(), Some(ReservationStatus::Held));
+    let confirmed = state(&[placed(), confirmed_at(5)]);
+    assert_eq!(
+        confirmed.status_at(at(60)),
+        Some(ReservationStatus::Confirmed)
+    );
+    assert_eq!(Reservation::default().status_at(at(0)), None);
+}
+
+#[test]
+fn only_held_and_confirmed_reservations_occupy_nights() {
+    assert!(ReservationStatus::Held.occupies_nights());
+    assert!(ReservationStatus::Confirmed.occupies_nights());
+    assert!(!ReservationStatus::Cancelled.occupies_nights());
+    assert!(!ReservationStatus::Expired.occupies_nights());
+    assert!(!ReservationStatus::Declined.occupies_nights());
+    assert_eq!(ReservationStatus::Declined.as_str(), "declined");
+}
+
+// --- Payments -----------------------------------------------------------------------
+
+fn card(txn: &str, amount_cents: i64) -> Payment {
+    Payment {
+        provider_txn_id: txn.to_owned(),
+        amount_cents,
+    }
+}
+
+fn authorize(txn: &str, amount_cents: i64, minutes: i64) -> ReservationCommand {
+    ReservationCommand::ApplyAuthorization {
+        now: at(minutes),
+        payment: card(txn, amount_cents),
+    }
+}
+
+fn given_back(txn: &str, amount_cents: i64, minutes: i64) -> ReservationEvent {
+    ReservationEvent::LatePaymentRefunded {
+        provider_txn_id: txn.to_owned(),
+        amount_cents,
+        refunded_at: at(minutes),
+    }
+}
+
+fn paid_at(txn: &str, minutes: i64) -> ReservationEvent {
+    ReservationEvent::ReservationConfirmed {
+        confirmed_at: at(minutes),
+        payment: Some(card(txn, 48_000)),
+    }
+}
+
+#[test]
+fn an_authorization_for_a_live_hold_confirms_it_with_the_payment() {
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(authorize("txn_1", 48_000, 5))
+        .then_expect_events(vec![paid_at("txn_1", 5)]);
+}
+
+#[test]
+fn the_same_authorization_twice_changes_nothing() {
+    Fixture::with(())
+        .given(vec![placed(), paid_at("txn_1", 5)])
+        .when(authorize("txn_1", 48_000, 6))
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn an_authorization_after_the_hold_lapsed_records_the_lapse_and_is_given_back() {
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(authorize("txn_1", 48_000, 15))
+        .then_expect_events(vec![expired(), given_back("txn_1", 48_000, 15)]);
+}
+
+#[test]
+fn an_authorization_for_an_expired_reservation_is_given_back_not_resurrected() {
+    Fixture::with(())
+        .given(vec![placed(), expired()])
+        .when(authorize("txn_1", 48_000, 20))
+        .then_expect_events(vec![given_back("txn_1", 48_000, 20)]);
+}
+
+#[test]
+fn an_authorization_after_a_cancellation_is_given_back() {
+    Fixture::with(())
+        .given(vec![placed(), cancelled_at(3)])
+        .when(authorize("txn_1", 48_000, 5))
+        .then_expect_events(vec![given_back("txn_1", 48_000, 5)]);
+}
+
+#[test]
+fn a_second_authorization_of_a_paid_reservation_is_given_back_once() {
+    let given = vec![
+        placed(),
+        paid_at("txn_1", 5),
+        given_back("txn_2", 48_000, 6),
+    ];
+    Fixture::with(())
+        .given(vec![placed(), paid_at("txn_1", 5)])
+        .when(authorize("txn_2", 48_000, 6))
+        .then_expect_events(vec![given_back("txn_2", 48_000, 6)]);
+    Fixture::with(())
+        .given(given)
+        .when(authorize("txn_2", 48_000, 7))
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn an_authorization_of_the_wrong_amount_is_given_back_and_the_hold_stays() {
+    let after = state(&[placed(), given_back("txn_1", 100, 5)]);
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(authorize("txn_1", 100, 5))
+        .then_expect_events(vec![given_back("txn_1", 100, 5)]);
+    assert_eq!(after.recorded_status(), Some(ReservationStatus::Held));
+    assert!(after.knows_payment("txn_1"));
+}
+
+#[test]
+fn a_declined_card_ends_the_hold_as_declined() {
+    let declined = ReservationEvent::PaymentDeclined {
+        declined_at: at(5),
+        provider_txn_id: Some("txn_1".into()),
+    };
+    Fixture::with(())
+        .given(vec![placed()])
+        .when(ReservationCommand::DeclinePayment {
+            now: at(5),
+            provider_txn_id: Some("txn_1".into()),
+        })
+        .then_expect_events(vec![declined.clone()]);
+    assert_eq!(
+        state(&[placed(), declined]).recorded_status(),
+        Some(ReservationStatus::Declined)
+    );
+}
+
+#[test]
+fn a_decline_cannot_undo_a_confirmation() {
+    Fixture::with(())
+        .given(vec![placed(), paid_at("txn_1", 5)])
+        .when(ReservationCommand::DeclinePayment {
+            now: at(6),
+            provider_txn_id: Some("txn_1".into()),
+        })
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn cancelling_records_the_refund_the_policy_gave() {
+    let cancelled = ReservationEvent::ReservationCancelled {
+        cancelled_at: at(30),
+        reason: "plans changed".into(),
+        by: CancelledBy::Hotel,
+        refund_cents: 48_000,
+    };
+    Fixture::with(())
+        .given(vec![placed(), paid_at("txn_1", 5)])
+        .when(ReservationCommand::Cancel {
+            now: at(30),
+            reason: "plans changed".into(),
+            by: CancelledBy::Hotel,
+            refund_cents: 48_000,
+        })
+        .then_expect_events(vec![cancelled.clone()]);
+    let after = state(&[placed(), paid_at("txn_1", 5), cancelled]);
+    assert_eq!(after.refund_cents(), 48_000);
+    assert_eq!(after.payment(), Some(&card("txn_1", 48_000)));
+}
+
+#[test]
+fn the_stream_id_starts_with_the_hotel() {
+    let id = ReservationId::from_uuid(Uuid::from_u128(1));
+    assert_eq!(
+        reservation_stream_id(HotelId::parse(7).expect("valid id"), id),
+        "7:00000000-0000-0000-0000-000000000001"
+    );
+    assert_eq!(expired().event_type(), "HoldExpired");
+}

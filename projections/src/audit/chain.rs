@@ -1,0 +1,417 @@
+//! Writing the audit log: the canonical bytes of an event, the hash that chains it to
+//! the row before, and [`append`], which adds a batch of events to the chain inside the
+//! projection's transaction.
+//!
+//! Kept apart from [`super::verify`]: this half runs in the runner, once per batch, and
+//! is what a change to the chain's format must change; verify only reads it back.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use sqlx::PgConnection;
+
+use super::GENESIS_HASH;
+use crate::log::StoredEvent;
+
+/// Tag of the canonical form, hashed with every event so a future change of the form is
+/// a new tag rather than a silent reinterpretation of old hashes.
+const CANONICAL_FORMAT: &str = "audit-v1";
+
+/// The columns of one event that the chain covers.
+#[derive(Debug, Clone, Copy)]
+pub struct EventFields<'a> {
+    pub position: i64,
+    pub transaction_id: i64,
+    pub aggregate_type: &'a str,
+    pub aggregate_id: &'a str,
+    pub sequence: i64,
+    pub event_type: &'a str,
+    pub event_version: &'a str,
+    pub payload: &'a Value,
+    pub metadata: &'a Value,
+    pub recorded_at: DateTime<Utc>,
+}
+
+impl<'a> From<&'a StoredEvent> for EventFields<'a> {
+    fn from(e: &'a StoredEvent) -> Self {
+        Self {
+            position: e.position,
+            transaction_id: e.transaction_id,
+            aggregate_type: &e.aggregate_type,
+            aggregate_id: &e.aggregate_id,
+            sequence: e.sequence,
+            event_type: &e.event_type,
+            event_version: &e.event_version,
+            payload: &e.payload,
+            metadata: &e.metadata,
+            recorded_at: e.recorded_at,
+        }
+    }
+}
+
+/// The canonical bytes of an event: a JSON object with the fields in a fixed order,
+/// nested objects with sorted keys, no insignificant whitespace, and `recorded_at` as
+/// RFC 3339 UTC with microseconds (PostgreSQL's resolution).
+pub fn canonical_bytes(event: &EventFields<'_>) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"{\"format\":");
+    serde_json::to_writer(&mut out, CANONICAL_FORMAT)?;
+    out.extend_from_slice(b",\"position\":");
+    serde_json::to_writer(&mut out, &event.position)?;
+    out.extend_from_slice(b",\"transaction_id\":");
+    serde_json::to_writer(&mut out, &event.transaction_id)?;
+    out.extend_from_slice(b",\"aggregate_type\":");
+    serde_json::to_writer(&mut out, event.aggregate_type)?;
+    out.extend_from_slice(b",\"aggregate_id\":");
+    serde_json::to_writer(&mut out, event.aggregate_id)?;
+    out.extend_from_slice(b",\"sequence\":");
+    serde_json::to_writer(&mut out, &event.sequence)?;
+    out.extend_from_slice(b",\"event_type\":");
+    serde_json::to_writer(&mut out, event.event_type)?;
+    out.extend_from_slice(b",\"event_version\":");
+    serde_json::to_writer(&mut out, event.event_version)?;
+    out.extend_from_slice(b",\"recorded_at\":");
+    serde_json::to_writer(
+        &mut out,
+        &event
+            .recorded_at
+            .to_rfc3339_opts(SecondsFormat::Micros, true),
+    )?;
+    out.extend_from_slice(b",\"payload\":");
+    write_canonical(event.payload, &mut out)?;
+    out.extend_from_slice(b",\"metadata\":");
+    write_canonical(event.metadata, &mut out)?;
+    out.push(b'}');
+    Ok(out)
+}
+
+/// Writes `value` as JSON with every object's keys in byte order.
+fn write_canonical(value: &Value, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    match value {
+        Value::Object(map) => {
+            // serde_json's default map is already sorted; only sort (allocating) when a
+            // build enables `preserve_order`.
+            let sorted = map
+                .keys()
+                .zip(map.keys().skip(1))
+                .all(|(a, b)| a.as_bytes() < b.as_bytes());
+            if sorted {
+                write_object(map.iter(), out)?;
+            } else {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+                write_object(entries.into_iter(), out)?;
+            }
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out)?;
+            }
+            out.push(b']');
+        }
+        scalar => serde_json::to_writer(&mut *out, scalar)?,
+    }
+    Ok(())
+}
+
+fn write_object<'v>(
+    entries: impl Iterator<Item = (&'v String, &'v Value)>,
+    out: &mut Vec<u8>,
+) -> Result<(), serde_json::Error> {
+    out.push(b'{');
+    for (i, (key, item)) in entries.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, key)?;
+        out.push(b':');
+        write_canonical(item, out)?;
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// `SHA-256(prev_hash || canonical bytes)`.
+pub fn chain_hash(
+    prev_hash: &[u8],
+    event: &EventFields<'_>,
+) -> Result<[u8; 32], serde_json::Error> {
+    let mut hasher = Sha256::new();
+    hasher.update(prev_hash);
+    hasher.update(canonical_bytes(event)?);
+    Ok(hasher.finalize().into())
+}
+
+/// Appends `batch` (commit order) to the audit log within the caller's transaction, and
+/// returns how many rows it added. Events already in the log are skipped, so applying a
+/// batch twice changes nothing.
+pub async fn append(conn: &mut PgConnection, batch: &[StoredEvent]) -> anyhow::Result<usize> {
+    if batch.is_empty() {
+        return Ok(0);
+    }
+    // One appender at a time: two would both extend the same head (the primary key on
+    // `seq` would refuse the second, but waiting is cheaper than a failed batch).
+    // Readers are not blocked.
+    sqlx::query("LOCK TABLE audit_log IN SHARE ROW EXCLUSIVE MODE")
+        .execute(&mut *conn)
+        .await?;
+    let head: Option<(i64, Vec<u8>)> =
+        sqlx::query_as("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(&mut *conn)
+            .await?;
+    let (mut seq, mut prev) = match head {
+        None => (0_i64, GENESIS_HASH),
+        Some((seq, hash)) => {
+            let hash: [u8; 32] = hash
+                .try_into()
+                .map_err(|_| anyhow::anyhow!("the audit log's last row has a malformed hash"))?;
+            (seq, hash)
+        }
+    };
+    let positions: Vec<i64> = batch.iter().map(|e| e.position).collect();
+    let present: HashSet<i64> =
+        sqlx::query_scalar("SELECT position FROM audit_log WHERE position = ANY($1)")
+            .bind(&positions)
+            .fetch_all(&mut *conn)
+            .await?
+            .into_iter()
+            .collect();
+
+    let mut rows = AuditRows::default();
+    let mut seen = HashSet::with_capacity(batch.len());
+    for event in batch {
+        if present.contains(&event.position) || !seen.insert(event.position) {
+            continue;
+        }
+        let hash = chain_hash(&prev, &EventFields::from(event))?;
+        seq += 1;
+        rows.push(seq, event, prev, hash);
+        prev = hash;
+    }
+    let added = rows.seq.len();
+    if added > 0 {
+        // The columns are copied from `events` inside the database, by position: the
+        // payloads, which are most of a row, do not travel back, nor are they parsed
+        // into jsonb a second time (see docs/benchmarks.md, finding 29).
+        // Only a row still as it was read is copied: the same position, and the same
+        // row version, which `xmin` tells (the inserting transaction's id, the low 32
+        // bits of the `transaction_id` read; an UPDATE makes a new version with its
+        // own). The hashes are of the events as read, so a copy of a changed row would
+        // not match its hash and would make the audit log look tampered with.
+        let copied = sqlx::query(
+            "INSERT INTO audit_log (seq, position, transaction_id, aggregate_type, aggregate_id,
+                    sequence, event_type, event_version, payload, metadata, recorded_at,
+                    prev_hash, hash)
+             SELECT u.seq, e.global_position, e.transaction_id, e.aggregate_type,
+                    e.aggregate_id, e.sequence, e.event_type, e.event_version, e.payload,
+                    e.metadata, e.recorded_at, u.prev_hash, u.hash
+               FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bytea[], $5::bytea[])
+                    AS u(seq, position, txid, prev_hash, hash)
+               JOIN events e ON e.global_position = u.position
+                            AND e.xmin::text::bigint = u.txid % 4294967296",
+        )
+        .bind(&rows.seq)
+        .bind(&rows.position)
+        .bind(&rows.transaction_id)
+        .bind(&rows.prev_hash)
+        .bind(&rows.hash)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        if copied != added as u64 {
+            // An event read a moment ago is gone from `events`, or changed (by hand: the
+            // write side never deletes or updates one). The chain must not skip it, nor
+            // stop: the rows the copy missed are written as the event was read, so the
+            // audit log keeps the original and `verify` reports the event missing, or
+            // different from its audit row.
+            keep_as_read(conn, &rows).await?;
+        }
+    }
+    Ok(added)
+}
+
+/// Writes the chain rows whose event the copy did not find in `events` as it was read,
+/// with the event's columns as read.
+async fn keep_as_read(conn: &mut PgConnection, rows: &AuditRows<'_>) -> anyhow::Result<()> {
+    let copied: HashSet<i64> =
+        sqlx::query_scalar("SELECT position FROM audit_log WHERE position = ANY($1)")
+            .bind(&rows.position)
+            .fetch_all(&mut *conn)
+            .await?
+            .into_iter()
+            .collect();
+    let mut missing = MissingRows::default();
+    for i in 0..rows.seq.len() {
+        if !copied.contains(&rows.position[i]) {
+            missing.push(rows, i);
+        }
+    }
+    sqlx::query(
+        "INSERT INTO audit_log (seq, position, transaction_id, aggregate_type, aggregate_id,
+                sequence, event_type, event_version, payload, metadata, recorded_at,
+                prev_hash, hash)
+         SELECT seq, position, txid::text::xid8, aggregate_type, aggregate_id, sequence,
+                event_type, event_version, payload, metadata, recorded_at, prev_hash, hash
+           FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[],
+                       $6::bigint[], $7::text[], $8::text[], $9::jsonb[], $10::jsonb[],
+                       $11::timestamptz[], $12::bytea[], $13::bytea[])
+                AS m(seq, position, txid, aggregate_type, aggregate_id, sequence, event_type,
+                     event_version, payload, metadata, recorded_at, prev_hash, hash)",
+    )
+    .bind(&missing.seq)
+    .bind(&missing.position)
+    .bind(&missing.transaction_id)
+    .bind(&missing.aggregate_type)
+    .bind(&missing.aggregate_id)
+    .bind(&missing.sequence)
+    .bind(&missing.event_type)
+    .bind(&missing.event_version)
+    .bind(&missing.payload)
+    .bind(&missing.metadata)
+    .bind(&missing.recorded_at)
+    .bind(&missing.prev_hash)
+    .bind(&missing.hash)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Every column of the chain rows whose event is gone from `events`, or changed there.
+#[derive(Default)]
+struct MissingRows<'a> {
+    seq: Vec<i64>,
+    position: Vec<i64>,
+    transaction_id: Vec<i64>,
+    aggregate_type: Vec<&'a str>,
+    aggregate_id: Vec<&'a str>,
+    sequence: Vec<i64>,
+    event_type: Vec<&'a str>,
+    event_version: Vec<&'a str>,
+    payload: Vec<&'a Value>,
+    metadata: Vec<&'a Value>,
+    recorded_at: Vec<DateTime<Utc>>,
+    prev_hash: Vec<&'a [u8]>,
+    hash: Vec<&'a [u8]>,
+}
+
+impl<'a> MissingRows<'a> {
+    /// Row `i` of `rows`, with its event's columns.
+    fn push(&mut self, rows: &'a AuditRows<'a>, i: usize) {
+        let e = rows.events[i];
+        self.seq.push(rows.seq[i]);
+        self.position.push(e.position);
+        self.transaction_id.push(e.transaction_id);
+        self.aggregate_type.push(&e.aggregate_type);
+        self.aggregate_id.push(&e.aggregate_id);
+        self.sequence.push(e.sequence);
+        self.event_type.push(&e.event_type);
+        self.event_version.push(&e.event_version);
+        self.payload.push(&e.payload);
+        self.metadata.push(&e.metadata);
+        self.recorded_at.push(e.recorded_at);
+        self.prev_hash.push(&rows.prev_hash[i]);
+        self.hash.push(&rows.hash[i]);
+    }
+}
+
+/// The chain's columns of the rows to insert, as arrays for one insert; the event's
+/// own columns are copied from `events` (or, for an event no longer there as it was
+/// read, taken from the event as read: `AuditRows::events`).
+#[derive(Default)]
+struct AuditRows<'a> {
+    events: Vec<&'a StoredEvent>,
+    seq: Vec<i64>,
+    position: Vec<i64>,
+    transaction_id: Vec<i64>,
+    prev_hash: Vec<Vec<u8>>,
+    hash: Vec<Vec<u8>>,
+}
+
+impl<'a> AuditRows<'a> {
+    fn push(&mut self, seq: i64, e: &'a StoredEvent, prev_hash: [u8; 32], hash: [u8; 32]) {
+        self.events.push(e);
+        self.seq.push(seq);
+        self.position.push(e.position);
+        self.transaction_id.push(e.transaction_id);
+        self.prev_hash.push(prev_hash.to_vec());
+        self.hash.push(hash.to_vec());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fields<'a>(payload: &'a Value, metadata: &'a Value) -> EventFields<'a> {
+        EventFields {
+            position: 42,
+            transaction_id: 7,
+            aggregate_type: "room_night",
+            aggregate_id: "812:3:2027-06-10",
+            sequence: 3,
+            event_type: "RoomsHeld",
+            event_version: "1.0",
+            payload,
+            metadata,
+            recorded_at: DateTime::parse_from_rfc3339("2027-06-01T12:00:00.123456Z")
+                .map(|t| t.with_timezone(&Utc))
+                .unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn canonical_bytes_do_not_depend_on_key_order() {
+        let a: Value = serde_json::from_str(
+            r#"{"RoomsHeld": {"rooms": 1, "reservation_id": "x", "nested": {"b": [1, {"z": 0, "a": 1}], "a": null}}}"#,
+        )
+        .unwrap_or_default();
+        let b: Value = serde_json::from_str(
+            r#"{"RoomsHeld": {"nested": {"a": null, "b": [1, {"a": 1, "z": 0}]}, "reservation_id": "x", "rooms": 1}}"#,
+        )
+        .unwrap_or_default();
+        let metadata = json!({"command": "hold_stay", "client": "web"});
+        let left = canonical_bytes(&fields(&a, &metadata)).unwrap_or_default();
+        let right = canonical_bytes(&fields(&b, &metadata)).unwrap_or_default();
+        assert!(!left.is_empty());
+        assert_eq!(left, right);
+        let text = String::from_utf8(left).unwrap_or_default();
+        assert!(
+            text.contains(
+                r#""nested":{"a":null,"b":[1,{"a":1,"z":0}]},"reservation_id":"x","rooms":1"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#""recorded_at":"2027-06-01T12:00:00.123456Z""#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_hash_covers_the_previous_hash_and_every_field() {
+        let payload = json!({"RoomsHeld": {"rooms": 1}});
+        let metadata = json!({});
+        let base = fields(&payload, &metadata);
+        let hash = chain_hash(&GENESIS_HASH, &base).unwrap_or_default();
+        assert_ne!(hash, [0; 32]);
+        assert_ne!(chain_hash(&[1; 32], &base).unwrap_or_default(), hash);
+        let changed = json!({"RoomsHeld": {"rooms": 2}});
+        assert_ne!(
+            chain_hash(&GENESIS_HASH, &fields(&changed, &metadata)).unwrap_or_default(),
+            hash
+        );
+        let mut moved = base;
+        moved.position = 43;
+        assert_ne!(chain_hash(&GENESIS_HASH, &moved).unwrap_or_default(), hash);
+        let mut later = base;
+        later.recorded_at += chrono::Duration::microseconds(1);
+        assert_ne!(chain_hash(&GENESIS_HASH, &later).unwrap_or_default(), hash);
+    }
+}

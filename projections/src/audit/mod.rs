@@ -1,0 +1,108 @@
+//! The audit log: an append-only, hash-chained copy of the event log, and `verify`,
+//! which checks it and replays the whole history against every invariant.
+//!
+//! **Why.** Anyone with SQL access can change a row of `events`. The [`AuditLog`]
+//! projection copies every event, in commit order, into `audit_log` (a trigger refuses
+//! UPDATE, DELETE and TRUNCATE there), and chains the rows: each row's hash is
+//! `SHA-256(prev_hash || canonical bytes of the event)`, the first row's `prev_hash`
+//! being 32 zero bytes. Changing, removing or inserting a row afterwards breaks the chain
+//! or makes the two tables disagree, and [`verify`] says where.
+//!
+//! **Canonical bytes.** A deterministic JSON document of the event's columns (see
+//! [`canonical_bytes`]): fixed field order, and every JSON object inside the payload and
+//! metadata written with its keys sorted. PostgreSQL's `jsonb` does not keep the key
+//! order it was given, and serde_json's map order depends on a cargo feature
+//! (`preserve_order`) any crate in the build may switch on, so the sorting is done here,
+//! explicitly: an event read back from `jsonb` always gives the same bytes.
+//!
+//! **Verify** streams every table it reads (rows arrive through `fetch`, never all at
+//! once) and keeps at most one stream's state in memory:
+//! 1. the chain, by `seq`: contiguous from 1, each `prev_hash` the previous row's hash,
+//!    each hash matching its row;
+//! 2. the streams, in `(aggregate_type, aggregate_id, sequence)` order (an index serves
+//!    that order): sequences contiguous from 1, every event legal in the state before it
+//!    (see [`replay`]), the night invariant after every event;
+//! 3. every replayed night against its `room_nights` row and its
+//!    `room_night_allocations` rows, by merging sorted streams (both sides in byte order
+//!    of the stream id), so rows missing on either side show up too;
+//! 4. `events` against `audit_log`, position by position, up to the audit checkpoint:
+//!    an event without its audit row, an audit row without its event, or any column that
+//!    differs.
+//!
+//! All four read one database snapshot (exported from the first connection and shared
+//! by the others), so a booking that commits while verify runs cannot make the tables
+//! disagree with each other. Nights touched by events the audit log has not copied yet
+//! (they committed after its checkpoint) are not compared with `room_nights`; callers
+//! bring the log up to date first ([`crate::catch_up`]) so that set is empty or tiny.
+//!
+//! The module is split along the two halves: [`chain`] writes the log (the canonical
+//! form, the hash, the append), [`verify`](mod@verify) reads it back and checks it, and
+//! [`replay`] holds the per-event rules verify replays the streams against.
+
+pub mod chain;
+pub mod replay;
+pub mod verify;
+
+use sqlx::PgConnection;
+
+use crate::log::StoredEvent;
+use crate::runner::Projection;
+
+pub use chain::{append, canonical_bytes, chain_hash, EventFields};
+pub use verify::{catch_up_and_verify, verify, VerifyReport};
+
+/// The projection's name: its checkpoint row and its leadership lock.
+pub const NAME: &str = "audit_log";
+
+/// `prev_hash` of the first row.
+pub const GENESIS_HASH: [u8; 32] = [0; 32];
+
+/// At most this many problems are listed in a report (all are counted).
+pub const MAX_PROBLEMS: usize = 100;
+
+/// The audit log projection. Append-only: it cannot be cleared or rebuilt, because a
+/// rebuilt log would be a copy of whatever `events` holds *now*, which is exactly what
+/// the log exists to check.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AuditLog;
+
+impl AuditLog {
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+impl Projection for AuditLog {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    async fn apply(
+        &mut self,
+        tx: &mut PgConnection,
+        _generation: i32,
+        batch: &[StoredEvent],
+    ) -> anyhow::Result<()> {
+        append(tx, batch).await?;
+        Ok(())
+    }
+
+    async fn clear(&mut self, conn: &mut PgConnection, generation: i32) -> anyhow::Result<()> {
+        if generation != 1 {
+            anyhow::bail!(
+                "the audit log is append-only and cannot be rebuilt (asked to fill generation \
+                 {generation}): a rebuilt log would copy the event log as it is now, which is \
+                 what the audit log exists to check"
+            );
+        }
+        let empty: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM audit_log)")
+            .fetch_one(&mut *conn)
+            .await?;
+        if !empty {
+            anyhow::bail!(
+                "the audit log is append-only and already holds rows; it cannot be cleared"
+            );
+        }
+        Ok(())
+    }
+}
