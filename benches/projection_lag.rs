@@ -8,6 +8,8 @@
 //! Uses the PostgreSQL at TEST_DATABASE_URL (default postgres://postgres@127.0.0.1/postgres)
 //! with a scratch database it drops at the end, and Redis at REDIS_URL.
 
+#![allow(clippy::expect_used)] // only on inputs the benchmark generates itself
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

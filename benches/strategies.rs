@@ -6,6 +6,8 @@
 //! Uses the PostgreSQL at TEST_DATABASE_URL (default postgres://postgres@127.0.0.1/postgres)
 //! and a scratch database it drops at the end. BENCH_SECONDS sets each run's length.
 
+#![allow(clippy::expect_used)] // only on inputs the benchmark generates itself
+
 use std::time::{Duration, Instant};
 
 use aggregates::booking::InventoryUpdate;

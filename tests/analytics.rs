@@ -6,6 +6,8 @@
 //! confirmations, cancellations of a confirmed and of a held stay, a change of dates, a
 //! hold that lapses) whose every expected number is worked out by hand below.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: an unwrap is an assertion
+
 mod common;
 
 // The HTTP harness is shared with tests/api.rs; this crate uses part of it.

@@ -5,6 +5,8 @@
 //! The modules live in `tests/api/`; this crate root sits in `tests/`, so each is named
 //! by path (a bare `mod x;` here would look for `tests/x.rs`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: an unwrap is an assertion
+
 mod common;
 
 #[path = "api/support.rs"]

@@ -4,6 +4,8 @@
 //! well as histories the aggregates could never have decided. Each test has its own
 //! database.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: an unwrap is an assertion
+
 mod common;
 
 // Only the HTTP test uses the harness, and not all of it.

@@ -1,6 +1,8 @@
 //! The command API against a real PostgreSQL: one behaviour per test, each on a fresh
 //! database, Arrange / Act / Assert.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: an unwrap is an assertion
+
 mod common;
 
 use std::sync::Arc;

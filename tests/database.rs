@@ -1,6 +1,8 @@
 //! What the database itself guarantees, whatever the application does, and that the
 //! event log stays readable by postgres-es.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: an unwrap is an assertion
+
 mod common;
 
 use aggregates::{Reservation, ReservationEvent, ReservationId, RoomNight};

@@ -1,6 +1,8 @@
 //! When PostgreSQL goes away, the API says so with 503 and `Retry-After`, never a 500,
 //! and the process keeps serving what it can (liveness).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: an unwrap is an assertion
+
 mod common;
 
 use std::sync::Arc;

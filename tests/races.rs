@@ -2,6 +2,8 @@
 //! "servers" (pools + command services), both contention strategies. Every race ends by
 //! checking the invariant in the database, from the events, and by replay.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: an unwrap is an assertion
+
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

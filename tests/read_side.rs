@@ -3,6 +3,8 @@
 //! under a booking storm, and availability survives Redis going away and coming back
 //! empty.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: an unwrap is an assertion
+
 mod common;
 
 use std::process::{Child, Command, Stdio};

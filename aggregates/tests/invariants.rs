@@ -2,6 +2,8 @@
 //! type never break a night's invariant, never leave a stay partly allocated, and the
 //! event streams they record replay to exactly the live aggregates.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: an unwrap is an assertion
+
 use std::collections::BTreeMap;
 
 use aggregates::booking::{self, HoldStay, InvalidInputRejection, InventoryUpdate};
