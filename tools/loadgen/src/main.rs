@@ -21,17 +21,11 @@ use anyhow::Context;
 use chrono::{Days, NaiveDate, Utc};
 use clap::{Parser, Subcommand, ValueEnum};
 
-#[path = "loadgen/invariant.rs"]
 mod invariant;
-#[path = "loadgen/prom.rs"]
 mod prom;
-#[path = "loadgen/report.rs"]
 mod report;
-#[path = "loadgen/run.rs"]
 mod run;
-#[path = "loadgen/setup.rs"]
 mod setup;
-#[path = "loadgen/stats.rs"]
 mod stats;
 
 #[derive(Parser)]

@@ -8,8 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use axum::body::Bytes;
-use axum::http;
+use bytes::Bytes;
 use chrono::{Days, NaiveDate, Utc};
 use http_body_util::{BodyExt, Full};
 use rand::rngs::StdRng;
