@@ -1,9 +1,15 @@
-//! The global event feed: paging with `after` and `limit`, in commit order, with no
+//! The event log: what the unit of work writes stays readable by postgres-es, and the
+//! global feed pages through it with `after` and `limit`, in commit order, with no
 //! duplicate and no gap across pages.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use aggregates::{Reservation, ReservationEvent, ReservationId, RoomNight};
+use cqrs_es::persist::PersistedEventStore;
+use cqrs_es::EventStore;
+use postgres_es::PostgresEventRepository;
+use reservations::write::Strategy;
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -203,4 +209,62 @@ async fn a_reader_paging_while_clients_book_misses_nothing_and_sees_nothing_twic
     );
     let app = std::sync::Arc::into_inner(app).expect("writers done");
     app.finish().await;
+}
+
+#[tokio::test]
+async fn postgres_es_reads_the_streams_the_unit_of_work_writes() {
+    let db = TestDb::new().await;
+    let svc = db.service(Strategy::Optimistic);
+    hotel_with_rooms(&svc, day(10), 3, 2).await;
+    let view = svc
+        .hold("web", key("h"), hold_request(stay(day(10), day(12)), 1, 1))
+        .await
+        .expect("hold");
+    let id = ReservationId::from_uuid(view.reservation_id);
+    svc.cancel(
+        &reservations::commands::Caller::Channel("web".into()),
+        Some(key("c")),
+        id,
+        "x".into(),
+    )
+    .await
+    .expect("cancel");
+
+    let reservations_store: PersistedEventStore<PostgresEventRepository, Reservation> =
+        PersistedEventStore::new_event_store(PostgresEventRepository::new(db.pool.clone()));
+    let nights_store: PersistedEventStore<PostgresEventRepository, RoomNight> =
+        PersistedEventStore::new_event_store(PostgresEventRepository::new(db.pool.clone()));
+    let stream = format!("{HOTEL}:{id}");
+    let events = reservations_store
+        .load_events(&stream)
+        .await
+        .expect("postgres-es loads the reservation stream");
+    let night_events = nights_store
+        .load_events(&format!("{HOTEL}:{KING}:{}", day(10).format("%Y-%m-%d")))
+        .await
+        .expect("postgres-es loads a night stream");
+
+    assert_eq!(events.len(), 2);
+    assert!(matches!(
+        events[0].payload,
+        ReservationEvent::ReservationHeld(_)
+    ));
+    assert!(matches!(
+        events[1].payload,
+        ReservationEvent::ReservationCancelled { .. }
+    ));
+    assert_eq!(
+        events[0]
+            .metadata
+            .get("idempotency_key")
+            .map(String::as_str),
+        Some("h")
+    );
+    let mut night = RoomNight::default();
+    for envelope in &night_events {
+        night.apply_event(&envelope.payload);
+    }
+    assert_eq!(night_events.len(), 3, "inventory set, held, released");
+    assert_eq!((night.held(), night.confirmed()), (0, 0));
+    db.drop_database().await;
 }

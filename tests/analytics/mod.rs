@@ -6,13 +6,6 @@
 //! confirmations, cancellations of a confirmed and of a held stay, a change of dates, a
 //! hold that lapses) whose every expected number is worked out by hand below.
 
-mod common;
-
-// The HTTP harness is shared with tests/api.rs; this crate uses part of it.
-#[allow(dead_code, unused_imports)]
-#[path = "api/support.rs"]
-mod support;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
@@ -20,10 +13,6 @@ use std::time::Duration as StdDuration;
 use aggregates::booking::InventoryUpdate;
 use aggregates::{Rejection, ReservationId};
 use chrono::{Duration, NaiveDate};
-use common::{
-    config, day, generic_and_custom_plans, hold_request, hotel_id, hotel_with_rooms, key, king,
-    stay, TestDb,
-};
 use projections::analytics::{
     Occupancy, ReservationsView, LOAD_VIEW_ROWS, OCCUPANCY, RESERVATIONS_VIEW,
 };
@@ -36,10 +25,11 @@ use reservations::workers::{self, ProjectionName};
 use reservations::write::Strategy;
 use serde_json::Value;
 use sqlx::PgPool;
-use support::{spawn_app, TestApp, ADMIN, AUDITOR, HOTEL, MOBILE, WEB};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
+
+use crate::support::*;
 
 /// Small batches, fast polling: many batch boundaries, quick catch-up.
 fn fast_runners() -> RunnerConfig {
@@ -138,10 +128,6 @@ async fn wait_caught_up(pool: &PgPool) {
 
 fn d(n: u64) -> NaiveDate {
     day(10 + n)
-}
-
-fn web() -> Caller {
-    Caller::Channel("web".into())
 }
 
 fn mobile() -> Caller {
@@ -304,8 +290,8 @@ async fn occupancy_rows(pool: &PgPool) -> BTreeMap<NaiveDate, OccupancyRow> {
           WHERE generation = $1 AND hotel_id = $2 AND room_type_id = $3",
     )
     .bind(generation)
-    .bind(common::HOTEL)
-    .bind(common::KING)
+    .bind(HOTEL)
+    .bind(KING)
     .fetch_all(pool)
     .await
     .expect("occupancy rows")
@@ -322,7 +308,7 @@ async fn occupancy_follows_a_booking_workload_and_agrees_with_room_nights() {
 
     wait_caught_up(&pool).await;
     let rows = occupancy_rows(&pool).await;
-    let nights = common::night_rows(&pool).await;
+    let nights = night_rows(&pool).await;
 
     // The write side's own counters, night by night.
     assert_eq!(rows.len(), nights.len(), "one occupancy row per room-night");
@@ -515,7 +501,7 @@ async fn the_occupancy_endpoint_is_for_admins_and_auditors_and_checks_its_range(
 }
 
 /// The reservation ids of a list reply, in order.
-fn ids(reply: &support::Reply) -> Vec<Uuid> {
+fn ids(reply: &Reply) -> Vec<Uuid> {
     reply.json["reservations"]
         .as_array()
         .unwrap_or_else(|| panic!("no reservations in {}", reply.text))
@@ -815,7 +801,7 @@ async fn a_rebuilt_projection_equals_the_incrementally_built_one() {
     assert!(!incremental["occupancy_confirmations"].is_empty());
     // The incremental occupancy agrees with the write side.
     let occupancy = occupancy_rows(&db.pool).await;
-    for ((_, _, night), written) in common::night_rows(&db.pool).await {
+    for ((_, _, night), written) in night_rows(&db.pool).await {
         let row = &occupancy[&night];
         assert_eq!(
             (row.confirmed, row.held),
@@ -888,7 +874,7 @@ async fn a_rebuilt_projection_equals_the_incrementally_built_one() {
         "the runner applies new events to the rebuilt generation"
     );
     let occupancy = occupancy_rows(&db.pool).await;
-    for ((_, _, night), written) in common::night_rows(&db.pool).await {
+    for ((_, _, night), written) in night_rows(&db.pool).await {
         let row = &occupancy[&night];
         assert_eq!(
             (row.confirmed, row.held),

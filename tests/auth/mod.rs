@@ -1,7 +1,12 @@
-//! The auth matrix: 401 without a known bearer token, 403 for the wrong role or another
-//! channel's reservation; the error shape every time, and nothing written.
+//! Who may do what: 401 without a known bearer token, 403 for the wrong role or another
+//! channel's reservation (over HTTP and in the command API); the error shape every time,
+//! and nothing written.
 
+use aggregates::{ReservationId, ReservationStatus};
 use reqwest::Method;
+use reservations::commands::Caller;
+use reservations::error::CommandError;
+use reservations::write::Strategy;
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -250,4 +255,39 @@ async fn the_event_feed_is_for_auditors_and_admins() {
     admin.assert_status(200);
     channel.assert_error(403, "forbidden");
     app.finish().await;
+}
+
+#[tokio::test]
+async fn a_channel_cannot_act_on_another_channels_reservation() {
+    let db = TestDb::new().await;
+    let svc = db.service(Strategy::Pessimistic);
+    hotel_with_rooms(&svc, day(10), 2, 1).await;
+    let view = svc
+        .hold("web", key("k"), hold_request(stay(day(10), day(12)), 1, 1))
+        .await
+        .expect("hold");
+    let id = ReservationId::from_uuid(view.reservation_id);
+
+    let result = svc
+        .cancel(
+            &Caller::Channel("mobile".into()),
+            Some(key("c")),
+            id,
+            "x".into(),
+        )
+        .await;
+
+    assert!(matches!(result, Err(CommandError::Forbidden)));
+    assert_eq!(taken(&db.pool, day(10)).await, 1);
+    let by_staff = svc
+        .cancel(
+            &Caller::Staff("admin".into()),
+            None,
+            id,
+            "overbooked".into(),
+        )
+        .await
+        .expect("staff may cancel");
+    assert_eq!(by_staff.status, ReservationStatus::Cancelled);
+    db.drop_database().await;
 }

@@ -1,16 +1,16 @@
-//! When PostgreSQL goes away, the API says so with 503 and `Retry-After`, never a 500,
-//! and the process keeps serving what it can (liveness).
+//! When PostgreSQL goes away: the API says so with 503 and `Retry-After`, never a 500,
+//! and the process keeps serving what it can (liveness); a connection that died while
+//! idle is replaced, not handed out.
 
-mod common;
-
+use std::str::FromStr;
 use std::sync::Arc;
 
-use common::*;
 use reservations::clock::SystemClock;
 use reservations::startup::{Application, Settings};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection};
-use std::str::FromStr;
+
+use crate::support::*;
 
 #[tokio::test]
 async fn a_database_outage_is_503_with_retry_after() {
@@ -82,4 +82,37 @@ async fn a_database_outage_is_503_with_retry_after() {
     assert_eq!(health.status(), 200, "the process itself is still up");
     let _ = stop.send(());
     server.await.expect("server task").expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn a_connection_that_died_while_idle_is_replaced_not_handed_out() {
+    // Arrange: the service's pool with one connection, which then sits idle while its
+    // backend is terminated (as by a database restart or an idle-session timeout).
+    let db = TestDb::new().await;
+    let pool = reservations::db::write_pool(&db.url, 1)
+        .await
+        .expect("pool");
+    let backend: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&pool)
+        .await
+        .expect("pid");
+    tokio::time::sleep(std::time::Duration::from_millis(1_200)).await;
+    let terminated: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+        .bind(backend)
+        .fetch_one(&db.pool)
+        .await
+        .expect("terminate");
+    assert!(terminated);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+
+    // Act: the next statement through the pool.
+    let answer: Result<i32, _> = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&pool)
+        .await;
+
+    // Assert: it ran, on a new connection.
+    let new_backend = answer.expect("the dead connection is checked and replaced");
+    assert_ne!(new_backend, backend);
+    pool.close().await;
+    db.drop_database().await;
 }

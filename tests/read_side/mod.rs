@@ -3,15 +3,12 @@
 //! under a booking storm, and availability survives Redis going away and coming back
 //! empty.
 
-mod common;
-
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aggregates::ReservationId;
 use chrono::Days;
-use common::*;
 use projections::availability::{self, Keys};
 use projections::{Checkpoint, Projection, RunnerConfig, StoredEvent, Tail};
 use rand::{Rng, SeedableRng};
@@ -19,6 +16,8 @@ use reservations::commands::Caller;
 use reservations::write::Strategy;
 use sqlx::{PgConnection, PgPool};
 use tokio::sync::watch;
+
+use crate::support::*;
 
 fn fast() -> RunnerConfig {
     RunnerConfig {
@@ -173,6 +172,26 @@ async fn events_committed_out_of_order_are_delivered_in_commit_order_and_never_s
     db.drop_database().await;
 }
 
+/// Waits until the log's first `events` are readable: the log is read below the oldest
+/// transaction still running, and that is the PostgreSQL server's, so another test's
+/// transaction in another database can hold a read back for a moment.
+async fn wait_until_readable(pool: &PgPool, events: usize) {
+    for _ in 0..200 {
+        let readable: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM events
+              WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())",
+        )
+        .fetch_one(pool)
+        .await
+        .expect("readable events");
+        if usize::try_from(readable).is_ok_and(|n| n >= events) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the log's {events} events never became readable");
+}
+
 /// Every event of the log, in commit order, as a reader must deliver them.
 async fn log_in_commit_order(pool: &PgPool) -> Vec<i64> {
     sqlx::query_scalar(
@@ -192,6 +211,7 @@ async fn a_tail_serves_a_read_it_has_made_from_memory_and_reads_on_from_the_data
         insert_test_event(&mut conn, stream).await;
     }
     let log = log_in_commit_order(&db.pool).await;
+    wait_until_readable(&db.pool, log.len()).await;
     let tail = Tail::default();
 
     // Act: a first reader takes three; a second asks from the start; the first goes on.

@@ -1,5 +1,5 @@
-//! The HTTP test harness: one server per test on its own fresh database, a clock the
-//! test moves, and a typed client for every endpoint of the contract (`API.md`).
+//! The HTTP harness: a server per test on its own fresh database, a clock the test
+//! moves, and a typed client for every endpoint of the contract.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use sqlx::Row;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-pub use crate::common::{assert_invariants, assert_invariants_at, day, TestDb};
+use crate::support::*;
 
 pub const ADMIN: &str = "admin-token-1";
 pub const WEB: &str = "web-token-1";
@@ -26,9 +26,7 @@ pub const AUDITOR: &str = "audit-token-1";
 const TOKENS: &str =
     "admin-token-1:admin:staff,web-token-1:channel:web,mobile-token-1:channel:mobile,audit-token-1:auditor";
 
-/// The hotel and room type most tests book.
-pub const HOTEL: i64 = 812;
-pub const KING: i64 = 3;
+/// The nightly rate `TestApp::seed_hotel` sets.
 pub const RATE: i64 = 18_000;
 /// The hold time-to-live the server runs with (the default).
 pub const HOLD_TTL_SECONDS: i64 = 900;
@@ -81,7 +79,7 @@ pub async fn spawn_app_configured(
     settings.listen_addr = "127.0.0.1:0".into();
     settings.api_tokens = Some(TOKENS.into());
     // The contract tests read availability from PostgreSQL (deterministic `as_of` from
-    // the test clock); the Redis read model has its own tests in tests/read_side.rs.
+    // the test clock); the Redis read model has its own tests in `read_side`.
     settings.run_projections = false;
     // Tests run the sweeper, recovery and outbox passes themselves, when they choose.
     settings.run_workers = false;
@@ -89,7 +87,7 @@ pub async fn spawn_app_configured(
     settings.payment_timeout_ms = 300;
     // Most tests book as one guest many times within minutes (a hundred racing clients,
     // replays, whole lifecycles), which the default per-guest hold limit (3 per 15
-    // minutes) would refuse. The limit has its own tests (rate_limit.rs), which spawn
+    // minutes) would refuse. The limit has its own tests (`rate_limit`), which spawn
     // with the default settings.
     settings.hold_limit_per_guest = 1_000_000;
     adjust(&mut settings);

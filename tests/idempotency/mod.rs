@@ -1,12 +1,15 @@
-//! Idempotency-Key: replays answer the first response unchanged, a key cannot be reused
-//! for another request, keys are scoped per token, and concurrent duplicates make one
-//! reservation.
+//! Idempotency keys: a replay answers the first outcome unchanged (even a rejection), a
+//! key cannot be reused for another request, keys are scoped per client, and concurrent
+//! duplicates make one reservation.
 
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
+use aggregates::{Rejection, ReservationId};
 use chrono::Duration;
 use reqwest::Method;
+use reservations::error::CommandError;
+use reservations::write::Strategy;
 use serde_json::json;
 
 use crate::support::*;
@@ -342,4 +345,108 @@ async fn twenty_concurrent_duplicate_cancels_cancel_once_and_all_get_the_same_an
     assert_invariants(&app.db.pool).await;
     let app = Arc::into_inner(app).expect("every client finished");
     app.finish().await;
+}
+
+#[tokio::test]
+async fn a_replayed_request_returns_the_first_outcome_even_a_rejection() {
+    let db = TestDb::new().await;
+    let svc = db.service(Strategy::Pessimistic);
+    hotel_with_rooms(&svc, day(10), 2, 1).await;
+    let request = hold_request(stay(day(10), day(12)), 1, 1);
+    let first = svc
+        .hold("web", key("k"), request.clone())
+        .await
+        .expect("hold");
+
+    let replay = svc
+        .hold("web", key("k"), request.clone())
+        .await
+        .expect("replay");
+    let other_client = svc.hold("mobile", key("k"), request.clone()).await;
+    let reused = svc
+        .hold("web", key("k"), hold_request(stay(day(10), day(11)), 1, 1))
+        .await;
+    let sold_out = svc.hold("mobile", key("k2"), request.clone()).await;
+    let sold_out_replay = {
+        // Free the rooms: the replay must still say sold_out, as the first answer did.
+        svc.cancel(
+            &web(),
+            Some(key("free")),
+            ReservationId::from_uuid(first.reservation_id),
+            "free".into(),
+        )
+        .await
+        .expect("cancel");
+        svc.hold("mobile", key("k2"), request.clone()).await
+    };
+
+    assert_eq!(replay, first, "the same answer, the same reservation");
+    assert!(
+        matches!(
+            other_client,
+            Err(CommandError::Rejected(Rejection::SoldOut { .. }))
+        ),
+        "keys are scoped per client: {other_client:?}"
+    );
+    assert!(matches!(reused, Err(CommandError::KeyReused)));
+    assert!(matches!(
+        sold_out,
+        Err(CommandError::Rejected(Rejection::SoldOut { .. }))
+    ));
+    assert!(matches!(
+        sold_out_replay,
+        Err(CommandError::Rejected(Rejection::SoldOut { .. }))
+    ));
+    let key_on_first_event: Option<String> = sqlx::query_scalar(
+        "SELECT metadata->>'idempotency_key' FROM events
+          WHERE aggregate_type = 'reservation' AND sequence = 1",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .expect("metadata");
+    assert_eq!(key_on_first_event.as_deref(), Some("k"));
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn twenty_concurrent_calls_with_one_key_make_one_reservation() {
+    for strategy in [Strategy::Optimistic, Strategy::Pessimistic, Strategy::Group] {
+        let db = TestDb::new().await;
+        let svc = db.service(strategy);
+        hotel_with_rooms(&svc, day(30), 3, 5).await;
+        let request = hold_request(stay(day(30), day(32)), 1, 1);
+
+        let mut calls = Vec::new();
+        for _ in 0..20 {
+            let svc = svc.clone();
+            let request = request.clone();
+            calls.push(tokio::spawn(async move {
+                // Like a client: retry while the first is in flight, same key.
+                loop {
+                    match svc.hold("web", key("same-intent"), request.clone()).await {
+                        Err(CommandError::InFlight) | Err(CommandError::Contention { .. }) => {
+                            tokio::task::yield_now().await
+                        }
+                        other => return other,
+                    }
+                }
+            }));
+        }
+        let mut ids = std::collections::BTreeSet::new();
+        for call in calls {
+            let view = call.await.expect("task").expect("hold");
+            ids.insert(view.reservation_id);
+        }
+
+        assert_eq!(ids.len(), 1, "every call got the same reservation");
+        let (reservations,): (i64,) = sqlx::query_as("SELECT count(*) FROM reservations")
+            .fetch_one(&db.pool)
+            .await
+            .expect("count");
+        assert_eq!(reservations, 1);
+        assert_eq!(taken(&db.pool, day(30)).await, 1);
+        assert_eq!(taken(&db.pool, day(31)).await, 1);
+        assert_invariants(&db.pool).await;
+        db.drop_database().await;
+    }
 }

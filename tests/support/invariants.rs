@@ -1,181 +1,11 @@
-//! Shared helpers for the integration tests: a fresh database per test on the machine's
-//! PostgreSQL, typed helpers to set up a hotel, and the invariant checks every race
-//! ends with (from `room_nights`, from the events, and by replaying the events).
-
-#![allow(dead_code)]
+//! The invariant checks every race ends with: from `room_nights`, against the allocation
+//! rows, and by replaying the event log through the aggregates.
 
 use std::collections::{BTreeMap, HashMap};
-use std::str::FromStr;
-use std::sync::Arc;
 
-use aggregates::booking::InventoryUpdate;
-use aggregates::{
-    Guest, HotelDetails, HotelId, Reservation, ReservationEvent, ReservationStatus, RoomCount,
-    RoomNight, RoomNightEvent, RoomTypeDetails, RoomTypeId, StayDates,
-};
-use chrono::{Days, NaiveDate, Utc};
-use reservations::clock::Clock;
-use reservations::commands::{CommandService, HoldRequest, WriteConfig};
-use reservations::write::Strategy;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, PgPool, Row};
-
-/// Where the tests' databases live; a fresh one is created per test.
-pub fn server_url() -> String {
-    std::env::var("TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-pub struct TestDb {
-    pub name: String,
-    pub url: String,
-    pub pool: PgPool,
-}
-
-impl TestDb {
-    /// Creates and migrates a database of its own for one test.
-    pub async fn new() -> Self {
-        let name = format!("rsv_test_{}", uuid::Uuid::new_v4().simple());
-        let options = PgConnectOptions::from_str(&server_url()).expect("TEST_DATABASE_URL");
-        let url = options.clone().database(&name).to_url_lossy().to_string();
-        let pool = reservations::db::connect_and_migrate(&url, 20)
-            .await
-            .expect("create and migrate the test database");
-        Self { name, url, pool }
-    }
-
-    /// A second, independent pool on the same database (as a second server would have).
-    pub async fn another_pool(&self) -> PgPool {
-        PgPoolOptions::new()
-            .max_connections(20)
-            .connect(&self.url)
-            .await
-            .expect("second pool")
-    }
-
-    pub fn service(&self, strategy: Strategy) -> CommandService {
-        CommandService::new(self.pool.clone(), config(strategy))
-    }
-
-    pub fn service_with_clock(&self, strategy: Strategy, clock: Arc<dyn Clock>) -> CommandService {
-        CommandService::with_clock(self.pool.clone(), config(strategy), clock)
-    }
-
-    /// Drops the database, and the keys its read model left in the machine's Redis
-    /// (call at the end of a test that passed).
-    pub async fn drop_database(self) {
-        self.pool.close().await;
-        if let Ok(client) = redis::Client::open("redis://127.0.0.1:6379") {
-            if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
-                let pattern = format!("rsv:{}:*", self.name);
-                let keys: Vec<String> = redis::cmd("KEYS")
-                    .arg(&pattern)
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap_or_default();
-                if !keys.is_empty() {
-                    let _: Result<(), _> =
-                        redis::cmd("UNLINK").arg(&keys).query_async(&mut conn).await;
-                }
-            }
-        }
-        let options = PgConnectOptions::from_str(&server_url()).expect("TEST_DATABASE_URL");
-        if let Ok(mut admin) = options.connect().await {
-            let _ = sqlx::query(&format!(
-                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
-                self.name
-            ))
-            .execute(&mut admin)
-            .await;
-            let _ = admin.close().await;
-        }
-    }
-}
-
-pub fn config(strategy: Strategy) -> WriteConfig {
-    WriteConfig {
-        strategy,
-        ..WriteConfig::default()
-    }
-}
-
-pub const HOTEL: i64 = 812;
-pub const KING: i64 = 3;
-
-pub fn hotel_id() -> HotelId {
-    HotelId::parse(HOTEL).expect("hotel id")
-}
-
-pub fn king() -> RoomTypeId {
-    RoomTypeId::parse(KING).expect("room type id")
-}
-
-/// A date `days` from today: always in the bookable future.
-pub fn day(days: u64) -> NaiveDate {
-    Utc::now()
-        .date_naive()
-        .checked_add_days(Days::new(days))
-        .expect("date")
-}
-
-pub fn stay(from: NaiveDate, to: NaiveDate) -> StayDates {
-    StayDates::parse(from, to).expect("valid stay")
-}
-
-pub fn guest(n: usize) -> Guest {
-    Guest::parse(&format!("Guest {n}"), &format!("guest{n}@example.com")).expect("guest")
-}
-
-/// Defines hotel 812 (Lisbon) with room type 3 ("king") and sets `total_rooms` rooms at
-/// 180.00 a night on `nights` nights starting at `first`.
-pub async fn hotel_with_rooms(
-    svc: &CommandService,
-    first: NaiveDate,
-    nights: u64,
-    total_rooms: i64,
-) {
-    svc.set_hotel(
-        hotel_id(),
-        HotelDetails::parse("Hotel Tejo", "Lisbon", "Europe/Lisbon").expect("details"),
-    )
-    .await
-    .expect("set hotel");
-    svc.set_room_type(
-        hotel_id(),
-        king(),
-        RoomTypeDetails::parse("king", 2).expect("room type"),
-    )
-    .await
-    .expect("set room type");
-    let last = first.checked_add_days(Days::new(nights)).expect("date");
-    svc.set_inventory(
-        hotel_id(),
-        king(),
-        stay(first, last),
-        InventoryUpdate {
-            total_rooms,
-            overbooking_allowance: Some(0),
-            rate_cents: Some(18_000),
-        },
-    )
-    .await
-    .expect("set inventory");
-}
-
-pub fn hold_request(stay: StayDates, rooms: i64, guest_no: usize) -> HoldRequest {
-    HoldRequest {
-        hotel_id: hotel_id(),
-        room_type_id: king(),
-        stay,
-        rooms: RoomCount::parse(rooms).expect("rooms"),
-        guest: guest(guest_no),
-        expected_total_cents: None,
-    }
-}
-
-pub fn key(s: &str) -> reservations::write::IdempotencyKey {
-    reservations::write::IdempotencyKey::parse(s).expect("key")
-}
+use aggregates::{Reservation, ReservationEvent, ReservationStatus, RoomNight, RoomNightEvent};
+use chrono::{NaiveDate, Utc};
+use sqlx::{PgPool, Row};
 
 /// One row of `room_nights`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,7 +56,6 @@ pub async fn taken(pool: &PgPool, night: NaiveDate) -> i32 {
 pub struct Replayed {
     pub nights: BTreeMap<String, RoomNight>,
     pub reservations: BTreeMap<String, Reservation>,
-    pub events: usize,
 }
 
 /// Replays every stream from the events table through the aggregates, checking that
@@ -242,7 +71,6 @@ pub async fn replay(pool: &PgPool) -> Replayed {
     let mut replayed = Replayed {
         nights: BTreeMap::new(),
         reservations: BTreeMap::new(),
-        events: rows.len(),
     };
     let mut last_sequence: HashMap<(String, String), i64> = HashMap::new();
     for row in rows {
@@ -386,28 +214,4 @@ pub async fn streams_out_of_commit_order(pool: &PgPool) -> i64 {
     .fetch_one(pool)
     .await
     .expect("order check")
-}
-
-/// The plans PostgreSQL would use for the prepared statement `name` called with
-/// `arguments` (SQL text): generic (what a connection settles on after a few calls) and
-/// custom, as `(plan_cache_mode, EXPLAIN output)`.
-pub async fn generic_and_custom_plans(
-    conn: &mut sqlx::PgConnection,
-    name: &str,
-    arguments: &str,
-) -> Vec<(&'static str, String)> {
-    let mut plans = Vec::new();
-    for mode in ["force_generic_plan", "force_custom_plan"] {
-        sqlx::query(&format!("SET plan_cache_mode = {mode}"))
-            .execute(&mut *conn)
-            .await
-            .expect("plan mode");
-        let lines: Vec<String> =
-            sqlx::query_scalar(&format!("EXPLAIN EXECUTE {name}({arguments})"))
-                .fetch_all(&mut *conn)
-                .await
-                .expect("explain");
-        plans.push((mode, lines.join("\n")));
-    }
-    plans
 }

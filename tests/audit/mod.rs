@@ -4,34 +4,24 @@
 //! well as histories the aggregates could never have decided. Each test has its own
 //! database.
 
-mod common;
-
-// Only the HTTP test uses the harness, and not all of it.
-#[allow(dead_code, unused_imports)]
-#[path = "api/support.rs"]
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use aggregates::ReservationId;
 use chrono::Utc;
-use common::*;
 use projections::audit::{self, AuditLog, VerifyReport};
 use projections::log::read_after;
 use projections::Checkpoint;
 use reservations::clock::ManualClock;
-use reservations::commands::{Caller, CommandService};
+use reservations::commands::CommandService;
 use reservations::write::Strategy;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-const WAIT: Duration = Duration::from_secs(10);
+use crate::support::*;
 
-fn web() -> Caller {
-    Caller::Channel("web".to_owned())
-}
+const WAIT: Duration = Duration::from_secs(10);
 
 fn id(view: &reservations::commands::ReservationView) -> ReservationId {
     ReservationId::from_uuid(view.reservation_id)
@@ -832,7 +822,6 @@ async fn the_spawned_runner_follows_the_log_and_verify_waits_for_it() {
 
 #[tokio::test]
 async fn http_verify_is_for_auditors_and_admins() {
-    use support::{hold_body, plus_days, spawn_app, ADMIN, AUDITOR, WEB};
     let app = spawn_app().await;
     app.seed_hotel(day(10), 5, 3).await;
     app.hold_ok(WEB, "k1", &hold_body(day(10), plus_days(day(10), 2), 1))

@@ -6,13 +6,11 @@
 
 use aggregates::booking::check_in_instant;
 use chrono::Duration;
-use reservations::commands::Caller;
 use reservations::payments::gateway::{
     authorization_key, AuthorizeRequest, PaymentGateway, PaymentToken,
 };
 use reservations::payments::simulated::SimulatedConfig;
 use reservations::sweeper::sweep_once;
-use reservations::write::IdempotencyKey;
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -500,14 +498,6 @@ async fn confirm_refuses_bad_tokens_other_clients_and_unknown_reservations() {
     app.finish().await;
 }
 
-fn web_caller() -> Caller {
-    Caller::Channel("web".into())
-}
-
-fn key(k: &str) -> IdempotencyKey {
-    IdempotencyKey::parse(k).expect("key")
-}
-
 #[tokio::test]
 async fn a_crash_between_authorize_and_confirm_is_finished_by_recovery_with_one_authorization() {
     let (app, id, _) = held_stay(2).await;
@@ -516,26 +506,14 @@ async fn a_crash_between_authorize_and_confirm_is_finished_by_recovery_with_one_
     app.payments.crash_after_authorize(true);
     let crashed = app
         .payments
-        .confirm(
-            &web_caller(),
-            "scope",
-            key("pay"),
-            reservation,
-            token.clone(),
-        )
+        .confirm(&web(), "scope", key("pay"), reservation, token.clone())
         .await;
     assert!(crashed.is_err(), "the injected crash stops the request");
     app.payments.crash_after_authorize(false);
     assert_eq!(status_of(&app, &id).await, "held");
     let retry = app
         .payments
-        .confirm(
-            &web_caller(),
-            "scope",
-            key("pay"),
-            reservation,
-            token.clone(),
-        )
+        .confirm(&web(), "scope", key("pay"), reservation, token.clone())
         .await;
     assert!(
         matches!(retry, Err(reservations::error::CommandError::InFlight)),
@@ -553,7 +531,7 @@ async fn a_crash_between_authorize_and_confirm_is_finished_by_recovery_with_one_
     assert_eq!(app.gateway.count(&id, "authorize"), 1, "authorized once");
     let answered = app
         .payments
-        .confirm(&web_caller(), "scope", key("pay"), reservation, token)
+        .confirm(&web(), "scope", key("pay"), reservation, token)
         .await
         .expect("answered")
         .expect("confirmed");
@@ -574,13 +552,7 @@ async fn the_sweeper_abandons_a_dead_request_so_its_retry_runs_again_without_cha
     app.payments.crash_after_authorize(true);
     let _ = app
         .payments
-        .confirm(
-            &web_caller(),
-            "scope",
-            key("pay"),
-            reservation,
-            token.clone(),
-        )
+        .confirm(&web(), "scope", key("pay"), reservation, token.clone())
         .await;
     app.payments.crash_after_authorize(false);
     app.clock.advance(Duration::seconds(200));
@@ -593,7 +565,7 @@ async fn the_sweeper_abandons_a_dead_request_so_its_retry_runs_again_without_cha
     assert_eq!(swept.expired, 0, "the hold is 200 s old: still live");
     let retry = app
         .payments
-        .confirm(&web_caller(), "scope", key("pay"), reservation, token)
+        .confirm(&web(), "scope", key("pay"), reservation, token)
         .await
         .expect("ran again");
     // 200 s after the hold: still within its 900 s, so the retry confirms it with the
