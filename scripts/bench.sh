@@ -12,7 +12,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-BASELINE=${BASELINE:-$(cd "$(dirname "$0")" && pwd)/../../shared/baseline/run.sh}
+BASELINE=${BASELINE:-$repo/tools/baseline/run.sh}
 
 SMALL=${SMALL:-0}
 if [[ $SMALL == 1 ]]; then
@@ -193,7 +193,7 @@ fi
 
 if [[ $SKIP_BUILD != 1 ]]; then
   log "building release binaries"
-  cargo build --release --bin reservations --bin loadgen --bin benchchart
+  cargo build --release -p reservations -p loadgen
 fi
 
 log "scratch databases $DB_NAME and $BASELINE_DB_NAME on $PG_URL"

@@ -1,0 +1,186 @@
+//! Hotels and room types: defining them (admin PUTs, which are idempotent), looking a
+//! hotel up and searching by city.
+
+use aggregates::{HotelDetails, HotelId, Rejection};
+use reservations::error::CommandError;
+use reservations::write::Strategy;
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+fn tejo() -> Value {
+    json!({"name": "Hotel Tejo", "city": "Lisbon", "timezone": "Europe/Lisbon"})
+}
+
+#[tokio::test]
+async fn put_hotel_creates_a_hotel_that_get_hotel_returns_with_its_room_types() {
+    let app = spawn_app().await;
+
+    let put = app.put_hotel(HOTEL, &tejo()).await;
+    let room_type = app
+        .put_room_type(HOTEL, KING, &json!({"name": "king", "max_occupancy": 2}))
+        .await;
+    let got = app.get_hotel(WEB, HOTEL).await;
+
+    let put = put.assert_status(200);
+    assert_eq!(put["hotel_id"], HOTEL);
+    assert_eq!(put["name"], "Hotel Tejo");
+    assert_eq!(put["city"], "Lisbon");
+    assert_eq!(put["timezone"], "Europe/Lisbon");
+    assert_eq!(put["room_types"], json!([]));
+    let room_type = room_type.assert_status(200);
+    assert_eq!(
+        room_type["room_types"],
+        json!([{"room_type_id": KING, "name": "king", "max_occupancy": 2}])
+    );
+    let got = got.assert_status(200);
+    assert_eq!(got, room_type, "GET answers what the last PUT answered");
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn putting_a_hotel_again_updates_its_details_and_keeps_its_room_types() {
+    let app = spawn_app().await;
+    app.put_hotel(HOTEL, &tejo()).await.assert_status(200);
+    app.put_room_type(HOTEL, KING, &json!({"name": "king", "max_occupancy": 2}))
+        .await
+        .assert_status(200);
+
+    let put = app
+        .put_hotel(
+            HOTEL,
+            &json!({"name": "Hotel Douro", "city": "Porto", "timezone": "Europe/Lisbon"}),
+        )
+        .await;
+
+    put.assert_status(200);
+    let got = app.get_hotel(AUDITOR, HOTEL).await;
+    let got = got.assert_status(200);
+    assert_eq!(got["name"], "Hotel Douro");
+    assert_eq!(got["city"], "Porto");
+    assert_eq!(got["room_types"][0]["room_type_id"], KING);
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_room_type_or_inventory_for_an_unknown_hotel_or_room_type_is_refused_with_422() {
+    let app = spawn_app().await;
+    app.put_hotel(HOTEL, &tejo()).await.assert_status(200);
+
+    let room_type_of_unknown_hotel = app
+        .put_room_type(999, KING, &json!({"name": "king", "max_occupancy": 2}))
+        .await;
+    let inventory_of_unknown_room_type = app
+        .put_inventory(
+            HOTEL,
+            77,
+            &json!({"start_date": day(10), "end_date": day(12), "total_rooms": 3, "rate_cents": RATE}),
+        )
+        .await;
+
+    room_type_of_unknown_hotel.assert_error(422, "unknown_hotel");
+    inventory_of_unknown_room_type.assert_error(422, "unknown_room_type");
+    assert_eq!(app.count("room_nights").await, 0);
+    app.get_hotel(ADMIN, 999)
+        .await
+        .assert_error(404, "not_found");
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn get_hotel_of_an_unknown_or_non_positive_id_is_404() {
+    let app = spawn_app().await;
+
+    let unknown = app.get_hotel(WEB, 4242).await;
+    let zero = app.get_hotel(WEB, 0).await;
+
+    unknown.assert_error(404, "not_found");
+    zero.assert_error(404, "not_found");
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn searching_by_city_is_case_insensitive_and_lists_only_that_citys_hotels() {
+    let app = spawn_app().await;
+    app.put_hotel(HOTEL, &tejo()).await.assert_status(200);
+    app.put_hotel(
+        900,
+        &json!({"name": "Hotel Alfama", "city": "Lisbon", "timezone": "Europe/Lisbon"}),
+    )
+    .await
+    .assert_status(200);
+    app.put_hotel(
+        901,
+        &json!({"name": "Hotel Ribeira", "city": "Porto", "timezone": "Europe/Lisbon"}),
+    )
+    .await
+    .assert_status(200);
+
+    let lisbon = app.search(WEB, "lisbon").await;
+    let nowhere = app.search(AUDITOR, "Atlantis").await;
+
+    let ids: Vec<i64> = lisbon.assert_status(200)["hotels"]
+        .as_array()
+        .expect("hotels")
+        .iter()
+        .map(|h| h["hotel_id"].as_i64().expect("id"))
+        .collect();
+    assert_eq!(ids, vec![HOTEL, 900]);
+    assert_eq!(nowhere.assert_status(200)["hotels"], json!([]));
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn catalog_writes_are_idempotent_puts() {
+    let db = TestDb::new().await;
+    let svc = db.service(Strategy::Pessimistic);
+    let details = HotelDetails::parse("Hotel Tejo", "Lisbon", "Europe/Lisbon").expect("details");
+
+    svc.set_hotel(
+        &reservations::commands::Caller::Staff("staff".into()),
+        hotel_id(),
+        details.clone(),
+    )
+    .await
+    .expect("first");
+    svc.set_hotel(
+        &reservations::commands::Caller::Staff("staff".into()),
+        hotel_id(),
+        details,
+    )
+    .await
+    .expect("second");
+    let renamed = svc
+        .set_hotel(
+            &reservations::commands::Caller::Staff("staff".into()),
+            hotel_id(),
+            HotelDetails::parse("Hotel Tejo Riverside", "Lisbon", "Europe/Lisbon")
+                .expect("details"),
+        )
+        .await
+        .expect("rename");
+
+    assert_eq!(
+        renamed.details().map(|d| d.name().to_owned()).as_deref(),
+        Some("Hotel Tejo Riverside")
+    );
+    let events: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM events WHERE aggregate_type = 'hotel'")
+            .fetch_one(&db.pool)
+            .await
+            .expect("count");
+    assert_eq!(events, 2, "repeating the same PUT records nothing");
+    let room_type = svc
+        .set_room_type(
+            &reservations::commands::Caller::Staff("staff".into()),
+            HotelId::parse(5).expect("id"),
+            king(),
+            aggregates::RoomTypeDetails::parse("king", 2).expect("details"),
+        )
+        .await;
+    assert!(matches!(
+        room_type,
+        Err(CommandError::Rejected(Rejection::UnknownHotel))
+    ));
+    db.drop_database().await;
+}

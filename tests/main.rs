@@ -1,0 +1,56 @@
+//! The integration tests, in one binary: each test runs against the machine's real
+//! PostgreSQL (and Redis where it needs one), through the command service in process or
+//! through the HTTP API of a server it starts on a free port, and is Arrange / Act /
+//! Assert.
+//!
+//! The modules are the platform's capabilities, one axis (what is tested, not through
+//! which layer):
+//!
+//! - [`catalog`]: hotels and room types, look-ups and search;
+//! - [`inventory`]: rooms by the night, availability, the overbooking allowance, and the
+//!   invariant under races for the last rooms;
+//! - [`holds`]: holds and the reservation lifecycle (lapse, expiry, confirm, cancel,
+//!   change dates, a reservation's history);
+//! - [`idempotency`]: replays, reused keys, concurrent duplicates;
+//! - [`payments`]: the payment saga against the simulated provider, refunds, webhooks,
+//!   recovery and the sweeper;
+//! - [`validation`]: malformed and invalid requests (the table in
+//!   `tests/fixtures/malformed.json`);
+//! - [`auth`]: tokens, roles and channels;
+//! - [`rate_limit`]: the per-guest hold limit;
+//! - [`event_log`]: the event log as postgres-es reads it, and the global feed;
+//! - [`read_side`]: projection runners, the shared tail and the Redis availability model;
+//! - [`analytics`]: daily occupancy and the reservations view, their rebuilds and the CLI;
+//! - [`audit`]: the hash-chained audit log and `verify`;
+//! - [`ops`]: liveness, readiness, metrics, OpenAPI;
+//! - [`outage`]: PostgreSQL going away under a running server.
+//!
+//! [`support`] is the shared harness, and `tests/fixtures/` holds the data tests read.
+//!
+//! The tests run in parallel in this one process. Each creates a database of its own
+//! (and its Redis keys are named after it), and drops both when it passes. What the
+//! process shares is read, not owned: the metrics recorder is process-wide, so a test
+//! looks for what its own requests recorded rather than for exact totals; the one
+//! verification of the audit log a process runs at a time is only asked for by
+//! [`audit`]; a test that stops Redis stops a private `redis-server` of its own; no test
+//! sets environment variables; and the CLI test runs the `reservations` binary as a child
+//! process with its own environment.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: an unwrap is an assertion
+
+mod support;
+
+mod analytics;
+mod audit;
+mod auth;
+mod catalog;
+mod event_log;
+mod holds;
+mod idempotency;
+mod inventory;
+mod ops;
+mod outage;
+mod payments;
+mod rate_limit;
+mod read_side;
+mod validation;

@@ -1,0 +1,713 @@
+//! The payment saga over HTTP, against the simulated provider: approve, decline,
+//! timeout then webhook, duplicate and out-of-order webhooks, a payment after the hold
+//! lapsed (refunded, not resurrected), refunds at 100/50/0% and by the hotel, the
+//! webhook's signature, recovery after a crash, the expiry sweeper, and 50 concurrent
+//! confirm / cancel / webhook calls on one reservation.
+
+use aggregates::booking::check_in_instant;
+use chrono::Duration;
+use reservations::payments::gateway::{
+    authorization_key, AuthorizeRequest, PaymentGateway, PaymentToken,
+};
+use reservations::payments::simulated::SimulatedConfig;
+use reservations::sweeper::sweep_once;
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+/// A hotel with `rooms` king rooms on nights 10..15 and one 3-night hold (10..13) by
+/// the web channel: (app, reservation id, total).
+async fn held_stay(rooms: i64) -> (TestApp, String, i64) {
+    held_stay_with(spawn_app().await, rooms).await
+}
+
+async fn held_stay_with(app: TestApp, rooms: i64) -> (TestApp, String, i64) {
+    app.seed_hotel(day(10), 5, rooms).await;
+    let id = app
+        .hold_ok(WEB, "hold", &hold_body(day(10), day(13), 1))
+        .await;
+    (app, id, 3 * RATE)
+}
+
+async fn event_types(app: &TestApp, id: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT event_type FROM events WHERE aggregate_id LIKE '%' || $1 ORDER BY sequence",
+    )
+    .bind(id)
+    .fetch_all(&app.db.pool)
+    .await
+    .expect("events")
+}
+
+fn count(types: &[String], name: &str) -> usize {
+    types.iter().filter(|t| *t == name).count()
+}
+
+/// The provider transaction that authorized `id` (from the simulated provider's ledger).
+fn authorized_txn(app: &TestApp, id: &str) -> String {
+    app.gateway
+        .ledger()
+        .into_iter()
+        .find(|e| e.reference == id && e.operation == "authorize")
+        .map(|e| e.provider_txn_id)
+        .expect("an authorization in the ledger")
+}
+
+async fn status_of(app: &TestApp, id: &str) -> String {
+    app.get_reservation(WEB, id).await.assert_status(200)["status"]
+        .as_str()
+        .expect("status")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn paying_with_an_approved_card_confirms_every_night_and_captures_once() {
+    let (app, id, total) = held_stay(2).await;
+
+    let reply = app.confirm(WEB, "pay-1", &id, "tok_ok").await;
+
+    let body = reply.assert_status(200);
+    assert_eq!(body["status"], "confirmed");
+    assert_eq!(body["paid_cents"], total);
+    let confirmed: i64 = sqlx::query_scalar("SELECT sum(confirmed) FROM room_nights")
+        .fetch_one(&app.db.pool)
+        .await
+        .expect("sum");
+    assert_eq!(confirmed, 3, "every night confirmed");
+    assert_eq!(app.gateway.count(&id, "authorize"), 1);
+    let replay = app.confirm(WEB, "pay-1", &id, "tok_ok").await;
+    assert_eq!(replay.text, reply.text, "a replay is the first response");
+    let again = app.confirm(WEB, "pay-2", &id, "tok_ok").await;
+    assert_eq!(again.assert_status(200)["status"], "confirmed");
+    let delivered = app.payments.deliver_outbox(100).await.expect("outbox");
+    assert_eq!(delivered.done, 1);
+    app.payments.deliver_outbox(100).await.expect("outbox");
+    assert_eq!(app.gateway.count(&id, "authorize"), 1, "authorized once");
+    assert_eq!(app.gateway.count(&id, "capture"), 1, "captured once");
+    assert_eq!(
+        count(&event_types(&app, &id).await, "ReservationConfirmed"),
+        1
+    );
+    assert_invariants(&app.db.pool).await;
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_declined_card_is_402_and_releases_every_night() {
+    let (app, id, _) = held_stay(2).await;
+
+    let reply = app.confirm(WEB, "pay", &id, "tok_decline").await;
+
+    let body = reply.assert_error(402, "payment_declined");
+    assert_eq!(body["status"], "declined");
+    assert_eq!(status_of(&app, &id).await, "declined");
+    for d in 10..13 {
+        assert_eq!(app.taken(day(d)).await, 0, "night {d} back on sale");
+    }
+    assert_eq!(app.gateway.count(&id, "authorize"), 0);
+    let replay = app.confirm(WEB, "pay", &id, "tok_decline").await;
+    assert_eq!(replay.text, reply.text);
+    app.cancel(WEB, "cancel", &id, &json!({}))
+        .await
+        .assert_error(409, "invalid_state");
+    assert_invariants(&app.db.pool).await;
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn confirming_a_lapsed_hold_is_409_hold_expired_and_charges_nothing() {
+    let (app, id, _) = held_stay(2).await;
+    app.clock.advance(Duration::seconds(HOLD_TTL_SECONDS + 1));
+
+    let reply = app.confirm(WEB, "pay", &id, "tok_ok").await;
+
+    reply.assert_error(409, "hold_expired");
+    assert!(
+        app.gateway.ledger().is_empty(),
+        "the gateway was not called"
+    );
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_slow_provider_answers_202_and_the_webhook_confirms_later() {
+    let (app, id, total) = held_stay(2).await;
+
+    let reply = app.confirm(WEB, "pay", &id, "tok_timeout").await;
+
+    let body = reply.assert_status(202);
+    assert_eq!(body["status"], "held");
+    assert_eq!(app.gateway.release_webhooks().await, 1);
+    let now = app.get_reservation(WEB, &id).await;
+    assert_eq!(now.json["status"], "confirmed");
+    assert_eq!(now.json["paid_cents"], total);
+    let replay = app.confirm(WEB, "pay", &id, "tok_timeout").await;
+    assert_eq!(
+        replay.status.as_u16(),
+        202,
+        "replays give the first response"
+    );
+    assert_eq!(app.gateway.count(&id, "authorize"), 1);
+    assert_invariants(&app.db.pool).await;
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_repeated_webhook_is_acknowledged_and_changes_nothing() {
+    let (app, id, total) = held_stay(2).await;
+    app.confirm(WEB, "pay", &id, "tok_timeout")
+        .await
+        .assert_status(202);
+    app.gateway.release_webhooks().await;
+    let txn = authorized_txn(&app, &id);
+    let events_before = app.count("events").await;
+    let notice = json!({"provider_txn_id": txn, "reservation_id": id,
+        "status": "authorized", "amount_cents": total});
+
+    let first = app.webhook(&notice).await;
+    let second = app.webhook(&notice).await;
+
+    assert_eq!(first.assert_status(200)["result"], "duplicate");
+    assert_eq!(second.assert_status(200)["result"], "duplicate");
+    assert_eq!(app.count("events").await, events_before);
+    assert_eq!(status_of(&app, &id).await, "confirmed");
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_webhook_that_overtakes_the_request_confirms_and_the_request_agrees() {
+    let (app, id, total) = held_stay(2).await;
+    // The provider authorized (under the saga's key) and its webhook arrives before
+    // the request that asked for it has even reached the server.
+    let authorization = app
+        .gateway
+        .authorize(AuthorizeRequest {
+            idempotency_key: authorization_key(id.parse().expect("uuid")),
+            token: PaymentToken::parse("tok_ok").expect("token"),
+            amount_cents: total,
+            reference: id.clone(),
+        })
+        .await
+        .expect("authorized");
+    let hook = app
+        .webhook(&json!({"provider_txn_id": authorization.provider_txn_id,
+            "reservation_id": id, "status": "authorized", "amount_cents": total}))
+        .await;
+    assert_eq!(hook.assert_status(200)["result"], "confirmed");
+
+    let reply = app.confirm(WEB, "pay", &id, "tok_ok").await;
+
+    assert_eq!(reply.assert_status(200)["status"], "confirmed");
+    app.payments.deliver_outbox(100).await.expect("outbox");
+    assert_eq!(app.gateway.count(&id, "authorize"), 1);
+    assert_eq!(app.gateway.count(&id, "capture"), 1);
+    assert_eq!(app.gateway.count(&id, "void"), 0);
+    assert_eq!(
+        count(&event_types(&app, &id).await, "ReservationConfirmed"),
+        1
+    );
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn webhooks_delivered_three_times_in_random_order_confirm_each_stay_once() {
+    let app = spawn_app_configured(
+        |_| {},
+        SimulatedConfig {
+            webhook_copies: 3,
+            shuffle_webhooks: true,
+            ..test_gateway()
+        },
+    )
+    .await;
+    app.seed_hotel(day(10), 5, 10).await;
+    let mut ids = Vec::new();
+    for n in 0..6 {
+        let id = app
+            .hold_ok(WEB, &format!("hold-{n}"), &hold_body(day(10), day(12), 1))
+            .await;
+        let token = if n % 2 == 0 { "tok_timeout" } else { "tok_ok" };
+        app.confirm(WEB, &format!("pay-{n}"), &id, token).await;
+        ids.push(id);
+    }
+
+    let delivered = app.gateway.release_webhooks().await;
+
+    assert_eq!(delivered, 18, "6 webhooks x 3 copies acknowledged");
+    for id in &ids {
+        assert_eq!(status_of(&app, id).await, "confirmed");
+        let types = event_types(&app, id).await;
+        assert_eq!(count(&types, "ReservationConfirmed"), 1, "{id}: {types:?}");
+        assert_eq!(count(&types, "LatePaymentRefunded"), 0, "{id}: {types:?}");
+        assert_eq!(app.gateway.count(id, "authorize"), 1);
+    }
+    assert_eq!(app.count("payment_webhooks").await, 6);
+    assert_invariants(&app.db.pool).await;
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_payment_after_the_hold_lapsed_is_refunded_and_the_nights_stay_sold_to_the_next_guest() {
+    let (app, id, _) = held_stay(1).await;
+    app.confirm(WEB, "pay", &id, "tok_timeout")
+        .await
+        .assert_status(202);
+    app.clock.advance(Duration::seconds(HOLD_TTL_SECONDS + 1));
+    let next = app
+        .hold_ok(MOBILE, "next-guest", &hold_body(day(10), day(13), 1))
+        .await;
+
+    app.gateway.release_webhooks().await;
+
+    assert_eq!(status_of(&app, &id).await, "expired");
+    let types = event_types(&app, &id).await;
+    assert_eq!(count(&types, "ReservationConfirmed"), 0, "{types:?}");
+    assert_eq!(count(&types, "LatePaymentRefunded"), 1, "{types:?}");
+    assert_eq!(
+        app.get_reservation(MOBILE, &next).await.json["status"],
+        "held",
+        "the next guest keeps the room"
+    );
+    app.payments.deliver_outbox(100).await.expect("outbox");
+    assert_eq!(
+        app.gateway.count(&id, "void"),
+        1,
+        "the authorization is given back"
+    );
+    assert_eq!(app.gateway.count(&id, "capture"), 0);
+    let body = app.confirm(WEB, "pay", &id, "tok_timeout").await;
+    assert_eq!(
+        body.status.as_u16(),
+        202,
+        "a replay is still the first response"
+    );
+    app.confirm(WEB, "pay-again", &id, "tok_ok")
+        .await
+        .assert_error(409, "hold_expired");
+    assert_invariants_at(&app.db.pool, app.now()).await;
+    app.finish().await;
+}
+
+/// Confirms a paid stay, then cancels it with `token` when `hours` remain before
+/// check-in; returns the refund the response states and the refund the provider made.
+async fn refund_when_cancelled(token: &'static str, hours: i64) -> (i64, i64, i64) {
+    let (app, id, total) = held_stay(2).await;
+    app.confirm(WEB, "pay", &id, "tok_ok")
+        .await
+        .assert_status(200);
+    let check_in = check_in_instant(day(10), "Europe/Lisbon");
+    app.clock.set(check_in - Duration::hours(hours));
+
+    let reply = app
+        .cancel(token, "cancel", &id, &json!({"reason": "plans"}))
+        .await;
+
+    let body = reply.assert_status(200).clone();
+    assert_eq!(body["status"], "cancelled");
+    for d in 10..13 {
+        assert_eq!(app.taken(day(d)).await, 0);
+    }
+    app.payments.deliver_outbox(100).await.expect("outbox");
+    app.payments.deliver_outbox(100).await.expect("outbox");
+    let refunded: i64 = app
+        .gateway
+        .ledger()
+        .iter()
+        .filter(|e| e.reference == id && e.operation == "refund")
+        .map(|e| e.amount_cents)
+        .sum();
+    assert!(
+        app.gateway.count(&id, "refund") <= 1,
+        "refunded at most once"
+    );
+    assert_eq!(app.gateway.count(&id, "capture"), 1);
+    app.finish().await;
+    (
+        body["refund_cents"].as_i64().expect("refund_cents"),
+        refunded,
+        total,
+    )
+}
+
+#[tokio::test]
+async fn a_guest_cancelling_72_hours_before_check_in_is_refunded_in_full() {
+    let (stated, refunded, total) = refund_when_cancelled(WEB, 72).await;
+    assert_eq!((stated, refunded), (total, total));
+}
+
+#[tokio::test]
+async fn a_guest_cancelling_30_hours_before_check_in_is_refunded_half() {
+    let (stated, refunded, total) = refund_when_cancelled(WEB, 30).await;
+    assert_eq!((stated, refunded), (total / 2, total / 2));
+}
+
+#[tokio::test]
+async fn a_guest_cancelling_10_hours_before_check_in_is_refunded_nothing() {
+    let (stated, refunded, _) = refund_when_cancelled(WEB, 10).await;
+    assert_eq!((stated, refunded), (0, 0));
+}
+
+#[tokio::test]
+async fn a_hotel_cancelling_at_the_last_minute_refunds_in_full() {
+    let (stated, refunded, total) = refund_when_cancelled(ADMIN, 1).await;
+    assert_eq!((stated, refunded), (total, total));
+}
+
+#[tokio::test]
+async fn cancelling_an_unpaid_hold_refunds_nothing() {
+    let (app, id, _) = held_stay(2).await;
+
+    let reply = app.cancel(WEB, "cancel", &id, &json!({})).await;
+
+    assert_eq!(reply.assert_status(200)["refund_cents"], 0);
+    assert_eq!(app.count("payment_outbox").await, 0);
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_webhook_without_the_right_signature_is_401_and_changes_nothing() {
+    let (app, id, total) = held_stay(2).await;
+    let body = json!({"provider_txn_id": "sim_x", "reservation_id": id,
+        "status": "authorized", "amount_cents": total});
+    let bytes = serde_json::to_vec(&body).expect("json");
+    let before = app.snapshot().await;
+    let cases: Vec<Option<String>> = vec![
+        None,
+        Some("00".repeat(32)),
+        Some("not hex".into()),
+        Some(reservations::payments::signature::sign(
+            b"another secret",
+            &bytes,
+        )),
+        // signed over a different body
+        Some(reservations::payments::signature::sign(
+            WEBHOOK_SECRET.as_bytes(),
+            b"{}",
+        )),
+    ];
+
+    for signature in cases {
+        let mut request = app
+            .request(reqwest::Method::POST, "/v1/payments/webhook", None)
+            .header("content-type", "application/json")
+            .body(bytes.clone());
+        if let Some(signature) = &signature {
+            request = request.header("x-signature", signature);
+        }
+        app.send(request)
+            .await
+            .assert_error(401, "invalid_signature");
+    }
+
+    assert_eq!(app.snapshot().await, before);
+    assert_eq!(app.count("payment_webhooks").await, 0);
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_signed_webhook_with_a_bad_body_is_4xx() {
+    let (app, id, _) = held_stay(2).await;
+    let cases: Vec<(Value, u16, &str)> = vec![
+        (json!({"provider_txn_id": "t1"}), 422, "invalid_request"),
+        (
+            json!({"provider_txn_id": "t1", "reservation_id": id, "status": "maybe", "amount_cents": 1}),
+            422,
+            "invalid_request",
+        ),
+        (
+            json!({"provider_txn_id": "", "reservation_id": id, "status": "authorized", "amount_cents": 1}),
+            422,
+            "invalid_request",
+        ),
+        (
+            json!({"provider_txn_id": "t1", "reservation_id": id, "status": "authorized", "amount_cents": -5}),
+            422,
+            "invalid_request",
+        ),
+        (
+            json!({"provider_txn_id": "t1", "reservation_id": uuid::Uuid::new_v4(), "status": "authorized", "amount_cents": 1}),
+            404,
+            "not_found",
+        ),
+    ];
+    let before = app.snapshot().await;
+
+    for (body, status, code) in cases {
+        app.webhook(&body).await.assert_error(status, code);
+    }
+    let bytes = b"{not json".to_vec();
+    let signature = reservations::payments::signature::sign(WEBHOOK_SECRET.as_bytes(), &bytes);
+    app.send(
+        app.request(reqwest::Method::POST, "/v1/payments/webhook", None)
+            .header("x-signature", signature)
+            .body(bytes),
+    )
+    .await
+    .assert_error(400, "malformed_json");
+
+    assert_eq!(app.snapshot().await, before);
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn without_a_webhook_secret_webhooks_are_refused() {
+    let app = spawn_app_configured(|s| s.payment_webhook_secret = None, test_gateway()).await;
+
+    let reply = app
+        .webhook(
+            &json!({"provider_txn_id": "t", "reservation_id": uuid::Uuid::new_v4(),
+            "status": "authorized", "amount_cents": 1}),
+        )
+        .await;
+
+    reply.assert_error(403, "webhook_disabled");
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn confirm_refuses_bad_tokens_other_clients_and_unknown_reservations() {
+    let (app, id, _) = held_stay(2).await;
+    let before = app.snapshot().await;
+
+    app.confirm(WEB, "a", &id, "card-4242")
+        .await
+        .assert_error(422, "invalid_request");
+    app.confirm(WEB, "b", &id, "tok_")
+        .await
+        .assert_error(422, "invalid_request");
+    app.confirm(MOBILE, "c", &id, "tok_ok")
+        .await
+        .assert_error(403, "forbidden");
+    app.confirm(AUDITOR, "d", &id, "tok_ok")
+        .await
+        .assert_error(403, "forbidden");
+    app.confirm(WEB, "e", &uuid::Uuid::new_v4().to_string(), "tok_ok")
+        .await
+        .assert_error(404, "not_found");
+    app.post_json(
+        &format!("/v1/reservations/{id}/confirm"),
+        WEB,
+        "f",
+        &json!({}),
+    )
+    .await
+    .assert_error(422, "invalid_request");
+
+    assert_eq!(app.snapshot().await, before);
+    assert!(app.gateway.ledger().is_empty());
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_crash_between_authorize_and_confirm_is_finished_by_recovery_with_one_authorization() {
+    let (app, id, _) = held_stay(2).await;
+    let reservation = aggregates::ReservationId::parse(&id).expect("id");
+    let token = PaymentToken::parse("tok_ok").expect("token");
+    app.payments.crash_after_authorize(true);
+    let crashed = app
+        .payments
+        .confirm(&web(), "scope", key("pay"), reservation, token.clone())
+        .await;
+    assert!(crashed.is_err(), "the injected crash stops the request");
+    app.payments.crash_after_authorize(false);
+    assert_eq!(status_of(&app, &id).await, "held");
+    let retry = app
+        .payments
+        .confirm(&web(), "scope", key("pay"), reservation, token.clone())
+        .await;
+    assert!(
+        matches!(retry, Err(reservations::error::CommandError::InFlight)),
+        "the retry waits for the crashed request: {retry:?}"
+    );
+    let early = app.payments.recover_due(10).await.expect("recovery");
+    assert_eq!(early.resolved, 0, "the lease has not run out yet");
+
+    app.clock.advance(Duration::seconds(60));
+    let (a, b) = tokio::join!(app.payments.recover_due(10), app.payments.recover_due(10));
+
+    let resolved = a.expect("recovery").resolved + b.expect("recovery").resolved;
+    assert_eq!(resolved, 1, "one recovery worker finished it");
+    assert_eq!(status_of(&app, &id).await, "confirmed");
+    assert_eq!(app.gateway.count(&id, "authorize"), 1, "authorized once");
+    let answered = app
+        .payments
+        .confirm(&web(), "scope", key("pay"), reservation, token)
+        .await
+        .expect("answered")
+        .expect("confirmed");
+    assert_eq!(answered.reservation.status.as_str(), "confirmed");
+    assert_eq!(
+        count(&event_types(&app, &id).await, "ReservationConfirmed"),
+        1
+    );
+    assert_invariants(&app.db.pool).await;
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn the_sweeper_abandons_a_dead_request_so_its_retry_runs_again_without_charging_twice() {
+    let (app, id, _) = held_stay(2).await;
+    let reservation = aggregates::ReservationId::parse(&id).expect("id");
+    let token = PaymentToken::parse("tok_ok").expect("token");
+    app.payments.crash_after_authorize(true);
+    let _ = app
+        .payments
+        .confirm(&web(), "scope", key("pay"), reservation, token.clone())
+        .await;
+    app.payments.crash_after_authorize(false);
+    app.clock.advance(Duration::seconds(200));
+
+    let swept = sweep_once(app.payments.commands(), 100, Duration::seconds(120))
+        .await
+        .expect("sweep");
+
+    assert_eq!(swept.abandoned_requests, 1);
+    assert_eq!(swept.expired, 0, "the hold is 200 s old: still live");
+    let retry = app
+        .payments
+        .confirm(&web(), "scope", key("pay"), reservation, token)
+        .await
+        .expect("ran again");
+    // 200 s after the hold: still within its 900 s, so the retry confirms it with the
+    // authorization the crashed request obtained.
+    assert_eq!(
+        retry.expect("confirmed").reservation.status.as_str(),
+        "confirmed"
+    );
+    assert_eq!(app.gateway.count(&id, "authorize"), 1);
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn two_sweepers_expire_every_lapsed_hold_once_and_leave_live_ones() {
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 5, 20).await;
+    let mut lapsed = Vec::new();
+    for n in 0..8 {
+        lapsed.push(
+            app.hold_ok(WEB, &format!("old-{n}"), &hold_body(day(10), day(12), 1))
+                .await,
+        );
+    }
+    app.clock.advance(Duration::seconds(HOLD_TTL_SECONDS + 1));
+    let live = app
+        .hold_ok(WEB, "new", &hold_body(day(10), day(12), 1))
+        .await;
+
+    let commands = app.payments.commands();
+    let (a, b) = tokio::join!(
+        sweep_once(commands, 100, Duration::seconds(120)),
+        sweep_once(commands, 100, Duration::seconds(120))
+    );
+
+    assert_eq!(a.expect("sweep").expired + b.expect("sweep").expired, 8);
+    for id in &lapsed {
+        let types = event_types(&app, id).await;
+        assert_eq!(count(&types, "HoldExpired"), 1, "{id}: {types:?}");
+    }
+    assert_eq!(status_of(&app, &live).await, "held");
+    for d in 10..12 {
+        assert_eq!(
+            app.taken(day(d)).await,
+            1,
+            "only the live hold remains on night {d}"
+        );
+    }
+    assert_invariants_at(&app.db.pool, app.now()).await;
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn fifty_concurrent_confirms_cancels_and_webhooks_end_in_one_state_with_one_authorization_kept(
+) {
+    let (app, id, total) = held_stay(2).await;
+    // The provider has authorized under the saga's key; its webhook will race the
+    // confirms (which get the same authorization back) and the cancels.
+    let txn = app
+        .gateway
+        .authorize(AuthorizeRequest {
+            idempotency_key: authorization_key(id.parse().expect("uuid")),
+            token: PaymentToken::parse("tok_ok").expect("token"),
+            amount_cents: total,
+            reference: id.clone(),
+        })
+        .await
+        .expect("authorized")
+        .provider_txn_id;
+    let app = std::sync::Arc::new(app);
+
+    let mut tasks = Vec::new();
+    for n in 0..50 {
+        let app = app.clone();
+        let id = id.clone();
+        let txn = txn.clone();
+        tasks.push(tokio::spawn(async move {
+            match n % 3 {
+                0 => app.confirm(WEB, &format!("pay-{n}"), &id, "tok_ok").await,
+                1 => {
+                    app.cancel(WEB, &format!("cancel-{n}"), &id, &json!({}))
+                        .await
+                }
+                _ => {
+                    app.webhook(&json!({"provider_txn_id": txn, "reservation_id": id,
+                        "status": "authorized", "amount_cents": total}))
+                        .await
+                }
+            }
+        }));
+    }
+    let mut statuses = Vec::new();
+    for task in tasks {
+        statuses.push(task.await.expect("task").status.as_u16());
+    }
+
+    assert!(
+        statuses.iter().all(|s| [200, 202, 409].contains(s)),
+        "only 200, 202 and 409: {statuses:?}"
+    );
+    for _ in 0..3 {
+        app.payments.deliver_outbox(100).await.expect("outbox");
+    }
+    let types = event_types(&app, &id).await;
+    let terminal = count(&types, "ReservationCancelled")
+        + count(&types, "HoldExpired")
+        + count(&types, "PaymentDeclined");
+    assert_eq!(terminal, 1, "exactly one terminal event: {types:?}");
+    assert!(count(&types, "ReservationConfirmed") <= 1, "{types:?}");
+    assert_eq!(status_of(&app, &id).await, "cancelled");
+    let ledger = app.gateway.ledger();
+    let of = |op: &str| {
+        ledger
+            .iter()
+            .filter(|e| e.reference == id && e.operation == op)
+            .count()
+    };
+    assert_eq!(of("authorize"), 1, "one authorization");
+    let given_back = of("void") + of("refund");
+    assert!(given_back <= 1, "at most one refund: {ledger:?}");
+    let kept = of("authorize") - of("void");
+    assert!(kept <= 1);
+    // Either the cancel came first (the authorization is voided) or the payment did
+    // (captured, then refunded in full: the stay is days away).
+    if count(&types, "ReservationConfirmed") == 1 {
+        assert_eq!(
+            (of("capture"), of("refund"), of("void")),
+            (1, 1, 0),
+            "{ledger:?}"
+        );
+    } else {
+        assert_eq!(
+            (of("capture"), of("refund"), of("void")),
+            (0, 0, 1),
+            "{ledger:?}"
+        );
+    }
+    for d in 10..13 {
+        assert_eq!(app.taken(day(d)).await, 0);
+    }
+    assert_invariants(&app.db.pool).await;
+    match std::sync::Arc::try_unwrap(app) {
+        Ok(app) => app.finish().await,
+        Err(_) => panic!("tasks still hold the app"),
+    }
+}

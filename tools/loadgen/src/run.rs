@@ -1,0 +1,570 @@
+//! `loadgen run SCENARIO`: N clients, each a task with its own keep-alive connection,
+//! send requests back to back until the deadline; then the figures, the server's
+//! contention counters and the invariant check.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use bytes::Bytes;
+use chrono::{Days, NaiveDate, Utc};
+use http_body_util::{BodyExt, Full};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::invariant::{self, InvariantReport};
+use crate::stats::{self, KindStats, KindSummary, Latency};
+use crate::{prom, RunArgs, Scenario};
+
+/// Every stay is 3 nights, as in the baseline.
+pub const STAY_NIGHTS: u64 = 3;
+
+struct Plan {
+    scenario: Scenario,
+    /// The server's `host:port`, from `--url`: where the clients connect, and their
+    /// `Host` header.
+    authority: http::HeaderValue,
+    token: String,
+    /// Requests started before this are sent but not recorded (warm-up).
+    measure_from: Instant,
+    deadline: Instant,
+    hotels: i64,
+    room_types: i64,
+    first: NaiveDate,
+    /// Possible first nights of a stay: 0..starts.
+    starts: u64,
+    hot_offset: u64,
+    reads_per_hold: u32,
+    /// Makes idempotency keys and guest e-mails unique across runs.
+    nonce: String,
+}
+
+enum Op {
+    Hold {
+        hotel: i64,
+        room_type: i64,
+        start: NaiveDate,
+    },
+    Read {
+        hotel: i64,
+        start: NaiveDate,
+    },
+}
+
+impl Plan {
+    fn next(&self, rng: &mut StdRng) -> Op {
+        let random_hold = |rng: &mut StdRng| Op::Hold {
+            hotel: rng.gen_range(1..=self.hotels),
+            room_type: rng.gen_range(1..=self.room_types),
+            start: self.night(rng.gen_range(0..self.starts)),
+        };
+        let random_read = |rng: &mut StdRng| Op::Read {
+            hotel: rng.gen_range(1..=self.hotels),
+            start: self.night(rng.gen_range(0..self.starts)),
+        };
+        match self.scenario {
+            Scenario::Spread => random_hold(rng),
+            Scenario::Hot => Op::Hold {
+                hotel: 1,
+                room_type: 1,
+                start: self.night(self.hot_offset),
+            },
+            Scenario::Reads => random_read(rng),
+            Scenario::Mixed => {
+                if rng.gen_range(0..=self.reads_per_hold) == 0 {
+                    random_hold(rng)
+                } else {
+                    random_read(rng)
+                }
+            }
+        }
+    }
+
+    fn night(&self, offset: u64) -> NaiveDate {
+        self.first + Days::new(offset)
+    }
+}
+
+/// What one client recorded.
+struct ClientResult {
+    holds: KindStats,
+    reads: KindStats,
+    /// Every reservation acknowledged with 201, warm-up included.
+    acknowledged: Vec<Uuid>,
+}
+
+#[derive(Deserialize)]
+struct Held {
+    reservation_id: Uuid,
+}
+
+#[derive(Deserialize)]
+struct Refusal {
+    error: String,
+}
+
+/// Why a request got no answer.
+enum Failure {
+    Timeout,
+    Transport,
+}
+
+impl From<hyper::Error> for Failure {
+    fn from(_: hyper::Error) -> Self {
+        Self::Transport
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(_: std::io::Error) -> Self {
+        Self::Transport
+    }
+}
+
+/// `host:port` of an `http://` URL, as a `Host` header value; checked once, before any
+/// client starts.
+fn authority(url: &str) -> anyhow::Result<http::HeaderValue> {
+    let url: http::Uri = url.parse().context("--url is not a URL")?;
+    anyhow::ensure!(
+        url.scheme_str() == Some("http"),
+        "--url must be http:// (the load generator does not speak TLS)"
+    );
+    url.authority()
+        .context("--url has no host")?
+        .as_str()
+        .parse()
+        .context("--url's host is not a valid Host header")
+}
+
+/// One client's keep-alive connection: HTTP/1.1 on a bare hyper connection. A load
+/// generator shares the machine with what it measures; `reqwest` parsed the URL (and
+/// its host, through IDNA), built a header map and looked up its pool on every request,
+/// which made the client half the CPU the server took under `reads`.
+struct Connection {
+    authority: http::HeaderValue,
+    sender: Option<hyper::client::conn::http1::SendRequest<Full<Bytes>>>,
+}
+
+impl Connection {
+    fn new(authority: http::HeaderValue) -> Self {
+        Self {
+            authority,
+            sender: None,
+        }
+    }
+
+    /// Sends one request and reads the whole answer; a failed or timed-out exchange
+    /// drops the connection, and the next request opens a new one.
+    async fn send(
+        &mut self,
+        request: http::request::Builder,
+        body: Bytes,
+        timeout: Duration,
+    ) -> Result<(u16, Bytes), Failure> {
+        let request = request
+            .header(http::header::HOST, self.authority.clone())
+            .body(Full::new(body))
+            .map_err(|_| Failure::Transport)?;
+        let exchange = async {
+            let mut sender = match self.sender.take() {
+                Some(sender) => sender,
+                None => self.connect().await?,
+            };
+            sender.ready().await?;
+            let response = sender.send_request(request).await?;
+            let status = response.status().as_u16();
+            let body = response.into_body().collect().await?.to_bytes();
+            Ok((sender, status, body))
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(Ok((sender, status, body))) => {
+                self.sender = Some(sender);
+                Ok((status, body))
+            }
+            Ok(Err(failure)) => Err(failure),
+            Err(_) => Err(Failure::Timeout),
+        }
+    }
+
+    async fn connect(
+        &self,
+    ) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, Failure> {
+        let address = self.authority.to_str().map_err(|_| Failure::Transport)?;
+        let stream = tokio::net::TcpStream::connect(address).await?;
+        stream.set_nodelay(true)?;
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+        // Drives the connection; ends when the sender is dropped or the server closes.
+        tokio::spawn(connection);
+        Ok(sender)
+    }
+}
+
+async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Result<ClientResult> {
+    // One client, one connection: keep-alive, no pool sharing between tasks.
+    let mut connection = Connection::new(plan.authority.clone());
+    let mut rng = StdRng::from_entropy();
+    let mut result = ClientResult {
+        holds: KindStats::new()?,
+        reads: KindStats::new()?,
+        acknowledged: Vec::new(),
+    };
+    let auth = format!("Bearer {}", plan.token);
+    let mut n: u64 = 0;
+    loop {
+        let started = Instant::now();
+        if started >= plan.deadline {
+            break;
+        }
+        let measured = started >= plan.measure_from;
+        n += 1;
+        let (is_hold, request, body) = match plan.next(&mut rng) {
+            Op::Hold {
+                hotel,
+                room_type,
+                start,
+            } => {
+                let tag = format!("lg-{}-{number}-{n}", plan.nonce);
+                let body = json!({
+                    "hotel_id": hotel, "room_type_id": room_type,
+                    "start_date": start, "end_date": start + Days::new(STAY_NIGHTS),
+                    "rooms": 1,
+                    "guest": {"name": "Load Generator", "email": format!("{tag}@loadgen.example")},
+                });
+                (
+                    true,
+                    http::Request::post("/v1/reservations")
+                        .header(http::header::AUTHORIZATION, &auth)
+                        .header(http::header::CONTENT_TYPE, "application/json")
+                        .header("Idempotency-Key", tag),
+                    Bytes::from(serde_json::to_vec(&body)?),
+                )
+            }
+            Op::Read { hotel, start } => (
+                false,
+                http::Request::get(format!(
+                    "/v1/hotels/{hotel}/availability?start_date={start}&end_date={}&rooms=1",
+                    start + Days::new(STAY_NIGHTS)
+                ))
+                .header(http::header::AUTHORIZATION, &auth),
+                Bytes::new(),
+            ),
+        };
+        let outcome = connection.send(request, body, timeout).await;
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let stats = if is_hold {
+            &mut result.holds
+        } else {
+            &mut result.reads
+        };
+        match outcome {
+            Ok((status, body)) => {
+                let ok = if is_hold {
+                    status == 201
+                } else {
+                    status == 200
+                };
+                if is_hold && ok {
+                    match serde_json::from_slice::<Held>(&body) {
+                        Ok(held) => result.acknowledged.push(held.reservation_id),
+                        Err(_) => {
+                            if measured {
+                                stats::bump(&mut stats.errors, "201_without_id".into());
+                            }
+                        }
+                    }
+                }
+                if measured {
+                    stats.record(status, ok, micros);
+                    if !(200..300).contains(&status) {
+                        let code = serde_json::from_slice::<Refusal>(&body)
+                            .map_or_else(|_| format!("{status}_unparsed"), |r| r.error);
+                        stats::bump(&mut stats.errors, code);
+                    } else if !is_hold {
+                        let source = if contains(&body, b"\"source\":\"cache\"") {
+                            "cache"
+                        } else if contains(&body, b"\"source\":\"database\"") {
+                            "database"
+                        } else {
+                            "unknown"
+                        };
+                        stats::bump(&mut stats.sources, source.into());
+                    }
+                }
+            }
+            Err(failure) => {
+                if measured {
+                    stats.record_failure(match failure {
+                        Failure::Timeout => "timeout",
+                        Failure::Transport => "transport_error",
+                    });
+                }
+                // Do not spin on a server that is gone.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    Ok(result)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The contention counters of the unit of work, from `/metrics`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Contention {
+    conflicts: f64,
+    retries: f64,
+    exhausted: f64,
+}
+
+async fn contention(url: &str) -> Option<Contention> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .ok()?;
+    let text = http
+        .get(format!("{url}/metrics"))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    Some(Contention {
+        conflicts: prom::counter(&text, "unit_of_work_conflicts_total"),
+        retries: prom::counter(&text, "unit_of_work_retries_total"),
+        exhausted: prom::counter(&text, "unit_of_work_exhausted_total"),
+    })
+}
+
+/// One run, as printed with `--json` and appended to `--out`.
+#[derive(Debug, Serialize)]
+pub struct RunRecord {
+    pub kind: &'static str,
+    pub scenario: &'static str,
+    pub label: Option<String>,
+    pub clients: u32,
+    /// Measured time: from the end of the warm-up until the last request answered.
+    pub seconds: f64,
+    pub warmup: f64,
+    /// Successful operations per second (201 holds and 200 reads).
+    pub goodput: f64,
+    pub ok: u64,
+    pub requests: u64,
+    /// Percentiles of successful operations of every kind.
+    #[serde(flatten)]
+    pub latency: Latency,
+    pub statuses: BTreeMap<String, u64>,
+    pub errors: BTreeMap<String, u64>,
+    /// Deltas of the server's unit-of-work counters over the measured time.
+    pub conflicts: Option<u64>,
+    pub retries: Option<u64>,
+    pub exhausted: Option<u64>,
+    pub invariant_ok: Option<bool>,
+    pub invariant: Option<InvariantReport>,
+    pub kinds: BTreeMap<&'static str, KindSummary>,
+    pub started_at: String,
+}
+
+/// Runs the scenario; `Ok(false)` when the invariant check failed.
+pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
+    anyhow::ensure!(
+        args.seconds > 0.0 && args.warmup >= 0.0,
+        "--seconds must be positive"
+    );
+    let url = args.url.trim_end_matches('/').to_owned();
+    let first = args.catalog.first_night()?;
+    // Every date the run computes lies in this range.
+    first
+        .checked_add_days(Days::new(args.catalog.nights))
+        .context("date out of range")?;
+    let started_at = Utc::now();
+    let begin = Instant::now();
+    let measure_from = begin + Duration::from_secs_f64(args.warmup);
+    let plan = Arc::new(Plan {
+        scenario: args.scenario,
+        authority: authority(&url)?,
+        token: args.token.clone(),
+        measure_from,
+        deadline: measure_from + Duration::from_secs_f64(args.seconds),
+        hotels: args.catalog.hotels,
+        room_types: args.catalog.room_types,
+        first,
+        starts: args.catalog.nights - STAY_NIGHTS + 1,
+        hot_offset: args.catalog.hot_offset(),
+        reads_per_hold: args.reads_per_hold,
+        nonce: Uuid::new_v4().simple().to_string()[..12].to_owned(),
+    });
+    let timeout = Duration::from_millis(args.timeout_ms);
+    let tasks: Vec<_> = (0..args.clients)
+        .map(|number| tokio::spawn(client(Arc::clone(&plan), number, timeout)))
+        .collect();
+    tokio::time::sleep_until(measure_from.into()).await;
+    let before = contention(&url).await;
+
+    let mut holds = KindStats::new()?;
+    let mut reads = KindStats::new()?;
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        let result = task.await.context("a client task failed")??;
+        holds.merge(&result.holds)?;
+        reads.merge(&result.reads)?;
+        acknowledged.extend(result.acknowledged);
+    }
+    let seconds = measure_from.elapsed().as_secs_f64();
+    let after = contention(&url).await;
+    let delta = match (before, after) {
+        (Some(b), Some(a)) => Some(Contention {
+            conflicts: a.conflicts - b.conflicts,
+            retries: a.retries - b.retries,
+            exhausted: a.exhausted - b.exhausted,
+        }),
+        _ => None,
+    };
+
+    acknowledged.sort_unstable();
+    acknowledged.dedup();
+    let invariant = match &args.database_url {
+        Some(database_url) => Some(invariant::check(database_url, &acknowledged).await?),
+        None => None,
+    };
+
+    let mut kinds = BTreeMap::new();
+    let mut all = KindStats::new()?;
+    if holds.requests() > 0 || matches!(args.scenario, Scenario::Spread | Scenario::Hot) {
+        kinds.insert("hold", holds.summary(seconds));
+        all.merge(&holds)?;
+    }
+    if reads.requests() > 0 || matches!(args.scenario, Scenario::Reads | Scenario::Mixed) {
+        kinds.insert("read", reads.summary(seconds));
+        all.merge(&reads)?;
+    }
+    let record = RunRecord {
+        kind: "run",
+        scenario: args.scenario.name(),
+        label: args.label.clone(),
+        clients: args.clients,
+        seconds: stats::round2(seconds),
+        warmup: args.warmup,
+        goodput: stats::rate(all.ok.len(), seconds),
+        ok: all.ok.len(),
+        requests: all.requests(),
+        latency: Latency::of(&all.ok),
+        statuses: all.statuses.clone(),
+        errors: all.errors.clone(),
+        conflicts: delta.map(|d| d.conflicts.max(0.0) as u64),
+        retries: delta.map(|d| d.retries.max(0.0) as u64),
+        exhausted: delta.map(|d| d.exhausted.max(0.0) as u64),
+        invariant_ok: invariant.as_ref().map(|i| i.ok),
+        invariant,
+        kinds,
+        started_at: started_at.to_rfc3339(),
+    };
+    print_table(&record);
+    let line = serde_json::to_string(&record)?;
+    if args.json {
+        println!("{line}");
+    }
+    if let Some(path) = &args.out {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        writeln!(file, "{line}").with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(record.invariant_ok != Some(false))
+}
+
+fn statuses(map: &BTreeMap<String, u64>) -> String {
+    if map.is_empty() {
+        return "-".into();
+    }
+    map.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn print_table(r: &RunRecord) {
+    let label = r.label.as_deref().unwrap_or("-");
+    println!(
+        "{:<7} {:<12} {:>7} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "run", "label", "clients", "seconds", "ok/s", "p50 ms", "p90 ms", "p99 ms", "max ms"
+    );
+    println!(
+        "{:<7} {:<12} {:>7} {:>7.1} {:>10.1} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+        r.scenario,
+        label,
+        r.clients,
+        r.seconds,
+        r.goodput,
+        r.latency.p50_ms,
+        r.latency.p90_ms,
+        r.latency.p99_ms,
+        r.latency.max_ms
+    );
+    for (kind, k) in &r.kinds {
+        println!(
+            "  {kind:<5} {:>8} ok {:>10.1}/s  p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2} ms  (p99 of all answers {:.2} ms)",
+            k.ok, k.goodput, k.latency.p50_ms, k.latency.p90_ms, k.latency.p99_ms, k.latency.max_ms, k.all_p99_ms
+        );
+        println!("        statuses: {}", statuses(&k.statuses));
+        if !k.errors.is_empty() {
+            println!("        errors: {}", statuses(&k.errors));
+        }
+        if !k.sources.is_empty() {
+            println!("        read from: {}", statuses(&k.sources));
+        }
+    }
+    match (r.conflicts, r.retries, r.exhausted) {
+        (Some(c), Some(t), Some(e)) => {
+            println!("  unit of work: {c} conflicts, {t} retries, {e} gave up")
+        }
+        _ => println!("  unit of work: counters unavailable (/metrics did not answer)"),
+    }
+    if r.errors.contains_key("sold_out") {
+        println!("  WARNING: sold_out answers: the inventory is too small for this run");
+    }
+    match &r.invariant {
+        None => println!("  invariant: not checked (no --database-url)"),
+        Some(i) => {
+            println!(
+                "  invariant: {} ({} nights: {} oversold, {} counters differ from allocations; {}/{} acknowledged holds found)",
+                if i.ok { "ok" } else { "VIOLATED" },
+                i.nights_checked,
+                i.oversold_nights,
+                i.counter_mismatches,
+                i.acknowledged_found,
+                i.acknowledged_holds
+            );
+            for p in &i.problems {
+                println!("    {p}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_url_gives_the_host_to_connect_to_and_anything_but_plain_http_is_refused() {
+        let host = authority("http://127.0.0.1:8080").expect("plain http");
+        assert_eq!(host.to_str().ok(), Some("127.0.0.1:8080"));
+        assert!(
+            authority("https://127.0.0.1:8443").is_err(),
+            "TLS is refused"
+        );
+        assert!(authority("/v1/reservations").is_err(), "no scheme, no host");
+        assert!(authority("not a url").is_err());
+    }
+}
