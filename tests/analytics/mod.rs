@@ -1148,3 +1148,61 @@ async fn the_views_load_probes_its_primary_key_on_a_table_never_analyzed() {
     drop(conn);
     db.drop_database().await;
 }
+
+#[tokio::test]
+async fn an_event_of_a_type_this_build_does_not_know_fails_each_projection_naming_it() {
+    // Arrange: a night stream whose second event is of a type no RoomNightEvent has.
+    let db = TestDb::new().await;
+    let stream = aggregates::RoomNightKey::new(hotel_id(), king(), day(10)).stream_id();
+    for (sequence, payload) in [
+        (
+            1,
+            serde_json::json!({"InventorySet": {
+                "key": {"hotel_id": hotel_id().get(), "room_type_id": king().get(),
+                        "night": day(10)},
+                "total_rooms": 5, "overbooking_allowance": 0, "rate_cents": 10_000}}),
+        ),
+        (2, serde_json::json!({"RoomsTeleported": {"rooms": 1}})),
+    ] {
+        let event_type = payload
+            .as_object()
+            .and_then(|o| o.keys().next())
+            .cloned()
+            .expect("tagged");
+        sqlx::query(
+            "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type,
+                                 event_version, payload, metadata)
+             VALUES ($1, $2, $3, $4, '1.0', $5, '{}')",
+        )
+        .bind(aggregates::AggregateType::RoomNight.as_str())
+        .bind(&stream)
+        .bind(sequence)
+        .bind(event_type)
+        .bind(payload)
+        .execute(&db.pool)
+        .await
+        .expect("insert");
+    }
+    wait_visible(&db.pool).await;
+    let mut conn = db.pool.acquire().await.expect("connection");
+    let events = projections::log::read_after(&mut conn, projections::Checkpoint::START, 100)
+        .await
+        .expect("the log");
+    drop(conn);
+    assert_eq!(events.len(), 2);
+
+    // Act
+    let mut tx = db.pool.begin().await.expect("tx");
+    let occupancy = Occupancy.apply(&mut tx, 1, &events).await;
+    let view = ReservationsView.apply(&mut tx, 1, &events).await;
+    tx.rollback().await.expect("rollback");
+
+    // Assert: neither skips it; each fails the batch and says which event it cannot read.
+    for (name, result) in [(OCCUPANCY, occupancy), (RESERVATIONS_VIEW, view)] {
+        let error = result.expect_err(name).to_string();
+        assert!(error.contains(name), "{error}");
+        assert!(error.contains("RoomsTeleported"), "{error}");
+        assert!(error.contains(&stream), "{error}");
+    }
+    db.drop_database().await;
+}

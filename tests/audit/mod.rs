@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use aggregates::ReservationId;
+use aggregates::{AggregateType, ReservationId};
 use chrono::Utc;
 use projections::audit::{self, AuditLog, VerifyReport};
 use projections::log::read_after;
@@ -190,7 +190,7 @@ async fn sneak_event(pool: &PgPool, aggregate_type: &str, stream: &str, payload:
 }
 
 fn night_stream(days: u64) -> String {
-    format!("{HOTEL}:{KING}:{}", day(days).format("%Y-%m-%d"))
+    aggregates::RoomNightKey::new(hotel_id(), king(), day(days)).stream_id()
 }
 
 fn mentions(report: &VerifyReport, text: &str) -> bool {
@@ -408,7 +408,7 @@ async fn releasing_rooms_a_reservation_never_held_is_found_at_its_position() {
 
     let position = sneak_event(
         &db.pool,
-        "room_night",
+        AggregateType::RoomNight.as_str(),
         &night_stream(19),
         json!({"RoomsReleased": {
             "reservation_id": Uuid::new_v4(), "rooms": 1, "was_confirmed": false}}),
@@ -434,7 +434,7 @@ async fn holding_beyond_capacity_is_found_at_its_position() {
     // Night 10 has 3 rooms and 1 confirmed: a hold of 3 more oversells it.
     let position = sneak_event(
         &db.pool,
-        "room_night",
+        AggregateType::RoomNight.as_str(),
         &stream,
         json!({"RoomsHeld": {
             "reservation_id": Uuid::new_v4(), "rooms": 3,
@@ -461,10 +461,10 @@ async fn an_illegal_reservation_transition_is_found_at_its_position() {
     let work = workload(&db).await;
     assert!(verify(&db.pool).await.ok);
 
-    let stream = format!("{HOTEL}:{}", work.cancelled);
+    let stream = aggregates::contract::reservation_stream_id(hotel_id(), work.cancelled);
     let position = sneak_event(
         &db.pool,
-        "reservation",
+        AggregateType::Reservation.as_str(),
         &stream,
         json!({"ReservationConfirmed": {"confirmed_at": "2030-01-01T00:00:00Z"}}),
     )

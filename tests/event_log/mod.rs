@@ -234,13 +234,13 @@ async fn postgres_es_reads_the_streams_the_unit_of_work_writes() {
         PersistedEventStore::new_event_store(PostgresEventRepository::new(db.pool.clone()));
     let nights_store: PersistedEventStore<PostgresEventRepository, RoomNight> =
         PersistedEventStore::new_event_store(PostgresEventRepository::new(db.pool.clone()));
-    let stream = format!("{HOTEL}:{id}");
+    let stream = aggregates::contract::reservation_stream_id(hotel_id(), id);
     let events = reservations_store
         .load_events(&stream)
         .await
         .expect("postgres-es loads the reservation stream");
     let night_events = nights_store
-        .load_events(&format!("{HOTEL}:{KING}:{}", day(10).format("%Y-%m-%d")))
+        .load_events(&aggregates::RoomNightKey::new(hotel_id(), king(), day(10)).stream_id())
         .await
         .expect("postgres-es loads a night stream");
 

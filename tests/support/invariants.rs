@@ -3,7 +3,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use aggregates::{Reservation, ReservationEvent, ReservationStatus, RoomNight, RoomNightEvent};
+use aggregates::{
+    AggregateType, HotelId, Reservation, ReservationEvent, ReservationStatus, RoomNight,
+    RoomNightEvent, RoomNightKey, RoomTypeId,
+};
 use chrono::{NaiveDate, Utc};
 use sqlx::{PgPool, Row};
 
@@ -84,8 +87,8 @@ pub async fn replay(pool: &PgPool) -> Replayed {
             "stream {kind}/{id} has a gap"
         );
         let payload: serde_json::Value = row.get("payload");
-        match kind.as_str() {
-            "room_night" => {
+        match AggregateType::parse(&kind) {
+            Some(AggregateType::RoomNight) => {
                 let event: RoomNightEvent = serde_json::from_value(payload).expect("night event");
                 let night = replayed.nights.entry(id.clone()).or_default();
                 night.apply_event(&event);
@@ -94,7 +97,7 @@ pub async fn replay(pool: &PgPool) -> Replayed {
                     "replay: {id} oversold after event {sequence}: {night:?}"
                 );
             }
-            "reservation" => {
+            Some(AggregateType::Reservation) => {
                 let event: ReservationEvent =
                     serde_json::from_value(payload).expect("reservation event");
                 replayed
@@ -103,7 +106,7 @@ pub async fn replay(pool: &PgPool) -> Replayed {
                     .or_default()
                     .apply_event(&event);
             }
-            _ => {}
+            Some(AggregateType::Hotel) | None => {}
         }
     }
     replayed
@@ -151,7 +154,12 @@ pub async fn assert_invariants_at(pool: &PgPool, now: chrono::DateTime<Utc>) -> 
 
     let replayed = replay(pool).await;
     for ((h, t, n), row) in &rows {
-        let stream = format!("{h}:{t}:{}", n.format("%Y-%m-%d"));
+        let key = RoomNightKey::new(
+            HotelId::parse(*h).expect("hotel id"),
+            RoomTypeId::parse(*t).expect("room type id"),
+            *n,
+        );
+        let stream = key.stream_id();
         let night = replayed
             .nights
             .get(&stream)
@@ -172,12 +180,8 @@ pub async fn assert_invariants_at(pool: &PgPool, now: chrono::DateTime<Utc>) -> 
             .recorded_status()
             .is_some_and(|s| s.occupies_nights());
         for night in details.stay.nights() {
-            let stream = format!(
-                "{}:{}:{}",
-                details.hotel_id,
-                details.room_type_id,
-                night.format("%Y-%m-%d")
-            );
+            let stream =
+                RoomNightKey::new(details.hotel_id, details.room_type_id, night).stream_id();
             let state = replayed.nights.get(&stream);
             let holds = state.is_some_and(|n| {
                 n.hold_of(&details.reservation_id).is_some()

@@ -1,6 +1,8 @@
 //! Holding a stay: every night of `[start, end)` or none, at the sum of the nights'
 //! current rates.
 
+use chrono::{DateTime, Utc};
+
 use super::nights::{decide_nights, RoomType};
 use super::{check_room_type, price_of, Decision, Nights, Rejection};
 use crate::hotel::Hotel;
@@ -9,7 +11,6 @@ use crate::room_night::RoomNightCommand;
 use crate::types::{
     local_date, BookingLimits, Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates,
 };
-use chrono::{DateTime, Utc};
 
 /// Hold a stay: every night of `[start, end)` or none.
 #[derive(Debug, Clone, PartialEq, Eq)]

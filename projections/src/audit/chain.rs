@@ -2,7 +2,7 @@
 //! the row before, and [`append`], which adds a batch of events to the chain inside the
 //! projection's transaction.
 //!
-//! Kept apart from [`super::verify`]: this half runs in the runner, once per batch, and
+//! Kept apart from [`super::verify`](mod@super::verify): this half runs in the runner, once per batch, and
 //! is what a change to the chain's format must change; verify only reads it back.
 
 use std::collections::HashSet;

@@ -6,7 +6,7 @@
 //! UPDATE, DELETE and TRUNCATE there), and chains the rows: each row's hash is
 //! `SHA-256(prev_hash || canonical bytes of the event)`, the first row's `prev_hash`
 //! being 32 zero bytes. Changing, removing or inserting a row afterwards breaks the chain
-//! or makes the two tables disagree, and [`verify`] says where.
+//! or makes the two tables disagree, and [`verify()`] says where.
 //!
 //! **Canonical bytes.** A deterministic JSON document of the event's columns (see
 //! [`canonical_bytes`]): fixed field order, and every JSON object inside the payload and
@@ -33,7 +33,7 @@
 //! by the others), so a booking that commits while verify runs cannot make the tables
 //! disagree with each other. Nights touched by events the audit log has not copied yet
 //! (they committed after its checkpoint) are not compared with `room_nights`; callers
-//! bring the log up to date first ([`crate::catch_up`]) so that set is empty or tiny.
+//! bring the log up to date first ([`crate::catch_up()`]) so that set is empty or tiny.
 //!
 //! The module is split along the two halves: [`chain`] writes the log (the canonical
 //! form, the hash, the append), [`verify`](mod@verify) reads it back and checks it, and

@@ -101,7 +101,7 @@ impl Findings {
     }
 }
 
-/// Brings the audit log up to date (see [`crate::catch_up`]), then verifies it.
+/// Brings the audit log up to date (see [`crate::catch_up()`]), then verifies it.
 pub async fn catch_up_and_verify(pool: &PgPool, wait: Duration) -> anyhow::Result<VerifyReport> {
     crate::catch_up(pool, &mut AuditLog, 1000, wait)
         .await
