@@ -184,3 +184,65 @@ async fn catalog_writes_are_idempotent_puts() {
     ));
     db.drop_database().await;
 }
+
+#[tokio::test]
+async fn catalog_and_inventory_events_record_the_admin_who_made_them() {
+    // Arrange: an admin token named after the person holding it.
+    let app =
+        spawn_app_with(|s| s.api_tokens = Some(format!("{TOKENS},ana-token:admin:ana"))).await;
+    let first = plus_days(app.now().date_naive(), 10);
+
+    // Act: each kind of staff change, through that token.
+    app.put_json(&format!("/v1/hotels/{HOTEL}"), Some("ana-token"), &tejo())
+        .await
+        .assert_status(200);
+    app.put_json(
+        &format!("/v1/hotels/{HOTEL}/room-types/{KING}"),
+        Some("ana-token"),
+        &json!({"name": "king", "max_occupancy": 2}),
+    )
+    .await
+    .assert_status(200);
+    app.put_json(
+        &format!("/v1/hotels/{HOTEL}/room-types/{KING}/inventory"),
+        Some("ana-token"),
+        &json!({"start_date": first, "end_date": plus_days(first, 2), "total_rooms": 4,
+                "rate_cents": RATE}),
+    )
+    .await
+    .assert_status(200);
+
+    // Assert: every event names her and the command, none the role.
+    let recorded: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT event_type, metadata->>'client', metadata->>'command' FROM events
+          ORDER BY global_position",
+    )
+    .fetch_all(&app.db.pool)
+    .await
+    .expect("events");
+    let types: Vec<&str> = recorded.iter().map(|(t, _, _)| t.as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            "HotelDetailsSet",
+            "RoomTypeSet",
+            "InventorySet",
+            "InventorySet"
+        ],
+        "{recorded:?}"
+    );
+    for (event_type, client, _) in &recorded {
+        assert_eq!(client, "ana", "{event_type}");
+    }
+    let commands: Vec<&str> = recorded.iter().map(|(_, _, c)| c.as_str()).collect();
+    assert_eq!(
+        commands,
+        [
+            "set_hotel",
+            "set_room_type",
+            "set_inventory",
+            "set_inventory"
+        ]
+    );
+    app.finish().await;
+}

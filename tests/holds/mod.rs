@@ -1018,3 +1018,48 @@ async fn a_hold_that_cannot_be_written_fails_alone_not_its_batch() {
     assert_invariants(&db.pool).await;
     db.drop_database().await;
 }
+
+#[tokio::test]
+async fn a_hold_the_database_refuses_is_409_oversold_refused_and_changes_nothing() {
+    // Arrange: a rule the database states and the domain does not know (at most one
+    // room held a night), so the domain accepts a hold of two that the commit refuses:
+    // as if a decision were wrong.
+    let app = spawn_app().await;
+    let first = plus_days(app.now().date_naive(), 10);
+    app.seed_hotel(first, 5, 10).await;
+    sqlx::query(
+        "ALTER TABLE room_nights ADD CONSTRAINT at_most_one_held_in_this_test CHECK (held <= 1)",
+    )
+    .execute(&app.db.pool)
+    .await
+    .expect("add the constraint");
+    let before = app.snapshot().await;
+
+    // Act
+    let reply = app
+        .hold(WEB, "refused-1", &hold_body(first, plus_days(first, 2), 2))
+        .await;
+
+    // Assert: a conflict naming the rule, nothing written, and an operator told.
+    let body = reply.assert_error(409, "oversold_refused");
+    assert_eq!(body["constraint"], "at_most_one_held_in_this_test");
+    assert_eq!(
+        app.snapshot().await,
+        before,
+        "a refused write leaves no trace"
+    );
+    let metrics = app.get("/metrics", None).await;
+    assert!(
+        metrics
+            .text
+            .lines()
+            .any(|l| l.starts_with("oversold_refused_total")
+                && l.contains("at_most_one_held_in_this_test")),
+        "the refusal is counted by constraint"
+    );
+    // A hold the rule allows still goes through.
+    app.hold(WEB, "allowed-1", &hold_body(first, plus_days(first, 2), 1))
+        .await
+        .assert_status(201);
+    app.finish().await;
+}

@@ -23,7 +23,7 @@ pub const ADMIN: &str = "admin-token-1";
 pub const WEB: &str = "web-token-1";
 pub const MOBILE: &str = "mobile-token-1";
 pub const AUDITOR: &str = "audit-token-1";
-const TOKENS: &str =
+pub const TOKENS: &str =
     "admin-token-1:admin:staff,web-token-1:channel:web,mobile-token-1:channel:mobile,audit-token-1:auditor";
 
 /// The nightly rate `TestApp::seed_hotel` sets.
