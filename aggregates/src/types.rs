@@ -338,7 +338,7 @@ impl Guest {
 }
 
 /// Per-reservation limits the platform enforces before any aggregate is consulted
-/// (API.md: at most 30 nights and 10 rooms, start not in the past and within 730 days).
+/// (docs/api.md: at most 30 nights and 10 rooms, start not in the past and within 730 days).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BookingLimits {
     pub max_nights: u32,
