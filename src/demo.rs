@@ -118,14 +118,10 @@ pub async fn seed(commands: &CommandService) -> anyhow::Result<u64> {
     let by = Caller::Staff(String::from("demo"));
     for hotel in HOTELS {
         let hotel_id = HotelId::parse(hotel.id)?;
-        commands
-            .set_hotel(
-                &by,
-                hotel_id,
-                HotelDetails::parse(hotel.name, hotel.city, hotel.timezone)?,
-            )
-            .await?;
-        let today = local_date(commands.now(), hotel.timezone);
+        let details = HotelDetails::parse(hotel.name, hotel.city, hotel.timezone)?;
+        let timezone = details.timezone();
+        commands.set_hotel(&by, hotel_id, details).await?;
+        let today = local_date(commands.now(), timezone);
         let last = today
             .checked_add_days(Days::new(DEMO_NIGHTS))
             .ok_or_else(|| anyhow::anyhow!("date out of range"))?;

@@ -39,5 +39,5 @@ pub use reservation::{
 pub use room_night::{Hold, RoomNight, RoomNightCommand, RoomNightEvent, RoomNightKey};
 pub use types::{
     BookingLimits, Guest, HotelId, InvalidInput, InventoryLevels, ReservationId, RoomCount,
-    RoomTypeId, StayDates,
+    RoomTypeId, StayDates, TimeZone,
 };

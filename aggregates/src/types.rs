@@ -405,13 +405,63 @@ impl BookingLimits {
     }
 }
 
-/// Current date at a hotel, given its IANA timezone name; falls back to UTC for a name
-/// that does not parse (the catalog validates names, so that happens only in old data).
-pub fn local_date(now: DateTime<Utc>, timezone: &str) -> NaiveDate {
-    match timezone.parse::<chrono_tz::Tz>() {
-        Ok(tz) => now.with_timezone(&tz).date_naive(),
-        Err(_) => now.date_naive(),
+/// A hotel's IANA time zone, parsed once where it enters the domain (the catalog).
+///
+/// It serializes as its IANA name, exactly the string it was parsed from; deserializing a
+/// name that is not a known IANA zone fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TimeZone(chrono_tz::Tz);
+
+impl TimeZone {
+    pub const UTC: Self = Self(chrono_tz::Tz::UTC);
+
+    pub fn parse(name: &str) -> Result<Self, InvalidInput> {
+        name.parse::<chrono_tz::Tz>().map(Self).map_err(|_| {
+            InvalidInput::new(
+                "timezone",
+                "must be an IANA timezone name such as Europe/Lisbon",
+            )
+        })
     }
+
+    /// The IANA name, as it was parsed.
+    pub fn name(self) -> &'static str {
+        self.0.name()
+    }
+
+    pub(crate) fn tz(self) -> chrono_tz::Tz {
+        self.0
+    }
+}
+
+impl Default for TimeZone {
+    fn default() -> Self {
+        Self::UTC
+    }
+}
+
+impl fmt::Display for TimeZone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for TimeZone {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for TimeZone {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Self::parse(&name).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Current date at a hotel, in its time zone.
+pub fn local_date(now: DateTime<Utc>, timezone: TimeZone) -> NaiveDate {
+    now.with_timezone(&timezone.tz()).date_naive()
 }
 
 #[cfg(test)]
@@ -508,7 +558,37 @@ mod tests {
         let now = DateTime::parse_from_rfc3339("2027-01-01T23:30:00Z")
             .expect("valid")
             .with_timezone(&Utc);
-        assert_eq!(local_date(now, "Asia/Tokyo"), date("2027-01-02"));
-        assert_eq!(local_date(now, "America/New_York"), date("2027-01-01"));
+        let tz = |name| TimeZone::parse(name).expect("valid");
+        assert_eq!(local_date(now, tz("Asia/Tokyo")), date("2027-01-02"));
+        assert_eq!(local_date(now, tz("America/New_York")), date("2027-01-01"));
+        assert_eq!(local_date(now, TimeZone::UTC), date("2027-01-01"));
+    }
+
+    #[test]
+    fn a_time_zone_is_parsed_once_and_serialized_as_its_name() {
+        let lisbon = TimeZone::parse("Europe/Lisbon").expect("valid");
+        assert_eq!(lisbon.name(), "Europe/Lisbon");
+        assert_eq!(lisbon.to_string(), "Europe/Lisbon");
+        assert_eq!(
+            TimeZone::parse("US/Eastern").expect("valid").name(),
+            "US/Eastern"
+        );
+        assert_eq!(TimeZone::default(), TimeZone::UTC);
+        assert_eq!(TimeZone::UTC.name(), "UTC");
+        let err = TimeZone::parse("Mars/Olympus").expect_err("unknown");
+        assert_eq!(err.field, "timezone");
+        assert!(TimeZone::parse("europe/lisbon").is_err());
+
+        let json = serde_json::to_string(&lisbon).expect("serializes");
+        assert_eq!(json, r#""Europe/Lisbon""#);
+        let back: TimeZone = serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(back, lisbon);
+        // From an owned string too (a `serde_json::Value`), not only a borrowed one.
+        let value = serde_json::json!("Asia/Tokyo");
+        let tokyo: TimeZone = serde_json::from_value(value).expect("deserializes");
+        assert_eq!(tokyo.name(), "Asia/Tokyo");
+
+        assert!(serde_json::from_str::<TimeZone>(r#""Mars/Olympus""#).is_err());
+        assert!(serde_json::from_str::<TimeZone>("42").is_err());
     }
 }

@@ -318,7 +318,7 @@ impl Model {
                     now,
                     "test".to_owned(),
                     CancelledBy::Guest,
-                    "UTC",
+                    aggregates::TimeZone::UTC,
                 ),
             ),
             Op::Expire { id } => (

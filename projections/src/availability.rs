@@ -311,7 +311,7 @@ impl Projection for AvailabilityProjection {
                             CachedHotel {
                                 name: d.name().to_owned(),
                                 city: d.city().to_owned(),
-                                timezone: d.timezone().to_owned(),
+                                timezone: d.timezone().name().to_owned(),
                             },
                         );
                     }

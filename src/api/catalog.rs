@@ -63,7 +63,7 @@ impl HotelOut {
             hotel_id: hotel.hotel_id()?.get(),
             name: details.name().to_owned(),
             city: details.city().to_owned(),
-            timezone: details.timezone().to_owned(),
+            timezone: details.timezone().name().to_owned(),
             room_types: hotel
                 .room_types()
                 .iter()

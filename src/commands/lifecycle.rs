@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use aggregates::booking;
 use aggregates::{
     CancelledBy, CommandName, Decision, Guest, Hotel, HotelId, Nights, Rejection, Reservation,
-    ReservationEvent, ReservationId, RoomCount, RoomTypeId, StayDates,
+    ReservationEvent, ReservationId, RoomCount, RoomTypeId, StayDates, TimeZone,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use futures::future::BoxFuture;
@@ -228,7 +228,7 @@ impl CommandService {
             reservation_id,
             extra_stay: None,
             decide: |l: Loaded<'_>| {
-                let timezone = l.hotel.details().map_or("UTC", |d| d.timezone());
+                let timezone = l.hotel.details().map_or(TimeZone::UTC, |d| d.timezone());
                 booking::cancel(l.reservation, l.nights, l.now, reason.clone(), by, timezone)
             },
         })

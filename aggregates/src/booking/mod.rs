@@ -34,7 +34,7 @@ use crate::reservation::{
     Reservation, ReservationDetails, ReservationError, ReservationEvent, ReservationStatus,
 };
 use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
-use crate::types::{HotelId, InvalidInput, RoomTypeId, StayDates};
+use crate::types::{HotelId, InvalidInput, RoomTypeId, StayDates, TimeZone};
 
 pub use cancel::{cancel, check_in_instant, refund_cents, CHECK_IN_HOUR};
 pub use change_dates::change_dates;
@@ -128,7 +128,7 @@ fn check_room_type(
     hotel: &Hotel,
     hotel_id: HotelId,
     room_type_id: RoomTypeId,
-) -> Result<&str, Rejection> {
+) -> Result<TimeZone, Rejection> {
     let details = match (hotel.hotel_id(), hotel.details()) {
         (Some(id), Some(details)) if id == hotel_id => details,
         _ => return Err(Rejection::UnknownHotel),

@@ -138,7 +138,7 @@ fn moving_a_cancelled_reservation_is_invalid_state() {
         at(2),
         "x".into(),
         CancelledBy::Hotel,
-        "UTC",
+        TimeZone::UTC,
     )
     .expect("cancellable");
     apply(&decision, &mut reservation, &mut nights);

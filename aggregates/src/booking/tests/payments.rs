@@ -29,11 +29,11 @@ fn hours_before_check_in(hours: i64) -> DateTime<Utc> {
 #[test]
 fn check_in_is_three_in_the_afternoon_at_the_hotel() {
     assert_eq!(
-        check_in_instant(day(10), "Europe/Lisbon"),
+        check_in_instant(day(10), zone("Europe/Lisbon")),
         hours_before_check_in(0)
     );
     assert_eq!(
-        check_in_instant(day(10), "Asia/Tokyo"),
+        check_in_instant(day(10), zone("Asia/Tokyo")),
         Utc.with_ymd_and_hms(2027, 6, 10, 6, 0, 0)
             .single()
             .expect("valid")
@@ -43,7 +43,7 @@ fn check_in_is_three_in_the_afternoon_at_the_hotel() {
 #[test]
 fn a_guest_cancelling_72_hours_or_more_before_check_in_gets_everything_back() {
     let by = CancelledBy::Guest;
-    let tz = "Europe/Lisbon";
+    let tz = zone("Europe/Lisbon");
     assert_eq!(
         refund_cents(44_000, day(10), tz, hours_before_check_in(72), by),
         44_000
@@ -57,7 +57,7 @@ fn a_guest_cancelling_72_hours_or_more_before_check_in_gets_everything_back() {
 #[test]
 fn a_guest_cancelling_between_24_and_72_hours_before_gets_half_rounded_down() {
     let by = CancelledBy::Guest;
-    let tz = "Europe/Lisbon";
+    let tz = zone("Europe/Lisbon");
     let just_under_72 = hours_before_check_in(72) + chrono::Duration::seconds(1);
     assert_eq!(refund_cents(44_001, day(10), tz, just_under_72, by), 22_000);
     assert_eq!(
@@ -69,7 +69,7 @@ fn a_guest_cancelling_between_24_and_72_hours_before_gets_half_rounded_down() {
 #[test]
 fn a_guest_cancelling_less_than_24_hours_before_gets_nothing_back() {
     let by = CancelledBy::Guest;
-    let tz = "Europe/Lisbon";
+    let tz = zone("Europe/Lisbon");
     let just_under_24 = hours_before_check_in(24) + chrono::Duration::seconds(1);
     assert_eq!(refund_cents(44_000, day(10), tz, just_under_24, by), 0);
     assert_eq!(
@@ -83,11 +83,11 @@ fn the_policy_counts_hours_in_the_hotels_timezone() {
     // 73 hours before 15:00 in Lisbon is only 64 hours before 15:00 in Tokyo.
     let now = hours_before_check_in(73);
     assert_eq!(
-        refund_cents(100, day(10), "Europe/Lisbon", now, CancelledBy::Guest),
+        refund_cents(100, day(10), zone("Europe/Lisbon"), now, CancelledBy::Guest),
         100
     );
     assert_eq!(
-        refund_cents(100, day(10), "Asia/Tokyo", now, CancelledBy::Guest),
+        refund_cents(100, day(10), zone("Asia/Tokyo"), now, CancelledBy::Guest),
         50
     );
 }
@@ -96,10 +96,13 @@ fn the_policy_counts_hours_in_the_hotels_timezone() {
 fn a_hotel_cancelling_gives_everything_back_even_at_the_last_minute() {
     let now = hours_before_check_in(1);
     assert_eq!(
-        refund_cents(44_000, day(10), "UTC", now, CancelledBy::Hotel),
+        refund_cents(44_000, day(10), zone("UTC"), now, CancelledBy::Hotel),
         44_000
     );
-    assert_eq!(refund_cents(0, day(10), "UTC", now, CancelledBy::Hotel), 0);
+    assert_eq!(
+        refund_cents(0, day(10), zone("UTC"), now, CancelledBy::Hotel),
+        0
+    );
 }
 
 #[test]
@@ -112,7 +115,7 @@ fn cancelling_a_paid_stay_refunds_by_the_policy_and_releases_its_nights() {
         hours_before_check_in(30),
         "plans".into(),
         CancelledBy::Guest,
-        "Europe/Lisbon",
+        zone("Europe/Lisbon"),
     )
     .expect("cancellable");
     assert_eq!(
@@ -137,7 +140,7 @@ fn cancelling_an_unpaid_hold_refunds_nothing() {
         at(1),
         "plans".into(),
         CancelledBy::Hotel,
-        "Europe/Lisbon",
+        zone("Europe/Lisbon"),
     )
     .expect("cancellable");
     assert!(matches!(
@@ -213,7 +216,7 @@ fn an_authorization_after_a_cancellation_touches_no_night() {
         at(2),
         "x".into(),
         CancelledBy::Guest,
-        "UTC",
+        zone("UTC"),
     )
     .expect("cancellable");
     apply(&cancelled, &mut reservation, &mut nights);
