@@ -175,15 +175,17 @@ impl Model {
             let decision = booking::set_inventory(
                 &model.hotel,
                 &model.nights,
-                hotel_id(),
-                king(),
-                range(offset, 1),
-                InventoryUpdate {
-                    total_rooms: total,
-                    overbooking_allowance: Some(allowance),
-                    rate_cents: Some(10_000 + 1_000 * i64::from(offset)),
+                booking::SetInventory {
+                    hotel_id: hotel_id(),
+                    room_type_id: king(),
+                    range: range(offset, 1),
+                    update: InventoryUpdate {
+                        total_rooms: total,
+                        overbooking_allowance: Some(allowance),
+                        rate_cents: Some(10_000 + 1_000 * i64::from(offset)),
+                    },
+                    now: model.now,
                 },
-                model.now,
             )
             .expect("initial inventory");
             model.record(None, &decision);
@@ -379,9 +381,11 @@ impl Model {
                     &reservation,
                     &self.nights,
                     &limits,
-                    new_stay,
-                    None,
-                    now,
+                    booking::ChangeDates {
+                        new_stay,
+                        expected_total_cents: None,
+                        now,
+                    },
                 );
                 if let (Some(details), Some(status)) =
                     (reservation.details(), reservation.status_at(now))
@@ -433,15 +437,17 @@ impl Model {
                 let result = booking::set_inventory(
                     &self.hotel,
                     &self.nights,
-                    hotel_id(),
-                    king(),
-                    target,
-                    InventoryUpdate {
-                        total_rooms: total,
-                        overbooking_allowance: allowance,
-                        rate_cents: rate,
+                    booking::SetInventory {
+                        hotel_id: hotel_id(),
+                        room_type_id: king(),
+                        range: target,
+                        update: InventoryUpdate {
+                            total_rooms: total,
+                            overbooking_allowance: allowance,
+                            rate_cents: rate,
+                        },
+                        now,
                     },
-                    now,
                 );
                 // Oracle: the first night that cannot take the update refuses all of it.
                 let expected = target.nights().find_map(|d| {

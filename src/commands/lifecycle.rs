@@ -295,9 +295,11 @@ impl CommandService {
                     l.reservation,
                     l.nights,
                     &limits,
-                    new_stay,
-                    expected_total_cents,
-                    l.now,
+                    booking::ChangeDates {
+                        new_stay,
+                        expected_total_cents,
+                        now: l.now,
+                    },
                 )
             },
         })

@@ -9,6 +9,15 @@ use crate::reservation::{Reservation, ReservationCommand, ReservationStatus};
 use crate::room_night::RoomNightCommand;
 use crate::types::{local_date, BookingLimits, StayDates};
 
+/// Move a reservation to `new_stay`; with `expected_total_cents`, refuse unless the new
+/// price is exactly that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeDates {
+    pub new_stay: StayDates,
+    pub expected_total_cents: Option<i64>,
+    pub now: DateTime<Utc>,
+}
+
 /// Move a held or confirmed stay to new dates: release the nights it leaves and take the
 /// nights it enters, all in one decision, or refuse and change nothing. Nights in both
 /// stays are untouched. The new price is the sum of the current rates of the new stay.
@@ -17,10 +26,13 @@ pub fn change_dates(
     reservation: &Reservation,
     nights: &Nights,
     limits: &BookingLimits,
-    new_stay: StayDates,
-    expected_total_cents: Option<i64>,
-    now: DateTime<Utc>,
+    cmd: ChangeDates,
 ) -> Result<Decision, Rejection> {
+    let ChangeDates {
+        new_stay,
+        expected_total_cents,
+        now,
+    } = cmd;
     let details = existing(reservation)?;
     let timezone = check_room_type(hotel, details.hotel_id, details.room_type_id)?;
     limits.check(&new_stay, details.rooms, local_date(now, timezone))?;

@@ -17,17 +17,30 @@ pub struct InventoryUpdate {
     pub rate_cents: Option<i64>,
 }
 
+/// Set `update` on every night of `range` of one hotel's room type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetInventory {
+    pub hotel_id: HotelId,
+    pub room_type_id: RoomTypeId,
+    pub range: StayDates,
+    pub update: InventoryUpdate,
+    pub now: DateTime<Utc>,
+}
+
 /// Set inventory on every night of `range` for one room type, or on none: lowering any
 /// night below what is already sold refuses the whole update.
 pub fn set_inventory(
     hotel: &Hotel,
     nights: &Nights,
-    hotel_id: HotelId,
-    room_type_id: RoomTypeId,
-    range: StayDates,
-    update: InventoryUpdate,
-    now: DateTime<Utc>,
+    cmd: SetInventory,
 ) -> Result<Decision, Rejection> {
+    let SetInventory {
+        hotel_id,
+        room_type_id,
+        range,
+        update,
+        now,
+    } = cmd;
     check_room_type(hotel, hotel_id, room_type_id)?;
     let mut decision = Decision::default();
     let room_type = RoomType {

@@ -37,11 +37,11 @@ use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
 use crate::types::{HotelId, InvalidInput, RoomTypeId, StayDates, TimeZone};
 
 pub use cancel::{cancel, check_in_instant, refund_cents, CHECK_IN_HOUR};
-pub use change_dates::change_dates;
+pub use change_dates::{change_dates, ChangeDates};
 pub use confirm::{apply_authorization, confirm, decline_payment};
 pub use expire::expire_hold;
 pub use hold::{hold_stay, HoldStay};
-pub use inventory::{set_inventory, InventoryUpdate};
+pub use inventory::{set_inventory, InventoryUpdate, SetInventory};
 
 /// The loaded nights of one hotel and room type, by date. A night that is absent has no
 /// inventory (nothing for sale).

@@ -14,9 +14,11 @@ fn change(
         reservation,
         nights,
         &BookingLimits::default(),
-        new_stay,
-        expected,
-        now,
+        ChangeDates {
+            new_stay,
+            expected_total_cents: expected,
+            now,
+        },
     )
 }
 
