@@ -4,7 +4,7 @@
 
 use aggregates::booking::InventoryUpdate;
 use aggregates::types::local_date;
-use aggregates::{HotelDetails, HotelId, RoomTypeDetails, RoomTypeId, StayDates};
+use aggregates::{Cents, HotelDetails, HotelId, RoomTypeDetails, RoomTypeId, StayDates};
 use chrono::{Datelike, Days, Weekday};
 
 use crate::commands::{Caller, CommandService};
@@ -138,7 +138,7 @@ pub async fn seed(commands: &CommandService) -> anyhow::Result<u64> {
             let base = InventoryUpdate {
                 total_rooms: room_type.rooms,
                 overbooking_allowance: Some(room_type.allowance),
-                rate_cents: Some(room_type.rate_cents),
+                rate_cents: Some(Cents::new(room_type.rate_cents)),
             };
             nights_set += u64::from(
                 commands
@@ -153,7 +153,7 @@ pub async fn seed(commands: &CommandService) -> anyhow::Result<u64> {
             );
             // Friday and Saturday nights cost a quarter more.
             let weekend = InventoryUpdate {
-                rate_cents: Some(room_type.rate_cents * 5 / 4),
+                rate_cents: Some(Cents::new(room_type.rate_cents * 5 / 4)),
                 ..base
             };
             for night in today.iter_days().take_while(|d| *d < last) {

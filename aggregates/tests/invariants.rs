@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use aggregates::booking::{self, HoldStay, InvalidInputRejection, InventoryUpdate};
 use aggregates::{
-    BookingLimits, CancelledBy, Decision, Guest, Hotel, HotelCommand, HotelDetails, HotelEvent,
-    HotelId, Nights, Payment, Rejection, Reservation, ReservationEvent, ReservationId,
+    BookingLimits, CancelledBy, Cents, Decision, Guest, Hotel, HotelCommand, HotelDetails,
+    HotelEvent, HotelId, Nights, Payment, Rejection, Reservation, ReservationEvent, ReservationId,
     ReservationStatus, RoomCount, RoomNight, RoomNightEvent, RoomNightKey, RoomTypeDetails,
     RoomTypeId, StayDates,
 };
@@ -182,7 +182,7 @@ impl Model {
                     update: InventoryUpdate {
                         total_rooms: total,
                         overbooking_allowance: Some(allowance),
-                        rate_cents: Some(10_000 + 1_000 * i64::from(offset)),
+                        rate_cents: Some(Cents::new(10_000 + 1_000 * i64::from(offset))),
                     },
                     now: model.now,
                 },
@@ -285,7 +285,7 @@ impl Model {
                 // Oracle: all nights or none, and the first night without room is named.
                 let first_full = stay.nights().find(|d| !self.fits(*d, rooms.get()));
                 let expected_price = stay.nights().try_fold(0, |sum, d| {
-                    Some(sum + self.nights.get(&d)?.levels()?.rate_cents())
+                    Some(sum + self.nights.get(&d)?.levels()?.rate_cents().get())
                 });
                 match (&result, self.reservations.contains_key(&res(id))) {
                     (Err(Rejection::ReservationExists), true) => {}
@@ -299,7 +299,7 @@ impl Model {
                         match decision.reservation.as_slice() {
                             [ReservationEvent::ReservationHeld(details)] => assert_eq!(
                                 Some(details.total_cents),
-                                expected_price.map(|p| p * i64::from(rooms.get()))
+                                expected_price.map(|p| Cents::new(p * i64::from(rooms.get())))
                             ),
                             other => panic!("expected one ReservationHeld, got {other:?}"),
                         }
@@ -333,7 +333,7 @@ impl Model {
                 right_amount,
             } => {
                 let reservation = self.reservation(id);
-                let amount = reservation.details().map_or(0, |d| d.total_cents)
+                let amount = reservation.details().map_or(0, |d| d.total_cents.get())
                     + if right_amount { 0 } else { 1 };
                 let txn = format!("{id}-{txn}");
                 let result = booking::apply_authorization(
@@ -342,7 +342,7 @@ impl Model {
                     now,
                     Payment {
                         provider_txn_id: txn.clone(),
-                        amount_cents: amount,
+                        amount_cents: Cents::new(amount),
                     },
                 );
                 // Oracle: a live hold paid in full is confirmed with this payment; a
@@ -444,7 +444,7 @@ impl Model {
                         update: InventoryUpdate {
                             total_rooms: total,
                             overbooking_allowance: allowance,
-                            rate_cents: rate,
+                            rate_cents: rate.map(Cents::new),
                         },
                         now,
                     },

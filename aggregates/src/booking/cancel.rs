@@ -5,7 +5,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use super::nights::release_every_night;
 use super::{existing, Decision, Nights, Rejection};
 use crate::reservation::{CancelledBy, Reservation, ReservationCommand, ReservationStatus};
-use crate::types::TimeZone;
+use crate::types::{Cents, TimeZone};
 
 /// The hour guests check in, local time at the hotel; the refund policy counts hours
 /// before it.
@@ -15,14 +15,14 @@ pub const CHECK_IN_HOUR: u32 = 15;
 /// the guest does, 100% at 72 hours or more before check-in (15:00 on the first night,
 /// in the hotel's timezone), 50% (rounded down) at 24 hours or more, nothing after.
 pub fn refund_cents(
-    paid: i64,
+    paid: Cents,
     check_in: NaiveDate,
     timezone: TimeZone,
     now: DateTime<Utc>,
     by: CancelledBy,
-) -> i64 {
-    if paid <= 0 {
-        return 0;
+) -> Cents {
+    if paid <= Cents::ZERO {
+        return Cents::ZERO;
     }
     if by == CancelledBy::Hotel {
         return paid;
@@ -31,9 +31,9 @@ pub fn refund_cents(
     if lead >= chrono::Duration::hours(72) {
         paid
     } else if lead >= chrono::Duration::hours(24) {
-        paid / 2
+        paid.percent(50)
     } else {
-        0
+        Cents::ZERO
     }
 }
 
@@ -68,8 +68,10 @@ pub fn cancel(
 ) -> Result<Decision, Rejection> {
     let details = existing(reservation)?;
     let paid = match reservation.recorded_status() {
-        Some(ReservationStatus::Confirmed) => reservation.payment().map_or(0, |p| p.amount_cents),
-        _ => 0,
+        Some(ReservationStatus::Confirmed) => reservation
+            .payment()
+            .map_or(Cents::ZERO, |p| p.amount_cents),
+        _ => Cents::ZERO,
     };
     let refund_cents = refund_cents(paid, details.stay.start(), timezone, now, by);
     let mut decision = Decision {

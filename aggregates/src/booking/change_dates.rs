@@ -7,14 +7,14 @@ use super::{check_room_type, existing, price_of, Decision, Nights, Rejection};
 use crate::hotel::Hotel;
 use crate::reservation::{Reservation, ReservationCommand, ReservationStatus};
 use crate::room_night::RoomNightCommand;
-use crate::types::{local_date, BookingLimits, StayDates};
+use crate::types::{local_date, BookingLimits, Cents, StayDates};
 
 /// Move a reservation to `new_stay`; with `expected_total_cents`, refuse unless the new
 /// price is exactly that.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChangeDates {
     pub new_stay: StayDates,
-    pub expected_total_cents: Option<i64>,
+    pub expected_total_cents: Option<Cents>,
     pub now: DateTime<Utc>,
 }
 
@@ -38,8 +38,8 @@ pub fn change_dates(
     limits.check(&new_stay, details.rooms, local_date(now, timezone))?;
     let nightly = price_of(nights, &new_stay);
     let total_cents = nightly
-        .unwrap_or(0)
-        .saturating_mul(i64::from(details.rooms.get()));
+        .unwrap_or(Cents::ZERO)
+        .saturating_mul(details.rooms.get());
     let reservation_events = reservation.decide(ReservationCommand::ChangeDates {
         stay: new_stay,
         total_cents,

@@ -6,7 +6,7 @@ use super::nights::{decide_nights, RoomType};
 use super::{check_room_type, Decision, Nights, Rejection};
 use crate::hotel::Hotel;
 use crate::room_night::{RoomNightCommand, RoomNightKey};
-use crate::types::{HotelId, InvalidInput, InventoryLevels, RoomTypeId, StayDates};
+use crate::types::{Cents, HotelId, InvalidInput, InventoryLevels, RoomTypeId, StayDates};
 
 /// What to set on each night of a range. Omitted allowance and rate keep the night's
 /// current values; a night without inventory yet needs a rate.
@@ -14,7 +14,7 @@ use crate::types::{HotelId, InvalidInput, InventoryLevels, RoomTypeId, StayDates
 pub struct InventoryUpdate {
     pub total_rooms: i64,
     pub overbooking_allowance: Option<i64>,
-    pub rate_cents: Option<i64>,
+    pub rate_cents: Option<Cents>,
 }
 
 /// Set `update` on every night of `range` of one hotel's room type.

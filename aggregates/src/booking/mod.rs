@@ -34,7 +34,7 @@ use crate::reservation::{
     Reservation, ReservationDetails, ReservationError, ReservationEvent, ReservationStatus,
 };
 use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
-use crate::types::{HotelId, InvalidInput, RoomTypeId, StayDates, TimeZone};
+use crate::types::{Cents, HotelId, InvalidInput, RoomTypeId, StayDates, TimeZone};
 
 pub use cancel::{cancel, check_in_instant, refund_cents, CHECK_IN_HOUR};
 pub use change_dates::{change_dates, ChangeDates};
@@ -68,7 +68,7 @@ pub enum Rejection {
     #[error("sold out on {night}")]
     SoldOut { night: NaiveDate },
     #[error("the price of the stay is now {total_cents} cents")]
-    PriceChanged { total_cents: i64 },
+    PriceChanged { total_cents: Cents },
     #[error("unknown hotel")]
     UnknownHotel,
     #[error("unknown room type")]
@@ -144,8 +144,8 @@ fn existing(reservation: &Reservation) -> Result<&ReservationDetails, Rejection>
 }
 
 /// Price of a stay at the current per-night rates; `None` if a night has no inventory.
-pub fn price_of(nights: &Nights, stay: &StayDates) -> Option<i64> {
-    stay.nights().try_fold(0_i64, |total, night| {
+pub fn price_of(nights: &Nights, stay: &StayDates) -> Option<Cents> {
+    stay.nights().try_fold(Cents::ZERO, |total, night| {
         let rate = nights.get(&night)?.levels()?.rate_cents();
         total.checked_add(rate)
     })

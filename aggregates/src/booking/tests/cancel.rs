@@ -21,7 +21,7 @@ fn cancelling_a_held_stay_releases_every_night() {
             cancelled_at: at(5),
             reason: "plans".into(),
             by: CancelledBy::Guest,
-            refund_cents: 0,
+            refund_cents: Cents::new(0),
         }]
     );
     assert_eq!(

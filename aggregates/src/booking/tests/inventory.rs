@@ -6,7 +6,7 @@ fn update(total: i64, allowance: Option<i64>, rate: Option<i64>) -> InventoryUpd
     InventoryUpdate {
         total_rooms: total,
         overbooking_allowance: allowance,
-        rate_cents: rate,
+        rate_cents: rate.map(Cents::new),
     }
 }
 
@@ -41,7 +41,7 @@ fn inventory_set(
             key: key(d),
             total_rooms: total,
             overbooking_allowance: allowance,
-            rate_cents: rate,
+            rate_cents: Cents::new(rate),
         }],
     )
 }
@@ -141,7 +141,7 @@ fn lapsed_holds_do_not_count_as_sold_when_lowering_inventory() {
                     key: key(11),
                     total_rooms: 0,
                     overbooking_allowance: 0,
-                    rate_cents: 12_000,
+                    rate_cents: Cents::new(12_000),
                 },
             ]
         )]

@@ -6,7 +6,7 @@ use crate::hotel::{HotelCommand, HotelDetails, RoomTypeDetails};
 use crate::reservation::{CancelledBy, Payment, ReservationEvent};
 use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
 use crate::types::{
-    BookingLimits, Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates, TimeZone,
+    BookingLimits, Cents, Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates, TimeZone,
 };
 use chrono::{DateTime, NaiveDate, TimeZone as _, Utc};
 use uuid::Uuid;
@@ -89,7 +89,7 @@ fn nights(spec: &[(u32, u32, u32, i64)]) -> Nights {
                 key: key(d),
                 total_rooms: total,
                 overbooking_allowance: allowance,
-                rate_cents: rate,
+                rate_cents: Cents::new(rate),
             });
             (day(d), night)
         })
