@@ -65,7 +65,7 @@ async fn main() -> anyhow::Result<()> {
                     InventoryUpdate {
                         total_rooms: 1_000_000,
                         overbooking_allowance: Some(0),
-                        rate_cents: Some(10_000),
+                        rate_cents: Some(aggregates::Cents::new(10_000)),
                     },
                 )
                 .await?;

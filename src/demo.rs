@@ -4,7 +4,7 @@
 
 use aggregates::booking::InventoryUpdate;
 use aggregates::types::local_date;
-use aggregates::{HotelDetails, HotelId, RoomTypeDetails, RoomTypeId, StayDates};
+use aggregates::{Cents, HotelDetails, HotelId, RoomTypeDetails, RoomTypeId, StayDates};
 use chrono::{Datelike, Days, Weekday};
 
 use crate::commands::{Caller, CommandService};
@@ -118,14 +118,10 @@ pub async fn seed(commands: &CommandService) -> anyhow::Result<u64> {
     let by = Caller::Staff(String::from("demo"));
     for hotel in HOTELS {
         let hotel_id = HotelId::parse(hotel.id)?;
-        commands
-            .set_hotel(
-                &by,
-                hotel_id,
-                HotelDetails::parse(hotel.name, hotel.city, hotel.timezone)?,
-            )
-            .await?;
-        let today = local_date(commands.now(), hotel.timezone);
+        let details = HotelDetails::parse(hotel.name, hotel.city, hotel.timezone)?;
+        let timezone = details.timezone();
+        commands.set_hotel(&by, hotel_id, details).await?;
+        let today = local_date(commands.now(), timezone);
         let last = today
             .checked_add_days(Days::new(DEMO_NIGHTS))
             .ok_or_else(|| anyhow::anyhow!("date out of range"))?;
@@ -142,7 +138,7 @@ pub async fn seed(commands: &CommandService) -> anyhow::Result<u64> {
             let base = InventoryUpdate {
                 total_rooms: room_type.rooms,
                 overbooking_allowance: Some(room_type.allowance),
-                rate_cents: Some(room_type.rate_cents),
+                rate_cents: Some(Cents::new(room_type.rate_cents)),
             };
             nights_set += u64::from(
                 commands
@@ -157,7 +153,7 @@ pub async fn seed(commands: &CommandService) -> anyhow::Result<u64> {
             );
             // Friday and Saturday nights cost a quarter more.
             let weekend = InventoryUpdate {
-                rate_cents: Some(room_type.rate_cents * 5 / 4),
+                rate_cents: Some(Cents::new(room_type.rate_cents * 5 / 4)),
                 ..base
             };
             for night in today.iter_days().take_while(|d| *d < last) {

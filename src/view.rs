@@ -2,7 +2,7 @@
 //! idempotency record stores) and what a look-up answers. It depends on the domain
 //! alone, so the commands and the queries share it without depending on each other.
 
-use aggregates::{Reservation, ReservationStatus};
+use aggregates::{Cents, Reservation, ReservationStatus};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -19,17 +19,17 @@ pub struct ReservationView {
     pub rooms: u32,
     pub guest: GuestView,
     pub channel: String,
-    pub total_cents: i64,
+    pub total_cents: Cents,
     pub status: ReservationStatus,
     pub hold_expires_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// What the guest paid (the authorization that confirmed it), in cents.
     #[serde(default)]
-    pub paid_cents: i64,
+    pub paid_cents: Cents,
     /// What a cancellation gave back, in cents.
     #[serde(default)]
-    pub refund_cents: i64,
+    pub refund_cents: Cents,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,7 +60,9 @@ impl ReservationView {
             hold_expires_at: d.hold_expires_at,
             created_at: d.created_at,
             updated_at: reservation.updated_at().unwrap_or(d.created_at),
-            paid_cents: reservation.payment().map_or(0, |p| p.amount_cents),
+            paid_cents: reservation
+                .payment()
+                .map_or(Cents::ZERO, |p| p.amount_cents),
             refund_cents: reservation.refund_cents(),
         })
     }

@@ -10,14 +10,14 @@ use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::contract::AggregateType;
-use crate::types::{HotelId, InvalidInput, RoomTypeId};
+use crate::types::{HotelId, InvalidInput, RoomTypeId, TimeZone};
 
 /// Name, city and IANA timezone of a hotel, validated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HotelDetails {
     name: String,
     city: String,
-    timezone: String,
+    timezone: TimeZone,
 }
 
 fn short_text(field: &'static str, value: &str, max: usize) -> Result<String, InvalidInput> {
@@ -35,16 +35,11 @@ impl HotelDetails {
     pub fn parse(name: &str, city: &str, timezone: &str) -> Result<Self, InvalidInput> {
         let name = short_text("name", name, 200)?;
         let city = short_text("city", city, 100)?;
-        if timezone.parse::<chrono_tz::Tz>().is_err() {
-            return Err(InvalidInput::new(
-                "timezone",
-                "must be an IANA timezone name such as Europe/Lisbon",
-            ));
-        }
+        let timezone = TimeZone::parse(timezone)?;
         Ok(Self {
             name,
             city,
-            timezone: timezone.to_owned(),
+            timezone,
         })
     }
 
@@ -56,8 +51,8 @@ impl HotelDetails {
         &self.city
     }
 
-    pub fn timezone(&self) -> &str {
-        &self.timezone
+    pub fn timezone(&self) -> TimeZone {
+        self.timezone
     }
 }
 
@@ -388,7 +383,7 @@ mod tests {
         }
         assert_eq!(hotel.hotel_id(), Some(hotel_id(7)));
         assert_eq!(
-            hotel.details().map(HotelDetails::timezone),
+            hotel.details().map(|d| d.timezone().name()),
             Some("Europe/Lisbon")
         );
         assert_eq!(hotel.room_type(room_type_id(3)), Some(&king()));

@@ -38,6 +38,6 @@ pub use reservation::{
 };
 pub use room_night::{Hold, RoomNight, RoomNightCommand, RoomNightEvent, RoomNightKey};
 pub use types::{
-    BookingLimits, Guest, HotelId, InvalidInput, InventoryLevels, ReservationId, RoomCount,
-    RoomTypeId, StayDates,
+    BookingLimits, Cents, Guest, HotelId, InvalidInput, InventoryLevels, ReservationId, RoomCount,
+    RoomTypeId, StayDates, TimeZone,
 };

@@ -16,7 +16,7 @@ use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::contract::AggregateType;
-use crate::types::{Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates};
+use crate::types::{Cents, Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -57,7 +57,7 @@ pub enum CancelledBy {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Payment {
     pub provider_txn_id: String,
-    pub amount_cents: i64,
+    pub amount_cents: Cents,
 }
 
 /// Everything a reservation is about, fixed when it is first held (dates may change).
@@ -70,7 +70,7 @@ pub struct ReservationDetails {
     pub rooms: RoomCount,
     pub guest: Guest,
     pub channel: String,
-    pub total_cents: i64,
+    pub total_cents: Cents,
     pub hold_expires_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
 }
@@ -88,7 +88,7 @@ pub struct Reservation {
     refunded_payments: Vec<String>,
     /// What the cancellation gave back of the payment, in cents.
     #[serde(default)]
-    refund_cents: i64,
+    refund_cents: Cents,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,14 +117,14 @@ pub enum ReservationCommand {
         now: DateTime<Utc>,
         reason: String,
         by: CancelledBy,
-        refund_cents: i64,
+        refund_cents: Cents,
     },
     /// Record that the hold lapsed (the sweeper, or whoever finds it lapsed).
     Expire { now: DateTime<Utc> },
     /// Move the stay to new dates at a new total price.
     ChangeDates {
         stay: StayDates,
-        total_cents: i64,
+        total_cents: Cents,
         now: DateTime<Utc>,
     },
 }
@@ -144,7 +144,7 @@ pub enum ReservationEvent {
         by: CancelledBy,
         /// What is given back of the payment (0 when nothing was paid).
         #[serde(default)]
-        refund_cents: i64,
+        refund_cents: Cents,
     },
     /// The card was declined; the hold ended.
     PaymentDeclined {
@@ -156,7 +156,7 @@ pub enum ReservationEvent {
     /// cancellation or a decline, or another authorization already paid) is given back.
     LatePaymentRefunded {
         provider_txn_id: String,
-        amount_cents: i64,
+        amount_cents: Cents,
         refunded_at: DateTime<Utc>,
     },
     HoldExpired {
@@ -164,7 +164,7 @@ pub enum ReservationEvent {
     },
     DatesChanged {
         stay: StayDates,
-        total_cents: i64,
+        total_cents: Cents,
         changed_at: DateTime<Utc>,
     },
 }
@@ -227,7 +227,7 @@ impl Reservation {
     }
 
     /// What the cancellation gave back, in cents (0 unless cancelled after payment).
-    pub fn refund_cents(&self) -> i64 {
+    pub fn refund_cents(&self) -> Cents {
         self.refund_cents
     }
 

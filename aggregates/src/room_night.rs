@@ -22,7 +22,7 @@ use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::contract::{self, AggregateType};
-use crate::types::{HotelId, InventoryLevels, ReservationId, RoomCount, RoomTypeId};
+use crate::types::{Cents, HotelId, InventoryLevels, ReservationId, RoomCount, RoomTypeId};
 
 /// Identifies one room-night stream: `{hotel}:{room type}:{night}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -111,7 +111,7 @@ pub enum RoomNightEvent {
         key: RoomNightKey,
         total_rooms: u32,
         overbooking_allowance: u32,
-        rate_cents: i64,
+        rate_cents: Cents,
     },
     RoomsHeld {
         reservation_id: ReservationId,

@@ -242,7 +242,7 @@ impl From<RoomCount> for u32 {
 pub struct InventoryLevels {
     total_rooms: u32,
     overbooking_allowance: u32,
-    rate_cents: i64,
+    rate_cents: Cents,
 }
 
 impl InventoryLevels {
@@ -252,7 +252,7 @@ impl InventoryLevels {
     pub fn parse(
         total_rooms: i64,
         overbooking_allowance: i64,
-        rate_cents: i64,
+        rate_cents: Cents,
     ) -> Result<Self, InvalidInput> {
         let rooms = |field, value: i64| match u32::try_from(value) {
             Ok(v) if v <= Self::MAX_ROOMS => Ok(v),
@@ -263,7 +263,7 @@ impl InventoryLevels {
         };
         let total_rooms = rooms("total_rooms", total_rooms)?;
         let overbooking_allowance = rooms("overbooking_allowance", overbooking_allowance)?;
-        if !(0..=Self::MAX_RATE_CENTS).contains(&rate_cents) {
+        if !(0..=Self::MAX_RATE_CENTS).contains(&rate_cents.get()) {
             return Err(InvalidInput::new(
                 "rate_cents",
                 format!("must be between 0 and {}", Self::MAX_RATE_CENTS),
@@ -284,7 +284,7 @@ impl InventoryLevels {
         self.overbooking_allowance
     }
 
-    pub fn rate_cents(&self) -> i64 {
+    pub fn rate_cents(&self) -> Cents {
         self.rate_cents
     }
 
@@ -405,13 +405,115 @@ impl BookingLimits {
     }
 }
 
-/// Current date at a hotel, given its IANA timezone name; falls back to UTC for a name
-/// that does not parse (the catalog validates names, so that happens only in old data).
-pub fn local_date(now: DateTime<Utc>, timezone: &str) -> NaiveDate {
-    match timezone.parse::<chrono_tz::Tz>() {
-        Ok(tz) => now.with_timezone(&tz).date_naive(),
-        Err(_) => now.date_naive(),
+/// An amount of money in cents (rates, stay totals, payments, refunds).
+///
+/// Serialized as the bare integer, so every stored and sent format is the plain `i64`
+/// it replaced. Not validated: a caller's expected total may be any integer (a negative
+/// one simply never matches a price).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Cents(i64);
+
+impl Cents {
+    pub const ZERO: Self = Self(0);
+
+    pub const fn new(cents: i64) -> Self {
+        Self(cents)
     }
+
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+
+    pub fn checked_add(self, other: Self) -> Option<Self> {
+        self.0.checked_add(other.0).map(Self)
+    }
+
+    /// The amount for `count` rooms (or nights); `None` on overflow.
+    pub fn checked_mul(self, count: u32) -> Option<Self> {
+        self.0.checked_mul(i64::from(count)).map(Self)
+    }
+
+    /// The amount for `count` rooms (or nights), saturating at the bounds of `i64`.
+    pub fn saturating_mul(self, count: u32) -> Self {
+        Self(self.0.saturating_mul(i64::from(count)))
+    }
+
+    /// `percent`% of the amount (at most 100%), rounded toward zero: 50% of 44_001 is
+    /// 22_000.
+    pub fn percent(self, percent: u8) -> Self {
+        let percent = i128::from(percent.min(100));
+        let share = i128::from(self.0) * percent / 100;
+        // At most 100% of an `i64` fits in an `i64`.
+        Self(i64::try_from(share).unwrap_or(self.0))
+    }
+}
+
+impl fmt::Display for Cents {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A hotel's IANA time zone, parsed once where it enters the domain (the catalog).
+///
+/// It serializes as its IANA name, exactly the string it was parsed from; deserializing a
+/// name that is not a known IANA zone fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TimeZone(chrono_tz::Tz);
+
+impl TimeZone {
+    pub const UTC: Self = Self(chrono_tz::Tz::UTC);
+
+    pub fn parse(name: &str) -> Result<Self, InvalidInput> {
+        name.parse::<chrono_tz::Tz>().map(Self).map_err(|_| {
+            InvalidInput::new(
+                "timezone",
+                "must be an IANA timezone name such as Europe/Lisbon",
+            )
+        })
+    }
+
+    /// The IANA name, as it was parsed.
+    pub fn name(self) -> &'static str {
+        self.0.name()
+    }
+
+    pub(crate) fn tz(self) -> chrono_tz::Tz {
+        self.0
+    }
+}
+
+impl Default for TimeZone {
+    fn default() -> Self {
+        Self::UTC
+    }
+}
+
+impl fmt::Display for TimeZone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for TimeZone {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for TimeZone {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Self::parse(&name).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Current date at a hotel, in its time zone.
+pub fn local_date(now: DateTime<Utc>, timezone: TimeZone) -> NaiveDate {
+    now.with_timezone(&timezone.tz()).date_naive()
 }
 
 #[cfg(test)]
@@ -461,11 +563,11 @@ mod tests {
 
     #[test]
     fn inventory_levels_are_bounded() {
-        assert!(InventoryLevels::parse(-1, 0, 100).is_err());
-        assert!(InventoryLevels::parse(10, -1, 100).is_err());
-        assert!(InventoryLevels::parse(10, 0, -1).is_err());
-        assert!(InventoryLevels::parse(i64::MAX, 0, 1).is_err());
-        let levels = InventoryLevels::parse(200, 7, 18_000).expect("valid");
+        assert!(InventoryLevels::parse(-1, 0, Cents::new(100)).is_err());
+        assert!(InventoryLevels::parse(10, -1, Cents::new(100)).is_err());
+        assert!(InventoryLevels::parse(10, 0, Cents::new(-1)).is_err());
+        assert!(InventoryLevels::parse(i64::MAX, 0, Cents::new(1)).is_err());
+        let levels = InventoryLevels::parse(200, 7, Cents::new(18_000)).expect("valid");
         assert_eq!(levels.capacity(), 207);
     }
 
@@ -508,7 +610,74 @@ mod tests {
         let now = DateTime::parse_from_rfc3339("2027-01-01T23:30:00Z")
             .expect("valid")
             .with_timezone(&Utc);
-        assert_eq!(local_date(now, "Asia/Tokyo"), date("2027-01-02"));
-        assert_eq!(local_date(now, "America/New_York"), date("2027-01-01"));
+        let tz = |name| TimeZone::parse(name).expect("valid");
+        assert_eq!(local_date(now, tz("Asia/Tokyo")), date("2027-01-02"));
+        assert_eq!(local_date(now, tz("America/New_York")), date("2027-01-01"));
+        assert_eq!(local_date(now, TimeZone::UTC), date("2027-01-01"));
+    }
+
+    #[test]
+    fn cents_add_multiply_and_take_a_share_like_the_integers_they_wrap() {
+        let rate = Cents::new(22_000);
+        assert_eq!(rate.get(), 22_000);
+        assert_eq!(Cents::default(), Cents::ZERO);
+        assert_eq!(rate.checked_add(Cents::new(1)), Some(Cents::new(22_001)));
+        assert_eq!(Cents::new(i64::MAX).checked_add(Cents::new(1)), None);
+        assert_eq!(rate.checked_mul(2), Some(Cents::new(44_000)));
+        assert_eq!(Cents::new(i64::MAX).checked_mul(2), None);
+        assert_eq!(rate.saturating_mul(2), Cents::new(44_000));
+        assert_eq!(Cents::new(i64::MAX).saturating_mul(2), Cents::new(i64::MAX));
+        assert_eq!(Cents::new(44_001).percent(50), Cents::new(22_000));
+        assert_eq!(Cents::new(44_000).percent(100), Cents::new(44_000));
+        assert_eq!(Cents::new(44_000).percent(0), Cents::ZERO);
+        assert_eq!(Cents::new(i64::MAX).percent(50), Cents::new(i64::MAX / 2));
+        assert_eq!(Cents::new(i64::MAX).percent(100), Cents::new(i64::MAX));
+        assert_eq!(Cents::new(-5).percent(50), Cents::new(-2));
+        assert!(Cents::new(1) > Cents::ZERO);
+        assert_eq!(rate.to_string(), "22000");
+    }
+
+    #[test]
+    fn cents_serialize_as_the_bare_integer() {
+        assert_eq!(
+            serde_json::to_string(&Cents::new(44_000)).expect("ok"),
+            "44000"
+        );
+        assert_eq!(serde_json::to_string(&Cents::new(-7)).expect("ok"), "-7");
+        let back: Cents = serde_json::from_str("44000").expect("deserializes");
+        assert_eq!(back, Cents::new(44_000));
+        assert_eq!(
+            serde_json::to_value(Some(Cents::new(1))).expect("ok"),
+            serde_json::json!(1)
+        );
+        assert!(serde_json::from_str::<Cents>(r#""44000""#).is_err());
+    }
+
+    #[test]
+    fn a_time_zone_is_parsed_once_and_serialized_as_its_name() {
+        let lisbon = TimeZone::parse("Europe/Lisbon").expect("valid");
+        assert_eq!(lisbon.name(), "Europe/Lisbon");
+        assert_eq!(lisbon.to_string(), "Europe/Lisbon");
+        assert_eq!(
+            TimeZone::parse("US/Eastern").expect("valid").name(),
+            "US/Eastern"
+        );
+        assert_eq!(TimeZone::default(), TimeZone::UTC);
+        assert_eq!(TimeZone::UTC.name(), "UTC");
+        let err = TimeZone::parse("Mars/Olympus").expect_err("unknown");
+        assert_eq!(err.field, "timezone");
+        assert!(TimeZone::parse("europe/lisbon").is_err());
+
+        let json = serde_json::to_string(&lisbon).expect("serializes");
+        assert_eq!(json, r#""Europe/Lisbon""#);
+        let back: TimeZone = serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(back, lisbon);
+        // From an owned string too (a `serde_json::Value`), not only a borrowed one.
+        let value = serde_json::json!("Asia/Tokyo");
+        let tokyo: TimeZone = serde_json::from_value(value).expect("deserializes");
+        assert_eq!(tokyo.name(), "Asia/Tokyo");
+
+        assert!(serde_json::from_str::<TimeZone>(r#""Mars/Olympus""#).is_err());
+        assert!(serde_json::from_str::<TimeZone>("42").is_err());
     }
 }

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use aggregates::booking::{self, HoldStay, InvalidInputRejection, InventoryUpdate};
 use aggregates::{
-    BookingLimits, CancelledBy, Decision, Guest, Hotel, HotelCommand, HotelDetails, HotelEvent,
-    HotelId, Nights, Payment, Rejection, Reservation, ReservationEvent, ReservationId,
+    BookingLimits, CancelledBy, Cents, Decision, Guest, Hotel, HotelCommand, HotelDetails,
+    HotelEvent, HotelId, Nights, Payment, Rejection, Reservation, ReservationEvent, ReservationId,
     ReservationStatus, RoomCount, RoomNight, RoomNightEvent, RoomNightKey, RoomTypeDetails,
     RoomTypeId, StayDates,
 };
@@ -175,15 +175,17 @@ impl Model {
             let decision = booking::set_inventory(
                 &model.hotel,
                 &model.nights,
-                hotel_id(),
-                king(),
-                range(offset, 1),
-                InventoryUpdate {
-                    total_rooms: total,
-                    overbooking_allowance: Some(allowance),
-                    rate_cents: Some(10_000 + 1_000 * i64::from(offset)),
+                booking::SetInventory {
+                    hotel_id: hotel_id(),
+                    room_type_id: king(),
+                    range: range(offset, 1),
+                    update: InventoryUpdate {
+                        total_rooms: total,
+                        overbooking_allowance: Some(allowance),
+                        rate_cents: Some(Cents::new(10_000 + 1_000 * i64::from(offset))),
+                    },
+                    now: model.now,
                 },
-                model.now,
             )
             .expect("initial inventory");
             model.record(None, &decision);
@@ -283,7 +285,7 @@ impl Model {
                 // Oracle: all nights or none, and the first night without room is named.
                 let first_full = stay.nights().find(|d| !self.fits(*d, rooms.get()));
                 let expected_price = stay.nights().try_fold(0, |sum, d| {
-                    Some(sum + self.nights.get(&d)?.levels()?.rate_cents())
+                    Some(sum + self.nights.get(&d)?.levels()?.rate_cents().get())
                 });
                 match (&result, self.reservations.contains_key(&res(id))) {
                     (Err(Rejection::ReservationExists), true) => {}
@@ -297,7 +299,7 @@ impl Model {
                         match decision.reservation.as_slice() {
                             [ReservationEvent::ReservationHeld(details)] => assert_eq!(
                                 Some(details.total_cents),
-                                expected_price.map(|p| p * i64::from(rooms.get()))
+                                expected_price.map(|p| Cents::new(p * i64::from(rooms.get())))
                             ),
                             other => panic!("expected one ReservationHeld, got {other:?}"),
                         }
@@ -318,7 +320,7 @@ impl Model {
                     now,
                     "test".to_owned(),
                     CancelledBy::Guest,
-                    "UTC",
+                    aggregates::TimeZone::UTC,
                 ),
             ),
             Op::Expire { id } => (
@@ -331,7 +333,7 @@ impl Model {
                 right_amount,
             } => {
                 let reservation = self.reservation(id);
-                let amount = reservation.details().map_or(0, |d| d.total_cents)
+                let amount = reservation.details().map_or(0, |d| d.total_cents.get())
                     + if right_amount { 0 } else { 1 };
                 let txn = format!("{id}-{txn}");
                 let result = booking::apply_authorization(
@@ -340,7 +342,7 @@ impl Model {
                     now,
                     Payment {
                         provider_txn_id: txn.clone(),
-                        amount_cents: amount,
+                        amount_cents: Cents::new(amount),
                     },
                 );
                 // Oracle: a live hold paid in full is confirmed with this payment; a
@@ -379,9 +381,11 @@ impl Model {
                     &reservation,
                     &self.nights,
                     &limits,
-                    new_stay,
-                    None,
-                    now,
+                    booking::ChangeDates {
+                        new_stay,
+                        expected_total_cents: None,
+                        now,
+                    },
                 );
                 if let (Some(details), Some(status)) =
                     (reservation.details(), reservation.status_at(now))
@@ -433,15 +437,17 @@ impl Model {
                 let result = booking::set_inventory(
                     &self.hotel,
                     &self.nights,
-                    hotel_id(),
-                    king(),
-                    target,
-                    InventoryUpdate {
-                        total_rooms: total,
-                        overbooking_allowance: allowance,
-                        rate_cents: rate,
+                    booking::SetInventory {
+                        hotel_id: hotel_id(),
+                        room_type_id: king(),
+                        range: target,
+                        update: InventoryUpdate {
+                            total_rooms: total,
+                            overbooking_allowance: allowance,
+                            rate_cents: rate.map(Cents::new),
+                        },
+                        now,
                     },
-                    now,
                 );
                 // Oracle: the first night that cannot take the update refuses all of it.
                 let expected = target.nights().find_map(|d| {

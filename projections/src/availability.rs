@@ -127,7 +127,7 @@ impl CachedNight {
             } => {
                 self.total_rooms = i64::from(*total_rooms);
                 self.overbooking_allowance = i64::from(*overbooking_allowance);
-                self.rate_cents = *rate_cents;
+                self.rate_cents = rate_cents.get();
             }
             RoomNightEvent::RoomsHeld { rooms, .. } => self.held += i64::from(*rooms),
             RoomNightEvent::RoomsBooked { rooms, .. } => self.confirmed += i64::from(*rooms),
@@ -311,7 +311,7 @@ impl Projection for AvailabilityProjection {
                             CachedHotel {
                                 name: d.name().to_owned(),
                                 city: d.city().to_owned(),
-                                timezone: d.timezone().to_owned(),
+                                timezone: d.timezone().name().to_owned(),
                             },
                         );
                     }

@@ -1,7 +1,7 @@
 //! Catalog and inventory (admin), hotel look-ups and availability (any role).
 
 use aggregates::booking::InventoryUpdate;
-use aggregates::{Hotel, HotelDetails, HotelId, RoomTypeDetails, RoomTypeId, StayDates};
+use aggregates::{Cents, Hotel, HotelDetails, HotelId, RoomTypeDetails, RoomTypeId, StayDates};
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
@@ -63,7 +63,7 @@ impl HotelOut {
             hotel_id: hotel.hotel_id()?.get(),
             name: details.name().to_owned(),
             city: details.city().to_owned(),
-            timezone: details.timezone().to_owned(),
+            timezone: details.timezone().name().to_owned(),
             room_types: hotel
                 .room_types()
                 .iter()
@@ -218,7 +218,7 @@ pub async fn put_inventory(
             InventoryUpdate {
                 total_rooms: body.total_rooms,
                 overbooking_allowance: body.overbooking_allowance,
-                rate_cents: body.rate_cents,
+                rate_cents: body.rate_cents.map(Cents::new),
             },
         )
         .await?;

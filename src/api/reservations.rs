@@ -1,6 +1,8 @@
 //! Reservations: hold, look up, cancel, change dates, and a reservation's history.
 
-use aggregates::{Guest, HotelId, Rejection, ReservationId, RoomCount, RoomTypeId, StayDates};
+use aggregates::{
+    Cents, Guest, HotelId, Rejection, ReservationId, RoomCount, RoomTypeId, StayDates,
+};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -104,14 +106,14 @@ impl From<ReservationView> for ReservationOut {
                 email: v.guest.email,
             },
             channel: v.channel,
-            total_cents: v.total_cents,
+            total_cents: v.total_cents.get(),
             status: v.status.as_str().to_owned(),
             hold_expires_at: v.hold_expires_at,
             created_at: v.created_at,
             updated_at: v.updated_at,
-            paid_cents: Some(v.paid_cents),
+            paid_cents: Some(v.paid_cents.get()),
             refund_cents: (v.status == aggregates::ReservationStatus::Cancelled)
-                .then_some(v.refund_cents),
+                .then_some(v.refund_cents.get()),
         }
     }
 }
@@ -161,7 +163,7 @@ pub async fn create(
         stay: StayDates::parse(body.start_date, body.end_date)?,
         rooms: RoomCount::parse(body.rooms.unwrap_or(1))?,
         guest: Guest::parse(&body.guest.name, &body.guest.email)?,
-        expected_total_cents: body.expected_total_cents,
+        expected_total_cents: body.expected_total_cents.map(Cents::new),
     };
     // An oversized stay is a 422 whatever the guest's allowance (the command checks it
     // again).
@@ -356,7 +358,7 @@ pub async fn change_dates(
             key,
             id,
             stay,
-            body.expected_total_cents,
+            body.expected_total_cents.map(Cents::new),
         )
         .await?;
     Ok(Json(view.into()))

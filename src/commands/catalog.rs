@@ -116,11 +116,13 @@ impl CommandService {
                 let decision = booking::set_inventory(
                     &hotel,
                     &nights.nights,
-                    hotel_id,
-                    room_type_id,
-                    range,
-                    update,
-                    now,
+                    booking::SetInventory {
+                        hotel_id,
+                        room_type_id,
+                        range,
+                        update,
+                        now,
+                    },
                 )?;
                 let mut writer = Writer::new(&metadata)?;
                 writer.queue_nights(&nights, &decision)?;

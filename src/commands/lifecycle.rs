@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 
 use aggregates::booking;
 use aggregates::{
-    CancelledBy, CommandName, Decision, Guest, Hotel, HotelId, Nights, Rejection, Reservation,
-    ReservationEvent, ReservationId, RoomCount, RoomTypeId, StayDates,
+    CancelledBy, Cents, CommandName, Decision, Guest, Hotel, HotelId, Nights, Rejection,
+    Reservation, ReservationEvent, ReservationId, RoomCount, RoomTypeId, StayDates, TimeZone,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use futures::future::BoxFuture;
@@ -37,7 +37,7 @@ pub struct HoldRequest {
     pub stay: StayDates,
     pub rooms: RoomCount,
     pub guest: Guest,
-    pub expected_total_cents: Option<i64>,
+    pub expected_total_cents: Option<Cents>,
 }
 
 /// Writes a caller adds to a reservation command's transaction once the decision is
@@ -228,7 +228,7 @@ impl CommandService {
             reservation_id,
             extra_stay: None,
             decide: |l: Loaded<'_>| {
-                let timezone = l.hotel.details().map_or("UTC", |d| d.timezone());
+                let timezone = l.hotel.details().map_or(TimeZone::UTC, |d| d.timezone());
                 booking::cancel(l.reservation, l.nights, l.now, reason.clone(), by, timezone)
             },
         })
@@ -243,7 +243,7 @@ impl CommandService {
         key: Option<IdempotencyKey>,
         reservation_id: ReservationId,
         new_stay: StayDates,
-        expected_total_cents: Option<i64>,
+        expected_total_cents: Option<Cents>,
     ) -> Result<ReservationView, CommandError> {
         self.change_dates_as(
             caller,
@@ -264,7 +264,7 @@ impl CommandService {
         key: impl Into<Option<IdempotencyKey>>,
         reservation_id: ReservationId,
         new_stay: StayDates,
-        expected_total_cents: Option<i64>,
+        expected_total_cents: Option<Cents>,
     ) -> Result<ReservationView, CommandError> {
         self.config
             .limits
@@ -274,7 +274,7 @@ impl CommandService {
         struct ChangeRequest {
             reservation_id: ReservationId,
             stay: StayDates,
-            expected_total_cents: Option<i64>,
+            expected_total_cents: Option<Cents>,
         }
         let limits = self.config.limits;
         self.run_rejecting(ReservationCommand {
@@ -295,9 +295,11 @@ impl CommandService {
                     l.reservation,
                     l.nights,
                     &limits,
-                    new_stay,
-                    expected_total_cents,
-                    l.now,
+                    booking::ChangeDates {
+                        new_stay,
+                        expected_total_cents,
+                        now: l.now,
+                    },
                 )
             },
         })

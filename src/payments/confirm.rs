@@ -166,7 +166,7 @@ impl PaymentService {
                 hotel_id: view.hotel_id,
                 gateway_key: &gateway_key,
                 payment_token: token.as_str(),
-                amount_cents: view.total_cents,
+                amount_cents: view.total_cents.get(),
                 client: &fingerprint.client,
                 client_key: fingerprint.key.as_str(),
                 request_hash: &fingerprint.request_hash,
@@ -178,7 +178,7 @@ impl PaymentService {
         idempotency::begin_in_flight(tx, fingerprint, now).await?;
         Ok(Begun::Authorize(Started {
             gateway_key,
-            amount_cents: view.total_cents,
+            amount_cents: view.total_cents.get(),
         }))
     }
 

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use aggregates::booking;
 use aggregates::{
-    CommandName, Payment, Rejection, ReservationEvent, ReservationId, ReservationStatus,
+    Cents, CommandName, Payment, Rejection, ReservationEvent, ReservationId, ReservationStatus,
 };
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -304,7 +304,7 @@ fn resolution_of(authorization: &Authorization) -> Option<Resolution> {
     match authorization.status {
         AuthorizationStatus::Authorized => Some(Resolution::Authorized(Payment {
             provider_txn_id: authorization.provider_txn_id.clone(),
-            amount_cents: authorization.amount_cents,
+            amount_cents: Cents::new(authorization.amount_cents),
         })),
         AuthorizationStatus::Declined => Some(Resolution::Declined(Some(
             authorization.provider_txn_id.clone(),

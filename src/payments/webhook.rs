@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 
-use aggregates::{Payment, Rejection, ReservationEvent, ReservationStatus};
+use aggregates::{Cents, Payment, Rejection, ReservationEvent, ReservationStatus};
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use sqlx::PgConnection;
@@ -35,7 +35,7 @@ impl PaymentService {
         let resolution = match notice.status {
             WebhookStatus::Authorized => Resolution::Authorized(Payment {
                 provider_txn_id: notice.provider_txn_id.clone(),
-                amount_cents: notice.amount_cents,
+                amount_cents: Cents::new(notice.amount_cents),
             }),
             WebhookStatus::Declined => Resolution::Declined(Some(notice.provider_txn_id.clone())),
         };

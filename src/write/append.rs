@@ -305,7 +305,7 @@ impl Writer {
             .bind(hotel_id.get())
             .bind(details.name())
             .bind(details.city())
-            .bind(details.timezone())
+            .bind(details.timezone().name())
             .bind(&state)
             .bind(new_version)
             .execute(&mut *conn)
@@ -319,7 +319,7 @@ impl Writer {
             .bind(hotel_id.get())
             .bind(details.name())
             .bind(details.city())
-            .bind(details.timezone())
+            .bind(details.timezone().name())
             .bind(&state)
             .bind(new_version)
             .bind(version)
@@ -605,7 +605,7 @@ impl NightRows {
         self.night.push(night);
         self.total_rooms.push(to_i32(levels.total_rooms())?);
         self.allowance.push(to_i32(levels.overbooking_allowance())?);
-        self.rate_cents.push(levels.rate_cents());
+        self.rate_cents.push(levels.rate_cents().get());
         self.confirmed.push(to_i32(state.confirmed())?);
         self.held.push(to_i32(state.held())?);
         self.expected.push(expected);
@@ -708,7 +708,7 @@ impl ReservationRows {
         self.guest_name.push(details.guest.name().to_owned());
         self.guest_email.push(details.guest.email().to_owned());
         self.channel.push(details.channel.clone());
-        self.total_cents.push(details.total_cents);
+        self.total_cents.push(details.total_cents.get());
         self.hold_expires_at.push(details.hold_expires_at);
         self.created_at.push(details.created_at);
         self.updated_at

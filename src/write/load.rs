@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use aggregates::{
-    Hold, Hotel, HotelId, InventoryLevels, Nights, Reservation, ReservationId, RoomNight,
+    Cents, Hold, Hotel, HotelId, InventoryLevels, Nights, Reservation, ReservationId, RoomNight,
     RoomNightKey, RoomTypeId,
 };
 use chrono::{DateTime, NaiveDate, Utc};
@@ -373,7 +373,7 @@ impl Loader<'_> {
             let levels = InventoryLevels::parse(
                 i64::from(row.try_get::<i32, _>("total_rooms")?),
                 i64::from(row.try_get::<i32, _>("overbooking_allowance")?),
-                row.try_get("rate_cents")?,
+                Cents::new(row.try_get("rate_cents")?),
             )
             .map_err(|e| corrupt("room night", e))?;
             let state = RoomNight::from_snapshot(

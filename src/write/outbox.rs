@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use aggregates::{Reservation, ReservationEvent};
+use aggregates::{Cents, Reservation, ReservationEvent};
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
@@ -70,14 +70,16 @@ fn calls(reservation: &Reservation, events: &[ReservationEvent]) -> Vec<Call> {
             } => Some(Call {
                 operation: OutboxOperation::Capture,
                 provider_txn_id: payment.provider_txn_id.clone(),
-                amount_cents: payment.amount_cents,
+                amount_cents: payment.amount_cents.get(),
                 gateway_key: format!("{id}:capture"),
             }),
-            ReservationEvent::ReservationCancelled { refund_cents, .. } if *refund_cents > 0 => {
+            ReservationEvent::ReservationCancelled { refund_cents, .. }
+                if *refund_cents > Cents::ZERO =>
+            {
                 reservation.payment().map(|payment| Call {
                     operation: OutboxOperation::Refund,
                     provider_txn_id: payment.provider_txn_id.clone(),
-                    amount_cents: *refund_cents,
+                    amount_cents: refund_cents.get(),
                     gateway_key: format!("{id}:refund"),
                 })
             }
@@ -88,7 +90,7 @@ fn calls(reservation: &Reservation, events: &[ReservationEvent]) -> Vec<Call> {
             } => Some(Call {
                 operation: OutboxOperation::Void,
                 provider_txn_id: provider_txn_id.clone(),
-                amount_cents: *amount_cents,
+                amount_cents: amount_cents.get(),
                 gateway_key: format!("{id}:void:{provider_txn_id}"),
             }),
             _ => None,

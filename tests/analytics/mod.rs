@@ -185,7 +185,7 @@ async fn booking_workload(svc: &CommandService, clock: &ManualClock) -> Workload
         InventoryUpdate {
             total_rooms: 5,
             overbooking_allowance: None,
-            rate_cents: Some(20_000),
+            rate_cents: Some(aggregates::Cents::new(20_000)),
         },
     )
     .await
@@ -718,7 +718,7 @@ async fn concurrent_bookings(svc: &CommandService, round: usize) {
                         InventoryUpdate {
                             total_rooms: 4,
                             overbooking_allowance: Some(1),
-                            rate_cents: Some(15_000 + 1_000 * round as i64),
+                            rate_cents: Some(aggregates::Cents::new(15_000 + 1_000 * round as i64)),
                         },
                     )
                     .await

@@ -556,14 +556,14 @@ async fn the_price_is_the_sum_of_the_nightly_rates_and_a_stale_price_is_refused(
         InventoryUpdate {
             total_rooms: 3,
             overbooking_allowance: None,
-            rate_cents: Some(25_000),
+            rate_cents: Some(aggregates::Cents::new(25_000)),
         },
     )
     .await
     .expect("weekend rate");
 
     let mut stale = hold_request(stay(day(10), day(13)), 2, 1);
-    stale.expected_total_cents = Some(3 * 18_000 * 2);
+    stale.expected_total_cents = Some(aggregates::Cents::new(3 * 18_000 * 2));
     let refused = svc.hold("web", key("stale"), stale).await;
     let held = svc
         .hold(
@@ -574,7 +574,7 @@ async fn the_price_is_the_sum_of_the_nightly_rates_and_a_stale_price_is_refused(
         .await
         .expect("hold");
 
-    let expected = (18_000 + 25_000 + 18_000) * 2;
+    let expected = aggregates::Cents::new((18_000 + 25_000 + 18_000) * 2);
     match refused {
         Err(CommandError::Rejected(Rejection::PriceChanged { total_cents })) => {
             assert_eq!(total_cents, expected)
@@ -702,7 +702,7 @@ async fn change_dates_moves_the_stay_in_one_step() {
             .expect("change dates");
 
         assert_eq!((moved.start_date, moved.end_date), (day(11), day(15)));
-        assert_eq!(moved.total_cents, 4 * 18_000);
+        assert_eq!(moved.total_cents, aggregates::Cents::new(4 * 18_000));
         assert_eq!(taken(&db.pool, day(10)).await, 0, "left night released");
         for d in 11..15 {
             assert_eq!(taken(&db.pool, day(d)).await, 1, "night {d} taken");

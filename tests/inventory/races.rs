@@ -249,7 +249,7 @@ async fn three_hotels(svc: &CommandService) -> Vec<Room> {
                 InventoryUpdate {
                     total_rooms: ROOMS,
                     overbooking_allowance: Some(0),
-                    rate_cents: Some(9_000),
+                    rate_cents: Some(aggregates::Cents::new(9_000)),
                 },
             )
             .await

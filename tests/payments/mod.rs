@@ -295,7 +295,10 @@ async fn refund_when_cancelled(token: &'static str, hours: i64) -> (i64, i64, i6
     app.confirm(WEB, "pay", &id, "tok_ok")
         .await
         .assert_status(200);
-    let check_in = check_in_instant(day(10), "Europe/Lisbon");
+    let check_in = check_in_instant(
+        day(10),
+        aggregates::types::TimeZone::parse("Europe/Lisbon").expect("valid"),
+    );
     app.clock.set(check_in - Duration::hours(hours));
 
     let reply = app

@@ -64,7 +64,7 @@ pub async fn hotel_with_rooms(
         InventoryUpdate {
             total_rooms,
             overbooking_allowance: Some(0),
-            rate_cents: Some(18_000),
+            rate_cents: Some(aggregates::Cents::new(18_000)),
         },
     )
     .await

@@ -5,6 +5,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use super::nights::release_every_night;
 use super::{existing, Decision, Nights, Rejection};
 use crate::reservation::{CancelledBy, Reservation, ReservationCommand, ReservationStatus};
+use crate::types::{Cents, TimeZone};
 
 /// The hour guests check in, local time at the hotel; the refund policy counts hours
 /// before it.
@@ -14,14 +15,14 @@ pub const CHECK_IN_HOUR: u32 = 15;
 /// the guest does, 100% at 72 hours or more before check-in (15:00 on the first night,
 /// in the hotel's timezone), 50% (rounded down) at 24 hours or more, nothing after.
 pub fn refund_cents(
-    paid: i64,
+    paid: Cents,
     check_in: NaiveDate,
-    timezone: &str,
+    timezone: TimeZone,
     now: DateTime<Utc>,
     by: CancelledBy,
-) -> i64 {
-    if paid <= 0 {
-        return 0;
+) -> Cents {
+    if paid <= Cents::ZERO {
+        return Cents::ZERO;
     }
     if by == CancelledBy::Hotel {
         return paid;
@@ -30,30 +31,27 @@ pub fn refund_cents(
     if lead >= chrono::Duration::hours(72) {
         paid
     } else if lead >= chrono::Duration::hours(24) {
-        paid / 2
+        paid.percent(50)
     } else {
-        0
+        Cents::ZERO
     }
 }
 
 /// Check-in as an instant: [`CHECK_IN_HOUR`] on `date` in the hotel's timezone. In a
-/// daylight-saving fold the earlier reading counts, in a gap the hour after; an
-/// unknown timezone name reads as UTC.
-pub fn check_in_instant(date: NaiveDate, timezone: &str) -> DateTime<Utc> {
-    use chrono::TimeZone;
+/// daylight-saving fold the earlier reading counts, in a gap the hour after.
+pub fn check_in_instant(date: NaiveDate, timezone: TimeZone) -> DateTime<Utc> {
+    use chrono::TimeZone as _;
     let local =
         date.and_time(chrono::NaiveTime::MIN) + chrono::Duration::hours(CHECK_IN_HOUR.into());
-    match timezone.parse::<chrono_tz::Tz>() {
-        Ok(tz) => match tz.from_local_datetime(&local) {
-            chrono::LocalResult::Single(t) => t.with_timezone(&Utc),
-            chrono::LocalResult::Ambiguous(early, _) => early.with_timezone(&Utc),
-            // In a gap the wall-clock hour does not exist: read it an hour later.
-            chrono::LocalResult::None => tz
-                .from_local_datetime(&(local + chrono::Duration::hours(1)))
-                .earliest()
-                .map_or_else(|| local.and_utc(), |t| t.with_timezone(&Utc)),
-        },
-        Err(_) => local.and_utc(),
+    let tz = timezone.tz();
+    match tz.from_local_datetime(&local) {
+        chrono::LocalResult::Single(t) => t.with_timezone(&Utc),
+        chrono::LocalResult::Ambiguous(early, _) => early.with_timezone(&Utc),
+        // In a gap the wall-clock hour does not exist: read it an hour later.
+        chrono::LocalResult::None => tz
+            .from_local_datetime(&(local + chrono::Duration::hours(1)))
+            .earliest()
+            .map_or_else(|| local.and_utc(), |t| t.with_timezone(&Utc)),
     }
 }
 
@@ -66,12 +64,14 @@ pub fn cancel(
     now: DateTime<Utc>,
     reason: String,
     by: CancelledBy,
-    timezone: &str,
+    timezone: TimeZone,
 ) -> Result<Decision, Rejection> {
     let details = existing(reservation)?;
     let paid = match reservation.recorded_status() {
-        Some(ReservationStatus::Confirmed) => reservation.payment().map_or(0, |p| p.amount_cents),
-        _ => 0,
+        Some(ReservationStatus::Confirmed) => reservation
+            .payment()
+            .map_or(Cents::ZERO, |p| p.amount_cents),
+        _ => Cents::ZERO,
     };
     let refund_cents = refund_cents(paid, details.stay.start(), timezone, now, by);
     let mut decision = Decision {

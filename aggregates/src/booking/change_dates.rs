@@ -7,7 +7,16 @@ use super::{check_room_type, existing, price_of, Decision, Nights, Rejection};
 use crate::hotel::Hotel;
 use crate::reservation::{Reservation, ReservationCommand, ReservationStatus};
 use crate::room_night::RoomNightCommand;
-use crate::types::{local_date, BookingLimits, StayDates};
+use crate::types::{local_date, BookingLimits, Cents, StayDates};
+
+/// Move a reservation to `new_stay`; with `expected_total_cents`, refuse unless the new
+/// price is exactly that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeDates {
+    pub new_stay: StayDates,
+    pub expected_total_cents: Option<Cents>,
+    pub now: DateTime<Utc>,
+}
 
 /// Move a held or confirmed stay to new dates: release the nights it leaves and take the
 /// nights it enters, all in one decision, or refuse and change nothing. Nights in both
@@ -17,17 +26,20 @@ pub fn change_dates(
     reservation: &Reservation,
     nights: &Nights,
     limits: &BookingLimits,
-    new_stay: StayDates,
-    expected_total_cents: Option<i64>,
-    now: DateTime<Utc>,
+    cmd: ChangeDates,
 ) -> Result<Decision, Rejection> {
+    let ChangeDates {
+        new_stay,
+        expected_total_cents,
+        now,
+    } = cmd;
     let details = existing(reservation)?;
     let timezone = check_room_type(hotel, details.hotel_id, details.room_type_id)?;
     limits.check(&new_stay, details.rooms, local_date(now, timezone))?;
     let nightly = price_of(nights, &new_stay);
     let total_cents = nightly
-        .unwrap_or(0)
-        .saturating_mul(i64::from(details.rooms.get()));
+        .unwrap_or(Cents::ZERO)
+        .saturating_mul(details.rooms.get());
     let reservation_events = reservation.decide(ReservationCommand::ChangeDates {
         stay: new_stay,
         total_cents,

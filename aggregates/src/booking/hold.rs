@@ -9,7 +9,8 @@ use crate::hotel::Hotel;
 use crate::reservation::{Reservation, ReservationCommand, ReservationDetails};
 use crate::room_night::RoomNightCommand;
 use crate::types::{
-    local_date, BookingLimits, Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates,
+    local_date, BookingLimits, Cents, Guest, HotelId, ReservationId, RoomCount, RoomTypeId,
+    StayDates,
 };
 
 /// Hold a stay: every night of `[start, end)` or none.
@@ -22,7 +23,7 @@ pub struct HoldStay {
     pub rooms: RoomCount,
     pub guest: Guest,
     pub channel: String,
-    pub expected_total_cents: Option<i64>,
+    pub expected_total_cents: Option<Cents>,
     pub now: DateTime<Utc>,
     pub hold_expires_at: DateTime<Utc>,
 }
@@ -60,7 +61,7 @@ pub fn hold_stay(
     let nightly = price_of(nights, &cmd.stay).ok_or(Rejection::SoldOut {
         night: cmd.stay.start(),
     })?;
-    let total_cents = nightly.saturating_mul(i64::from(cmd.rooms.get()));
+    let total_cents = nightly.saturating_mul(cmd.rooms.get());
     if cmd
         .expected_total_cents
         .is_some_and(|expected| expected != total_cents)

@@ -6,7 +6,7 @@ use super::nights::{decide_nights, RoomType};
 use super::{check_room_type, Decision, Nights, Rejection};
 use crate::hotel::Hotel;
 use crate::room_night::{RoomNightCommand, RoomNightKey};
-use crate::types::{HotelId, InvalidInput, InventoryLevels, RoomTypeId, StayDates};
+use crate::types::{Cents, HotelId, InvalidInput, InventoryLevels, RoomTypeId, StayDates};
 
 /// What to set on each night of a range. Omitted allowance and rate keep the night's
 /// current values; a night without inventory yet needs a rate.
@@ -14,7 +14,17 @@ use crate::types::{HotelId, InvalidInput, InventoryLevels, RoomTypeId, StayDates
 pub struct InventoryUpdate {
     pub total_rooms: i64,
     pub overbooking_allowance: Option<i64>,
-    pub rate_cents: Option<i64>,
+    pub rate_cents: Option<Cents>,
+}
+
+/// Set `update` on every night of `range` of one hotel's room type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetInventory {
+    pub hotel_id: HotelId,
+    pub room_type_id: RoomTypeId,
+    pub range: StayDates,
+    pub update: InventoryUpdate,
+    pub now: DateTime<Utc>,
 }
 
 /// Set inventory on every night of `range` for one room type, or on none: lowering any
@@ -22,12 +32,15 @@ pub struct InventoryUpdate {
 pub fn set_inventory(
     hotel: &Hotel,
     nights: &Nights,
-    hotel_id: HotelId,
-    room_type_id: RoomTypeId,
-    range: StayDates,
-    update: InventoryUpdate,
-    now: DateTime<Utc>,
+    cmd: SetInventory,
 ) -> Result<Decision, Rejection> {
+    let SetInventory {
+        hotel_id,
+        room_type_id,
+        range,
+        update,
+        now,
+    } = cmd;
     check_room_type(hotel, hotel_id, room_type_id)?;
     let mut decision = Decision::default();
     let room_type = RoomType {

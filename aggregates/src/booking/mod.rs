@@ -34,14 +34,14 @@ use crate::reservation::{
     Reservation, ReservationDetails, ReservationError, ReservationEvent, ReservationStatus,
 };
 use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
-use crate::types::{HotelId, InvalidInput, RoomTypeId, StayDates};
+use crate::types::{Cents, HotelId, InvalidInput, RoomTypeId, StayDates, TimeZone};
 
 pub use cancel::{cancel, check_in_instant, refund_cents, CHECK_IN_HOUR};
-pub use change_dates::change_dates;
+pub use change_dates::{change_dates, ChangeDates};
 pub use confirm::{apply_authorization, confirm, decline_payment};
 pub use expire::expire_hold;
 pub use hold::{hold_stay, HoldStay};
-pub use inventory::{set_inventory, InventoryUpdate};
+pub use inventory::{set_inventory, InventoryUpdate, SetInventory};
 
 /// The loaded nights of one hotel and room type, by date. A night that is absent has no
 /// inventory (nothing for sale).
@@ -68,7 +68,7 @@ pub enum Rejection {
     #[error("sold out on {night}")]
     SoldOut { night: NaiveDate },
     #[error("the price of the stay is now {total_cents} cents")]
-    PriceChanged { total_cents: i64 },
+    PriceChanged { total_cents: Cents },
     #[error("unknown hotel")]
     UnknownHotel,
     #[error("unknown room type")]
@@ -128,7 +128,7 @@ fn check_room_type(
     hotel: &Hotel,
     hotel_id: HotelId,
     room_type_id: RoomTypeId,
-) -> Result<&str, Rejection> {
+) -> Result<TimeZone, Rejection> {
     let details = match (hotel.hotel_id(), hotel.details()) {
         (Some(id), Some(details)) if id == hotel_id => details,
         _ => return Err(Rejection::UnknownHotel),
@@ -144,8 +144,8 @@ fn existing(reservation: &Reservation) -> Result<&ReservationDetails, Rejection>
 }
 
 /// Price of a stay at the current per-night rates; `None` if a night has no inventory.
-pub fn price_of(nights: &Nights, stay: &StayDates) -> Option<i64> {
-    stay.nights().try_fold(0_i64, |total, night| {
+pub fn price_of(nights: &Nights, stay: &StayDates) -> Option<Cents> {
+    stay.nights().try_fold(Cents::ZERO, |total, night| {
         let rate = nights.get(&night)?.levels()?.rate_cents();
         total.checked_add(rate)
     })

@@ -111,7 +111,7 @@ mod tests {
     use super::*;
     use crate::hotel::{HotelDetails, RoomTypeDetails};
     use crate::room_night::RoomNightKey;
-    use crate::types::{HotelId, ReservationId, RoomTypeId};
+    use crate::types::{Cents, HotelId, ReservationId, RoomTypeId};
     use chrono::{NaiveDate, TimeZone, Utc};
     use cqrs_es::DomainEvent;
     use uuid::Uuid;
@@ -147,7 +147,7 @@ mod tests {
                 key,
                 total_rooms: 1,
                 overbooking_allowance: 0,
-                rate_cents: 1,
+                rate_cents: Cents::new(1),
             },
             RoomNightEvent::RoomsHeld {
                 reservation_id: id,

@@ -33,7 +33,7 @@ fn details() -> ReservationDetails {
         rooms: RoomCount::parse(2).expect("valid count"),
         guest: Guest::parse("Ana Lima", "ana@example.com").expect("valid guest"),
         channel: "direct".to_owned(),
-        total_cents: 48_000,
+        total_cents: Cents::new(48_000),
         hold_expires_at: at(15),
         created_at: at(0),
     }
@@ -55,7 +55,7 @@ fn cancelled_at(minutes: i64) -> ReservationEvent {
         cancelled_at: at(minutes),
         reason: "plans changed".to_owned(),
         by: CancelledBy::Guest,
-        refund_cents: 0,
+        refund_cents: Cents::new(0),
     }
 }
 
@@ -68,14 +68,14 @@ fn cancel(minutes: i64) -> ReservationCommand {
         now: at(minutes),
         reason: "plans changed".to_owned(),
         by: CancelledBy::Guest,
-        refund_cents: 0,
+        refund_cents: Cents::new(0),
     }
 }
 
 fn change_to(start_day: u32, end_day: u32, minutes: i64) -> ReservationCommand {
     ReservationCommand::ChangeDates {
         stay: stay(start_day, end_day),
-        total_cents: 72_000,
+        total_cents: Cents::new(72_000),
         now: at(minutes),
     }
 }
@@ -206,13 +206,13 @@ fn cancelling_a_confirmed_reservation_cancels_it_even_after_the_hold_time() {
             now: at(600),
             reason: "overbooked".to_owned(),
             by: CancelledBy::Hotel,
-            refund_cents: 0,
+            refund_cents: Cents::new(0),
         })
         .then_expect_events(vec![ReservationEvent::ReservationCancelled {
             cancelled_at: at(600),
             reason: "overbooked".to_owned(),
             by: CancelledBy::Hotel,
-            refund_cents: 0,
+            refund_cents: Cents::new(0),
         }]);
 }
 
@@ -317,7 +317,7 @@ fn changing_the_dates_of_a_live_hold_records_the_new_stay_and_price() {
         .when(change_to(11, 14, 5))
         .then_expect_events(vec![ReservationEvent::DatesChanged {
             stay: stay(11, 14),
-            total_cents: 72_000,
+            total_cents: Cents::new(72_000),
             changed_at: at(5),
         }]);
 }
@@ -329,7 +329,7 @@ fn changing_the_dates_of_a_confirmed_reservation_records_the_new_stay() {
         .when(change_to(11, 14, 600))
         .then_expect_events(vec![ReservationEvent::DatesChanged {
             stay: stay(11, 14),
-            total_cents: 72_000,
+            total_cents: Cents::new(72_000),
             changed_at: at(600),
         }]);
 }
@@ -391,14 +391,14 @@ fn the_state_follows_the_events() {
         placed(),
         ReservationEvent::DatesChanged {
             stay: stay(11, 14),
-            total_cents: 72_000,
+            total_cents: Cents::new(72_000),
             changed_at: at(3),
         },
         confirmed_at(5),
     ]);
     let details = reservation.details().expect("placed");
     assert_eq!(details.stay, stay(11, 14));
-    assert_eq!(details.total_cents, 72_000);
+    assert_eq!(details.total_cents, Cents::new(72_000));
     assert_eq!(details.hold_expires_at, at(15));
     assert_eq!(
         reservation.recorded_status(),
@@ -450,7 +450,7 @@ fn only_held_and_confirmed_reservations_occupy_nights() {
 fn card(txn: &str, amount_cents: i64) -> Payment {
     Payment {
         provider_txn_id: txn.to_owned(),
-        amount_cents,
+        amount_cents: Cents::new(amount_cents),
     }
 }
 
@@ -464,7 +464,7 @@ fn authorize(txn: &str, amount_cents: i64, minutes: i64) -> ReservationCommand {
 fn given_back(txn: &str, amount_cents: i64, minutes: i64) -> ReservationEvent {
     ReservationEvent::LatePaymentRefunded {
         provider_txn_id: txn.to_owned(),
-        amount_cents,
+        amount_cents: Cents::new(amount_cents),
         refunded_at: at(minutes),
     }
 }
@@ -580,7 +580,7 @@ fn cancelling_records_the_refund_the_policy_gave() {
         cancelled_at: at(30),
         reason: "plans changed".into(),
         by: CancelledBy::Hotel,
-        refund_cents: 48_000,
+        refund_cents: Cents::new(48_000),
     };
     Fixture::with(())
         .given(vec![placed(), paid_at("txn_1", 5)])
@@ -588,11 +588,11 @@ fn cancelling_records_the_refund_the_policy_gave() {
             now: at(30),
             reason: "plans changed".into(),
             by: CancelledBy::Hotel,
-            refund_cents: 48_000,
+            refund_cents: Cents::new(48_000),
         })
         .then_expect_events(vec![cancelled.clone()]);
     let after = state(&[placed(), paid_at("txn_1", 5), cancelled]);
-    assert_eq!(after.refund_cents(), 48_000);
+    assert_eq!(after.refund_cents(), Cents::new(48_000));
     assert_eq!(after.payment(), Some(&card("txn_1", 48_000)));
 }
 

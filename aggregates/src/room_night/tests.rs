@@ -36,7 +36,7 @@ fn rooms(n: i64) -> RoomCount {
 }
 
 fn levels(total: i64, allowance: i64, rate: i64) -> InventoryLevels {
-    InventoryLevels::parse(total, allowance, rate).expect("valid levels")
+    InventoryLevels::parse(total, allowance, Cents::new(rate)).expect("valid levels")
 }
 
 fn inventory_set(total: u32, allowance: u32, rate: i64) -> RoomNightEvent {
@@ -44,7 +44,7 @@ fn inventory_set(total: u32, allowance: u32, rate: i64) -> RoomNightEvent {
         key: key(),
         total_rooms: total,
         overbooking_allowance: allowance,
-        rate_cents: rate,
+        rate_cents: Cents::new(rate),
     }
 }
 

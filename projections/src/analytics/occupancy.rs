@@ -135,7 +135,7 @@ impl OccupancyState {
             } => {
                 night.total_rooms = i64::from(total_rooms);
                 night.overbooking_allowance = i64::from(overbooking_allowance);
-                night.rate_cents = rate_cents;
+                night.rate_cents = rate_cents.get();
             }
             RoomNightEvent::RoomsHeld { rooms, .. } => {
                 night.held += i64::from(rooms);
@@ -637,7 +637,7 @@ mod tests {
             ),
             total_rooms: 10,
             overbooking_allowance: 0,
-            rate_cents: rate,
+            rate_cents: aggregates::Cents::new(rate),
         };
         assert!(night_event(&mut state, 1, inventory(100), false));
         assert!(night_event(

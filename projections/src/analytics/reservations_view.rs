@@ -104,7 +104,7 @@ impl ReservationsView {
                     guest_name: details.guest.name().to_owned(),
                     guest_email: details.guest.email().to_owned(),
                     channel: details.channel.clone(),
-                    total_cents: details.total_cents,
+                    total_cents: details.total_cents.get(),
                     hold_expires_at: details.hold_expires_at,
                     created_at: details.created_at,
                     updated_at: details.created_at,
@@ -144,7 +144,7 @@ impl ReservationsView {
             } => {
                 row.start_date = stay.start();
                 row.end_date = stay.end();
-                row.total_cents = total_cents;
+                row.total_cents = total_cents.get();
                 row.updated_at = changed_at;
             }
             ReservationEvent::PaymentDeclined { declined_at, .. } => {

@@ -414,7 +414,7 @@ mod tests {
             key: key(),
             total_rooms: total,
             overbooking_allowance: 0,
-            rate_cents: 18_000,
+            rate_cents: aggregates::Cents::new(18_000),
         }
     }
 
@@ -522,7 +522,7 @@ mod tests {
             ),
             total_rooms: 1,
             overbooking_allowance: 0,
-            rate_cents: 1,
+            rate_cents: aggregates::Cents::new(1),
         };
         assert!(replay_night(&[other])[0].is_err());
     }
@@ -560,7 +560,7 @@ mod tests {
             rooms: aggregates::RoomCount::parse(1).expect("rooms"),
             guest: aggregates::Guest::parse("Ana", "ana@example.com").expect("guest"),
             channel: "web".to_owned(),
-            total_cents: 36_000,
+            total_cents: aggregates::Cents::new(36_000),
             hold_expires_at: at(15),
             created_at: at(0),
         }
@@ -587,7 +587,7 @@ mod tests {
             cancelled_at: at(6),
             reason: "plans".to_owned(),
             by: aggregates::CancelledBy::Guest,
-            refund_cents: 0,
+            refund_cents: aggregates::Cents::new(0),
         };
         let expired = ReservationEvent::HoldExpired { expired_at: at(15) };
         let ok = replay_reservation(&[held.clone(), confirmed.clone(), cancelled.clone()]);

@@ -602,7 +602,7 @@ fn compare_night(night: &RoomNight, last_sequence: i64, row: &NightRow) -> Vec<S
             "overbooking_allowance",
             levels.map(|l| i64::from(l.overbooking_allowance())),
         ),
-        ("rate_cents", levels.map(|l| l.rate_cents())),
+        ("rate_cents", levels.map(|l| l.rate_cents().get())),
         ("confirmed", Some(i64::from(night.confirmed()))),
         ("held", Some(i64::from(night.held()))),
         ("version", Some(last_sequence)),

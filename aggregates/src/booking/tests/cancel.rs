@@ -12,7 +12,7 @@ fn cancelling_a_held_stay_releases_every_night() {
         at(5),
         "plans".into(),
         CancelledBy::Guest,
-        "UTC",
+        TimeZone::UTC,
     )
     .expect("cancellable");
     assert_eq!(
@@ -21,7 +21,7 @@ fn cancelling_a_held_stay_releases_every_night() {
             cancelled_at: at(5),
             reason: "plans".into(),
             by: CancelledBy::Guest,
-            refund_cents: 0,
+            refund_cents: Cents::new(0),
         }]
     );
     assert_eq!(
@@ -42,7 +42,7 @@ fn cancelling_a_confirmed_stay_releases_every_confirmed_night() {
         at(600),
         "closed".into(),
         CancelledBy::Hotel,
-        "UTC",
+        TimeZone::UTC,
     )
     .expect("cancellable");
     assert_eq!(
@@ -71,7 +71,7 @@ fn cancelling_twice_is_invalid_state_and_releases_nothing() {
         at(5),
         "plans".into(),
         CancelledBy::Guest,
-        "UTC",
+        TimeZone::UTC,
     )
     .expect("cancellable");
     apply(&first, &mut reservation, &mut nights);
@@ -83,7 +83,7 @@ fn cancelling_twice_is_invalid_state_and_releases_nothing() {
         at(6),
         "plans".into(),
         CancelledBy::Guest,
-        "UTC",
+        TimeZone::UTC,
     );
     assert_eq!(
         second,
@@ -104,7 +104,7 @@ fn cancelling_a_lapsed_hold_is_invalid_state_expired() {
             at(15),
             "late".into(),
             CancelledBy::Guest,
-            "UTC"
+            TimeZone::UTC
         ),
         Err(Rejection::InvalidState {
             status: ReservationStatus::Expired
@@ -121,7 +121,7 @@ fn cancelling_an_unknown_reservation_is_not_found() {
             at(0),
             "?".into(),
             CancelledBy::Guest,
-            "UTC"
+            TimeZone::UTC
         ),
         Err(Rejection::ReservationNotFound)
     );

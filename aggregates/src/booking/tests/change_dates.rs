@@ -14,9 +14,11 @@ fn change(
         reservation,
         nights,
         &BookingLimits::default(),
-        new_stay,
-        expected,
-        now,
+        ChangeDates {
+            new_stay,
+            expected_total_cents: expected.map(Cents::new),
+            now,
+        },
     )
 }
 
@@ -36,7 +38,7 @@ fn changing_the_dates_of_a_hold_releases_old_nights_holds_new_ones_and_leaves_th
         decision.reservation,
         vec![ReservationEvent::DatesChanged {
             stay: stay(11, 14),
-            total_cents: 2 * (12_000 + 14_000 + 16_000),
+            total_cents: Cents::new(2 * (12_000 + 14_000 + 16_000)),
             changed_at: at(5),
         }]
     );
@@ -66,7 +68,7 @@ fn a_confirmed_reservation_moves_with_rooms_booked() {
     assert_eq!(nights[&day(12)].confirmed_for(&res(1)), Some(1));
     assert_eq!(
         reservation.details().map(|d| (d.stay, d.total_cents)),
-        Some((stay(11, 13), 26_000))
+        Some((stay(11, 13), Cents::new(26_000)))
     );
     assert_eq!(
         reservation.recorded_status(),
@@ -102,7 +104,7 @@ fn moving_with_a_stale_expected_total_is_price_changed() {
     assert_eq!(
         change(&reservation, &nights, stay(11, 13), Some(22_000), at(5)),
         Err(Rejection::PriceChanged {
-            total_cents: 26_000
+            total_cents: Cents::new(26_000)
         })
     );
     assert!(change(&reservation, &nights, stay(11, 13), Some(26_000), at(5)).is_ok());
@@ -138,7 +140,7 @@ fn moving_a_cancelled_reservation_is_invalid_state() {
         at(2),
         "x".into(),
         CancelledBy::Hotel,
-        "UTC",
+        TimeZone::UTC,
     )
     .expect("cancellable");
     apply(&decision, &mut reservation, &mut nights);

@@ -70,7 +70,7 @@ fn confirming_a_cancelled_reservation_is_invalid_state() {
         at(1),
         "x".into(),
         CancelledBy::Guest,
-        "UTC",
+        TimeZone::UTC,
     )
     .expect("cancellable");
     apply(&decision, &mut reservation, &mut nights);

@@ -5,8 +5,8 @@ use super::*;
 #[test]
 fn the_price_of_a_stay_is_the_sum_of_its_nightly_rates() {
     let nights = four_nights(1);
-    assert_eq!(price_of(&nights, &stay(10, 13)), Some(36_000));
-    assert_eq!(price_of(&nights, &stay(13, 14)), Some(16_000));
+    assert_eq!(price_of(&nights, &stay(10, 13)), Some(Cents::new(36_000)));
+    assert_eq!(price_of(&nights, &stay(13, 14)), Some(Cents::new(16_000)));
     assert_eq!(price_of(&nights, &stay(12, 15)), None);
 }
 
@@ -39,7 +39,7 @@ fn holding_a_stay_holds_every_night_at_the_sum_of_the_rates_times_the_rooms() {
             rooms: rooms(2),
             guest: guest(),
             channel: "direct".to_owned(),
-            total_cents: 2 * (10_000 + 12_000 + 14_000),
+            total_cents: Cents::new(2 * (10_000 + 12_000 + 14_000)),
             hold_expires_at: at(15),
             created_at: at(0),
         })]
@@ -121,7 +121,7 @@ fn a_stay_ending_on_a_day_and_one_starting_that_day_share_no_night() {
 fn a_hold_quoting_the_wrong_total_is_price_changed_with_the_actual_total() {
     let nights = four_nights(3);
     let mut cmd = hold_cmd(1, 10, 12, 2);
-    cmd.expected_total_cents = Some(40_000);
+    cmd.expected_total_cents = Some(Cents::new(40_000));
     let result = hold_stay(
         &hotel(),
         &Reservation::default(),
@@ -132,10 +132,10 @@ fn a_hold_quoting_the_wrong_total_is_price_changed_with_the_actual_total() {
     assert_eq!(
         result,
         Err(Rejection::PriceChanged {
-            total_cents: 44_000
+            total_cents: Cents::new(44_000)
         })
     );
-    cmd.expected_total_cents = Some(44_000);
+    cmd.expected_total_cents = Some(Cents::new(44_000));
     assert!(hold_stay(
         &hotel(),
         &Reservation::default(),

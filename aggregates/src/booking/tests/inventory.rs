@@ -6,12 +6,27 @@ fn update(total: i64, allowance: Option<i64>, rate: Option<i64>) -> InventoryUpd
     InventoryUpdate {
         total_rooms: total,
         overbooking_allowance: allowance,
-        rate_cents: rate,
+        rate_cents: rate.map(Cents::new),
     }
 }
 
 fn set(nights: &Nights, range: StayDates, update: InventoryUpdate) -> Result<Decision, Rejection> {
-    set_inventory(&hotel(), nights, hotel_id(), king(), range, update, at(0))
+    set_inventory(&hotel(), nights, cmd(king(), range, update, at(0)))
+}
+
+fn cmd(
+    room_type_id: RoomTypeId,
+    range: StayDates,
+    update: InventoryUpdate,
+    now: DateTime<Utc>,
+) -> SetInventory {
+    SetInventory {
+        hotel_id: hotel_id(),
+        room_type_id,
+        range,
+        update,
+        now,
+    }
 }
 
 fn inventory_set(
@@ -26,7 +41,7 @@ fn inventory_set(
             key: key(d),
             total_rooms: total,
             overbooking_allowance: allowance,
-            rate_cents: rate,
+            rate_cents: Cents::new(rate),
         }],
     )
 }
@@ -109,11 +124,7 @@ fn lapsed_holds_do_not_count_as_sold_when_lowering_inventory() {
     let decision = set_inventory(
         &hotel(),
         &nights,
-        hotel_id(),
-        king(),
-        stay(11, 12),
-        update(0, None, None),
-        at(15),
+        cmd(king(), stay(11, 12), update(0, None, None), at(15)),
     )
     .expect("the lapsed hold does not count");
     assert_eq!(
@@ -130,7 +141,7 @@ fn lapsed_holds_do_not_count_as_sold_when_lowering_inventory() {
                     key: key(11),
                     total_rooms: 0,
                     overbooking_allowance: 0,
-                    rate_cents: 12_000,
+                    rate_cents: Cents::new(12_000),
                 },
             ]
         )]
@@ -162,25 +173,13 @@ fn setting_inventory_of_an_unknown_hotel_or_room_type_is_refused() {
         set_inventory(
             &Hotel::default(),
             &Nights::new(),
-            hotel_id(),
-            king(),
-            range,
-            up,
-            at(0)
+            cmd(king(), range, up, at(0))
         ),
         Err(Rejection::UnknownHotel)
     );
     let other_type = RoomTypeId::parse(9).expect("valid id");
     assert_eq!(
-        set_inventory(
-            &hotel(),
-            &Nights::new(),
-            hotel_id(),
-            other_type,
-            range,
-            up,
-            at(0)
-        ),
+        set_inventory(&hotel(), &Nights::new(), cmd(other_type, range, up, at(0))),
         Err(Rejection::UnknownRoomType)
     );
 }

@@ -6,9 +6,9 @@ use crate::hotel::{HotelCommand, HotelDetails, RoomTypeDetails};
 use crate::reservation::{CancelledBy, Payment, ReservationEvent};
 use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
 use crate::types::{
-    BookingLimits, Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates,
+    BookingLimits, Cents, Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates, TimeZone,
 };
-use chrono::{DateTime, NaiveDate, TimeZone, Utc};
+use chrono::{DateTime, NaiveDate, TimeZone as _, Utc};
 use uuid::Uuid;
 
 const HOTEL: i64 = 7;
@@ -20,6 +20,10 @@ fn hotel_id() -> HotelId {
 
 fn king() -> RoomTypeId {
     RoomTypeId::parse(KING).expect("valid id")
+}
+
+fn zone(name: &str) -> TimeZone {
+    TimeZone::parse(name).expect("valid time zone")
 }
 
 fn day(d: u32) -> NaiveDate {
@@ -85,7 +89,7 @@ fn nights(spec: &[(u32, u32, u32, i64)]) -> Nights {
                 key: key(d),
                 total_rooms: total,
                 overbooking_allowance: allowance,
-                rate_cents: rate,
+                rate_cents: Cents::new(rate),
             });
             (day(d), night)
         })

@@ -5,7 +5,7 @@ use super::*;
 fn card(txn: &str, amount_cents: i64) -> Payment {
     Payment {
         provider_txn_id: txn.to_owned(),
-        amount_cents,
+        amount_cents: Cents::new(amount_cents),
     }
 }
 
@@ -29,11 +29,11 @@ fn hours_before_check_in(hours: i64) -> DateTime<Utc> {
 #[test]
 fn check_in_is_three_in_the_afternoon_at_the_hotel() {
     assert_eq!(
-        check_in_instant(day(10), "Europe/Lisbon"),
+        check_in_instant(day(10), zone("Europe/Lisbon")),
         hours_before_check_in(0)
     );
     assert_eq!(
-        check_in_instant(day(10), "Asia/Tokyo"),
+        check_in_instant(day(10), zone("Asia/Tokyo")),
         Utc.with_ymd_and_hms(2027, 6, 10, 6, 0, 0)
             .single()
             .expect("valid")
@@ -43,38 +43,68 @@ fn check_in_is_three_in_the_afternoon_at_the_hotel() {
 #[test]
 fn a_guest_cancelling_72_hours_or_more_before_check_in_gets_everything_back() {
     let by = CancelledBy::Guest;
-    let tz = "Europe/Lisbon";
+    let tz = zone("Europe/Lisbon");
     assert_eq!(
-        refund_cents(44_000, day(10), tz, hours_before_check_in(72), by),
-        44_000
+        refund_cents(
+            Cents::new(44_000),
+            day(10),
+            tz,
+            hours_before_check_in(72),
+            by
+        ),
+        Cents::new(44_000)
     );
     assert_eq!(
-        refund_cents(44_000, day(10), tz, hours_before_check_in(500), by),
-        44_000
+        refund_cents(
+            Cents::new(44_000),
+            day(10),
+            tz,
+            hours_before_check_in(500),
+            by
+        ),
+        Cents::new(44_000)
     );
 }
 
 #[test]
 fn a_guest_cancelling_between_24_and_72_hours_before_gets_half_rounded_down() {
     let by = CancelledBy::Guest;
-    let tz = "Europe/Lisbon";
+    let tz = zone("Europe/Lisbon");
     let just_under_72 = hours_before_check_in(72) + chrono::Duration::seconds(1);
-    assert_eq!(refund_cents(44_001, day(10), tz, just_under_72, by), 22_000);
     assert_eq!(
-        refund_cents(44_000, day(10), tz, hours_before_check_in(24), by),
-        22_000
+        refund_cents(Cents::new(44_001), day(10), tz, just_under_72, by),
+        Cents::new(22_000)
+    );
+    assert_eq!(
+        refund_cents(
+            Cents::new(44_000),
+            day(10),
+            tz,
+            hours_before_check_in(24),
+            by
+        ),
+        Cents::new(22_000)
     );
 }
 
 #[test]
 fn a_guest_cancelling_less_than_24_hours_before_gets_nothing_back() {
     let by = CancelledBy::Guest;
-    let tz = "Europe/Lisbon";
+    let tz = zone("Europe/Lisbon");
     let just_under_24 = hours_before_check_in(24) + chrono::Duration::seconds(1);
-    assert_eq!(refund_cents(44_000, day(10), tz, just_under_24, by), 0);
     assert_eq!(
-        refund_cents(44_000, day(10), tz, hours_before_check_in(-5), by),
-        0
+        refund_cents(Cents::new(44_000), day(10), tz, just_under_24, by),
+        Cents::new(0)
+    );
+    assert_eq!(
+        refund_cents(
+            Cents::new(44_000),
+            day(10),
+            tz,
+            hours_before_check_in(-5),
+            by
+        ),
+        Cents::new(0)
     );
 }
 
@@ -83,12 +113,24 @@ fn the_policy_counts_hours_in_the_hotels_timezone() {
     // 73 hours before 15:00 in Lisbon is only 64 hours before 15:00 in Tokyo.
     let now = hours_before_check_in(73);
     assert_eq!(
-        refund_cents(100, day(10), "Europe/Lisbon", now, CancelledBy::Guest),
-        100
+        refund_cents(
+            Cents::new(100),
+            day(10),
+            zone("Europe/Lisbon"),
+            now,
+            CancelledBy::Guest
+        ),
+        Cents::new(100)
     );
     assert_eq!(
-        refund_cents(100, day(10), "Asia/Tokyo", now, CancelledBy::Guest),
-        50
+        refund_cents(
+            Cents::new(100),
+            day(10),
+            zone("Asia/Tokyo"),
+            now,
+            CancelledBy::Guest
+        ),
+        Cents::new(50)
     );
 }
 
@@ -96,10 +138,19 @@ fn the_policy_counts_hours_in_the_hotels_timezone() {
 fn a_hotel_cancelling_gives_everything_back_even_at_the_last_minute() {
     let now = hours_before_check_in(1);
     assert_eq!(
-        refund_cents(44_000, day(10), "UTC", now, CancelledBy::Hotel),
-        44_000
+        refund_cents(
+            Cents::new(44_000),
+            day(10),
+            zone("UTC"),
+            now,
+            CancelledBy::Hotel
+        ),
+        Cents::new(44_000)
     );
-    assert_eq!(refund_cents(0, day(10), "UTC", now, CancelledBy::Hotel), 0);
+    assert_eq!(
+        refund_cents(Cents::new(0), day(10), zone("UTC"), now, CancelledBy::Hotel),
+        Cents::new(0)
+    );
 }
 
 #[test]
@@ -112,7 +163,7 @@ fn cancelling_a_paid_stay_refunds_by_the_policy_and_releases_its_nights() {
         hours_before_check_in(30),
         "plans".into(),
         CancelledBy::Guest,
-        "Europe/Lisbon",
+        zone("Europe/Lisbon"),
     )
     .expect("cancellable");
     assert_eq!(
@@ -121,7 +172,7 @@ fn cancelling_a_paid_stay_refunds_by_the_policy_and_releases_its_nights() {
             cancelled_at: hours_before_check_in(30),
             reason: "plans".into(),
             by: CancelledBy::Guest,
-            refund_cents: 22_000,
+            refund_cents: Cents::new(22_000),
         }]
     );
     assert_eq!(decision.nights.len(), 2);
@@ -137,13 +188,13 @@ fn cancelling_an_unpaid_hold_refunds_nothing() {
         at(1),
         "plans".into(),
         CancelledBy::Hotel,
-        "Europe/Lisbon",
+        zone("Europe/Lisbon"),
     )
     .expect("cancellable");
     assert!(matches!(
         decision.reservation.as_slice(),
         [ReservationEvent::ReservationCancelled {
-            refund_cents: 0,
+            refund_cents: Cents::ZERO,
             ..
         }]
     ));
@@ -187,7 +238,7 @@ fn an_authorization_after_the_hold_lapsed_releases_the_nights_and_is_refunded() 
             ReservationEvent::HoldExpired { expired_at: at(15) },
             ReservationEvent::LatePaymentRefunded {
                 provider_txn_id: "txn_1".into(),
-                amount_cents: 44_000,
+                amount_cents: Cents::new(44_000),
                 refunded_at: at(16),
             },
         ]
@@ -213,7 +264,7 @@ fn an_authorization_after_a_cancellation_touches_no_night() {
         at(2),
         "x".into(),
         CancelledBy::Guest,
-        "UTC",
+        zone("UTC"),
     )
     .expect("cancellable");
     apply(&cancelled, &mut reservation, &mut nights);

@@ -26,7 +26,9 @@ fn reservation_errors_map_to_rejections() {
 fn rejections_survive_a_json_round_trip() {
     let rejections = [
         Rejection::SoldOut { night: day(11) },
-        Rejection::PriceChanged { total_cents: 1 },
+        Rejection::PriceChanged {
+            total_cents: Cents::new(1),
+        },
         Rejection::InvalidState {
             status: ReservationStatus::Cancelled,
         },
