@@ -24,6 +24,7 @@ pub mod booking;
 pub mod contract;
 pub mod hotel;
 pub mod reservation;
+pub mod restrictions;
 pub mod room_night;
 pub mod types;
 

@@ -1,0 +1,155 @@
+//! Stay restrictions: the rules a revenue manager sets on a night to shape demand
+//! (minimum and maximum stay, closed to arrival or departure, stop-sell, how far ahead
+//! a stay may be booked), and the one function that judges a stay against them.
+//!
+//! This module is the rule alone, pure and synchronous like the rest of the domain:
+//! which restrictions a night carries, how two sets that both apply combine (the ones
+//! for every plan and the ones for one plan), and whether a stay booked on a given day
+//! breaks any, naming the first it breaks. Keeping the rule here, apart from where the
+//! restrictions are stored, lets the write side decide with it inside the transaction
+//! that takes the rooms and the audit replay judge the same way.
+//!
+//! Not wired yet: no command sets restrictions and no decision consults them (see the
+//! notes of the rate plans and restrictions issue).
+
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+
+use crate::types::StayDates;
+
+/// The restrictions in force on one night (for one plan, or for every plan).
+///
+/// `min_stay`, `max_stay`, `closed_to_arrival`, `min_advance_days` and
+/// `max_advance_days` bind stays that arrive on this night; `min_stay_through` and
+/// `stop_sell` bind every stay that includes it; `closed_to_departure` binds stays
+/// whose check-out day is this date.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NightRestrictions {
+    pub min_stay: Option<u32>,
+    pub max_stay: Option<u32>,
+    pub min_stay_through: Option<u32>,
+    pub closed_to_arrival: bool,
+    pub closed_to_departure: bool,
+    pub stop_sell: bool,
+    pub min_advance_days: Option<u32>,
+    pub max_advance_days: Option<u32>,
+}
+
+impl NightRestrictions {
+    /// Both sets apply: the stricter of each (the larger minimum, the smaller maximum,
+    /// a closure if either closes).
+    pub fn and(self, other: NightRestrictions) -> NightRestrictions {
+        fn larger(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+            a.max(b)
+        }
+        fn smaller(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, None) => a,
+                (None, b) => b,
+            }
+        }
+        NightRestrictions {
+            min_stay: larger(self.min_stay, other.min_stay),
+            max_stay: smaller(self.max_stay, other.max_stay),
+            min_stay_through: larger(self.min_stay_through, other.min_stay_through),
+            closed_to_arrival: self.closed_to_arrival || other.closed_to_arrival,
+            closed_to_departure: self.closed_to_departure || other.closed_to_departure,
+            stop_sell: self.stop_sell || other.stop_sell,
+            min_advance_days: larger(self.min_advance_days, other.min_advance_days),
+            max_advance_days: smaller(self.max_advance_days, other.max_advance_days),
+        }
+    }
+}
+
+/// One kind of restriction, named as the contract's fields are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Restriction {
+    StopSell,
+    ClosedToArrival,
+    MinStay,
+    MaxStay,
+    MinAdvanceDays,
+    MaxAdvanceDays,
+    MinStayThrough,
+    ClosedToDeparture,
+}
+
+impl Restriction {
+    /// The field name clients set it by (and a refusal names).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::StopSell => "stop_sell",
+            Self::ClosedToArrival => "closed_to_arrival",
+            Self::MinStay => "min_stay",
+            Self::MaxStay => "max_stay",
+            Self::MinAdvanceDays => "min_advance_days",
+            Self::MaxAdvanceDays => "max_advance_days",
+            Self::MinStayThrough => "min_stay_through",
+            Self::ClosedToDeparture => "closed_to_departure",
+        }
+    }
+}
+
+/// Why a stay may not be sold: the restriction it breaks, and the night that carries
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the stay breaks {} on {night}", .restriction.as_str())]
+pub struct Restricted {
+    pub restriction: Restriction,
+    pub night: NaiveDate,
+}
+
+/// Judges a stay booked on `today` (the hotel's local date) against the restrictions
+/// `night` gives for each date, and names the first one broken, in this order: a
+/// stopped night of the stay (the earliest), then the arrival night's rules
+/// (closed to arrival, minimum and maximum stay, minimum and maximum advance), then a
+/// night of the stay whose minimum stay through it is not met (the earliest), then a
+/// check-out day closed to departure.
+pub fn check_stay(
+    stay: &StayDates,
+    today: NaiveDate,
+    night: impl Fn(NaiveDate) -> NightRestrictions,
+) -> Result<(), Restricted> {
+    let refuse = |restriction, night| Err(Restricted { restriction, night });
+    let length = stay.night_count();
+    let nights: Vec<(NaiveDate, NightRestrictions)> =
+        stay.nights().map(|date| (date, night(date))).collect();
+    if let Some((date, _)) = nights.iter().find(|(_, r)| r.stop_sell) {
+        return refuse(Restriction::StopSell, *date);
+    }
+    let arrival = stay.start();
+    let on_arrival = nights.first().map_or_else(|| night(arrival), |(_, r)| *r);
+    if on_arrival.closed_to_arrival {
+        return refuse(Restriction::ClosedToArrival, arrival);
+    }
+    if on_arrival.min_stay.is_some_and(|min| length < min) {
+        return refuse(Restriction::MinStay, arrival);
+    }
+    if on_arrival.max_stay.is_some_and(|max| length > max) {
+        return refuse(Restriction::MaxStay, arrival);
+    }
+    // Days ahead of arrival; a stay arriving before today (which the booking limits
+    // refuse anyway) counts as zero days ahead.
+    let ahead = u32::try_from((arrival - today).num_days().max(0)).unwrap_or(u32::MAX);
+    if on_arrival.min_advance_days.is_some_and(|min| ahead < min) {
+        return refuse(Restriction::MinAdvanceDays, arrival);
+    }
+    if on_arrival.max_advance_days.is_some_and(|max| ahead > max) {
+        return refuse(Restriction::MaxAdvanceDays, arrival);
+    }
+    if let Some((date, _)) = nights
+        .iter()
+        .find(|(_, r)| r.min_stay_through.is_some_and(|min| length < min))
+    {
+        return refuse(Restriction::MinStayThrough, *date);
+    }
+    let departure = stay.end();
+    if night(departure).closed_to_departure {
+        return refuse(Restriction::ClosedToDeparture, departure);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
