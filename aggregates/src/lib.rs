@@ -23,6 +23,7 @@
 pub mod booking;
 pub mod contract;
 pub mod hotel;
+pub mod rate_plan;
 pub mod reservation;
 pub mod restrictions;
 pub mod room_night;
@@ -39,6 +40,6 @@ pub use reservation::{
 };
 pub use room_night::{Hold, RoomNight, RoomNightCommand, RoomNightEvent, RoomNightKey};
 pub use types::{
-    BookingLimits, Cents, Guest, HotelId, InvalidInput, InventoryLevels, ReservationId, RoomCount,
-    RoomTypeId, StayDates, TimeZone,
+    BookingLimits, Cents, Guest, HotelId, InvalidInput, InventoryLevels, RatePlanId, ReservationId,
+    RoomCount, RoomTypeId, StayDates, TimeZone,
 };

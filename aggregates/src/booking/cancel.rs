@@ -4,6 +4,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 use super::nights::release_every_night;
 use super::{existing, Decision, Nights, Rejection};
+use crate::rate_plan::CancellationPolicy;
 use crate::reservation::{CancelledBy, Reservation, ReservationCommand, ReservationStatus};
 use crate::types::{Cents, TimeZone};
 
@@ -11,9 +12,10 @@ use crate::types::{Cents, TimeZone};
 /// before it.
 pub const CHECK_IN_HOUR: u32 = 15;
 
-/// How much of `paid` a cancellation gives back: all of it when the hotel cancels; when
-/// the guest does, 100% at 72 hours or more before check-in (15:00 on the first night,
-/// in the hotel's timezone), 50% (rounded down) at 24 hours or more, nothing after.
+/// How much of `paid` a cancellation gives back, by the house policy
+/// ([`CancellationPolicy::HOUSE`]): all of it when the hotel cancels; when the guest
+/// does, 100% at 72 hours or more before check-in (15:00 on the first night, in the
+/// hotel's timezone), 50% (rounded down) at 24 hours or more, nothing after.
 pub fn refund_cents(
     paid: Cents,
     check_in: NaiveDate,
@@ -21,20 +23,8 @@ pub fn refund_cents(
     now: DateTime<Utc>,
     by: CancelledBy,
 ) -> Cents {
-    if paid <= Cents::ZERO {
-        return Cents::ZERO;
-    }
-    if by == CancelledBy::Hotel {
-        return paid;
-    }
     let lead = check_in_instant(check_in, timezone) - now;
-    if lead >= chrono::Duration::hours(72) {
-        paid
-    } else if lead >= chrono::Duration::hours(24) {
-        paid.percent(50)
-    } else {
-        Cents::ZERO
-    }
+    CancellationPolicy::HOUSE.refund(paid, lead, by)
 }
 
 /// Check-in as an instant: [`CHECK_IN_HOUR`] on `date` in the hotel's timezone. In a

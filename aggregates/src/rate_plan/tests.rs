@@ -1,0 +1,216 @@
+//! Refunds by policy at the edges of their windows, derived prices and their rounding,
+//! and chains of derivation resolved or refused.
+
+use std::collections::BTreeMap;
+
+use chrono::Duration;
+
+use super::*;
+
+fn plan(id: i64) -> RatePlanId {
+    RatePlanId::parse(id).expect("an id")
+}
+
+fn cents(c: i64) -> Cents {
+    Cents::new(c)
+}
+
+const FLEXIBLE: CancellationPolicy = CancellationPolicy::Refundable {
+    full_refund_hours: 48,
+    partial_refund_hours: 12,
+    partial_refund_percent: 30,
+};
+
+#[test]
+fn the_house_policy_gives_all_back_at_72_hours_half_at_24_and_nothing_after() {
+    let house = CancellationPolicy::HOUSE;
+    let paid = cents(54_001);
+    let by = CancelledBy::Guest;
+    assert_eq!(house.refund(paid, Duration::hours(72), by), paid);
+    assert_eq!(
+        house.refund(paid, Duration::hours(72) - Duration::seconds(1), by),
+        cents(27_000)
+    );
+    assert_eq!(house.refund(paid, Duration::hours(24), by), cents(27_000));
+    assert_eq!(
+        house.refund(paid, Duration::hours(24) - Duration::seconds(1), by),
+        Cents::ZERO
+    );
+}
+
+#[test]
+fn a_refundable_policy_refunds_by_its_own_windows_and_percent() {
+    let by = CancelledBy::Guest;
+    assert_eq!(
+        FLEXIBLE.refund(cents(10_000), Duration::hours(48), by),
+        cents(10_000)
+    );
+    assert_eq!(
+        FLEXIBLE.refund(cents(10_000), Duration::hours(47), by),
+        cents(3_000)
+    );
+    assert_eq!(
+        FLEXIBLE.refund(cents(10_000), Duration::hours(12), by),
+        cents(3_000)
+    );
+    assert_eq!(
+        FLEXIBLE.refund(cents(10_000), Duration::hours(11), by),
+        Cents::ZERO
+    );
+}
+
+#[test]
+fn a_non_refundable_stay_cancelled_by_the_guest_gives_nothing_back_even_weeks_ahead() {
+    let refund = CancellationPolicy::NonRefundable.refund(
+        cents(30_000),
+        Duration::days(60),
+        CancelledBy::Guest,
+    );
+    assert_eq!(refund, Cents::ZERO);
+}
+
+#[test]
+fn a_stay_the_hotel_cancels_is_refunded_whole_whatever_its_policy() {
+    for policy in [
+        CancellationPolicy::HOUSE,
+        FLEXIBLE,
+        CancellationPolicy::NonRefundable,
+    ] {
+        assert_eq!(
+            policy.refund(cents(30_000), Duration::hours(1), CancelledBy::Hotel),
+            cents(30_000),
+            "{policy:?}"
+        );
+    }
+}
+
+#[test]
+fn nothing_paid_is_nothing_refunded() {
+    assert_eq!(
+        CancellationPolicy::HOUSE.refund(Cents::ZERO, Duration::days(10), CancelledBy::Hotel),
+        Cents::ZERO
+    );
+}
+
+#[test]
+fn a_refundable_policy_is_refused_when_its_windows_or_percent_make_no_sense() {
+    assert_eq!(
+        CancellationPolicy::refundable(72, 24, 50),
+        Ok(CancellationPolicy::HOUSE)
+    );
+    let field = |r: Result<CancellationPolicy, InvalidInput>| r.expect_err("refused").field;
+    assert_eq!(
+        field(CancellationPolicy::refundable(24, 72, 50)),
+        "cancellation_policy.partial_refund_hours"
+    );
+    assert_eq!(
+        field(CancellationPolicy::refundable(-1, 0, 50)),
+        "cancellation_policy.full_refund_hours"
+    );
+    assert_eq!(
+        field(CancellationPolicy::refundable(72, 24, 101)),
+        "cancellation_policy.partial_refund_percent"
+    );
+}
+
+#[test]
+fn a_derived_price_is_rounded_to_the_nearest_cent_with_halves_up() {
+    // 10% under 18,000: 16,200 exactly.
+    assert_eq!(adjust(cents(18_000), -10), Some(cents(16_200)));
+    // 10% under 12,345 is 11,110.5: the half goes up.
+    assert_eq!(adjust(cents(12_345), -10), Some(cents(11_111)));
+    // 3% over 999 is 1,028.97: the nearest cent.
+    assert_eq!(adjust(cents(999), 3), Some(cents(1_029)));
+    // 15% under 1,003 is 852.55: halves up.
+    assert_eq!(adjust(cents(1_003), -15), Some(cents(853)));
+    // 15% under 1,001 is 850.85: up to the nearest.
+    assert_eq!(adjust(cents(1_001), -15), Some(cents(851)));
+    // 1% under 101 is 99.99; 1% under 150 is 148.5 -> 149.
+    assert_eq!(adjust(cents(101), -1), Some(cents(100)));
+    assert_eq!(adjust(cents(150), -1), Some(cents(149)));
+}
+
+#[test]
+fn a_plan_may_be_free_but_not_below_nothing() {
+    assert_eq!(adjust(cents(18_000), -100), Some(Cents::ZERO));
+    assert_eq!(adjust(cents(18_000), -101), None);
+    assert_eq!(adjust(cents(i64::MAX), 100), None, "overflow is refused");
+}
+
+#[test]
+fn a_chain_of_derivations_is_priced_from_its_root_rounding_at_each_step() {
+    // flexible (own) <- non-refundable (-10%) <- member (-5%)
+    let plans: BTreeMap<RatePlanId, Pricing> = [
+        (plan(1), Pricing::Own),
+        (
+            plan(2),
+            Pricing::Derived {
+                parent: plan(1),
+                adjust_percent: -10,
+            },
+        ),
+        (
+            plan(3),
+            Pricing::Derived {
+                parent: plan(2),
+                adjust_percent: -5,
+            },
+        ),
+    ]
+    .into_iter()
+    .collect();
+    let (root, chain) = resolve(plan(3), |p| plans.get(&p).copied()).expect("resolves");
+    assert_eq!(root, plan(1));
+    assert_eq!(chain, vec![-10, -5], "root first");
+    // 12,345 -> 11,111 (11,110.5 up) -> 10,555 (10,555.45 to the nearest).
+    assert_eq!(derived_price(cents(12_345), &chain), Some(cents(10_555)));
+    assert_eq!(
+        resolve(plan(1), |p| plans.get(&p).copied()),
+        Ok((plan(1), vec![]))
+    );
+}
+
+#[test]
+fn a_chain_that_comes_back_to_a_plan_is_refused_as_a_cycle() {
+    let derived = |parent: i64| Pricing::Derived {
+        parent: plan(parent),
+        adjust_percent: -10,
+    };
+    let plans: BTreeMap<RatePlanId, Pricing> = [
+        (plan(1), derived(2)),
+        (plan(2), derived(3)),
+        (plan(3), derived(1)),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        resolve(plan(1), |p| plans.get(&p).copied()),
+        Err(PricingError::Cycle(plan(1)))
+    );
+    let itself: BTreeMap<RatePlanId, Pricing> = [(plan(4), derived(4))].into_iter().collect();
+    assert_eq!(
+        resolve(plan(4), |p| itself.get(&p).copied()),
+        Err(PricingError::Cycle(plan(4)))
+    );
+}
+
+#[test]
+fn a_plan_deriving_from_a_missing_plan_is_named_and_a_missing_plan_too() {
+    let plans: BTreeMap<RatePlanId, Pricing> = [(
+        plan(2),
+        Pricing::Derived {
+            parent: plan(9),
+            adjust_percent: 5,
+        },
+    )]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        resolve(plan(2), |p| plans.get(&p).copied()),
+        Err(PricingError::UnknownParent(plan(2)))
+    );
+    assert_eq!(
+        resolve(plan(7), |p| plans.get(&p).copied()),
+        Err(PricingError::UnknownPlan(plan(7)))
+    );
+}
