@@ -1,10 +1,12 @@
 //! Hotel pages and the city search, as of now (the hotel rows the write side keeps
-//! with its events).
+//! with its events; a single hotel is read by the write side's own loader, so the
+//! row is decoded in one place).
 
 use aggregates::{Hotel, HotelId};
 use sqlx::Row;
 
 use super::{Queries, QueryError};
+use crate::write::Loader;
 
 /// Most hotels one city search answers.
 pub const MAX_CITY_HOTELS: i64 = 500;
@@ -16,12 +18,10 @@ fn decode(value: serde_json::Value) -> Result<Hotel, QueryError> {
 impl Queries {
     /// A hotel with its room types, or `None` if there is no such hotel.
     pub async fn hotel(&self, id: HotelId) -> Result<Option<Hotel>, QueryError> {
-        let state: Option<serde_json::Value> =
-            sqlx::query_scalar("SELECT state FROM hotels WHERE hotel_id = $1")
-                .bind(id.get())
-                .fetch_optional(&self.pool)
-                .await?;
-        state.map(decode).transpose()
+        let mut conn = self.pool.acquire().await?;
+        // The loader answers an unknown hotel with an empty one at version 0.
+        let (hotel, version) = Loader { conn: &mut conn }.hotel(id).await?;
+        Ok((version > 0).then_some(hotel))
     }
 
     /// The hotels of a city (case-insensitive), by id, at most [`MAX_CITY_HOTELS`].

@@ -26,6 +26,8 @@ use std::sync::Arc;
 use sqlx::{PgPool, Postgres};
 
 use crate::clock::Clock;
+use crate::error::CommandError;
+use crate::write::AttemptError;
 
 pub use availability::{
     AvailabilityCache, NightAvailability, RoomTypeNights, Source, StayAvailability,
@@ -43,6 +45,18 @@ pub enum QueryError {
     /// A stored row could not be decoded: a bug, never the client's fault.
     #[error("stored state unreadable: {0}")]
     Corrupt(String),
+}
+
+/// The write side's loader, read without locks for a look-up as of now.
+impl From<AttemptError> for QueryError {
+    fn from(e: AttemptError) -> Self {
+        match e {
+            AttemptError::Fatal(CommandError::Database(e)) => QueryError::Database(e),
+            // A plain read takes no part in a race; anything else is unreadable state.
+            AttemptError::Conflict => QueryError::Corrupt("a read lost a race".into()),
+            AttemptError::Fatal(other) => QueryError::Corrupt(other.to_string()),
+        }
+    }
 }
 
 /// The handle read handlers share: the pool, the availability read model (if Redis is

@@ -10,6 +10,7 @@ use sqlx::{Postgres, QueryBuilder};
 
 use super::{Queries, QueryError};
 use crate::view::ReservationView;
+use crate::write::Loader;
 
 /// What the search filters by; every filter given must hold.
 #[derive(Debug, Clone, Default)]
@@ -38,17 +39,9 @@ impl Queries {
         &self,
         id: ReservationId,
     ) -> Result<Option<Reservation>, QueryError> {
-        let state: Option<serde_json::Value> =
-            sqlx::query_scalar("SELECT state FROM reservations WHERE reservation_id = $1")
-                .bind(id.as_uuid())
-                .fetch_optional(&self.pool)
-                .await?;
-        state
-            .map(|state| {
-                serde_json::from_value(state)
-                    .map_err(|e| QueryError::Corrupt(format!("reservation: {e}")))
-            })
-            .transpose()
+        let mut conn = self.pool.acquire().await?;
+        let loaded = Loader { conn: &mut conn }.reservation(id, false).await?;
+        Ok(loaded.map(|l| l.reservation))
     }
 
     /// The reservation as of now (a lapsed hold reads as expired).
