@@ -8,6 +8,7 @@ use std::fmt;
 use aggregates::{Cents, Reservation, ReservationEvent};
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
+use uuid::Uuid;
 
 use super::AttemptError;
 
@@ -55,12 +56,9 @@ struct Call {
     gateway_key: String,
 }
 
-/// The gateway calls `events` decide for `reservation` (its state after them).
-fn calls(reservation: &Reservation, events: &[ReservationEvent]) -> Vec<Call> {
-    let Some(details) = reservation.details() else {
-        return Vec::new();
-    };
-    let id = details.reservation_id.as_uuid();
+/// The gateway calls `events` decide for reservation `id` (`reservation` is its state
+/// after them).
+fn calls(id: Uuid, reservation: &Reservation, events: &[ReservationEvent]) -> Vec<Call> {
     events
         .iter()
         .filter_map(|event| match event {
@@ -109,7 +107,8 @@ pub async fn enqueue(
     let Some(details) = reservation.details() else {
         return Ok(());
     };
-    for call in calls(reservation, events) {
+    let id = details.reservation_id.as_uuid();
+    for call in calls(id, reservation, events) {
         sqlx::query(
             "INSERT INTO payment_outbox
                 (reservation_id, operation, provider_txn_id, amount_cents, gateway_key,
@@ -117,7 +116,7 @@ pub async fn enqueue(
              VALUES ($1, $2, $3, $4, $5, $6, $6)
              ON CONFLICT (gateway_key) DO NOTHING",
         )
-        .bind(details.reservation_id.as_uuid())
+        .bind(id)
         .bind(call.operation.as_str())
         .bind(&call.provider_txn_id)
         .bind(call.amount_cents)
