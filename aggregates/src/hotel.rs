@@ -1,16 +1,22 @@
-//! `Hotel`: the catalog entry of one hotel and its room types.
+//! `Hotel`: the catalog entry of one hotel, its room types and its rate plans.
 //!
 //! Catalog writes are PUTs: setting the same details again records nothing, so staff
 //! tools can retry freely.
+//!
+//! A rate plan is checked here against the whole catalog as it would be after the
+//! change: the room types it sells exist, a derived plan's parent sells every room type
+//! the child does, and no chain of derivation loops back on itself. So every plan the
+//! catalog holds can be priced, and a sale never meets a plan it cannot resolve.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::contract::AggregateType;
-use crate::types::{HotelId, InvalidInput, RoomTypeId, TimeZone};
+use crate::rate_plan::{self, CancellationPolicy, Pricing, PricingError};
+use crate::types::{Cents, HotelId, InvalidInput, RatePlanId, RoomTypeId, TimeZone};
 
 /// Name, city and IANA timezone of a hotel, validated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,12 +62,22 @@ impl HotelDetails {
     }
 }
 
-/// A room type's name and how many guests it sleeps.
+/// A room type's name, how many guests it sleeps, and how its price grows with them:
+/// the rate covers `base_occupancy` guests, and each guest beyond adds
+/// `extra_guest_cents` per night and room.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoomTypeDetails {
     name: String,
     max_occupancy: u32,
+    /// Absent: the rate covers every guest the room sleeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    base_occupancy: Option<u32>,
+    #[serde(default, skip_serializing_if = "Cents::is_zero")]
+    extra_guest_cents: Cents,
 }
+
+/// Most an extra guest may cost per night (a million in currency units).
+const MAX_EXTRA_GUEST_CENTS: i64 = 100_000_000;
 
 impl RoomTypeDetails {
     pub fn parse(name: &str, max_occupancy: i64) -> Result<Self, InvalidInput> {
@@ -78,7 +94,41 @@ impl RoomTypeDetails {
         Ok(Self {
             name,
             max_occupancy,
+            base_occupancy: None,
+            extra_guest_cents: Cents::ZERO,
         })
+    }
+
+    /// The same room type priced by occupancy: `base_occupancy` (1 to `max_occupancy`;
+    /// `None` keeps the default, `max_occupancy`) and the price of each guest beyond it.
+    pub fn with_occupancy_pricing(
+        mut self,
+        base_occupancy: Option<i64>,
+        extra_guest_cents: Option<i64>,
+    ) -> Result<Self, InvalidInput> {
+        if let Some(base) = base_occupancy {
+            match u32::try_from(base) {
+                Ok(v) if (1..=self.max_occupancy).contains(&v) => {
+                    self.base_occupancy = (v != self.max_occupancy).then_some(v);
+                }
+                _ => {
+                    return Err(InvalidInput::new(
+                        "base_occupancy",
+                        "must be between 1 and max_occupancy",
+                    ))
+                }
+            }
+        }
+        if let Some(cents) = extra_guest_cents {
+            if !(0..=MAX_EXTRA_GUEST_CENTS).contains(&cents) {
+                return Err(InvalidInput::new(
+                    "extra_guest_cents",
+                    format!("must be between 0 and {MAX_EXTRA_GUEST_CENTS}"),
+                ));
+            }
+            self.extra_guest_cents = Cents::new(cents);
+        }
+        Ok(self)
     }
 
     pub fn name(&self) -> &str {
@@ -88,6 +138,92 @@ impl RoomTypeDetails {
     pub fn max_occupancy(&self) -> u32 {
         self.max_occupancy
     }
+
+    /// Guests the rate covers.
+    pub fn base_occupancy(&self) -> u32 {
+        self.base_occupancy.unwrap_or(self.max_occupancy)
+    }
+
+    pub fn extra_guest_cents(&self) -> Cents {
+        self.extra_guest_cents
+    }
+
+    /// What `guests` per room add to each night's price of one room.
+    pub fn extra_guests_charge(&self, guests: u32) -> Cents {
+        let extra = guests.saturating_sub(self.base_occupancy());
+        self.extra_guest_cents.saturating_mul(extra)
+    }
+}
+
+/// A rate plan: what it is called, which room types it sells, the cancellation policy a
+/// stay sold under it gets, and how it is priced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RatePlan {
+    name: String,
+    room_type_ids: BTreeSet<RoomTypeId>,
+    cancellation_policy: CancellationPolicy,
+    pricing: Pricing,
+}
+
+/// Most room types one plan may list.
+const MAX_PLAN_ROOM_TYPES: usize = 200;
+
+/// The range of `adjust_percent`: down to free, up to eleven times the parent's price.
+pub const ADJUST_PERCENT_RANGE: std::ops::RangeInclusive<i64> = -100..=1000;
+
+impl RatePlan {
+    pub fn parse(
+        name: &str,
+        room_type_ids: BTreeSet<RoomTypeId>,
+        cancellation_policy: CancellationPolicy,
+        pricing: Pricing,
+    ) -> Result<Self, InvalidInput> {
+        let name = short_text("name", name, 100)?;
+        if room_type_ids.is_empty() || room_type_ids.len() > MAX_PLAN_ROOM_TYPES {
+            return Err(InvalidInput::new(
+                "room_type_ids",
+                format!("must list 1 to {MAX_PLAN_ROOM_TYPES} room types"),
+            ));
+        }
+        if let Pricing::Derived { adjust_percent, .. } = pricing {
+            if !ADJUST_PERCENT_RANGE.contains(&i64::from(adjust_percent)) {
+                return Err(InvalidInput::new(
+                    "derived_from.adjust_percent",
+                    "must be between -100 and 1000",
+                ));
+            }
+        }
+        Ok(Self {
+            name,
+            room_type_ids,
+            cancellation_policy,
+            pricing,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn room_type_ids(&self) -> &BTreeSet<RoomTypeId> {
+        &self.room_type_ids
+    }
+
+    pub fn sells(&self, room_type_id: RoomTypeId) -> bool {
+        self.room_type_ids.contains(&room_type_id)
+    }
+
+    pub fn cancellation_policy(&self) -> CancellationPolicy {
+        self.cancellation_policy
+    }
+
+    pub fn pricing(&self) -> Pricing {
+        self.pricing
+    }
+
+    pub fn is_derived(&self) -> bool {
+        matches!(self.pricing, Pricing::Derived { .. })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -95,6 +231,8 @@ pub struct Hotel {
     hotel_id: Option<HotelId>,
     details: Option<HotelDetails>,
     room_types: BTreeMap<RoomTypeId, RoomTypeDetails>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    rate_plans: BTreeMap<RatePlanId, RatePlan>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,6 +245,10 @@ pub enum HotelCommand {
         room_type_id: RoomTypeId,
         details: RoomTypeDetails,
     },
+    SetRatePlan {
+        rate_plan_id: RatePlanId,
+        plan: RatePlan,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,6 +260,10 @@ pub enum HotelEvent {
     RoomTypeSet {
         room_type_id: RoomTypeId,
         details: RoomTypeDetails,
+    },
+    RatePlanSet {
+        rate_plan_id: RatePlanId,
+        plan: RatePlan,
     },
 }
 
@@ -138,6 +284,16 @@ pub enum HotelError {
     UnknownHotel,
     #[error("the hotel id does not match this hotel")]
     WrongHotel,
+    #[error("the hotel has no room type {0}")]
+    UnknownRoomType(RoomTypeId),
+    #[error("{0}")]
+    Pricing(PricingError),
+    #[error("rate plan {parent} does not sell room type {room_type_id}, which plan {plan} derived from it sells")]
+    ParentMissingRoomType {
+        plan: RatePlanId,
+        parent: RatePlanId,
+        room_type_id: RoomTypeId,
+    },
 }
 
 impl Hotel {
@@ -155,6 +311,67 @@ impl Hotel {
 
     pub fn room_types(&self) -> &BTreeMap<RoomTypeId, RoomTypeDetails> {
         &self.room_types
+    }
+
+    pub fn rate_plan(&self, id: RatePlanId) -> Option<&RatePlan> {
+        self.rate_plans.get(&id)
+    }
+
+    pub fn rate_plans(&self) -> &BTreeMap<RatePlanId, RatePlan> {
+        &self.rate_plans
+    }
+
+    /// The plans that sell a room type, in id order.
+    pub fn plans_selling(
+        &self,
+        room_type_id: RoomTypeId,
+    ) -> impl Iterator<Item = (RatePlanId, &RatePlan)> {
+        self.rate_plans
+            .iter()
+            .filter(move |(_, plan)| plan.sells(room_type_id))
+            .map(|(id, plan)| (*id, plan))
+    }
+
+    /// A plan's price chain: the plan priced on its own at the root, and the
+    /// adjustments from it down to `plan`. The catalog refuses plans that cannot be
+    /// resolved, so an error here means `plan` is not one of the hotel's.
+    pub fn price_chain(&self, plan: RatePlanId) -> Result<(RatePlanId, Vec<i32>), PricingError> {
+        rate_plan::resolve(plan, |id| self.rate_plans.get(&id).map(RatePlan::pricing))
+    }
+
+    /// Every plan after `rate_plan_id` is set to `plan` can be priced, and sells only
+    /// room types the hotel has and its parent sells.
+    fn check_plan(&self, rate_plan_id: RatePlanId, plan: &RatePlan) -> Result<(), HotelError> {
+        if let Some(missing) = plan
+            .room_type_ids
+            .iter()
+            .find(|id| !self.room_types.contains_key(id))
+        {
+            return Err(HotelError::UnknownRoomType(*missing));
+        }
+        let mut after = self.rate_plans.clone();
+        after.insert(rate_plan_id, plan.clone());
+        let pricing_of = |id| after.get(&id).map(RatePlan::pricing);
+        for (id, each) in &after {
+            rate_plan::resolve(*id, pricing_of).map_err(HotelError::Pricing)?;
+            if let Pricing::Derived { parent, .. } = each.pricing {
+                let parent_plan = after
+                    .get(&parent)
+                    .ok_or(HotelError::Pricing(PricingError::UnknownParent(*id)))?;
+                if let Some(room_type_id) = each
+                    .room_type_ids
+                    .iter()
+                    .find(|rt| !parent_plan.sells(**rt))
+                {
+                    return Err(HotelError::ParentMissingRoomType {
+                        plan: *id,
+                        parent,
+                        room_type_id: *room_type_id,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn decide(&self, command: HotelCommand) -> Result<Vec<HotelEvent>, HotelError> {
@@ -183,6 +400,16 @@ impl Hotel {
                     details,
                 }])
             }
+            HotelCommand::SetRatePlan { rate_plan_id, plan } => {
+                if self.hotel_id.is_none() {
+                    return Err(HotelError::UnknownHotel);
+                }
+                if self.rate_plans.get(&rate_plan_id) == Some(&plan) {
+                    return Ok(Vec::new());
+                }
+                self.check_plan(rate_plan_id, &plan)?;
+                Ok(vec![HotelEvent::RatePlanSet { rate_plan_id, plan }])
+            }
         }
     }
 
@@ -197,6 +424,9 @@ impl Hotel {
                 details,
             } => {
                 self.room_types.insert(*room_type_id, details.clone());
+            }
+            HotelEvent::RatePlanSet { rate_plan_id, plan } => {
+                self.rate_plans.insert(*rate_plan_id, plan.clone());
             }
         }
     }
@@ -227,187 +457,4 @@ impl Aggregate for Hotel {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use cqrs_es::test::TestFramework;
-
-    type Fixture = TestFramework<Hotel>;
-
-    fn hotel_id(n: i64) -> HotelId {
-        HotelId::parse(n).expect("valid id")
-    }
-
-    fn room_type_id(n: i64) -> RoomTypeId {
-        RoomTypeId::parse(n).expect("valid id")
-    }
-
-    fn lisbon() -> HotelDetails {
-        HotelDetails::parse("Casa do Rio", "Lisbon", "Europe/Lisbon").expect("valid details")
-    }
-
-    fn king() -> RoomTypeDetails {
-        RoomTypeDetails::parse("King", 2).expect("valid room type")
-    }
-
-    fn details_set() -> HotelEvent {
-        HotelEvent::HotelDetailsSet {
-            hotel_id: hotel_id(7),
-            details: lisbon(),
-        }
-    }
-
-    #[test]
-    fn setting_details_of_a_new_hotel_creates_it() {
-        Fixture::with(())
-            .given_no_previous_events()
-            .when(HotelCommand::SetDetails {
-                hotel_id: hotel_id(7),
-                details: lisbon(),
-            })
-            .then_expect_events(vec![details_set()]);
-    }
-
-    #[test]
-    fn setting_the_same_details_again_changes_nothing() {
-        Fixture::with(())
-            .given(vec![details_set()])
-            .when(HotelCommand::SetDetails {
-                hotel_id: hotel_id(7),
-                details: lisbon(),
-            })
-            .then_expect_events(vec![]);
-    }
-
-    #[test]
-    fn setting_new_details_records_them() {
-        let renamed =
-            HotelDetails::parse("Casa do Tejo", "Lisbon", "Europe/Lisbon").expect("valid details");
-        Fixture::with(())
-            .given(vec![details_set()])
-            .when(HotelCommand::SetDetails {
-                hotel_id: hotel_id(7),
-                details: renamed.clone(),
-            })
-            .then_expect_events(vec![HotelEvent::HotelDetailsSet {
-                hotel_id: hotel_id(7),
-                details: renamed,
-            }]);
-    }
-
-    #[test]
-    fn setting_details_under_another_hotel_id_is_wrong_hotel() {
-        Fixture::with(())
-            .given(vec![details_set()])
-            .when(HotelCommand::SetDetails {
-                hotel_id: hotel_id(8),
-                details: lisbon(),
-            })
-            .then_expect_error(HotelError::WrongHotel);
-    }
-
-    #[test]
-    fn adding_a_room_type_to_an_unknown_hotel_is_unknown_hotel() {
-        Fixture::with(())
-            .given_no_previous_events()
-            .when(HotelCommand::SetRoomType {
-                room_type_id: room_type_id(3),
-                details: king(),
-            })
-            .then_expect_error(HotelError::UnknownHotel);
-    }
-
-    #[test]
-    fn adding_a_room_type_records_it() {
-        Fixture::with(())
-            .given(vec![details_set()])
-            .when(HotelCommand::SetRoomType {
-                room_type_id: room_type_id(3),
-                details: king(),
-            })
-            .then_expect_events(vec![HotelEvent::RoomTypeSet {
-                room_type_id: room_type_id(3),
-                details: king(),
-            }]);
-    }
-
-    #[test]
-    fn setting_the_same_room_type_again_changes_nothing() {
-        Fixture::with(())
-            .given(vec![
-                details_set(),
-                HotelEvent::RoomTypeSet {
-                    room_type_id: room_type_id(3),
-                    details: king(),
-                },
-            ])
-            .when(HotelCommand::SetRoomType {
-                room_type_id: room_type_id(3),
-                details: king(),
-            })
-            .then_expect_events(vec![]);
-    }
-
-    #[test]
-    fn changing_a_room_type_records_the_new_details() {
-        let family = RoomTypeDetails::parse("King family", 4).expect("valid room type");
-        Fixture::with(())
-            .given(vec![
-                details_set(),
-                HotelEvent::RoomTypeSet {
-                    room_type_id: room_type_id(3),
-                    details: king(),
-                },
-            ])
-            .when(HotelCommand::SetRoomType {
-                room_type_id: room_type_id(3),
-                details: family.clone(),
-            })
-            .then_expect_events(vec![HotelEvent::RoomTypeSet {
-                room_type_id: room_type_id(3),
-                details: family,
-            }]);
-    }
-
-    #[test]
-    fn the_catalog_follows_the_events() {
-        let mut hotel = Hotel::default();
-        assert_eq!(hotel.hotel_id(), None);
-        for event in [
-            details_set(),
-            HotelEvent::RoomTypeSet {
-                room_type_id: room_type_id(3),
-                details: king(),
-            },
-        ] {
-            hotel.apply_event(&event);
-        }
-        assert_eq!(hotel.hotel_id(), Some(hotel_id(7)));
-        assert_eq!(
-            hotel.details().map(|d| d.timezone().name()),
-            Some("Europe/Lisbon")
-        );
-        assert_eq!(hotel.room_type(room_type_id(3)), Some(&king()));
-        assert_eq!(hotel.room_type(room_type_id(4)), None);
-        assert_eq!(hotel.room_types().len(), 1);
-        assert_eq!(details_set().event_type(), "HotelDetailsSet");
-    }
-
-    #[test]
-    fn hotel_details_are_validated_and_trimmed() {
-        assert!(HotelDetails::parse("", "Lisbon", "Europe/Lisbon").is_err());
-        assert!(HotelDetails::parse("Casa", "  ", "Europe/Lisbon").is_err());
-        assert!(HotelDetails::parse("Casa\u{7}", "Lisbon", "Europe/Lisbon").is_err());
-        assert!(HotelDetails::parse("Casa", "Lisbon", "Mars/Olympus").is_err());
-        let details = HotelDetails::parse("  Casa  ", " Lisbon ", "Europe/Lisbon").expect("valid");
-        assert_eq!((details.name(), details.city()), ("Casa", "Lisbon"));
-    }
-
-    #[test]
-    fn room_types_sleep_one_to_fifty_guests() {
-        assert!(RoomTypeDetails::parse("King", 0).is_err());
-        assert!(RoomTypeDetails::parse("King", 51).is_err());
-        assert!(RoomTypeDetails::parse("", 2).is_err());
-        let dorm = RoomTypeDetails::parse("Dorm", 50).expect("valid");
-        assert_eq!((dorm.name(), dorm.max_occupancy()), ("Dorm", 50));
-    }
-}
+mod tests;

@@ -9,12 +9,15 @@
 //! - [`room_night::RoomNight`]: one (hotel, room type, night); enforces
 //!   `confirmed + held <= total_rooms + overbooking_allowance`.
 //! - [`reservation::Reservation`]: one guest's stay and its lifecycle.
-//! - [`hotel::Hotel`]: the catalog.
+//! - [`hotel::Hotel`]: the catalog: hotels, room types and rate plans.
+//! - [`restrictions`], [`rate_plan`]: the rules of restrictions and of plans' prices and
+//!   cancellation policies, which the decisions in [`booking`] apply.
 //! - [`contract`]: what crosses crates — aggregate type names, stream ids, event type
 //!   names and versions, command names — and the one path that decodes a stored event
 //!   back into a typed one (through cqrs-es's upcasters).
 //! - [`booking`]: decisions that span a reservation and its nights (hold, confirm,
-//!   cancel, change dates, expire, set inventory over a range).
+//!   cancel, change dates, expire, set inventory, restrictions and plan rates over
+//!   ranges), and the terms a stay is sold on ([`booking::SaleTerms`]).
 //!
 //! cqrs-es itself depends on tokio (its `EventSink` holds a `tokio::sync::Mutex`), so
 //! tokio's synchronisation types are in this crate's dependency tree through cqrs-es
@@ -33,13 +36,13 @@ pub use booking::{Decision, Nights, Rejection};
 pub use contract::{
     AggregateType, CommandName, DecodeError, EventDecoder, StreamIdError, StreamKey, TypedEvent,
 };
-pub use hotel::{Hotel, HotelCommand, HotelDetails, HotelEvent, RoomTypeDetails};
+pub use hotel::{Hotel, HotelCommand, HotelDetails, HotelEvent, RatePlan, RoomTypeDetails};
 pub use reservation::{
     CancelledBy, Payment, Reservation, ReservationCommand, ReservationDetails, ReservationEvent,
     ReservationStatus,
 };
 pub use room_night::{Hold, RoomNight, RoomNightCommand, RoomNightEvent, RoomNightKey};
 pub use types::{
-    BookingLimits, Cents, Guest, HotelId, InvalidInput, InventoryLevels, RatePlanId, ReservationId,
-    RoomCount, RoomTypeId, StayDates, TimeZone,
+    BookingLimits, Cents, Guest, GuestCount, HotelId, InvalidInput, InventoryLevels, RatePlanId,
+    ReservationId, RoomCount, RoomTypeId, StayDates, TimeZone, Weekdays,
 };

@@ -121,7 +121,7 @@ pub enum Pricing {
 }
 
 /// Why a plan's price cannot be resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 pub enum PricingError {
     #[error("rate plan {0} derives from itself through its parents")]
     Cycle(RatePlanId),

@@ -16,7 +16,10 @@ use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::contract::AggregateType;
-use crate::types::{Cents, Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates};
+use crate::rate_plan::CancellationPolicy;
+use crate::types::{
+    Cents, Guest, GuestCount, HotelId, RatePlanId, ReservationId, RoomCount, RoomTypeId, StayDates,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -73,6 +76,23 @@ pub struct ReservationDetails {
     pub total_cents: Cents,
     pub hold_expires_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
+    /// The plan the stay was sold under; absent: the base rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_plan_id: Option<RatePlanId>,
+    /// The policy as it was when the stay was sold: later changes to the plan do not
+    /// reach it. Stays recorded before plans existed were sold under the house policy.
+    #[serde(default = "house_policy")]
+    pub cancellation_policy: CancellationPolicy,
+    /// Guests per room (stays recorded before guests were counted: one).
+    #[serde(
+        default = "GuestCount::one",
+        skip_serializing_if = "GuestCount::is_one"
+    )]
+    pub guests: GuestCount,
+}
+
+fn house_policy() -> CancellationPolicy {
+    CancellationPolicy::HOUSE
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

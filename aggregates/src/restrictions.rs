@@ -9,13 +9,16 @@
 //! restrictions are stored, lets the write side decide with it inside the transaction
 //! that takes the rooms and the audit replay judge the same way.
 //!
-//! Not wired yet: no command sets restrictions and no decision consults them (see the
-//! notes of the rate plans and restrictions issue).
+//! A night keeps its restrictions as a [`RestrictionSet`]: one set for every plan and
+//! one per plan that has its own; a stay sold under a plan meets both. Staff change
+//! them with a [`RestrictionsPatch`] (a field left out keeps its value).
+
+use std::collections::BTreeMap;
 
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
-use crate::types::StayDates;
+use crate::types::{InvalidInput, RatePlanId, StayDates};
 
 /// The restrictions in force on one night (for one plan, or for every plan).
 ///
@@ -36,6 +39,11 @@ pub struct NightRestrictions {
 }
 
 impl NightRestrictions {
+    /// No restriction at all.
+    pub fn is_none(&self) -> bool {
+        *self == NightRestrictions::default()
+    }
+
     /// Both sets apply: the stricter of each (the larger minimum, the smaller maximum,
     /// a closure if either closes).
     pub fn and(self, other: NightRestrictions) -> NightRestrictions {
@@ -62,8 +70,125 @@ impl NightRestrictions {
     }
 }
 
+/// The restrictions a night carries: for every plan, and for single plans.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestrictionSet {
+    #[serde(default, skip_serializing_if = "NightRestrictions::is_none")]
+    pub all: NightRestrictions,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub plans: BTreeMap<RatePlanId, NightRestrictions>,
+}
+
+impl RestrictionSet {
+    /// What binds a stay sold under `plan` (`None`: the base rate, which only the
+    /// restrictions for every plan bind).
+    pub fn for_plan(&self, plan: Option<RatePlanId>) -> NightRestrictions {
+        match plan.and_then(|p| self.plans.get(&p)) {
+            Some(own) => self.all.and(*own),
+            None => self.all,
+        }
+    }
+
+    /// The set for every plan (`None`) or for one plan.
+    pub fn of(&self, plan: Option<RatePlanId>) -> NightRestrictions {
+        match plan {
+            None => self.all,
+            Some(p) => self.plans.get(&p).copied().unwrap_or_default(),
+        }
+    }
+
+    /// Replaces the set for every plan or for one; a plan's empty set is dropped.
+    pub fn set(&mut self, plan: Option<RatePlanId>, restrictions: NightRestrictions) {
+        match plan {
+            None => self.all = restrictions,
+            Some(p) if restrictions.is_none() => {
+                self.plans.remove(&p);
+            }
+            Some(p) => {
+                self.plans.insert(p, restrictions);
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.all.is_none() && self.plans.is_empty()
+    }
+}
+
+/// A change to a night's restrictions as staff send it: `None` keeps a field,
+/// `Some(None)` clears a number, `Some(Some(n))` sets it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestrictionsPatch {
+    pub min_stay: Option<Option<u32>>,
+    pub max_stay: Option<Option<u32>>,
+    pub min_stay_through: Option<Option<u32>>,
+    pub closed_to_arrival: Option<bool>,
+    pub closed_to_departure: Option<bool>,
+    pub stop_sell: Option<bool>,
+    pub min_advance_days: Option<Option<u32>>,
+    pub max_advance_days: Option<Option<u32>>,
+}
+
+/// The largest stay length or advance a restriction may name: the booking limits are far
+/// below it, so a larger value could only be a mistake.
+pub const MAX_RESTRICTION_DAYS: i64 = 1000;
+
+impl RestrictionsPatch {
+    /// Checks one number of a patch: a count of nights or days, 1 (0 for advance days)
+    /// to [`MAX_RESTRICTION_DAYS`].
+    pub fn days(field: &'static str, value: i64, min: i64) -> Result<u32, InvalidInput> {
+        if (min..=MAX_RESTRICTION_DAYS).contains(&value) {
+            u32::try_from(value).map_err(|_| InvalidInput::new(field, "out of range"))
+        } else {
+            Err(InvalidInput::new(
+                field,
+                format!("must be between {min} and {MAX_RESTRICTION_DAYS}"),
+            ))
+        }
+    }
+
+    /// Refuses a patch whose own minimum stay is above its own maximum.
+    pub fn check(&self) -> Result<(), InvalidInput> {
+        if let (Some(Some(min)), Some(Some(max))) = (self.min_stay, self.max_stay) {
+            if min > max {
+                return Err(InvalidInput::new("min_stay", "may not be above max_stay"));
+            }
+        }
+        if let (Some(Some(min)), Some(Some(max))) = (self.min_advance_days, self.max_advance_days) {
+            if min > max {
+                return Err(InvalidInput::new(
+                    "min_advance_days",
+                    "may not be above max_advance_days",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == RestrictionsPatch::default()
+    }
+
+    /// `current` with the patch's fields set.
+    pub fn apply(&self, current: NightRestrictions) -> NightRestrictions {
+        NightRestrictions {
+            min_stay: self.min_stay.unwrap_or(current.min_stay),
+            max_stay: self.max_stay.unwrap_or(current.max_stay),
+            min_stay_through: self.min_stay_through.unwrap_or(current.min_stay_through),
+            closed_to_arrival: self.closed_to_arrival.unwrap_or(current.closed_to_arrival),
+            closed_to_departure: self
+                .closed_to_departure
+                .unwrap_or(current.closed_to_departure),
+            stop_sell: self.stop_sell.unwrap_or(current.stop_sell),
+            min_advance_days: self.min_advance_days.unwrap_or(current.min_advance_days),
+            max_advance_days: self.max_advance_days.unwrap_or(current.max_advance_days),
+        }
+    }
+}
+
 /// One kind of restriction, named as the contract's fields are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Restriction {
     StopSell,
     ClosedToArrival,

@@ -9,6 +9,13 @@
 //! drops every lapsed hold with its own `HoldLapsed` event, so the stored counters stay
 //! exact and the invariant holds on them (not only on "live" holds).
 //!
+//! A night also carries what shapes its sale besides the rooms: its restrictions (for
+//! every plan and per plan, see [`crate::restrictions`]) and the own rates of plans
+//! priced on their own. They live here, in the night's stream, so a change to them and a
+//! sale of the night are decided one after the other on the same state: a booking
+//! decided before a restriction was recorded was decided without it, and one decided
+//! after meets it.
+//!
 //! The counters `confirmed` and `held` are the state the invariant is checked against.
 //! The allocation maps say who holds what; the write side may load only the allocations a
 //! command can touch (the reservation's own and the lapsed holds), which is why no decision
@@ -22,7 +29,10 @@ use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::contract::{self, AggregateType};
-use crate::types::{Cents, HotelId, InventoryLevels, ReservationId, RoomCount, RoomTypeId};
+use crate::restrictions::{NightRestrictions, RestrictionSet, RestrictionsPatch};
+use crate::types::{
+    Cents, HotelId, InventoryLevels, RatePlanId, ReservationId, RoomCount, RoomTypeId,
+};
 
 /// Identifies one room-night stream: `{hotel}:{room type}:{night}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -68,6 +78,11 @@ pub struct RoomNight {
     held: u32,
     holds: BTreeMap<ReservationId, Hold>,
     confirmations: BTreeMap<ReservationId, u32>,
+    #[serde(default, skip_serializing_if = "RestrictionSet::is_empty")]
+    restrictions: RestrictionSet,
+    /// Own rates of plans priced on their own, where they differ from the base rate.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    plan_rates: BTreeMap<RatePlanId, Cents>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,6 +113,16 @@ pub enum RoomNightCommand {
     },
     /// Give back whatever the reservation holds or has confirmed on this night.
     Release { reservation_id: ReservationId },
+    /// Change the night's restrictions for every plan (`rate_plan_id: None`) or one.
+    SetRestrictions {
+        rate_plan_id: Option<RatePlanId>,
+        patch: RestrictionsPatch,
+    },
+    /// Set a plan's own rate on this night (`None`: back to the base rate).
+    SetPlanRate {
+        rate_plan_id: RatePlanId,
+        rate_cents: Option<Cents>,
+    },
     /// Drop the reservation's hold if it has lapsed.
     ExpireHold {
         reservation_id: ReservationId,
@@ -135,6 +160,19 @@ pub enum RoomNightEvent {
         reservation_id: ReservationId,
         rooms: u32,
         was_confirmed: bool,
+    },
+    /// The restrictions now in force for every plan (`rate_plan_id` absent) or one plan:
+    /// the whole set after the change, so replay needs no earlier event to know it.
+    RestrictionsSet {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rate_plan_id: Option<RatePlanId>,
+        restrictions: NightRestrictions,
+    },
+    /// A plan's own rate on this night; absent: the plan costs the base rate again.
+    PlanRateSet {
+        rate_plan_id: RatePlanId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rate_cents: Option<Cents>,
     },
 }
 
@@ -230,6 +268,31 @@ impl RoomNight {
         &self.confirmations
     }
 
+    pub fn restrictions(&self) -> &RestrictionSet {
+        &self.restrictions
+    }
+
+    /// A plan's own rate on this night, if it has one.
+    pub fn plan_rate(&self, rate_plan_id: RatePlanId) -> Option<Cents> {
+        self.plan_rates.get(&rate_plan_id).copied()
+    }
+
+    pub fn plan_rates(&self) -> &BTreeMap<RatePlanId, Cents> {
+        &self.plan_rates
+    }
+
+    /// The same night with the restrictions and plan rates a snapshot stores beside its
+    /// counters.
+    pub fn with_terms(
+        mut self,
+        restrictions: RestrictionSet,
+        plan_rates: BTreeMap<RatePlanId, Cents>,
+    ) -> Self {
+        self.restrictions = restrictions;
+        self.plan_rates = plan_rates;
+        self
+    }
+
     /// Rebuilds a night from its stored snapshot: the counters and the allocations the
     /// caller chose to load. Used by the write side, which keeps this state inline.
     pub fn from_snapshot(
@@ -247,6 +310,8 @@ impl RoomNight {
             held,
             holds,
             confirmations,
+            restrictions: RestrictionSet::default(),
+            plan_rates: BTreeMap::new(),
         }
     }
 
@@ -326,6 +391,38 @@ impl RoomNight {
                 } else {
                     Ok(Vec::new())
                 }
+            }
+            RoomNightCommand::SetRestrictions {
+                rate_plan_id,
+                patch,
+            } => {
+                if self.levels.is_none() {
+                    return Err(RoomNightError::NotForSale);
+                }
+                let current = self.restrictions.of(rate_plan_id);
+                let restrictions = patch.apply(current);
+                if restrictions == current {
+                    return Ok(Vec::new());
+                }
+                Ok(vec![RoomNightEvent::RestrictionsSet {
+                    rate_plan_id,
+                    restrictions,
+                }])
+            }
+            RoomNightCommand::SetPlanRate {
+                rate_plan_id,
+                rate_cents,
+            } => {
+                if self.levels.is_none() {
+                    return Err(RoomNightError::NotForSale);
+                }
+                if self.plan_rate(rate_plan_id) == rate_cents {
+                    return Ok(Vec::new());
+                }
+                Ok(vec![RoomNightEvent::PlanRateSet {
+                    rate_plan_id,
+                    rate_cents,
+                }])
             }
             RoomNightCommand::ExpireHold {
                 reservation_id,
@@ -482,6 +579,21 @@ impl RoomNight {
                     self.held = self.held.saturating_sub(*rooms);
                 }
             }
+            RoomNightEvent::RestrictionsSet {
+                rate_plan_id,
+                restrictions,
+            } => self.restrictions.set(*rate_plan_id, *restrictions),
+            RoomNightEvent::PlanRateSet {
+                rate_plan_id,
+                rate_cents,
+            } => match rate_cents {
+                Some(rate) => {
+                    self.plan_rates.insert(*rate_plan_id, *rate);
+                }
+                None => {
+                    self.plan_rates.remove(rate_plan_id);
+                }
+            },
         }
     }
 }

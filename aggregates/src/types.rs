@@ -240,6 +240,102 @@ impl From<RoomCount> for u32 {
     }
 }
 
+/// Days of the week an update applies to (a bulk update for Fridays and Saturdays).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Weekdays(u8);
+
+impl Weekdays {
+    pub const ALL: Weekdays = Weekdays(0b111_1111);
+    /// The names a client uses, Monday first.
+    pub const NAMES: [&'static str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+
+    /// Parses a list of day names (`"fri"`, case-insensitive); at least one, each once.
+    pub fn parse<S: AsRef<str>>(names: &[S]) -> Result<Self, InvalidInput> {
+        if names.is_empty() {
+            return Err(InvalidInput::new("days", "must name at least one day"));
+        }
+        let mut bits = 0u8;
+        for name in names {
+            let name = name.as_ref();
+            let Some(index) = Self::NAMES
+                .iter()
+                .position(|n| n.eq_ignore_ascii_case(name))
+            else {
+                return Err(InvalidInput::new(
+                    "days",
+                    format!("unknown day {name:?}: use mon, tue, wed, thu, fri, sat, sun"),
+                ));
+            };
+            let bit = 1u8 << index;
+            if bits & bit != 0 {
+                return Err(InvalidInput::new(
+                    "days",
+                    format!("{name:?} is listed twice"),
+                ));
+            }
+            bits |= bit;
+        }
+        Ok(Self(bits))
+    }
+
+    pub fn contains(&self, date: NaiveDate) -> bool {
+        self.0 & (1u8 << date.weekday().num_days_from_monday()) != 0
+    }
+}
+
+/// How many guests stay in each room of a reservation; at least one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "u32", into = "u32")]
+pub struct GuestCount(u32);
+
+impl GuestCount {
+    /// No room type sleeps more (see the room type's `max_occupancy`).
+    pub const MAX: u32 = 50;
+    pub const ONE: GuestCount = GuestCount(1);
+
+    pub fn parse(value: i64) -> Result<Self, InvalidInput> {
+        match u32::try_from(value) {
+            Ok(v) if (1..=Self::MAX).contains(&v) => Ok(Self(v)),
+            _ => Err(InvalidInput::new(
+                "guests",
+                format!("must be between 1 and {}", Self::MAX),
+            )),
+        }
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
+    }
+
+    /// Serde's default for stays recorded before guests were counted.
+    pub fn one() -> Self {
+        Self::ONE
+    }
+
+    pub fn is_one(&self) -> bool {
+        self.0 == 1
+    }
+}
+
+impl Default for GuestCount {
+    fn default() -> Self {
+        Self::ONE
+    }
+}
+
+impl TryFrom<u32> for GuestCount {
+    type Error = InvalidInput;
+    fn try_from(value: u32) -> Result<Self, Self::Error> {
+        Self::parse(i64::from(value))
+    }
+}
+
+impl From<GuestCount> for u32 {
+    fn from(value: GuestCount) -> u32 {
+        value.0
+    }
+}
+
 /// What a hotel sells on one night of one room type: the physical rooms, the deliberate
 /// overbooking allowance on top of them, and the rate. Bounded so that every sum the
 /// domain computes fits comfortably in the database's `integer` and `bigint` columns.
@@ -430,6 +526,10 @@ impl Cents {
 
     pub const fn get(self) -> i64 {
         self.0
+    }
+
+    pub const fn is_zero(&self) -> bool {
+        self.0 == 0
     }
 
     pub fn checked_add(self, other: Self) -> Option<Self> {

@@ -54,7 +54,9 @@ fn start_time() -> DateTime<Utc> {
 /// The reservation an allocation event is about; `None` for inventory changes.
 fn allocation_of(event: &RoomNightEvent) -> Option<&ReservationId> {
     match event {
-        RoomNightEvent::InventorySet { .. } => None,
+        RoomNightEvent::InventorySet { .. }
+        | RoomNightEvent::RestrictionsSet { .. }
+        | RoomNightEvent::PlanRateSet { .. } => None,
         RoomNightEvent::RoomsHeld { reservation_id, .. }
         | RoomNightEvent::RoomsBooked { reservation_id, .. }
         | RoomNightEvent::HoldConfirmed { reservation_id, .. }
@@ -280,6 +282,8 @@ impl Model {
                         expected_total_cents: None,
                         now,
                         hold_expires_at: now + Duration::minutes(ttl_minutes),
+                        rate_plan_id: None,
+                        guests: aggregates::GuestCount::ONE,
                     },
                 );
                 // Oracle: all nights or none, and the first night without room is named.

@@ -46,7 +46,9 @@ pub fn check_in_instant(date: NaiveDate, timezone: TimeZone) -> DateTime<Utc> {
 }
 
 /// Cancel a held or confirmed reservation and give every night back; the refund follows
-/// [`refund_cents`] from the payment that confirmed it (nothing was paid for a hold).
+/// the cancellation policy the stay was sold under (the house policy, as
+/// [`refund_cents`] states it, for a stay sold at the base rate), from the payment that
+/// confirmed it (nothing was paid for a hold).
 /// The status guards the release: cancelling twice is refused and releases nothing.
 pub fn cancel(
     reservation: &Reservation,
@@ -63,7 +65,8 @@ pub fn cancel(
             .map_or(Cents::ZERO, |p| p.amount_cents),
         _ => Cents::ZERO,
     };
-    let refund_cents = refund_cents(paid, details.stay.start(), timezone, now, by);
+    let lead = check_in_instant(details.stay.start(), timezone) - now;
+    let refund_cents = details.cancellation_policy.refund(paid, lead, by);
     let mut decision = Decision {
         reservation: reservation.decide(ReservationCommand::Cancel {
             now,

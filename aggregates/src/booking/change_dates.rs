@@ -1,9 +1,11 @@
-//! Moving a stay to new dates.
+//! Moving a stay to new dates: priced under the stay's plan as it is now, for its
+//! guests, and judged against the restrictions in force on the new dates (a stop-sell
+//! on a night the stay keeps does not stop it; see [`SaleTerms::check_stay`]).
 
 use chrono::{DateTime, NaiveDate, Utc};
 
 use super::nights::{decide_nights, RoomType};
-use super::{check_room_type, existing, price_of, Decision, Nights, Rejection};
+use super::{check_room_type, existing, Decision, Nights, Rejection, SaleTerms};
 use crate::hotel::Hotel;
 use crate::reservation::{Reservation, ReservationCommand, ReservationStatus};
 use crate::room_night::RoomNightCommand;
@@ -35,11 +37,16 @@ pub fn change_dates(
     } = cmd;
     let details = existing(reservation)?;
     let timezone = check_room_type(hotel, details.hotel_id, details.room_type_id)?;
-    limits.check(&new_stay, details.rooms, local_date(now, timezone))?;
-    let nightly = price_of(nights, &new_stay);
-    let total_cents = nightly
-        .unwrap_or(Cents::ZERO)
-        .saturating_mul(details.rooms.get());
+    let terms = SaleTerms::resolve(
+        hotel,
+        details.room_type_id,
+        details.rate_plan_id,
+        details.guests,
+    )?;
+    let today = local_date(now, timezone);
+    limits.check(&new_stay, details.rooms, today)?;
+    let nightly = terms.stay_price(nights, &new_stay, details.rooms);
+    let total_cents = nightly.unwrap_or(Cents::ZERO);
     let reservation_events = reservation.decide(ReservationCommand::ChangeDates {
         stay: new_stay,
         total_cents,
@@ -47,6 +54,7 @@ pub fn change_dates(
     })?;
     let held = reservation.recorded_status() == Some(ReservationStatus::Held);
     let old = details.stay;
+    terms.check_stay(nights, &new_stay, today, |date| old.contains(date))?;
     let mut decision = Decision::default();
     let mut all_nights: Vec<NaiveDate> = old.nights().chain(new_stay.nights()).collect();
     all_nights.sort_unstable();

@@ -1,16 +1,17 @@
 //! Holding a stay: every night of `[start, end)` or none, at the sum of the nights'
-//! current rates.
+//! current prices under the chosen plan (see [`super::SaleTerms`]), if no restriction
+//! in force on those nights forbids it.
 
 use chrono::{DateTime, Utc};
 
 use super::nights::{decide_nights, RoomType};
-use super::{check_room_type, price_of, Decision, Nights, Rejection};
+use super::{check_room_type, Decision, Nights, Rejection, SaleTerms};
 use crate::hotel::Hotel;
 use crate::reservation::{Reservation, ReservationCommand, ReservationDetails};
 use crate::room_night::RoomNightCommand;
 use crate::types::{
-    local_date, BookingLimits, Cents, Guest, HotelId, ReservationId, RoomCount, RoomTypeId,
-    StayDates,
+    local_date, BookingLimits, Cents, Guest, GuestCount, HotelId, RatePlanId, ReservationId,
+    RoomCount, RoomTypeId, StayDates,
 };
 
 /// Hold a stay: every night of `[start, end)` or none.
@@ -26,6 +27,9 @@ pub struct HoldStay {
     pub expected_total_cents: Option<Cents>,
     pub now: DateTime<Utc>,
     pub hold_expires_at: DateTime<Utc>,
+    /// The plan to sell under; `None`: the base rate under the house policy.
+    pub rate_plan_id: Option<RatePlanId>,
+    pub guests: GuestCount,
 }
 
 pub fn hold_stay(
@@ -36,10 +40,13 @@ pub fn hold_stay(
     cmd: HoldStay,
 ) -> Result<Decision, Rejection> {
     let timezone = check_room_type(hotel, cmd.hotel_id, cmd.room_type_id)?;
-    limits.check(&cmd.stay, cmd.rooms, local_date(cmd.now, timezone))?;
+    let terms = SaleTerms::resolve(hotel, cmd.room_type_id, cmd.rate_plan_id, cmd.guests)?;
+    let today = local_date(cmd.now, timezone);
+    limits.check(&cmd.stay, cmd.rooms, today)?;
     if reservation.details().is_some() {
         return Err(Rejection::ReservationExists);
     }
+    terms.check_stay(nights, &cmd.stay, today, |_| false)?;
     let mut decision = Decision::default();
     let room_type = RoomType {
         hotel_id: cmd.hotel_id,
@@ -58,10 +65,11 @@ pub fn hold_stay(
         cmd.stay.nights(),
         |_, _| Ok(Some(hold.clone())),
     )?;
-    let nightly = price_of(nights, &cmd.stay).ok_or(Rejection::SoldOut {
-        night: cmd.stay.start(),
-    })?;
-    let total_cents = nightly.saturating_mul(cmd.rooms.get());
+    let total_cents = terms
+        .stay_price(nights, &cmd.stay, cmd.rooms)
+        .ok_or(Rejection::SoldOut {
+            night: cmd.stay.start(),
+        })?;
     if cmd
         .expected_total_cents
         .is_some_and(|expected| expected != total_cents)
@@ -80,6 +88,9 @@ pub fn hold_stay(
             total_cents,
             hold_expires_at: cmd.hold_expires_at,
             created_at: cmd.now,
+            rate_plan_id: terms.rate_plan_id(),
+            cancellation_policy: terms.cancellation_policy(),
+            guests: terms.guests(),
         },
     })?;
     Ok(decision)

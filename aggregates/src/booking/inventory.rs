@@ -47,34 +47,51 @@ pub fn set_inventory(
         hotel_id,
         room_type_id,
     };
-    decide_nights(
+    set_levels(
         &mut decision,
         room_type,
         nights,
         range.nights(),
-        |date, night| {
-            let current = night.levels();
-            let allowance = update
-                .overbooking_allowance
-                .or(current.map(|l| i64::from(l.overbooking_allowance())))
-                .unwrap_or(0);
-            let rate = match update.rate_cents.or(current.map(|l| l.rate_cents())) {
-                Some(rate) => rate,
-                None => {
-                    return Err(InvalidInput::new(
-                        "rate_cents",
-                        format!("{date} has no rate yet: rate_cents is required"),
-                    )
-                    .into())
-                }
-            };
-            let levels = InventoryLevels::parse(update.total_rooms, allowance, rate)?;
-            Ok(Some(RoomNightCommand::SetInventory {
-                key: RoomNightKey::new(hotel_id, room_type_id, date),
-                levels,
-                now,
-            }))
-        },
+        update,
+        now,
     )?;
     Ok(decision)
+}
+
+/// Sets `update` on each of `dates` (see [`set_inventory`]).
+pub(super) fn set_levels(
+    decision: &mut Decision,
+    room_type: RoomType,
+    nights: &Nights,
+    dates: impl IntoIterator<Item = chrono::NaiveDate>,
+    update: InventoryUpdate,
+    now: DateTime<Utc>,
+) -> Result<(), Rejection> {
+    let RoomType {
+        hotel_id,
+        room_type_id,
+    } = room_type;
+    decide_nights(decision, room_type, nights, dates, |date, night| {
+        let current = night.levels();
+        let allowance = update
+            .overbooking_allowance
+            .or(current.map(|l| i64::from(l.overbooking_allowance())))
+            .unwrap_or(0);
+        let rate = match update.rate_cents.or(current.map(|l| l.rate_cents())) {
+            Some(rate) => rate,
+            None => {
+                return Err(InvalidInput::new(
+                    "rate_cents",
+                    format!("{date} has no rate yet: rate_cents is required"),
+                )
+                .into())
+            }
+        };
+        let levels = InventoryLevels::parse(update.total_rooms, allowance, rate)?;
+        Ok(Some(RoomNightCommand::SetInventory {
+            key: RoomNightKey::new(hotel_id, room_type_id, date),
+            levels,
+            now,
+        }))
+    })
 }

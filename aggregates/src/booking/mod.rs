@@ -16,6 +16,7 @@
 //! for every decision alike. The given/when/then tests are in `tests/`, one file per
 //! group.
 
+mod ari;
 mod cancel;
 mod change_dates;
 mod confirm;
@@ -23,6 +24,7 @@ mod expire;
 mod hold;
 mod inventory;
 mod nights;
+mod terms;
 
 use std::collections::BTreeMap;
 
@@ -33,15 +35,18 @@ use crate::hotel::Hotel;
 use crate::reservation::{
     Reservation, ReservationDetails, ReservationError, ReservationEvent, ReservationStatus,
 };
+use crate::restrictions::{Restricted, Restriction};
 use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
 use crate::types::{Cents, HotelId, InvalidInput, RoomTypeId, StayDates, TimeZone};
 
+pub use ari::{update_ari, AriChange, AriDecision, AriUpdate, UpdateAri};
 pub use cancel::{cancel, check_in_instant, refund_cents, CHECK_IN_HOUR};
 pub use change_dates::{change_dates, ChangeDates};
 pub use confirm::{apply_authorization, confirm, decline_payment};
 pub use expire::expire_hold;
 pub use hold::{hold_stay, HoldStay};
 pub use inventory::{set_inventory, InventoryUpdate, SetInventory};
+pub use terms::SaleTerms;
 
 /// The loaded nights of one hotel and room type, by date. A night that is absent has no
 /// inventory (nothing for sale).
@@ -85,6 +90,19 @@ pub enum Rejection {
     HoldStillLive,
     #[error("inventory on {night} cannot go below the {reserved} room(s) already sold")]
     InventoryBelowReserved { night: NaiveDate, reserved: u32 },
+    #[error("the stay breaks {} on {night}", .restriction.as_str())]
+    Restricted {
+        restriction: Restriction,
+        night: NaiveDate,
+    },
+    #[error("the hotel has no such rate plan for this room type")]
+    UnknownRatePlan,
+    #[error("the room sleeps at most {max_occupancy} guest(s)")]
+    OccupancyExceeded { max_occupancy: u32 },
+    #[error("a derived rate plan is priced from its parent and has no rates of its own")]
+    DerivedRatePlan,
+    #[error("{night} has no inventory to set this on")]
+    NoInventory { night: NaiveDate },
     #[error("{0}")]
     Invalid(InvalidInputRejection),
 }
@@ -104,6 +122,15 @@ impl From<InvalidInput> for Rejection {
             field: e.field.to_owned(),
             message: e.message,
         })
+    }
+}
+
+impl From<Restricted> for Rejection {
+    fn from(e: Restricted) -> Self {
+        Rejection::Restricted {
+            restriction: e.restriction,
+            night: e.night,
+        }
     }
 }
 

@@ -11,7 +11,10 @@
 //! Every enum has one version, [`RoomNightEvent::VERSION`] and so on: what
 //! `DomainEvent::event_version` stores with each new event. A change of an event's
 //! shape bumps its enum's version and adds an upcaster for the older versions (see
-//! [`super::decode`]).
+//! [`super::decode`]). A new variant, or a new field whose serde default states what
+//! every older event meant (a stay held before rate plans existed was sold at the base
+//! rate under the house policy, for one guest), reads every older payload as it was
+//! written and keeps the version.
 
 use std::fmt;
 
@@ -78,6 +81,7 @@ event_types! {
     HotelEvent => HotelEventType, version "1.0" {
         HotelDetailsSet,
         RoomTypeSet,
+        RatePlanSet,
     }
 }
 
@@ -90,6 +94,8 @@ event_types! {
         HoldConfirmed,
         HoldLapsed,
         RoomsReleased,
+        RestrictionsSet,
+        PlanRateSet,
     }
 }
 
@@ -172,6 +178,14 @@ mod tests {
                 rooms: 1,
                 was_confirmed: false,
             },
+            RoomNightEvent::RestrictionsSet {
+                rate_plan_id: None,
+                restrictions: crate::restrictions::NightRestrictions::default(),
+            },
+            RoomNightEvent::PlanRateSet {
+                rate_plan_id: crate::types::RatePlanId::parse(2).expect("id"),
+                rate_cents: Some(Cents::new(1)),
+            },
         ];
         assert_eq!(events.len(), RoomNightEventType::ALL.len());
         for (event, kind) in events.iter().zip(RoomNightEventType::ALL) {
@@ -192,6 +206,16 @@ mod tests {
             HotelEvent::RoomTypeSet {
                 room_type_id: RoomTypeId::parse(3).expect("id"),
                 details: RoomTypeDetails::parse("King", 2).expect("valid"),
+            },
+            HotelEvent::RatePlanSet {
+                rate_plan_id: crate::types::RatePlanId::parse(1).expect("id"),
+                plan: crate::hotel::RatePlan::parse(
+                    "Flexible",
+                    [RoomTypeId::parse(3).expect("id")].into(),
+                    crate::rate_plan::CancellationPolicy::HOUSE,
+                    crate::rate_plan::Pricing::Own,
+                )
+                .expect("valid"),
             },
         ];
         assert_eq!(events.len(), HotelEventType::ALL.len());

@@ -36,6 +36,9 @@ fn details() -> ReservationDetails {
         total_cents: Cents::new(48_000),
         hold_expires_at: at(15),
         created_at: at(0),
+        rate_plan_id: None,
+        cancellation_policy: crate::rate_plan::CancellationPolicy::HOUSE,
+        guests: crate::types::GuestCount::ONE,
     }
 }
 

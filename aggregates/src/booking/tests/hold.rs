@@ -42,6 +42,9 @@ fn holding_a_stay_holds_every_night_at_the_sum_of_the_rates_times_the_rooms() {
             total_cents: Cents::new(2 * (10_000 + 12_000 + 14_000)),
             hold_expires_at: at(15),
             created_at: at(0),
+            rate_plan_id: None,
+            cancellation_policy: CancellationPolicy::HOUSE,
+            guests: GuestCount::ONE,
         })]
     );
 }

@@ -3,10 +3,12 @@
 
 use super::*;
 use crate::hotel::{HotelCommand, HotelDetails, RoomTypeDetails};
+use crate::rate_plan::CancellationPolicy;
 use crate::reservation::{CancelledBy, Payment, ReservationEvent};
 use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
 use crate::types::{
-    BookingLimits, Cents, Guest, HotelId, ReservationId, RoomCount, RoomTypeId, StayDates, TimeZone,
+    BookingLimits, Cents, Guest, GuestCount, HotelId, ReservationId, RoomCount, RoomTypeId,
+    StayDates, TimeZone,
 };
 use chrono::{DateTime, NaiveDate, TimeZone as _, Utc};
 use uuid::Uuid;
@@ -118,6 +120,8 @@ fn hold_cmd(id: u128, start: u32, end: u32, n: i64) -> HoldStay {
         expected_total_cents: None,
         now: at(0),
         hold_expires_at: at(15),
+        rate_plan_id: None,
+        guests: GuestCount::ONE,
     }
 }
 
