@@ -2,6 +2,7 @@
 //! idempotency record stores) and what a look-up answers. It depends on the domain
 //! alone, so the commands and the queries share it without depending on each other.
 
+use aggregates::rate_plan::CancellationPolicy;
 use aggregates::{Cents, Reservation, ReservationStatus};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
@@ -30,6 +31,23 @@ pub struct ReservationView {
     /// What a cancellation gave back, in cents.
     #[serde(default)]
     pub refund_cents: Cents,
+    /// The plan it was sold under (`None`: the base rate). Outcomes stored before plans
+    /// existed read as the base rate, the house policy and one guest, which is what they
+    /// were.
+    #[serde(default)]
+    pub rate_plan_id: Option<i64>,
+    #[serde(default = "house_policy")]
+    pub cancellation_policy: CancellationPolicy,
+    #[serde(default = "one_guest")]
+    pub guests: u32,
+}
+
+fn house_policy() -> CancellationPolicy {
+    CancellationPolicy::HOUSE
+}
+
+fn one_guest() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,6 +82,9 @@ impl ReservationView {
                 .payment()
                 .map_or(Cents::ZERO, |p| p.amount_cents),
             refund_cents: reservation.refund_cents(),
+            rate_plan_id: d.rate_plan_id.map(|p| p.get()),
+            cancellation_policy: d.cancellation_policy,
+            guests: d.guests.get(),
         })
     }
 }

@@ -147,6 +147,7 @@ impl CachedNight {
                     self.held -= i64::from(*rooms);
                 }
             }
+            RoomNightEvent::RestrictionsSet { .. } | RoomNightEvent::PlanRateSet { .. } => {}
         }
     }
 }
@@ -325,6 +326,7 @@ impl Projection for AvailabilityProjection {
                             max_occupancy: d.max_occupancy(),
                         },
                     )),
+                    HotelEvent::RatePlanSet { .. } => {}
                 },
                 // What is left to sell is the nights' business; a reservation's own
                 // events say nothing the nights do not.

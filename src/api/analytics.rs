@@ -269,6 +269,9 @@ fn reservation_out(row: ReservationRow, now: DateTime<Utc>) -> ReservationOut {
         // The reservations view does not follow payments; the reservation itself does.
         paid_cents: None,
         refund_cents: None,
+        rate_plan_id: None,
+        cancellation_policy: None,
+        guests: None,
     }
 }
 

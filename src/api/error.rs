@@ -142,6 +142,32 @@ impl From<Rejection> for ApiError {
                     .with("night", night)
                     .with("reserved", reserved)
             }
+            Rejection::Restricted { restriction, night } => {
+                ApiError::new(StatusCode::CONFLICT, "restricted", message)
+                    .with("restriction", restriction.as_str())
+                    .with("night", night)
+            }
+            Rejection::UnknownRatePlan => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_rate_plan",
+                message,
+            ),
+            Rejection::OccupancyExceeded { max_occupancy } => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "occupancy_exceeded",
+                message,
+            )
+            .with("max_occupancy", max_occupancy),
+            Rejection::DerivedRatePlan => {
+                ApiError::new(StatusCode::CONFLICT, "derived_rate_plan", message)
+            }
+            Rejection::NoInventory { night } => {
+                ApiError::new(StatusCode::CONFLICT, "no_inventory", message).with("night", night)
+            }
+            Rejection::RatePlanCycle { rate_plan_id } => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rate_plan_cycle", message)
+                    .with("rate_plan_id", rate_plan_id)
+            }
             Rejection::Invalid(invalid) => ApiError::invalid(
                 &invalid.field,
                 format!("{}: {}", invalid.field, invalid.message),

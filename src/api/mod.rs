@@ -11,6 +11,7 @@ pub mod error;
 pub mod extract;
 pub mod ops;
 pub mod payments;
+pub mod rate_plans;
 pub mod reservations;
 
 use std::sync::Arc;

@@ -1,7 +1,8 @@
 //! Reservations: hold, look up, cancel, change dates, and a reservation's history.
 
 use aggregates::{
-    Cents, Guest, HotelId, Rejection, ReservationId, RoomCount, RoomTypeId, StayDates,
+    Cents, Guest, GuestCount, HotelId, RatePlanId, Rejection, ReservationId, RoomCount, RoomTypeId,
+    StayDates,
 };
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -14,6 +15,7 @@ use utoipa::ToSchema;
 use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, Idempotency};
+use super::rate_plans::PolicyOut;
 use super::AppState;
 use crate::commands::{Caller, HoldRequest, ReservationView};
 use crate::error::CommandError;
@@ -53,6 +55,15 @@ pub struct CreateReservation {
     /// The total the client showed the guest; refused with `price_changed` if the
     /// server's price differs. The client never sets the price.
     pub expected_total_cents: Option<i64>,
+    /// The rate plan to sell under (it must sell the room type); absent: the base rate
+    /// under the house cancellation policy.
+    #[schema(example = 2, minimum = 1, maximum = 9_007_199_254_740_991_i64)]
+    pub rate_plan_id: Option<i64>,
+    /// Guests per room (default 1); above the room type's `max_occupancy` is 422
+    /// `occupancy_exceeded`, and each guest beyond its `base_occupancy` adds its
+    /// `extra_guest_cents` per night and room.
+    #[schema(example = 2, minimum = 1, maximum = 50)]
+    pub guests: Option<i64>,
 }
 
 /// A reservation as of now.
@@ -78,11 +89,19 @@ pub struct ReservationOut {
     /// in the read-side look-up (`GET /v1/reservations?...`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paid_cents: Option<i64>,
-    /// Present on a cancelled reservation: what goes back to the guest's card (the
-    /// refund policy: 100% at 72 hours or more before check-in, 50% at 24 hours or
-    /// more, else 0; all of it when the hotel cancels).
+    /// Present on a cancelled reservation: what goes back to the guest's card, by the
+    /// `cancellation_policy` it was sold under (all of it when the hotel cancels).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refund_cents: Option<i64>,
+    /// The rate plan it was sold under; `null`: the base rate.
+    pub rate_plan_id: Option<i64>,
+    /// The policy as it was when the stay was sold; later changes to the plan do not
+    /// change it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancellation_policy: Option<PolicyOut>,
+    /// Guests per room.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guests: Option<u32>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -114,6 +133,9 @@ impl From<ReservationView> for ReservationOut {
             paid_cents: Some(v.paid_cents.get()),
             refund_cents: (v.status == aggregates::ReservationStatus::Cancelled)
                 .then_some(v.refund_cents.get()),
+            rate_plan_id: v.rate_plan_id,
+            cancellation_policy: Some(v.cancellation_policy.into()),
+            guests: Some(v.guests),
         }
     }
 }
@@ -164,6 +186,12 @@ pub async fn create(
         rooms: RoomCount::parse(body.rooms.unwrap_or(1))?,
         guest: Guest::parse(&body.guest.name, &body.guest.email)?,
         expected_total_cents: body.expected_total_cents.map(Cents::new),
+        rate_plan_id: body.rate_plan_id.map(RatePlanId::parse).transpose()?,
+        guests: body
+            .guests
+            .map(GuestCount::parse)
+            .transpose()?
+            .unwrap_or_default(),
     };
     // An oversized stay is a 422 whatever the guest's allowance (the command checks it
     // again).

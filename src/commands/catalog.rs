@@ -59,10 +59,7 @@ impl CommandService {
             let mut tx = self.pool.begin().await?;
             let result: Result<_, AttemptError> = async {
                 let (hotel, version) = Loader { conn: &mut tx }.hotel(hotel_id).await?;
-                let events = hotel.decide(command.clone()).map_err(|e| match e {
-                    aggregates::hotel::HotelError::UnknownHotel => Rejection::UnknownHotel,
-                    aggregates::hotel::HotelError::WrongHotel => Rejection::UnknownHotel,
-                })?;
+                let events = hotel.decide(command.clone()).map_err(Rejection::from)?;
                 let mut writer = Writer::new(&metadata)?;
                 let after = writer.hotel(&mut tx, &hotel, version, &events).await?;
                 writer.flush(&mut tx).await?;

@@ -66,6 +66,8 @@ impl Hold {
             expected_total_cents: self.request.expected_total_cents,
             now: self.now,
             hold_expires_at: self.now + ttl,
+            rate_plan_id: self.request.rate_plan_id,
+            guests: self.request.guests,
         }
     }
 }

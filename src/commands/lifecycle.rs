@@ -11,8 +11,9 @@ use std::collections::BTreeSet;
 
 use aggregates::booking;
 use aggregates::{
-    CancelledBy, Cents, CommandName, Decision, Guest, Hotel, HotelId, Nights, Rejection,
-    Reservation, ReservationEvent, ReservationId, RoomCount, RoomTypeId, StayDates, TimeZone,
+    CancelledBy, Cents, CommandName, Decision, Guest, GuestCount, Hotel, HotelId, Nights,
+    RatePlanId, Rejection, Reservation, ReservationEvent, ReservationId, RoomCount, RoomTypeId,
+    StayDates, TimeZone,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use futures::future::BoxFuture;
@@ -38,6 +39,12 @@ pub struct HoldRequest {
     pub rooms: RoomCount,
     pub guest: Guest,
     pub expected_total_cents: Option<Cents>,
+    /// Left out of the fingerprint when absent (and `guests` when one), so a request
+    /// that does not name them fingerprints as it did before plans and guests existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_plan_id: Option<RatePlanId>,
+    #[serde(skip_serializing_if = "GuestCount::is_one")]
+    pub guests: GuestCount,
 }
 
 /// Writes a caller adds to a reservation command's transaction once the decision is

@@ -84,7 +84,9 @@ fn to_i32(value: u32) -> Result<i32, AttemptError> {
 
 fn reservation_of(event: &RoomNightEvent) -> Option<ReservationId> {
     match event {
-        RoomNightEvent::InventorySet { .. } => None,
+        RoomNightEvent::InventorySet { .. }
+        | RoomNightEvent::RestrictionsSet { .. }
+        | RoomNightEvent::PlanRateSet { .. } => None,
         RoomNightEvent::RoomsHeld { reservation_id, .. }
         | RoomNightEvent::RoomsBooked { reservation_id, .. }
         | RoomNightEvent::HoldConfirmed { reservation_id, .. }

@@ -79,6 +79,8 @@ pub fn hold_request(stay: StayDates, rooms: i64, guest_no: usize) -> HoldRequest
         rooms: RoomCount::parse(rooms).expect("rooms"),
         guest: guest(guest_no),
         expected_total_cents: None,
+        rate_plan_id: None,
+        guests: aggregates::GuestCount::ONE,
     }
 }
 

@@ -31,7 +31,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::hotel::Hotel;
+use crate::hotel::{Hotel, HotelError};
+use crate::rate_plan::PricingError;
 use crate::reservation::{
     Reservation, ReservationDetails, ReservationError, ReservationEvent, ReservationStatus,
 };
@@ -103,6 +104,10 @@ pub enum Rejection {
     DerivedRatePlan,
     #[error("{night} has no inventory to set this on")]
     NoInventory { night: NaiveDate },
+    #[error("rate plan {rate_plan_id} would derive from itself through its parents")]
+    RatePlanCycle {
+        rate_plan_id: crate::types::RatePlanId,
+    },
     #[error("{0}")]
     Invalid(InvalidInputRejection),
 }
@@ -130,6 +135,24 @@ impl From<Restricted> for Rejection {
         Rejection::Restricted {
             restriction: e.restriction,
             night: e.night,
+        }
+    }
+}
+
+impl From<HotelError> for Rejection {
+    fn from(e: HotelError) -> Self {
+        match e {
+            HotelError::UnknownHotel | HotelError::WrongHotel => Rejection::UnknownHotel,
+            HotelError::UnknownRoomType(_) => Rejection::UnknownRoomType,
+            HotelError::Pricing(PricingError::Cycle(rate_plan_id)) => {
+                Rejection::RatePlanCycle { rate_plan_id }
+            }
+            HotelError::Pricing(PricingError::UnknownParent(_) | PricingError::UnknownPlan(_)) => {
+                Rejection::UnknownRatePlan
+            }
+            HotelError::ParentMissingRoomType { .. } => {
+                InvalidInput::new("derived_from.rate_plan_id", e.to_string()).into()
+            }
         }
     }
 }

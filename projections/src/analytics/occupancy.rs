@@ -141,6 +141,9 @@ impl OccupancyState {
                 night.held += i64::from(rooms);
                 night.holds_placed += i64::from(rooms);
             }
+            // Restrictions and plans' own rates shape what may be sold, not what was:
+            // occupancy and revenue follow the rooms taken.
+            RoomNightEvent::RestrictionsSet { .. } | RoomNightEvent::PlanRateSet { .. } => {}
             RoomNightEvent::RoomsBooked {
                 reservation_id,
                 rooms,

@@ -290,6 +290,12 @@ pub fn check_night_event(
                 )),
             }
         }
+        RoomNightEvent::RestrictionsSet { .. } | RoomNightEvent::PlanRateSet { .. } => {
+            if night.levels().is_none() {
+                return Err("restrictions or a plan rate set on a night without inventory".to_owned());
+            }
+            Ok(())
+        }
     }
 }
 
@@ -362,6 +368,21 @@ pub fn check_hotel_event(hotel: &Hotel, event: &HotelEvent, stream_id: &str) -> 
         HotelEvent::RoomTypeSet { room_type_id, .. } => {
             if hotel.hotel_id().is_none() {
                 return Err(format!("RoomTypeSet {room_type_id} before HotelDetailsSet"));
+            }
+            Ok(())
+        }
+        HotelEvent::RatePlanSet { rate_plan_id, plan } => {
+            if hotel.hotel_id().is_none() {
+                return Err(format!("RatePlanSet {rate_plan_id} before HotelDetailsSet"));
+            }
+            if let Some(missing) = plan
+                .room_type_ids()
+                .iter()
+                .find(|id| hotel.room_type(**id).is_none())
+            {
+                return Err(format!(
+                    "RatePlanSet {rate_plan_id} sells room type {missing}, which the hotel does not have"
+                ));
             }
             Ok(())
         }
@@ -563,6 +584,9 @@ mod tests {
             total_cents: aggregates::Cents::new(36_000),
             hold_expires_at: at(15),
             created_at: at(0),
+            rate_plan_id: None,
+            cancellation_policy: aggregates::rate_plan::CancellationPolicy::HOUSE,
+            guests: aggregates::GuestCount::ONE,
         }
     }
 
