@@ -143,6 +143,8 @@ async fn main() -> anyhow::Result<()> {
                     rooms: RoomCount::parse(1).expect("rooms"),
                     guest: Guest::parse("Bench", "bench@example.com").expect("guest"),
                     expected_total_cents: None,
+                    rate_plan_id: None,
+                    guests: aggregates::GuestCount::ONE,
                 };
                 let key = IdempotencyKey::parse(&format!("{c}-{n}")).expect("key");
                 if svc.hold("bench", key, request).await.is_ok() {
