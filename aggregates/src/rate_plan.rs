@@ -133,7 +133,7 @@ pub enum PricingError {
 
 /// The adjustments a plan's price goes through, from the root plan (priced on its own)
 /// to `plan`, and that root. `pricing_of` gives each plan's pricing, `None` for a plan
-/// that does not exist.
+/// that does not exist. A chain that loops is refused naming a plan on the loop.
 pub fn resolve(
     plan: RatePlanId,
     pricing_of: impl Fn(RatePlanId) -> Option<Pricing>,
@@ -159,7 +159,9 @@ pub fn resolve(
                 adjust_percent,
             }) => {
                 if seen.contains(&parent) {
-                    return Err(PricingError::Cycle(plan));
+                    // The first plan met twice is on the loop (`plan` itself may only
+                    // lead into it).
+                    return Err(PricingError::Cycle(parent));
                 }
                 adjustments.push(adjust_percent);
                 seen.push(parent);

@@ -15,6 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::rate_plans::RatePlanOut;
 use super::search::{stay_query, OfferOut};
 use super::AppState;
 use crate::commands::Caller;
@@ -51,6 +52,10 @@ pub struct RoomTypeOut {
     pub room_type_id: i64,
     pub name: String,
     pub max_occupancy: u32,
+    /// Guests the rate covers.
+    pub base_occupancy: u32,
+    /// Added per night and room for each guest beyond `base_occupancy`.
+    pub extra_guest_cents: i64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -60,6 +65,7 @@ pub struct HotelOut {
     pub city: String,
     pub timezone: String,
     pub room_types: Vec<RoomTypeOut>,
+    pub rate_plans: Vec<RatePlanOut>,
 }
 
 impl HotelOut {
@@ -77,20 +83,27 @@ impl HotelOut {
                     room_type_id: id.get(),
                     name: rt.name().to_owned(),
                     max_occupancy: rt.max_occupancy(),
+                    base_occupancy: rt.base_occupancy(),
+                    extra_guest_cents: rt.extra_guest_cents().get(),
                 })
+                .collect(),
+            rate_plans: hotel
+                .rate_plans()
+                .iter()
+                .map(|(id, plan)| RatePlanOut::of(*id, plan))
                 .collect(),
         })
     }
 }
 
-fn hotel_out(hotel: &Hotel) -> Result<Json<HotelOut>, ApiError> {
+pub(crate) fn hotel_out(hotel: &Hotel) -> Result<Json<HotelOut>, ApiError> {
     HotelOut::of(hotel)
         .map(Json)
         .ok_or_else(|| ApiError::not_found("no such hotel"))
 }
 
 /// The admin acting, named as their token is (recorded with the events).
-fn staff(principal: &Principal) -> Caller {
+pub(crate) fn staff(principal: &Principal) -> Caller {
     Caller::Staff(principal.name.clone())
 }
 
@@ -137,6 +150,12 @@ pub struct PutRoomType {
     pub name: String,
     #[schema(example = 2, minimum = 1, maximum = 50)]
     pub max_occupancy: i64,
+    /// Guests the rate covers (1 to `max_occupancy`; default `max_occupancy`).
+    #[schema(example = 2, minimum = 1, maximum = 50)]
+    pub base_occupancy: Option<i64>,
+    /// Added per night and room for each guest beyond `base_occupancy` (default 0).
+    #[schema(example = 2500, minimum = 0, maximum = 100_000_000)]
+    pub extra_guest_cents: Option<i64>,
 }
 
 /// Create or update a room type of an existing hotel.
@@ -160,7 +179,8 @@ pub async fn put_room_type(
     principal.require(&[Role::Admin])?;
     let hotel = HotelId::parse(hotel)?;
     let room_type = RoomTypeId::parse(room_type)?;
-    let details = RoomTypeDetails::parse(&body.name, body.max_occupancy)?;
+    let details = RoomTypeDetails::parse(&body.name, body.max_occupancy)?
+        .with_occupancy_pricing(body.base_occupancy, body.extra_guest_cents)?;
     let hotel = state
         .commands
         .set_room_type(&staff(&principal), hotel, room_type, details)

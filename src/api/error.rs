@@ -52,6 +52,19 @@ impl ApiError {
         self
     }
 
+    /// The same error about a field inside `prefix` (`updates[2]`): its `field` and
+    /// message name the full path, so a client finds what to fix in a long request.
+    pub fn in_field(mut self, prefix: &str) -> Self {
+        if let Some(Value::String(field)) = self.details.get("field") {
+            let full = format!("{prefix}.{field}");
+            self.message = format!("{prefix}: {}", self.message);
+            self.details.insert("field".to_owned(), Value::String(full));
+        } else {
+            self.message = format!("{prefix}: {}", self.message);
+        }
+        self
+    }
+
     pub fn retry_after(mut self, seconds: u32) -> Self {
         self.retry_after = Some(seconds);
         self

@@ -82,6 +82,8 @@ pub struct AppStateInner {
         description = "Hold, confirm, cancel and change hotel stays; every room-night is sold once (or up to the hotel's overbooking allowance). Stays are half-open date ranges [start_date, end_date). Errors are {\"error\", \"message\", ...}."),
     paths(
         catalog::put_hotel, catalog::put_room_type, catalog::put_inventory,
+        rate_plans::put_rate_plan, rate_plans::put_plan_rates, rate_plans::put_restrictions,
+        rate_plans::put_ari,
         catalog::get_hotel, catalog::search_hotels, catalog::availability,
         search::search,
         reservations::create, reservations::get, reservations::cancel,
@@ -131,6 +133,19 @@ pub fn router(state: AppState) -> Router {
             "/v1/hotels/{hotel_id}/room-types/{room_type_id}/inventory",
             put(catalog::put_inventory),
         )
+        .route(
+            "/v1/hotels/{hotel_id}/room-types/{room_type_id}/restrictions",
+            put(rate_plans::put_restrictions),
+        )
+        .route(
+            "/v1/hotels/{hotel_id}/rate-plans/{rate_plan_id}",
+            put(rate_plans::put_rate_plan),
+        )
+        .route(
+            "/v1/hotels/{hotel_id}/rate-plans/{rate_plan_id}/rates",
+            put(rate_plans::put_plan_rates),
+        )
+        .route("/v1/hotels/{hotel_id}/ari", put(rate_plans::put_ari))
         .route(
             "/v1/hotels/{hotel_id}/availability",
             get(catalog::availability),

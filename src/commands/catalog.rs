@@ -3,16 +3,26 @@
 //! member's name is recorded with the events, as every other command records its
 //! caller's.
 
-use aggregates::booking::{self, InventoryUpdate};
+use std::collections::BTreeMap;
+
+use aggregates::booking::{self, AriUpdate, InventoryUpdate};
 use aggregates::{
-    CommandName, Hotel, HotelCommand, HotelDetails, HotelId, InvalidInput, Rejection,
-    RoomTypeDetails, RoomTypeId, StayDates,
+    CommandName, Hotel, HotelCommand, HotelDetails, HotelId, InvalidInput, RatePlan, RatePlanId,
+    Rejection, RoomTypeDetails, RoomTypeId, StayDates,
 };
 use chrono::NaiveDate;
 
 use super::{Caller, CommandService};
 use crate::error::CommandError;
-use crate::write::{settle, with_retries, AttemptError, EventMetadata, Loader, Writer};
+use crate::write::{
+    settle, with_retries, AttemptError, EventMetadata, Loader, WantedNights, Writer,
+};
+
+/// Most nights one bulk update may set, over all its ranges: a year for a hundred room
+/// types, with room to spare.
+pub const MAX_ARI_NIGHTS: usize = 40_000;
+/// Most ranges one bulk update may carry.
+pub const MAX_ARI_UPDATES: usize = 1_000;
 
 impl CommandService {
     /// Creates or updates a hotel's name, city and timezone.
@@ -40,6 +50,19 @@ impl CommandService {
             details,
         };
         self.hotel_command(by, hotel_id, command, CommandName::SetRoomType)
+            .await
+    }
+
+    /// Creates or updates a rate plan of an existing hotel.
+    pub async fn set_rate_plan(
+        &self,
+        by: &Caller,
+        hotel_id: HotelId,
+        rate_plan_id: RatePlanId,
+        plan: RatePlan,
+    ) -> Result<Hotel, CommandError> {
+        let command = HotelCommand::SetRatePlan { rate_plan_id, plan };
+        self.hotel_command(by, hotel_id, command, CommandName::SetRatePlan)
             .await
     }
 
@@ -108,7 +131,7 @@ impl CommandService {
                 }
                 let (hotel, _) = loader.hotel(hotel_id).await?;
                 let nights = loader
-                    .nights(hotel_id, room_type_id, &dates, None, now, locks)
+                    .nights(hotel_id, room_type_id, &dates, &[], None, now, locks)
                     .await?;
                 let decision = booking::set_inventory(
                     &hotel,
@@ -125,6 +148,110 @@ impl CommandService {
                 writer.queue_nights(&nights, &decision)?;
                 writer.flush(&mut tx).await?;
                 Ok(range.night_count())
+            }
+            .await;
+            settle(tx, result).await
+        })
+        .await
+    }
+
+    /// Applies bulk updates of inventory, restrictions and plan rates, in order, each on
+    /// the nights of its range that fall on its days, all of them or none. Returns how
+    /// many nights each update set. `command` names what the caller asked for (the
+    /// single-range endpoints record theirs).
+    pub async fn update_ari(
+        &self,
+        by: &Caller,
+        command: CommandName,
+        hotel_id: HotelId,
+        updates: Vec<AriUpdate>,
+    ) -> Result<Vec<u32>, CommandError> {
+        let too_many = |message: String| -> CommandError {
+            Rejection::from(InvalidInput::new("updates", message)).into()
+        };
+        if updates.is_empty() || updates.len() > MAX_ARI_UPDATES {
+            return Err(too_many(format!(
+                "must carry 1 to {MAX_ARI_UPDATES} updates"
+            )));
+        }
+        let mut by_room_type: BTreeMap<RoomTypeId, Vec<NaiveDate>> = BTreeMap::new();
+        let mut total = 0usize;
+        for update in &updates {
+            if update.range.night_count() > self.config.max_inventory_nights {
+                return Err(Rejection::from(InvalidInput::new(
+                    "end_date",
+                    format!(
+                        "at most {} nights per range",
+                        self.config.max_inventory_nights
+                    ),
+                ))
+                .into());
+            }
+            let dates = by_room_type.entry(update.room_type_id).or_default();
+            let before = dates.len();
+            dates.extend(update.dates());
+            total += dates.len() - before;
+            if total > MAX_ARI_NIGHTS {
+                return Err(too_many(format!(
+                    "at most {MAX_ARI_NIGHTS} nights per request"
+                )));
+            }
+        }
+        let wanted: Vec<WantedNights> = by_room_type
+            .into_iter()
+            .map(|(room_type_id, mut dates)| {
+                dates.sort_unstable();
+                dates.dedup();
+                WantedNights {
+                    hotel_id,
+                    room_type_id,
+                    dates,
+                    peek: Vec::new(),
+                }
+            })
+            .collect();
+        let now = self.now();
+        let metadata = EventMetadata {
+            command,
+            client: by.name().to_owned(),
+            idempotency_key: None,
+        };
+        let cmd = booking::UpdateAri {
+            hotel_id,
+            updates,
+            now,
+        };
+        let locks = self.config.strategy.locks_nights();
+        with_retries(self.config.retry, |_| async {
+            let mut tx = self.pool.begin().await?;
+            let result: Result<_, AttemptError> = async {
+                let mut loader = Loader { conn: &mut tx };
+                if locks {
+                    // In room type order, as every batch of holds takes them.
+                    for room in &wanted {
+                        loader.lock_room_type(hotel_id, room.room_type_id).await?;
+                    }
+                }
+                let (hotel, _) = loader.hotel(hotel_id).await?;
+                let loaded = loader.nights_of(&wanted, None, now, locks).await?;
+                let nights: BTreeMap<RoomTypeId, aggregates::Nights> = loaded
+                    .iter()
+                    .map(|l| (l.room_type_id, l.nights.clone()))
+                    .collect();
+                let decided = booking::update_ari(&hotel, &nights, &cmd)?;
+                let mut writer = Writer::new(&metadata)?;
+                let stored = writer.set_metadata(&metadata)?.clone();
+                for room in &loaded {
+                    let decisions: Vec<(&serde_json::Value, &aggregates::Decision)> = decided
+                        .decisions
+                        .iter()
+                        .filter(|(id, _)| *id == room.room_type_id)
+                        .map(|(_, d)| (&stored, d))
+                        .collect();
+                    writer.queue_nights_of(room, &decisions)?;
+                }
+                writer.flush(&mut tx).await?;
+                Ok(decided.nights_per_update)
             }
             .await;
             settle(tx, result).await

@@ -303,22 +303,25 @@ async fn attempt(
         }
     }
     // Every night the holds that run want, room by room.
-    let mut wanted: BTreeMap<Room, Vec<NaiveDate>> = BTreeMap::new();
+    // (and, peeked at, their check-out days).
+    let mut wanted: BTreeMap<Room, (Vec<NaiveDate>, Vec<NaiveDate>)> = BTreeMap::new();
     for (job, _) in batch.iter().zip(&answers).filter(|(_, a)| a.is_none()) {
-        wanted
-            .entry(job.room())
-            .or_default()
-            .extend(job.hold.request.stay.nights());
+        let (dates, peek) = wanted.entry(job.room()).or_default();
+        dates.extend(job.hold.request.stay.nights());
+        peek.push(job.hold.request.stay.end());
     }
     let wanted: Vec<WantedNights> = wanted
         .into_iter()
-        .map(|((hotel_id, room_type_id), mut dates)| {
+        .map(|((hotel_id, room_type_id), (mut dates, mut peek))| {
             dates.sort_unstable();
             dates.dedup();
+            peek.sort_unstable();
+            peek.dedup();
             WantedNights {
                 hotel_id,
                 room_type_id,
                 dates,
+                peek,
             }
         })
         .collect();

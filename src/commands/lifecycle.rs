@@ -167,6 +167,7 @@ impl CommandService {
                 request.hotel_id,
                 request.room_type_id,
                 &dates,
+                &[request.stay.end()],
                 Some(hold.reservation_id),
                 hold.now,
                 locks,
@@ -187,6 +188,7 @@ impl CommandService {
                 nights: &nights,
                 before: None,
                 now: hold.now,
+                verify_reads: !locks,
             },
             decision,
         )
@@ -492,11 +494,14 @@ impl CommandService {
         let dates: Vec<NaiveDate> = dates.into_iter().collect();
         let (hotel_id, room_type_id) = (details.hotel_id, details.room_type_id);
         let (hotel, _) = loader.hotel(hotel_id).await?;
+        // The new stay's check-out day, for its closed-to-departure rule.
+        let peek: Vec<NaiveDate> = command.extra_stay.iter().map(|s| s.end()).collect();
         let nights = loader
             .nights(
                 hotel_id,
                 room_type_id,
                 &dates,
+                &peek,
                 Some(reservation_id),
                 now,
                 lock,
@@ -520,6 +525,7 @@ impl CommandService {
                 nights: &nights,
                 before: Some(&loaded),
                 now,
+                verify_reads: !lock,
             },
             decision,
         )
@@ -578,6 +584,8 @@ struct Decided<'a> {
     /// The reservation as loaded; `None` for a new one.
     before: Option<&'a LoadedReservation>,
     now: DateTime<Utc>,
+    /// Check the nights read and not written (no room type lock guards them).
+    verify_reads: bool,
 }
 
 /// Writes a decision (or records a rejection), the idempotency outcome and the payment
@@ -588,6 +596,9 @@ async fn finish(
     decision: Result<Decision, Rejection>,
 ) -> Result<Outcome, AttemptError> {
     let mut writer = Writer::new(with.metadata)?;
+    if with.verify_reads {
+        writer.verify_reads();
+    }
     let (outcome, written) = match decision {
         Err(rejection) => (Err(rejection), None),
         Ok(decision) => {

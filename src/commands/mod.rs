@@ -28,6 +28,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::write::{RetryPolicy, Strategy};
 
 pub use crate::view::{GuestView, ReservationView};
+pub use catalog::{MAX_ARI_NIGHTS, MAX_ARI_UPDATES};
 pub use lifecycle::{AfterDecision, HoldRequest, Loaded, ReservationCommand};
 
 /// The outcome stored for an idempotent request: what the first attempt answered.

@@ -109,6 +109,8 @@ pub struct Writer {
     new_reservations: ReservationRows,
     changed_reservations: ReservationRows,
     idempotency: IdempotencyRows,
+    /// Also check that the nights a decision read but did not change are unchanged.
+    verify_reads: bool,
 }
 
 impl Writer {
@@ -123,7 +125,17 @@ impl Writer {
             new_reservations: ReservationRows::default(),
             changed_reservations: ReservationRows::default(),
             idempotency: IdempotencyRows::default(),
+            verify_reads: false,
         })
+    }
+
+    /// From now on, every loaded night a decision leaves alone is written back as it
+    /// was, with its version checked: under the optimistic strategy nothing else keeps
+    /// a night read for its restrictions (a stay's check-out day) from changing between
+    /// the read and the commit. (The locking strategies hold the room type's lock,
+    /// which every writer of its nights takes.)
+    pub fn verify_reads(&mut self) {
+        self.verify_reads = true;
     }
 
     /// The metadata stored with the events queued from now on (a batch of commands has
@@ -162,11 +174,13 @@ impl Writer {
         for (_, decision) in decisions {
             keys.extend(decision.nights.iter().map(|(key, _)| *key));
         }
+        let mut written: BTreeSet<NaiveDate> = BTreeSet::new();
         for key in keys {
             let version = loaded.versions.get(&key.night).copied().unwrap_or(0);
             let mut after = loaded.nights.get(&key.night).cloned().unwrap_or_default();
             let mut sequence = version;
             let mut touched: BTreeSet<ReservationId> = BTreeSet::new();
+            let mut terms_changed = false;
             for (metadata, decision) in decisions {
                 for (k, events) in &decision.nights {
                     if *k != key {
@@ -184,6 +198,13 @@ impl Writer {
                         after.apply_event(event);
                     }
                     touched.extend(events.iter().filter_map(reservation_of));
+                    terms_changed |= events.iter().any(|e| {
+                        matches!(
+                            e,
+                            RoomNightEvent::RestrictionsSet { .. }
+                                | RoomNightEvent::PlanRateSet { .. }
+                        )
+                    });
                 }
             }
             let rows = if version == 0 {
@@ -191,7 +212,16 @@ impl Writer {
             } else {
                 &mut self.night_updates
             };
-            rows.push(hotel, room_type, key.night, &after, version, sequence)?;
+            rows.push(
+                hotel,
+                room_type,
+                key.night,
+                &after,
+                version,
+                sequence,
+                terms_changed,
+            )?;
+            written.insert(key.night);
             for id in touched {
                 if let Some(hold) = after.hold_of(&id) {
                     self.kept.push(
@@ -207,6 +237,18 @@ impl Writer {
                         .push(hotel, room_type, key.night, id, rooms, None)?;
                 } else {
                     self.gone.push(hotel, room_type, key.night, id);
+                }
+            }
+        }
+        if self.verify_reads {
+            for (night, version) in &loaded.versions {
+                if written.contains(night) {
+                    continue;
+                }
+                if let Some(state) = loaded.nights.get(night) {
+                    // Same state, same version: the update only checks the version.
+                    self.night_updates
+                        .push(hotel, room_type, *night, state, *version, *version, false)?;
                 }
             }
         }
@@ -473,6 +515,12 @@ impl Writer {
             .bind(&idem.key)
             .bind(&idem.request_hash)
             .bind(&idem.outcome)
+            // $67-$71: the nights' restrictions and plan rates (updates, then inserts)
+            .bind(&u.terms_changed)
+            .bind(&u.restrictions)
+            .bind(&u.plan_rates)
+            .bind(&i.restrictions)
+            .bind(&i.plan_rates)
             .fetch_one(&mut *conn)
             .await?;
         let updated: i64 = counts.try_get("nights_updated")?;
@@ -499,19 +547,27 @@ WITH nights_updated AS (
     UPDATE room_nights AS rn
        SET total_rooms = u.total_rooms, overbooking_allowance = u.allowance,
            rate_cents = u.rate_cents, confirmed = u.confirmed, held = u.held,
-           version = u.new_version
+           version = u.new_version,
+           -- A booking leaves the terms as they are (and sends none); only a change to
+           -- them writes them.
+           restrictions = CASE WHEN u.terms_changed THEN u.restrictions ELSE rn.restrictions END,
+           plan_rates = CASE WHEN u.terms_changed THEN u.plan_rates ELSE rn.plan_rates END
       FROM unnest($1::bigint[], $2::bigint[], $3::date[], $4::int[], $5::int[],
-                  $6::bigint[], $7::int[], $8::int[], $9::bigint[], $10::bigint[])
+                  $6::bigint[], $7::int[], $8::int[], $9::bigint[], $10::bigint[],
+                  $67::bool[], $68::jsonb[], $69::jsonb[])
            AS u(hotel_id, room_type_id, night, total_rooms, allowance, rate_cents,
-                confirmed, held, expected, new_version)
+                confirmed, held, expected, new_version, terms_changed, restrictions,
+                plan_rates)
      WHERE rn.hotel_id = u.hotel_id AND rn.room_type_id = u.room_type_id
        AND rn.night = u.night AND rn.version = u.expected
     RETURNING 1
 ), nights_inserted AS (
     INSERT INTO room_nights (hotel_id, room_type_id, night, total_rooms,
-           overbooking_allowance, rate_cents, confirmed, held, version)
+           overbooking_allowance, rate_cents, confirmed, held, version, restrictions,
+           plan_rates)
     SELECT * FROM unnest($11::bigint[], $12::bigint[], $13::date[], $14::int[], $15::int[],
-                         $16::bigint[], $17::int[], $18::int[], $19::bigint[])
+                         $16::bigint[], $17::int[], $18::int[], $19::bigint[],
+                         $70::jsonb[], $71::jsonb[])
     RETURNING 1
 ), allocations_gone AS (
     DELETE FROM room_night_allocations AS a
@@ -587,6 +643,11 @@ struct NightRows {
     held: Vec<i32>,
     expected: Vec<i64>,
     new_version: Vec<i64>,
+    /// Whether the decision changed the night's restrictions or plan rates (updates
+    /// write them only then; inserts always do).
+    terms_changed: Vec<bool>,
+    restrictions: Vec<Option<serde_json::Value>>,
+    plan_rates: Vec<Option<serde_json::Value>>,
 }
 
 impl NightRows {
@@ -598,6 +659,7 @@ impl NightRows {
         state: &RoomNight,
         expected: i64,
         new_version: i64,
+        terms_changed: bool,
     ) -> Result<(), AttemptError> {
         let Some(levels) = state.levels() else {
             return Err(internal("a night without inventory cannot be written"));
@@ -612,6 +674,23 @@ impl NightRows {
         self.held.push(to_i32(state.held())?);
         self.expected.push(expected);
         self.new_version.push(new_version);
+        self.terms_changed.push(terms_changed);
+        let (restrictions, plan_rates) = if terms_changed || expected == 0 {
+            (
+                (!state.restrictions().is_empty())
+                    .then(|| serde_json::to_value(state.restrictions()))
+                    .transpose()
+                    .map_err(internal)?,
+                (!state.plan_rates().is_empty())
+                    .then(|| serde_json::to_value(state.plan_rates()))
+                    .transpose()
+                    .map_err(internal)?,
+            )
+        } else {
+            (None, None)
+        };
+        self.restrictions.push(restrictions);
+        self.plan_rates.push(plan_rates);
         Ok(())
     }
 }

@@ -67,6 +67,9 @@ pub struct WantedNights {
     pub hotel_id: HotelId,
     pub room_type_id: RoomTypeId,
     pub dates: Vec<NaiveDate>,
+    /// Nights read but neither locked nor written: a stay's check-out day, whose
+    /// `closed_to_departure` binds it. A date also in `dates` is loaded as one of those.
+    pub peek: Vec<NaiveDate>,
 }
 
 /// One request's idempotency claim: whether its key's lock is ours, and its record.
@@ -257,6 +260,7 @@ impl Loader<'_> {
         hotel_id: HotelId,
         room_type_id: RoomTypeId,
         dates: &[NaiveDate],
+        peek: &[NaiveDate],
         reservation_id: Option<ReservationId>,
         now: DateTime<Utc>,
         lock: bool,
@@ -265,6 +269,7 @@ impl Loader<'_> {
             hotel_id,
             room_type_id,
             dates: dates.to_vec(),
+            peek: peek.to_vec(),
         };
         let mut loaded = self
             .nights_of(std::slice::from_ref(&wanted), reservation_id, now, lock)
@@ -293,11 +298,19 @@ impl Loader<'_> {
         let mut hotels = Vec::new();
         let mut room_types = Vec::new();
         let mut nights = Vec::new();
+        let mut peeks = Vec::new();
         for room in wanted {
             for night in &room.dates {
                 hotels.push(room.hotel_id.get());
                 room_types.push(room.room_type_id.get());
                 nights.push(*night);
+                peeks.push(false);
+            }
+            for night in room.peek.iter().filter(|d| !room.dates.contains(d)) {
+                hotels.push(room.hotel_id.get());
+                room_types.push(room.room_type_id.get());
+                nights.push(*night);
+                peeks.push(true);
             }
         }
         // A prepared statement with a generic plan, like the rest of the write path (see
@@ -307,7 +320,8 @@ impl Loader<'_> {
             .bind(&hotels)
             .bind(&room_types)
             .bind(&nights)
-            .bind(now);
+            .bind(now)
+            .bind(&peeks);
         let query = match reservation_id {
             Some(id) => query.bind(id.as_uuid()),
             None => query,
@@ -376,6 +390,16 @@ impl Loader<'_> {
                 Cents::new(row.try_get("rate_cents")?),
             )
             .map_err(|e| corrupt("room night", e))?;
+            let restrictions = match row.try_get::<Option<serde_json::Value>, _>("restrictions")? {
+                Some(json) => {
+                    serde_json::from_value(json).map_err(|e| corrupt("restrictions", e))?
+                }
+                None => Default::default(),
+            };
+            let plan_rates = match row.try_get::<Option<serde_json::Value>, _>("plan_rates")? {
+                Some(json) => serde_json::from_value(json).map_err(|e| corrupt("plan rates", e))?,
+                None => Default::default(),
+            };
             let state = RoomNight::from_snapshot(
                 RoomNightKey::new(target.hotel_id, target.room_type_id, night),
                 levels,
@@ -383,7 +407,8 @@ impl Loader<'_> {
                 non_negative(row.try_get("held")?)?,
                 holds.remove(&key).unwrap_or_default(),
                 confirmations.remove(&key).unwrap_or_default(),
-            );
+            )
+            .with_terms(restrictions, plan_rates);
             target.versions.insert(night, row.try_get("version")?);
             target.nights.insert(night, state);
         }
@@ -402,8 +427,10 @@ fn non_negative(value: i32) -> Result<u32, AttemptError> {
 }
 
 /// The nights read (see [`Loader::nights_of`]): `$1..$3` the wanted nights as arrays,
-/// `$4` the clock that tells a lapsed hold, `$5` the reservation whose own allocations
-/// are loaded too (with `reservation`).
+/// `$4` the clock that tells a lapsed hold, `$5` whether each wanted night is only
+/// peeked at (read without a lock, and without its allocations: nothing will be
+/// decided on it), `$6` the reservation whose own allocations are loaded too (with
+/// `reservation`).
 ///
 /// Each allocation branch is a `LATERAL` subquery fenced by `OFFSET 0`, so it can only
 /// be run once per wanted night with that night's key bound: a probe of an index on
@@ -420,40 +447,54 @@ pub fn nights_sql(lock: bool, reservation: bool) -> String {
         format!(
             "UNION ALL
              SELECT false, w.hotel_id, w.room_type_id, w.night, NULL, NULL, NULL, NULL,
-                    NULL, NULL, a.reservation_id, a.rooms, a.expires_at
+                    NULL, NULL, NULL, NULL, a.reservation_id, a.rooms, a.expires_at
                FROM wanted w
               CROSS JOIN LATERAL (
                     SELECT a.reservation_id, a.rooms, a.expires_at
                       FROM room_night_allocations a
                      WHERE a.hotel_id = w.hotel_id AND a.room_type_id = w.room_type_id
                        AND a.night = w.night AND {condition}
-                    OFFSET 0) a"
+                    OFFSET 0) a
+              WHERE NOT w.peek"
         )
     };
     let lapsed = allocations("a.expires_at <= $4");
     let own = if reservation {
-        allocations("a.reservation_id = $5")
+        allocations("a.reservation_id = $6")
     } else {
         String::new()
     };
     let lock = if lock { "FOR UPDATE OF rn" } else { "" };
     format!(
         "WITH wanted AS MATERIALIZED (
-              SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::date[])
-                     AS w(hotel_id, room_type_id, night)
+              SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::date[], $5::bool[])
+                     AS w(hotel_id, room_type_id, night, peek)
          ), n AS (
               SELECT rn.hotel_id, rn.room_type_id, rn.night, rn.total_rooms,
                      rn.overbooking_allowance, rn.rate_cents, rn.confirmed, rn.held,
-                     rn.version
+                     rn.version, rn.restrictions, rn.plan_rates
                 FROM wanted w
                 JOIN room_nights rn USING (hotel_id, room_type_id, night)
+               WHERE NOT w.peek
                ORDER BY rn.hotel_id, rn.room_type_id, rn.night
-               {lock})
+               {lock}
+         ), p AS (
+              SELECT rn.hotel_id, rn.room_type_id, rn.night, rn.total_rooms,
+                     rn.overbooking_allowance, rn.rate_cents, rn.confirmed, rn.held,
+                     rn.version, rn.restrictions, rn.plan_rates
+                FROM wanted w
+                JOIN room_nights rn USING (hotel_id, room_type_id, night)
+               WHERE w.peek)
          SELECT true AS is_night, hotel_id, room_type_id, night, total_rooms,
                 overbooking_allowance, rate_cents, confirmed, held, version,
-                NULL::uuid AS reservation_id, NULL::int AS rooms,
+                restrictions, plan_rates, NULL::uuid AS reservation_id, NULL::int AS rooms,
                 NULL::timestamptz AS expires_at
            FROM n
+         UNION ALL
+         SELECT true, hotel_id, room_type_id, night, total_rooms, overbooking_allowance,
+                rate_cents, confirmed, held, version, restrictions, plan_rates, NULL, NULL,
+                NULL
+           FROM p
          {lapsed}
          {own}"
     )

@@ -337,10 +337,12 @@ async fn the_nights_read_probes_the_allocations_by_night_on_a_table_never_analyz
         .expect("keep autovacuum away");
     let nights: Vec<String> = (10..20).map(|d| format!("'{}'", day(d))).collect();
     let arguments = format!(
-        "ARRAY[{hotels}]::bigint[], ARRAY[{types}]::bigint[], ARRAY[{nights}]::date[], now()",
+        "ARRAY[{hotels}]::bigint[], ARRAY[{types}]::bigint[], ARRAY[{nights}]::date[], now(), \
+         ARRAY[{peeks}]::bool[]",
         hotels = vec![hotel_id().get().to_string(); nights.len()].join(","),
         types = vec![king().get().to_string(); nights.len()].join(","),
         nights = nights.join(","),
+        peeks = vec!["false"; nights.len()].join(","),
     );
 
     // Act: the plans PostgreSQL would use for each form of the statement, generic (after
@@ -368,11 +370,14 @@ async fn the_nights_read_probes_the_allocations_by_night_on_a_table_never_analyz
         for (name, reservation) in [("hold", false), ("of_reservation", true)] {
             let (parameters, arguments) = if reservation {
                 (
-                    "bigint[], bigint[], date[], timestamptz, uuid",
+                    "bigint[], bigint[], date[], timestamptz, bool[], uuid",
                     format!("{arguments}, gen_random_uuid()"),
                 )
             } else {
-                ("bigint[], bigint[], date[], timestamptz", arguments.clone())
+                (
+                    "bigint[], bigint[], date[], timestamptz, bool[]",
+                    arguments.clone(),
+                )
             };
             sqlx::query(&format!(
                 "PREPARE {name}({parameters}) AS {}",

@@ -85,10 +85,14 @@ pub enum CommandName {
     ExpireHold,
     ApplyAuthorization,
     DeclinePayment,
+    SetRatePlan,
+    SetRestrictions,
+    SetPlanRates,
+    UpdateAri,
 }
 
 impl CommandName {
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 14] = [
         Self::SetHotel,
         Self::SetRoomType,
         Self::SetInventory,
@@ -99,6 +103,10 @@ impl CommandName {
         Self::ExpireHold,
         Self::ApplyAuthorization,
         Self::DeclinePayment,
+        Self::SetRatePlan,
+        Self::SetRestrictions,
+        Self::SetPlanRates,
+        Self::UpdateAri,
     ];
 
     /// The name stored in `metadata.command` and hashed into idempotency records.
@@ -114,6 +122,10 @@ impl CommandName {
             Self::ExpireHold => "expire_hold",
             Self::ApplyAuthorization => "apply_authorization",
             Self::DeclinePayment => "decline_payment",
+            Self::SetRatePlan => "set_rate_plan",
+            Self::SetRestrictions => "set_restrictions",
+            Self::SetPlanRates => "set_plan_rates",
+            Self::UpdateAri => "update_ari",
         }
     }
 
@@ -166,7 +178,11 @@ mod tests {
             | CommandName::Confirm
             | CommandName::ExpireHold
             | CommandName::ApplyAuthorization
-            | CommandName::DeclinePayment => 10,
+            | CommandName::DeclinePayment
+            | CommandName::SetRatePlan
+            | CommandName::SetRestrictions
+            | CommandName::SetPlanRates
+            | CommandName::UpdateAri => 14,
         }
     }
 

@@ -187,6 +187,18 @@ fn a_chain_that_comes_back_to_a_plan_is_refused_as_a_cycle() {
         resolve(plan(1), |p| plans.get(&p).copied()),
         Err(PricingError::Cycle(plan(1)))
     );
+    // A plan that only leads into a loop does not derive from itself: the loop is named.
+    let into: BTreeMap<RatePlanId, Pricing> = [
+        (plan(1), derived(2)),
+        (plan(2), derived(3)),
+        (plan(3), derived(2)),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        resolve(plan(1), |p| into.get(&p).copied()),
+        Err(PricingError::Cycle(plan(2)))
+    );
     let itself: BTreeMap<RatePlanId, Pricing> = [(plan(4), derived(4))].into_iter().collect();
     assert_eq!(
         resolve(plan(4), |p| itself.get(&p).copied()),

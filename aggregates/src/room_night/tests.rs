@@ -599,6 +599,308 @@ fn expiring_drops_only_the_named_reservations_hold() {
         .then_expect_events(vec![lapsed(1, 1, at(15))]);
 }
 
+// --- SetRestrictions ----------------------------------------------------------------
+
+fn plan(n: i64) -> RatePlanId {
+    RatePlanId::parse(n).expect("valid id")
+}
+
+fn set_restrictions(plan: Option<RatePlanId>, patch: RestrictionsPatch) -> RoomNightCommand {
+    RoomNightCommand::SetRestrictions {
+        rate_plan_id: plan,
+        patch,
+    }
+}
+
+fn restrictions_set(plan: Option<RatePlanId>, restrictions: NightRestrictions) -> RoomNightEvent {
+    RoomNightEvent::RestrictionsSet {
+        rate_plan_id: plan,
+        restrictions,
+    }
+}
+
+fn plan_rate_set(plan_id: RatePlanId, rate: Option<i64>) -> RoomNightEvent {
+    RoomNightEvent::PlanRateSet {
+        rate_plan_id: plan_id,
+        rate_cents: rate.map(Cents::new),
+    }
+}
+
+fn min_stay_2_stop_sell() -> NightRestrictions {
+    NightRestrictions {
+        min_stay: Some(2),
+        stop_sell: true,
+        ..NightRestrictions::default()
+    }
+}
+
+#[test]
+fn setting_restrictions_records_the_whole_set_after_the_change() {
+    Fixture::with(())
+        .given(vec![inventory_set(5, 0, 12_000)])
+        .when(set_restrictions(
+            None,
+            RestrictionsPatch {
+                min_stay: Some(Some(2)),
+                stop_sell: Some(true),
+                ..RestrictionsPatch::default()
+            },
+        ))
+        .then_expect_events(vec![restrictions_set(None, min_stay_2_stop_sell())]);
+}
+
+#[test]
+fn a_patch_keeps_every_field_it_leaves_out() {
+    Fixture::with(())
+        .given(vec![
+            inventory_set(5, 0, 12_000),
+            restrictions_set(None, min_stay_2_stop_sell()),
+        ])
+        .when(set_restrictions(
+            None,
+            RestrictionsPatch {
+                closed_to_arrival: Some(true),
+                max_advance_days: Some(Some(90)),
+                ..RestrictionsPatch::default()
+            },
+        ))
+        .then_expect_events(vec![restrictions_set(
+            None,
+            NightRestrictions {
+                closed_to_arrival: true,
+                max_advance_days: Some(90),
+                ..min_stay_2_stop_sell()
+            },
+        )]);
+}
+
+#[test]
+fn a_patch_clears_a_number_with_some_none_and_a_flag_with_false() {
+    Fixture::with(())
+        .given(vec![
+            inventory_set(5, 0, 12_000),
+            restrictions_set(None, min_stay_2_stop_sell()),
+        ])
+        .when(set_restrictions(
+            None,
+            RestrictionsPatch {
+                min_stay: Some(None),
+                stop_sell: Some(false),
+                ..RestrictionsPatch::default()
+            },
+        ))
+        .then_expect_events(vec![restrictions_set(None, NightRestrictions::default())]);
+}
+
+#[test]
+fn a_plans_restrictions_start_from_its_own_set_not_from_every_plans() {
+    Fixture::with(())
+        .given(vec![
+            inventory_set(5, 0, 12_000),
+            restrictions_set(None, min_stay_2_stop_sell()),
+        ])
+        .when(set_restrictions(
+            Some(plan(1)),
+            RestrictionsPatch {
+                closed_to_departure: Some(true),
+                ..RestrictionsPatch::default()
+            },
+        ))
+        .then_expect_events(vec![restrictions_set(
+            Some(plan(1)),
+            NightRestrictions {
+                closed_to_departure: true,
+                ..NightRestrictions::default()
+            },
+        )]);
+}
+
+#[test]
+fn a_patch_that_changes_nothing_records_nothing() {
+    Fixture::with(())
+        .given(vec![
+            inventory_set(5, 0, 12_000),
+            restrictions_set(None, min_stay_2_stop_sell()),
+        ])
+        .when(set_restrictions(
+            None,
+            RestrictionsPatch {
+                min_stay: Some(Some(2)),
+                closed_to_arrival: Some(false),
+                ..RestrictionsPatch::default()
+            },
+        ))
+        .then_expect_events(vec![]);
+    Fixture::with(())
+        .given(vec![inventory_set(5, 0, 12_000)])
+        .when(set_restrictions(
+            Some(plan(1)),
+            RestrictionsPatch::default(),
+        ))
+        .then_expect_events(vec![]);
+    // Clearing what a plan never had changes nothing either.
+    Fixture::with(())
+        .given(vec![inventory_set(5, 0, 12_000)])
+        .when(set_restrictions(
+            Some(plan(1)),
+            RestrictionsPatch {
+                min_stay: Some(None),
+                stop_sell: Some(false),
+                ..RestrictionsPatch::default()
+            },
+        ))
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn restricting_a_night_without_inventory_is_not_for_sale() {
+    Fixture::with(())
+        .given_no_previous_events()
+        .when(set_restrictions(
+            None,
+            RestrictionsPatch {
+                stop_sell: Some(true),
+                ..RestrictionsPatch::default()
+            },
+        ))
+        .then_expect_error(RoomNightError::NotForSale);
+}
+
+// --- SetPlanRate --------------------------------------------------------------------
+
+fn set_plan_rate(plan_id: RatePlanId, rate: Option<i64>) -> RoomNightCommand {
+    RoomNightCommand::SetPlanRate {
+        rate_plan_id: plan_id,
+        rate_cents: rate.map(Cents::new),
+    }
+}
+
+#[test]
+fn setting_a_plans_own_rate_records_it() {
+    Fixture::with(())
+        .given(vec![inventory_set(5, 0, 12_000)])
+        .when(set_plan_rate(plan(1), Some(15_000)))
+        .then_expect_events(vec![plan_rate_set(plan(1), Some(15_000))]);
+}
+
+#[test]
+fn setting_the_same_plan_rate_again_records_nothing() {
+    Fixture::with(())
+        .given(vec![
+            inventory_set(5, 0, 12_000),
+            plan_rate_set(plan(1), Some(15_000)),
+        ])
+        .when(set_plan_rate(plan(1), Some(15_000)))
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn clearing_a_plan_rate_records_the_plan_back_on_the_base_rate() {
+    Fixture::with(())
+        .given(vec![
+            inventory_set(5, 0, 12_000),
+            plan_rate_set(plan(1), Some(15_000)),
+        ])
+        .when(set_plan_rate(plan(1), None))
+        .then_expect_events(vec![plan_rate_set(plan(1), None)]);
+    Fixture::with(())
+        .given(vec![inventory_set(5, 0, 12_000)])
+        .when(set_plan_rate(plan(1), None))
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn a_plan_rate_on_a_night_without_inventory_is_not_for_sale() {
+    Fixture::with(())
+        .given_no_previous_events()
+        .when(set_plan_rate(plan(1), Some(15_000)))
+        .then_expect_error(RoomNightError::NotForSale);
+}
+
+#[test]
+fn replaying_restrictions_and_plan_rates_rebuilds_them() {
+    let for_plan = NightRestrictions {
+        max_stay: Some(5),
+        closed_to_arrival: true,
+        ..NightRestrictions::default()
+    };
+    let events = vec![
+        inventory_set(5, 0, 12_000),
+        restrictions_set(None, min_stay_2_stop_sell()),
+        restrictions_set(Some(plan(1)), for_plan),
+        restrictions_set(Some(plan(2)), for_plan),
+        plan_rate_set(plan(1), Some(15_000)),
+        plan_rate_set(plan(2), Some(9_000)),
+        held(1, 1, at(15)),
+        // Inventory changes keep restrictions and plan rates.
+        inventory_set(6, 1, 13_000),
+        restrictions_set(Some(plan(2)), NightRestrictions::default()),
+        plan_rate_set(plan(2), None),
+    ];
+    let night = state(&events);
+    let restrictions = night.restrictions();
+    assert_eq!(restrictions.all, min_stay_2_stop_sell());
+    assert_eq!(restrictions.of(Some(plan(1))), for_plan);
+    // A plan's set emptied is dropped, not kept empty.
+    assert_eq!(
+        restrictions.plans.keys().copied().collect::<Vec<_>>(),
+        vec![plan(1)]
+    );
+    assert_eq!(
+        restrictions.for_plan(Some(plan(1))),
+        min_stay_2_stop_sell().and(for_plan)
+    );
+    assert_eq!(restrictions.for_plan(Some(plan(2))), min_stay_2_stop_sell());
+    assert_eq!(night.plan_rate(plan(1)), Some(Cents::new(15_000)));
+    assert_eq!(night.plan_rate(plan(2)), None);
+    assert_eq!(night.plan_rates().len(), 1);
+    assert_eq!(night.levels(), Some(levels(6, 1, 13_000)));
+    assert_eq!(night.held(), 1);
+
+    // What the night decides, applied, is what a replay of the same events rebuilds.
+    let mut live = state(&events[..1]);
+    let commands = vec![
+        set_restrictions(
+            None,
+            RestrictionsPatch {
+                min_stay: Some(Some(2)),
+                stop_sell: Some(true),
+                ..RestrictionsPatch::default()
+            },
+        ),
+        set_restrictions(
+            Some(plan(1)),
+            RestrictionsPatch {
+                max_stay: Some(Some(5)),
+                closed_to_arrival: Some(true),
+                ..RestrictionsPatch::default()
+            },
+        ),
+        set_plan_rate(plan(1), Some(15_000)),
+    ];
+    let mut recorded = events[..1].to_vec();
+    for command in commands {
+        for event in live.decide(command).expect("the night has inventory") {
+            live.apply_event(&event);
+            recorded.push(event);
+        }
+    }
+    assert_eq!(state(&recorded), live);
+    assert_eq!(
+        live.restrictions().for_plan(Some(plan(1))),
+        restrictions.for_plan(Some(plan(1)))
+    );
+}
+
+#[test]
+fn restriction_and_plan_rate_events_are_named_after_the_variant() {
+    assert_eq!(
+        restrictions_set(None, NightRestrictions::default()).event_type(),
+        "RestrictionsSet"
+    );
+    assert_eq!(plan_rate_set(plan(1), None).event_type(), "PlanRateSet");
+}
+
 // --- State --------------------------------------------------------------------------
 
 #[test]

@@ -1,14 +1,17 @@
 //! The given/when/then tests of the booking decisions, one file per group of
 //! decisions; the fixtures they share are here.
 
+use std::collections::BTreeSet;
+
 use super::*;
-use crate::hotel::{HotelCommand, HotelDetails, RoomTypeDetails};
-use crate::rate_plan::CancellationPolicy;
+use crate::hotel::{HotelCommand, HotelDetails, RatePlan, RoomTypeDetails};
+use crate::rate_plan::{CancellationPolicy, Pricing};
 use crate::reservation::{CancelledBy, Payment, ReservationEvent};
-use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
+use crate::restrictions::{Restriction, RestrictionsPatch};
+use crate::room_night::{RoomNight, RoomNightCommand, RoomNightEvent, RoomNightKey};
 use crate::types::{
-    BookingLimits, Cents, Guest, GuestCount, HotelId, ReservationId, RoomCount, RoomTypeId,
-    StayDates, TimeZone,
+    BookingLimits, Cents, Guest, GuestCount, HotelId, RatePlanId, ReservationId, RoomCount,
+    RoomTypeId, StayDates, TimeZone,
 };
 use chrono::{DateTime, NaiveDate, TimeZone as _, Utc};
 use uuid::Uuid;
@@ -139,15 +142,14 @@ fn apply(decision: &Decision, reservation: &mut Reservation, nights: &mut Nights
 
 /// Holds a stay for `id` and applies it, returning the reservation.
 fn held(cmd: HoldStay, nights: &mut Nights) -> Reservation {
+    held_at(&hotel(), cmd, nights)
+}
+
+/// Holds a stay at `hotel` and applies it, returning the reservation.
+fn held_at(hotel: &Hotel, cmd: HoldStay, nights: &mut Nights) -> Reservation {
     let mut reservation = Reservation::default();
-    let decision = hold_stay(
-        &hotel(),
-        &reservation,
-        nights,
-        &BookingLimits::default(),
-        cmd,
-    )
-    .expect("the stay can be held");
+    let decision = hold_stay(hotel, &reservation, nights, &BookingLimits::default(), cmd)
+        .expect("the stay can be held");
     apply(&decision, &mut reservation, nights);
     reservation
 }
@@ -182,6 +184,140 @@ fn rooms_released(id: u128, n: u32, was_confirmed: bool) -> RoomNightEvent {
     }
 }
 
+// --- Rate plans and restrictions ------------------------------------------------------
+
+/// Priced on its own, refundable in full at 48 hours, 30% at 12.
+const FLEX: i64 = 1;
+/// Derived from `FLEX` at -10%, non-refundable.
+const NONREF: i64 = 2;
+/// Derived from `NONREF` at -5%, under the house policy.
+const MEMBER: i64 = 3;
+
+const FLEX_POLICY: CancellationPolicy = CancellationPolicy::Refundable {
+    full_refund_hours: 48,
+    partial_refund_hours: 12,
+    partial_refund_percent: 30,
+};
+
+fn plan_id(n: i64) -> RatePlanId {
+    RatePlanId::parse(n).expect("valid id")
+}
+
+/// A plan selling `room_types`.
+fn rate_plan(
+    name: &str,
+    room_types: &[i64],
+    policy: CancellationPolicy,
+    pricing: Pricing,
+) -> RatePlan {
+    let ids: BTreeSet<RoomTypeId> = room_types
+        .iter()
+        .map(|n| RoomTypeId::parse(*n).expect("valid id"))
+        .collect();
+    RatePlan::parse(name, ids, policy, pricing).expect("valid plan")
+}
+
+fn derived(parent: i64, adjust_percent: i32) -> Pricing {
+    Pricing::Derived {
+        parent: plan_id(parent),
+        adjust_percent,
+    }
+}
+
+/// `hotel` after the catalog accepts `command`.
+fn with(mut hotel: Hotel, command: HotelCommand) -> Hotel {
+    for event in hotel.decide(command).expect("catalog accepts") {
+        hotel.apply_event(&event);
+    }
+    hotel
+}
+
+fn with_plan(hotel: Hotel, id: i64, plan: RatePlan) -> Hotel {
+    with(
+        hotel,
+        HotelCommand::SetRatePlan {
+            rate_plan_id: plan_id(id),
+            plan,
+        },
+    )
+}
+
+/// [`hotel`] with the plans `FLEX`, `NONREF` (from `FLEX`) and `MEMBER` (from
+/// `NONREF`), all selling room type 3.
+fn hotel_with_plans() -> Hotel {
+    let hotel = with_plan(
+        hotel(),
+        FLEX,
+        rate_plan("Flexible", &[KING], FLEX_POLICY, Pricing::Own),
+    );
+    let hotel = with_plan(
+        hotel,
+        NONREF,
+        rate_plan(
+            "Non-refundable",
+            &[KING],
+            CancellationPolicy::NonRefundable,
+            derived(FLEX, -10),
+        ),
+    );
+    with_plan(
+        hotel,
+        MEMBER,
+        rate_plan(
+            "Member",
+            &[KING],
+            CancellationPolicy::HOUSE,
+            derived(NONREF, -5),
+        ),
+    )
+}
+
+/// [`hold_cmd`] under `plan` (`None`: the base rate).
+fn plan_hold_cmd(id: u128, start: u32, end: u32, n: i64, plan: Option<i64>) -> HoldStay {
+    HoldStay {
+        rate_plan_id: plan.map(plan_id),
+        ..hold_cmd(id, start, end, n)
+    }
+}
+
+/// Changes the restrictions of night `d` (for every plan, or for `plan`) as the night
+/// decides it.
+fn restrict(nights: &mut Nights, d: u32, plan: Option<i64>, patch: RestrictionsPatch) {
+    let night = nights.get_mut(&day(d)).expect("a night with inventory");
+    let events = night
+        .decide(RoomNightCommand::SetRestrictions {
+            rate_plan_id: plan.map(plan_id),
+            patch,
+        })
+        .expect("the night has inventory");
+    for event in &events {
+        night.apply_event(event);
+    }
+}
+
+/// Sets a plan's own rate on night `d` as the night decides it.
+fn plan_rate(nights: &mut Nights, d: u32, plan: i64, rate: i64) {
+    let night = nights.get_mut(&day(d)).expect("a night with inventory");
+    let events = night
+        .decide(RoomNightCommand::SetPlanRate {
+            rate_plan_id: plan_id(plan),
+            rate_cents: Some(Cents::new(rate)),
+        })
+        .expect("the night has inventory");
+    for event in &events {
+        night.apply_event(event);
+    }
+}
+
+/// The refusal naming `restriction` on night `d`.
+fn restricted(restriction: Restriction, d: u32) -> Rejection {
+    Rejection::Restricted {
+        restriction,
+        night: day(d),
+    }
+}
+
+mod ari;
 mod cancel;
 mod change_dates;
 mod confirm;
@@ -189,4 +325,6 @@ mod expire;
 mod hold;
 mod inventory;
 mod payments;
+mod plans;
 mod rejection;
+mod restrictions;
