@@ -146,7 +146,7 @@ pub fn offers<'v>(
     request: &OfferRequest<'_>,
     night: impl Fn(RoomTypeId, NaiveDate) -> Option<NightView<'v>>,
 ) -> Vec<Offer> {
-    let mut offers = Vec::new();
+    let mut offers = Vec::with_capacity(hotel.room_types().len() * hotel.rate_plans().len().max(1));
     if request
         .limits
         .check(request.stay, request.rooms, request.today)
@@ -154,52 +154,75 @@ pub fn offers<'v>(
     {
         return offers;
     }
+    // One buffer for every room type's nights: a search runs this for every hotel of a
+    // city, so what it allocates per room type and plan shows (see the reader's docs).
+    let mut nights = Vec::with_capacity(request.stay.night_count() as usize);
     for room_type_id in hotel.room_types().keys() {
-        room_type_offers(hotel, *room_type_id, request, &night, &mut offers);
+        room_type_offers(
+            hotel,
+            *room_type_id,
+            request,
+            &night,
+            &mut nights,
+            &mut offers,
+        );
     }
     offers.sort_by_key(|o| (o.total_cents, o.room_type_id, o.rate_plan_id));
     offers
 }
 
-/// Pushes the offers of one room type.
+/// Pushes the offers of one room type; `nights` is a buffer to fill.
 fn room_type_offers<'v>(
     hotel: &Hotel,
     room_type_id: RoomTypeId,
     request: &OfferRequest<'_>,
     night: &impl Fn(RoomTypeId, NaiveDate) -> Option<NightView<'v>>,
+    nights: &mut Vec<NightView<'v>>,
     offers: &mut Vec<Offer>,
 ) {
     let stay = request.stay;
-    let Some(nights) = stay
-        .nights()
-        .map(|date| night(room_type_id, date))
-        .collect::<Option<Vec<NightView<'v>>>>()
-    else {
-        return;
-    };
+    nights.clear();
+    for date in stay.nights() {
+        match night(room_type_id, date) {
+            Some(view) => nights.push(view),
+            None => return,
+        }
+    }
     let Some(remaining) = nights.iter().map(|n| n.remaining).min() else {
         return;
     };
     if remaining < request.rooms.get() {
         return;
     }
-    for plan in selling_plans(hotel, room_type_id) {
+    // Where no night of the stay nor its check-out day carries any restriction, none
+    // can refuse it: most nights carry none, and judging them costs more than pricing.
+    let restricted_somewhere = nights.iter().any(|n| !n.restrictions.is_empty())
+        || night(room_type_id, stay.end()).is_some_and(|n| !n.restrictions.is_empty());
+    let mut plans = hotel
+        .plans_selling(room_type_id)
+        .map(|(id, _)| Some(id))
+        .peekable();
+    // No plan sells it: the base rate (see the module's docs).
+    let base_rate = plans.peek().is_none().then_some(None);
+    for plan in plans.chain(base_rate) {
         // Refused terms (the room does not sleep the guests) refuse every plan alike.
         let Ok(terms) = SaleTerms::resolve(hotel, room_type_id, plan, request.guests) else {
             continue;
         };
-        let restricted = restrictions::check_stay(stay, request.today, |date| {
-            // The stay's nights are at hand; only the check-out day is looked up.
-            let index = usize::try_from((date - stay.start()).num_days()).ok();
-            let set = match index.and_then(|i| nights.get(i)) {
-                Some(view) => Some(view.restrictions),
-                None => night(room_type_id, date).map(|n| n.restrictions),
-            };
-            set.map(|set| terms.restrictions_of(set))
-                .unwrap_or_default()
-        });
-        if restricted.is_err() {
-            continue;
+        if restricted_somewhere {
+            let restricted = restrictions::check_stay(stay, request.today, |date| {
+                // The stay's nights are at hand; only the check-out day is looked up.
+                let index = usize::try_from((date - stay.start()).num_days()).ok();
+                let set = match index.and_then(|i| nights.get(i)) {
+                    Some(view) => Some(view.restrictions),
+                    None => night(room_type_id, date).map(|n| n.restrictions),
+                };
+                set.map(|set| terms.restrictions_of(set))
+                    .unwrap_or_default()
+            });
+            if restricted.is_err() {
+                continue;
+            }
         }
         let Some(total_cents) = nights
             .iter()
