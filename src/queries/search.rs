@@ -14,7 +14,6 @@
 use aggregates::booking::Offer;
 use aggregates::Hotel;
 use chrono::{DateTime, Utc};
-use std::sync::Arc;
 
 use super::availability::{today_at, within_timeout, Source, StayQuery, StoredNight};
 use super::{Queries, QueryError};
@@ -50,25 +49,27 @@ pub struct SearchAnswer {
     pub hotels: Vec<HotelOffers>,
 }
 
-/// Ranks the hotels that have offers and keeps the first `limit`.
-fn rank(mut hotels: Vec<HotelOffers>, limit: usize) -> Vec<HotelOffers> {
-    hotels.retain(|h| !h.offers.is_empty());
-    hotels.sort_by_key(|h| (h.offers.first().map(|o| o.total_cents), h.hotel_id));
-    hotels.truncate(limit);
-    hotels
-}
-
-fn hotel_offers(hotel_id: i64, hotel: &Hotel, offers: Vec<Offer>) -> HotelOffers {
-    let (name, city) = hotel
-        .details()
-        .map(|d| (d.name().to_owned(), d.city().to_owned()))
-        .unwrap_or_default();
-    HotelOffers {
-        hotel_id,
-        name,
-        city,
-        offers,
-    }
+/// The hotels that have offers, cheapest first (ties by id), at most `limit`: `offers`
+/// is each hotel's (id, catalog, offers), and only those kept are named.
+fn rank(mut offers: Vec<(i64, &Hotel, Vec<Offer>)>, limit: usize) -> Vec<HotelOffers> {
+    offers.retain(|(_, _, o)| !o.is_empty());
+    offers.sort_by_key(|(id, _, o)| (o.first().map(|o| o.total_cents), *id));
+    offers.truncate(limit);
+    offers
+        .into_iter()
+        .map(|(hotel_id, hotel, offers)| {
+            let (name, city) = hotel
+                .details()
+                .map(|d| (d.name().to_owned(), d.city().to_owned()))
+                .unwrap_or_default();
+            HotelOffers {
+                hotel_id,
+                name,
+                city,
+                offers,
+            }
+        })
+        .collect()
 }
 
 impl Queries {
@@ -96,7 +97,7 @@ impl Queries {
                 let offers = aggregates::booking::offers(&cached.hotel, &request, |rt, date| {
                     cached.view(rt, date)
                 });
-                hotel_offers(cached.hotel_id, &cached.hotel, offers)
+                (cached.hotel_id, &*cached.hotel, offers)
             })
             .collect();
         let hotels = rank(hotels, search.limit);
@@ -119,11 +120,11 @@ impl Queries {
     /// their nights, exact as of now.
     async fn database_search(&self, search: &CitySearch) -> Result<SearchAnswer, QueryError> {
         let now = self.clock.now();
-        let hotels: Vec<(i64, Arc<Hotel>)> = self
+        let hotels: Vec<(i64, Hotel)> = self
             .hotels_in(&search.city)
             .await?
             .into_iter()
-            .filter_map(|hotel| Some((hotel.hotel_id()?.get(), Arc::new(hotel))))
+            .filter_map(|hotel| Some((hotel.hotel_id()?.get(), hotel)))
             .collect();
         let ids: Vec<i64> = hotels.iter().map(|(id, _)| *id).collect();
         let nights = if ids.is_empty() {
@@ -138,7 +139,7 @@ impl Queries {
                 let offers = aggregates::booking::offers(hotel, &request, |rt, date| {
                     nights.get(&(*id, rt.get(), date)).map(StoredNight::view)
                 });
-                hotel_offers(*id, hotel, offers)
+                (*id, hotel, offers)
             })
             .collect();
         Ok(SearchAnswer {

@@ -260,22 +260,22 @@ impl Reader {
         if values.len() != 1 + 2 * dates.len() {
             return None;
         }
-        let mut values = values.into_iter();
-        let catalog_seq: i64 = values.next()??.parse().ok()?;
-        let counters: Vec<Option<String>> = values.by_ref().take(dates.len()).collect();
+        let (seq, fields) = values.split_first()?;
+        let catalog_seq: i64 = seq.as_deref()?.parse().ok()?;
+        let (counters, terms) = fields.split_at(dates.len());
         let mut cache = self.terms.lock().unwrap_or_else(PoisonError::into_inner);
         let mut days = Vec::with_capacity(dates.len());
-        for ((date, counters), terms) in dates.iter().zip(counters).zip(values) {
-            let terms = match terms {
+        for ((date, counters), terms) in dates.iter().zip(counters).zip(terms) {
+            let terms = match terms.as_deref() {
                 None => None,
-                Some(text) => Some(match cache.get(&text) {
+                Some(text) => Some(match cache.get(text) {
                     Some(decoded) => Arc::clone(decoded),
                     None => {
-                        let decoded = Arc::new(decode_terms(&text)?);
+                        let decoded = Arc::new(decode_terms(text)?);
                         if cache.len() >= MAX_TERMS {
                             cache.clear();
                         }
-                        cache.insert(text, Arc::clone(&decoded));
+                        cache.insert(text.to_owned(), Arc::clone(&decoded));
                         decoded
                     }
                 }),
