@@ -69,6 +69,15 @@ pub struct WantedNights {
     pub dates: Vec<NaiveDate>,
     /// Nights read but neither locked nor written: a stay's check-out day, whose
     /// `closed_to_departure` binds it. A date also in `dates` is loaded as one of those.
+    ///
+    /// Under the locking strategies (group commit, the default, and pessimistic) it
+    /// cannot change under the decision: every writer of a room type's nights holds its
+    /// lock. Under the optimistic strategy nothing guards it between the read and the
+    /// commit. Checking its version would refuse every hold whose check-out day another
+    /// hold had just booked (the version moves with the counters), and a lock on it
+    /// queues those holds behind each other, which is the pessimistic strategy; so an
+    /// optimistic hold meets the check-out day's restrictions as they were when it read
+    /// them.
     pub peek: Vec<NaiveDate>,
 }
 
@@ -257,20 +266,11 @@ impl Loader<'_> {
     /// `FOR UPDATE` in that order before anything is decided.
     pub async fn nights(
         &mut self,
-        hotel_id: HotelId,
-        room_type_id: RoomTypeId,
-        dates: &[NaiveDate],
-        peek: &[NaiveDate],
+        wanted: WantedNights,
         reservation_id: Option<ReservationId>,
         now: DateTime<Utc>,
         lock: bool,
     ) -> Result<LoadedNights, AttemptError> {
-        let wanted = WantedNights {
-            hotel_id,
-            room_type_id,
-            dates: dates.to_vec(),
-            peek: peek.to_vec(),
-        };
         let mut loaded = self
             .nights_of(std::slice::from_ref(&wanted), reservation_id, now, lock)
             .await?;
