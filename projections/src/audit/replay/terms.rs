@@ -19,6 +19,13 @@
 //! read, and each sale is judged against the terms as the previous transactions left
 //! them. No decision both sets terms and sells, so nothing of a sale's own transaction
 //! could have bound it, and a change forged into that transaction does not excuse it.
+//! Commit order is the log's `(transaction_id, position)`. For the nights a sale takes
+//! it is the order the write side decided in: their restrictions and their sales queue
+//! on the same room lock (under the optimistic strategy, the nights' version checks
+//! refuse a sale whose nights changed). The catalog, and under the optimistic strategy
+//! the check-out day, are read by a hold without a guard, so a change of a plan, a room
+//! type or a check-out day's `closed_to_departure` that raced a hold may be judged as
+//! if it had come first.
 //!
 //! **What is judged**, with the domain's own rules, as `hold_stay` and `change_dates`
 //! judge: the hotel, the room type, the plan (a plan of the hotel selling the room type)
