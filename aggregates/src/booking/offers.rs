@@ -6,8 +6,9 @@
 //! availability list the same offers at the same prices. The cache filters and the
 //! database decides: both call [`offers`] over their own view of the nights, and the
 //! hold that follows still decides against the write side's rows. Everything priced or
-//! judged here goes through [`SaleTerms`] and [`restrictions::check_stay`], as the hold
-//! does, so no reader does its own arithmetic.
+//! judged here goes through [`SaleTerms`] and its restriction check, as the hold
+//! does (`SaleTerms::check_stay_on`, the hold's own check over a reader's nights), so
+//! no reader does its own arithmetic.
 //!
 //! An offer of a room type under a plan is listed when:
 //! - the stay passes the booking limits (length, rooms, not in the past, not too far
@@ -32,7 +33,7 @@ use chrono::NaiveDate;
 use super::SaleTerms;
 use crate::hotel::Hotel;
 use crate::rate_plan::CancellationPolicy;
-use crate::restrictions::{self, NightRestrictions, RestrictionSet};
+use crate::restrictions::{NightRestrictions, RestrictionSet};
 use crate::types::{
     BookingLimits, Cents, GuestCount, RatePlanId, RoomCount, RoomTypeId, StayDates,
 };
@@ -210,16 +211,15 @@ fn room_type_offers<'v>(
             continue;
         };
         if restricted_somewhere {
-            let restricted = restrictions::check_stay(stay, request.today, |date| {
-                // The stay's nights are at hand; only the check-out day is looked up.
+            // The stay's nights are at hand; only the check-out day is looked up.
+            let restrictions_on = |date: NaiveDate| {
                 let index = usize::try_from((date - stay.start()).num_days()).ok();
-                let set = match index.and_then(|i| nights.get(i)) {
+                match index.and_then(|i| nights.get(i)) {
                     Some(view) => Some(view.restrictions),
                     None => night(room_type_id, date).map(|n| n.restrictions),
-                };
-                set.map(|set| terms.restrictions_of(set))
-                    .unwrap_or_default()
-            });
+                }
+            };
+            let restricted = terms.check_stay_on(stay, request.today, restrictions_on, |_| false);
             if restricted.is_err() {
                 continue;
             }
