@@ -16,7 +16,7 @@
 //!
 //! What a stream cannot tell by itself — whether a sale kept to the restrictions of its
 //! nights and to its hotel's plans and occupancy, which live in other streams — is
-//! judged by [`TermsReplay`], which reads the log in commit order ([`terms`]).
+//! judged by [`TermsReplay`], which reads the log in commit order.
 //!
 //! Pure: no IO, so every rule has a unit test below.
 
