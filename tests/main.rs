@@ -18,6 +18,8 @@
 //!   `tests/fixtures/malformed.json`);
 //! - [`auth`]: tokens, roles and channels;
 //! - [`rate_limit`]: the per-guest hold limit;
+//! - [`rate_plans`]: rate plans, restrictions, occupancy and bulk ARI updates, and a
+//!   restriction set while holds race;
 //! - [`event_log`]: the event log as postgres-es reads it, and the global feed;
 //! - [`read_side`]: projection runners, the shared tail and the Redis availability model;
 //! - [`analytics`]: daily occupancy and the reservations view, their rebuilds and the CLI;
@@ -52,5 +54,6 @@ mod ops;
 mod outage;
 mod payments;
 mod rate_limit;
+mod rate_plans;
 mod read_side;
 mod validation;

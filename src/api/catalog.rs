@@ -11,8 +11,8 @@ use utoipa::{IntoParams, ToSchema};
 use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
-use super::AppState;
 use super::rate_plans::RatePlanOut;
+use super::AppState;
 use crate::commands::Caller;
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -377,7 +377,10 @@ impl RestrictionsIn {
     fn patch(&self) -> Result<RestrictionsPatch, ApiError> {
         let days = |field: &'static str, value: Option<Option<i64>>, min: i64| {
             value
-                .map(|v| v.map(|n| RestrictionsPatch::days(field, n, min)).transpose())
+                .map(|v| {
+                    v.map(|n| RestrictionsPatch::days(field, n, min))
+                        .transpose()
+                })
                 .transpose()
         };
         let flag = |value: Option<Option<bool>>| value.map(|v| v.unwrap_or(false));

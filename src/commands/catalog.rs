@@ -131,7 +131,17 @@ impl CommandService {
                 }
                 let (hotel, _) = loader.hotel(hotel_id).await?;
                 let nights = loader
-                    .nights(hotel_id, room_type_id, &dates, &[], None, now, locks)
+                    .nights(
+                        WantedNights {
+                            hotel_id,
+                            room_type_id,
+                            dates: dates.clone(),
+                            peek: Vec::new(),
+                        },
+                        None,
+                        now,
+                        locks,
+                    )
                     .await?;
                 let decision = booking::set_inventory(
                     &hotel,

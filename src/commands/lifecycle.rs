@@ -26,7 +26,7 @@ use super::{Caller, CommandService, Outcome, ReservationView};
 use crate::error::CommandError;
 use crate::write::{
     idempotency, outbox, settle, with_retries, AttemptError, EventMetadata, IdempotencyKey,
-    LoadedNights, LoadedReservation, Loader, RequestFingerprint, Strategy, Writer,
+    LoadedNights, LoadedReservation, Loader, RequestFingerprint, Strategy, WantedNights, Writer,
 };
 
 /// A request to hold a stay. The price is the server's; `expected_total_cents` only
@@ -161,17 +161,14 @@ impl CommandService {
             }
             _ => return Err(CommandError::InFlight.into()),
         }
-        let dates: Vec<NaiveDate> = request.stay.nights().collect();
+        let wanted = WantedNights {
+            hotel_id: request.hotel_id,
+            room_type_id: request.room_type_id,
+            dates: request.stay.nights().collect(),
+            peek: vec![request.stay.end()],
+        };
         let nights = loader
-            .nights(
-                request.hotel_id,
-                request.room_type_id,
-                &dates,
-                &[request.stay.end()],
-                Some(hold.reservation_id),
-                hold.now,
-                locks,
-            )
+            .nights(wanted, Some(hold.reservation_id), hold.now, locks)
             .await?;
         let decision = booking::hold_stay(
             opened.hotel(request.hotel_id),
@@ -188,7 +185,6 @@ impl CommandService {
                 nights: &nights,
                 before: None,
                 now: hold.now,
-                verify_reads: !locks,
             },
             decision,
         )
@@ -495,17 +491,14 @@ impl CommandService {
         let (hotel_id, room_type_id) = (details.hotel_id, details.room_type_id);
         let (hotel, _) = loader.hotel(hotel_id).await?;
         // The new stay's check-out day, for its closed-to-departure rule.
-        let peek: Vec<NaiveDate> = command.extra_stay.iter().map(|s| s.end()).collect();
+        let wanted = WantedNights {
+            hotel_id,
+            room_type_id,
+            dates,
+            peek: command.extra_stay.iter().map(|s| s.end()).collect(),
+        };
         let nights = loader
-            .nights(
-                hotel_id,
-                room_type_id,
-                &dates,
-                &peek,
-                Some(reservation_id),
-                now,
-                lock,
-            )
+            .nights(wanted, Some(reservation_id), now, lock)
             .await?;
         let decision = (command.decide)(Loaded {
             hotel: &hotel,
@@ -525,7 +518,6 @@ impl CommandService {
                 nights: &nights,
                 before: Some(&loaded),
                 now,
-                verify_reads: !lock,
             },
             decision,
         )
@@ -584,8 +576,6 @@ struct Decided<'a> {
     /// The reservation as loaded; `None` for a new one.
     before: Option<&'a LoadedReservation>,
     now: DateTime<Utc>,
-    /// Check the nights read and not written (no room type lock guards them).
-    verify_reads: bool,
 }
 
 /// Writes a decision (or records a rejection), the idempotency outcome and the payment
@@ -596,9 +586,6 @@ async fn finish(
     decision: Result<Decision, Rejection>,
 ) -> Result<Outcome, AttemptError> {
     let mut writer = Writer::new(with.metadata)?;
-    if with.verify_reads {
-        writer.verify_reads();
-    }
     let (outcome, written) = match decision {
         Err(rejection) => (Err(rejection), None),
         Ok(decision) => {

@@ -109,8 +109,6 @@ pub struct Writer {
     new_reservations: ReservationRows,
     changed_reservations: ReservationRows,
     idempotency: IdempotencyRows,
-    /// Also check that the nights a decision read but did not change are unchanged.
-    verify_reads: bool,
 }
 
 impl Writer {
@@ -125,17 +123,7 @@ impl Writer {
             new_reservations: ReservationRows::default(),
             changed_reservations: ReservationRows::default(),
             idempotency: IdempotencyRows::default(),
-            verify_reads: false,
         })
-    }
-
-    /// From now on, every loaded night a decision leaves alone is written back as it
-    /// was, with its version checked: under the optimistic strategy nothing else keeps
-    /// a night read for its restrictions (a stay's check-out day) from changing between
-    /// the read and the commit. (The locking strategies hold the room type's lock,
-    /// which every writer of its nights takes.)
-    pub fn verify_reads(&mut self) {
-        self.verify_reads = true;
     }
 
     /// The metadata stored with the events queued from now on (a batch of commands has
@@ -174,7 +162,6 @@ impl Writer {
         for (_, decision) in decisions {
             keys.extend(decision.nights.iter().map(|(key, _)| *key));
         }
-        let mut written: BTreeSet<NaiveDate> = BTreeSet::new();
         for key in keys {
             let version = loaded.versions.get(&key.night).copied().unwrap_or(0);
             let mut after = loaded.nights.get(&key.night).cloned().unwrap_or_default();
@@ -213,15 +200,12 @@ impl Writer {
                 &mut self.night_updates
             };
             rows.push(
-                hotel,
-                room_type,
-                key.night,
+                (hotel, room_type, key.night),
                 &after,
                 version,
                 sequence,
                 terms_changed,
             )?;
-            written.insert(key.night);
             for id in touched {
                 if let Some(hold) = after.hold_of(&id) {
                     self.kept.push(
@@ -237,18 +221,6 @@ impl Writer {
                         .push(hotel, room_type, key.night, id, rooms, None)?;
                 } else {
                     self.gone.push(hotel, room_type, key.night, id);
-                }
-            }
-        }
-        if self.verify_reads {
-            for (night, version) in &loaded.versions {
-                if written.contains(night) {
-                    continue;
-                }
-                if let Some(state) = loaded.nights.get(night) {
-                    // Same state, same version: the update only checks the version.
-                    self.night_updates
-                        .push(hotel, room_type, *night, state, *version, *version, false)?;
                 }
             }
         }
@@ -653,9 +625,7 @@ struct NightRows {
 impl NightRows {
     fn push(
         &mut self,
-        hotel: i64,
-        room_type: i64,
-        night: NaiveDate,
+        (hotel, room_type, night): (i64, i64, NaiveDate),
         state: &RoomNight,
         expected: i64,
         new_version: i64,

@@ -69,6 +69,15 @@ pub struct WantedNights {
     pub dates: Vec<NaiveDate>,
     /// Nights read but neither locked nor written: a stay's check-out day, whose
     /// `closed_to_departure` binds it. A date also in `dates` is loaded as one of those.
+    ///
+    /// Under the locking strategies (group commit, the default, and pessimistic) it
+    /// cannot change under the decision: every writer of a room type's nights holds its
+    /// lock. Under the optimistic strategy nothing guards it between the read and the
+    /// commit. Checking its version would refuse every hold whose check-out day another
+    /// hold had just booked (the version moves with the counters), and a lock on it
+    /// queues those holds behind each other, which is the pessimistic strategy; so an
+    /// optimistic hold meets the check-out day's restrictions as they were when it read
+    /// them.
     pub peek: Vec<NaiveDate>,
 }
 
@@ -257,20 +266,11 @@ impl Loader<'_> {
     /// `FOR UPDATE` in that order before anything is decided.
     pub async fn nights(
         &mut self,
-        hotel_id: HotelId,
-        room_type_id: RoomTypeId,
-        dates: &[NaiveDate],
-        peek: &[NaiveDate],
+        wanted: WantedNights,
         reservation_id: Option<ReservationId>,
         now: DateTime<Utc>,
         lock: bool,
     ) -> Result<LoadedNights, AttemptError> {
-        let wanted = WantedNights {
-            hotel_id,
-            room_type_id,
-            dates: dates.to_vec(),
-            peek: peek.to_vec(),
-        };
         let mut loaded = self
             .nights_of(std::slice::from_ref(&wanted), reservation_id, now, lock)
             .await?;
@@ -390,16 +390,8 @@ impl Loader<'_> {
                 Cents::new(row.try_get("rate_cents")?),
             )
             .map_err(|e| corrupt("room night", e))?;
-            let restrictions = match row.try_get::<Option<serde_json::Value>, _>("restrictions")? {
-                Some(json) => {
-                    serde_json::from_value(json).map_err(|e| corrupt("restrictions", e))?
-                }
-                None => Default::default(),
-            };
-            let plan_rates = match row.try_get::<Option<serde_json::Value>, _>("plan_rates")? {
-                Some(json) => serde_json::from_value(json).map_err(|e| corrupt("plan rates", e))?,
-                None => Default::default(),
-            };
+            let restrictions = json_column(&row, "restrictions")?;
+            let plan_rates = json_column(&row, "plan_rates")?;
             let state = RoomNight::from_snapshot(
                 RoomNightKey::new(target.hotel_id, target.room_type_id, night),
                 levels,
@@ -420,6 +412,17 @@ impl Loader<'_> {
 /// smaller ones (which only makes unrelated room types queue together).
 fn advisory_key((hotel_id, room_type_id): Room) -> (i32, i32) {
     (hotel_id.get() as i32, room_type_id.get() as i32)
+}
+
+/// A nullable JSON column decoded into `T`; NULL is `T`'s default (nothing set).
+fn json_column<T: serde::de::DeserializeOwned + Default>(
+    row: &sqlx::postgres::PgRow,
+    column: &str,
+) -> Result<T, AttemptError> {
+    match row.try_get::<Option<serde_json::Value>, _>(column)? {
+        Some(json) => serde_json::from_value(json).map_err(|e| corrupt(column, e)),
+        None => Ok(T::default()),
+    }
 }
 
 fn non_negative(value: i32) -> Result<u32, AttemptError> {
@@ -465,23 +468,23 @@ pub fn nights_sql(lock: bool, reservation: bool) -> String {
         String::new()
     };
     let lock = if lock { "FOR UPDATE OF rn" } else { "" };
+    // The night's columns, read alike from the locked nights and the peeked ones.
+    let columns = "rn.hotel_id, rn.room_type_id, rn.night, rn.total_rooms,
+                     rn.overbooking_allowance, rn.rate_cents, rn.confirmed, rn.held,
+                     rn.version, rn.restrictions, rn.plan_rates";
     format!(
         "WITH wanted AS MATERIALIZED (
               SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::date[], $5::bool[])
                      AS w(hotel_id, room_type_id, night, peek)
          ), n AS (
-              SELECT rn.hotel_id, rn.room_type_id, rn.night, rn.total_rooms,
-                     rn.overbooking_allowance, rn.rate_cents, rn.confirmed, rn.held,
-                     rn.version, rn.restrictions, rn.plan_rates
+              SELECT {columns}
                 FROM wanted w
                 JOIN room_nights rn USING (hotel_id, room_type_id, night)
                WHERE NOT w.peek
                ORDER BY rn.hotel_id, rn.room_type_id, rn.night
                {lock}
          ), p AS (
-              SELECT rn.hotel_id, rn.room_type_id, rn.night, rn.total_rooms,
-                     rn.overbooking_allowance, rn.rate_cents, rn.confirmed, rn.held,
-                     rn.version, rn.restrictions, rn.plan_rates
+              SELECT {columns}
                 FROM wanted w
                 JOIN room_nights rn USING (hotel_id, room_type_id, night)
                WHERE w.peek)

@@ -31,7 +31,8 @@ async fn put_hotel_creates_a_hotel_that_get_hotel_returns_with_its_room_types() 
     let room_type = room_type.assert_status(200);
     assert_eq!(
         room_type["room_types"],
-        json!([{"room_type_id": KING, "name": "king", "max_occupancy": 2}])
+        json!([{"room_type_id": KING, "name": "king", "max_occupancy": 2,
+                 "base_occupancy": 2, "extra_guest_cents": 0}])
     );
     let got = got.assert_status(200);
     assert_eq!(got, room_type, "GET answers what the last PUT answered");

@@ -294,6 +294,38 @@ impl TestApp {
         .await
     }
 
+    pub async fn put_rate_plan(&self, hotel_id: i64, rate_plan_id: i64, body: &Value) -> Reply {
+        self.put_json(
+            &format!("/v1/hotels/{hotel_id}/rate-plans/{rate_plan_id}"),
+            Some(ADMIN),
+            body,
+        )
+        .await
+    }
+
+    pub async fn put_plan_rates(&self, hotel_id: i64, rate_plan_id: i64, body: &Value) -> Reply {
+        self.put_json(
+            &format!("/v1/hotels/{hotel_id}/rate-plans/{rate_plan_id}/rates"),
+            Some(ADMIN),
+            body,
+        )
+        .await
+    }
+
+    pub async fn put_restrictions(&self, hotel_id: i64, room_type_id: i64, body: &Value) -> Reply {
+        self.put_json(
+            &format!("/v1/hotels/{hotel_id}/room-types/{room_type_id}/restrictions"),
+            Some(ADMIN),
+            body,
+        )
+        .await
+    }
+
+    pub async fn put_ari(&self, hotel_id: i64, body: &Value) -> Reply {
+        self.put_json(&format!("/v1/hotels/{hotel_id}/ari"), Some(ADMIN), body)
+            .await
+    }
+
     /// Hotel 812 "Hotel Tejo" in Lisbon, room type 3 "king", `rooms` rooms at 180.00 on
     /// `nights` nights from `first`.
     pub async fn seed_hotel(&self, first: NaiveDate, nights: u64, rooms: i64) {
