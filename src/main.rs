@@ -161,7 +161,7 @@ async fn main() -> anyhow::Result<()> {
             // Verify's reads are long by design (each streams a whole table): without
             // statement logging, sqlx does not warn about every one as slow.
             let options = PgConnectOptions::from_str(&database_url)?.disable_statement_logging();
-            // Verify reads through five connections at once, on one snapshot.
+            // Verify reads through six connections at once, on one snapshot.
             let pool = PgPoolOptions::new()
                 .max_connections(6)
                 .acquire_timeout(Duration::from_secs(30))

@@ -10,7 +10,7 @@ use chrono::Duration;
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 
-use projections::availability::Keys;
+use projections::availability::{Keys, Reader};
 use projections::RunnerConfig;
 use sqlx::postgres::PgConnectOptions;
 use tokio::sync::watch;
@@ -226,8 +226,7 @@ impl Application {
         let availability = match projections::availability::connect(&settings.redis_url) {
             Ok(redis) => Some(AvailabilityCache {
                 redis,
-                keys,
-                generation: Default::default(),
+                reader: std::sync::Arc::new(Reader::new(keys)),
             }),
             Err(e) => {
                 tracing::warn!(error = %e, "REDIS_URL unusable; availability is read from PostgreSQL and the hold limit is off");
@@ -258,7 +257,7 @@ impl Application {
                 pool.clone(),
                 availability.as_ref().map(|cache| RedisModel {
                     redis: cache.redis.clone(),
-                    keys: cache.keys.clone(),
+                    keys: cache.reader.keys().clone(),
                 }),
                 RunnerConfig {
                     gather: std::time::Duration::from_millis(settings.projection_gather_ms),

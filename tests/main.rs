@@ -22,6 +22,8 @@
 //!   restriction set while holds race;
 //! - [`event_log`]: the event log as postgres-es reads it, and the global feed;
 //! - [`read_side`]: projection runners, the shared tail and the Redis availability model;
+//! - [`search`]: the search across a city's hotels, from the read model and from
+//!   PostgreSQL, and what a hotel's availability shows of restrictions and plans;
 //! - [`analytics`]: daily occupancy and the reservations view, their rebuilds and the CLI;
 //! - [`audit`]: the hash-chained audit log and `verify`;
 //! - [`ops`]: liveness, readiness, metrics, OpenAPI;
@@ -56,4 +58,5 @@ mod payments;
 mod rate_limit;
 mod rate_plans;
 mod read_side;
+mod search;
 mod validation;

@@ -1,39 +1,58 @@
-//! Availability in Redis: what is left to sell per (hotel, room type, night), and the
-//! catalog needed to answer an availability search without touching PostgreSQL.
+//! Availability in Redis: what is left to sell per (hotel, room type, night), the terms
+//! each night is sold on, and the catalog, so that a hotel's availability and a search
+//! across a city's hotels are answered without touching PostgreSQL.
 //!
 //! The cache filters, the database decides: a hold is never granted from here. Values
 //! may be a little stale; every night is stamped with the stream sequence and log
 //! position it reflects, and the generation's `meta` says up to when every commit is
-//! reflected (`as_of`).
+//! reflected (`as_of`). Readers judge offers with the domain's own rule
+//! (`aggregates::booking::offers`) over what is stored here, as the PostgreSQL fallback
+//! does over the write side's rows.
 //!
 //! Keys of generation `g` (under a prefix naming the database and the layout's version):
 //! - `current` — the generation readers use;
 //! - `g{g}:meta` — `ready` (1 once caught up), `as_of`, `position`;
-//! - `g{g}:hotel:{hotel}` — everything a search of that hotel reads, so that one
-//!   `HMGET` answers it: `details` (JSON), `room_types` (JSON, by id) and one field per
-//!   night, `n:{YYYY-MM-DD}`, holding every room type's counters on that night:
-//!   `{room type}={total},{allowance},{rate},{confirmed},{held},{sequence},{position};...`.
+//! - `g{g}:hotel:{hotel}` — everything a read of that hotel needs, so one `HMGET`
+//!   answers it:
+//!   - `catalog`: the `Hotel` aggregate as JSON (details, room types, rate plans: the
+//!     same serialization as the write side's `hotels.state`), built by applying the
+//!     hotel's events to the stored one, and `catalog_seq`, the hotel stream's sequence
+//!     it reflects. Readers fetch `catalog_seq` and keep the decoded catalog in process
+//!     while it is unchanged (see [`Reader`]), so a search neither moves nor parses a
+//!     catalog per hotel;
+//!   - `n:{YYYY-MM-DD}`: every room type's counters on that night,
+//!     `{room type}={total},{allowance},{rate},{confirmed},{held},{sequence},{position};...`
+//!     — the hot field, rewritten by every hold, so it stays a few bytes per room type;
+//!   - `t:{YYYY-MM-DD}`: the terms of that night by room type, JSON
+//!     `{"3": {"restrictions": <RestrictionSet>, "plan_rates": {"2": 15000}}}`, absent
+//!     when no room type has any; written only when restrictions or plan rates change.
+//! - `g{g}:city:{city, lower-cased}` — the set of the ids of that city's hotels; a hotel
+//!   that moves city leaves its old set.
 //!
-//! A search is then one round trip of three commands (the current generation, its
-//! `meta`, the hotel's fields), where a layout with a hash per room type took two round
-//! trips and a reply per room type and night (see docs/benchmarks.md, finding 22).
-//! The layout's version is in the prefix: a binary with a new layout finds no `meta`
-//! under its prefix, and the runner rebuilds the model from position zero.
+//! A hotel's availability is one round trip (the current generation, its `meta`, the
+//! hotel's fields), plus one more when its catalog changed since this process last
+//! decoded it. A city search is two: the current generation, `meta` and the city's set,
+//! then one pipeline of an `HMGET` per hotel (plus one for the catalogs that changed).
+//! The layout's version is in the prefix (`avail3`): a binary with a new layout finds no
+//! `meta` under its prefix, and the runner rebuilds the model from position zero.
 //!
-//! Each night's counters are updated from its events in stream order; an event whose
+//! Each night's counters and terms are updated from its events in stream order (the
+//! counters' sequence stamps both, as both come from the night's stream); an event whose
 //! sequence is not above the stored one was already applied and is skipped, so a batch
-//! replayed after a crash changes nothing. Held rooms include lapsed holds until their
-//! `HoldLapsed` event: the cache errs towards "fewer rooms", the cheap direction.
-//! If Redis loses its data, `storage_intact` notices the missing `meta` (or a `meta`
-//! behind the checkpoint, as after a restore from an older snapshot) and the runner
-//! rebuilds the generation from position zero; readers fall back to PostgreSQL
-//! meanwhile (`ready` is 0).
+//! replayed after a crash changes nothing. The catalog is applied the same way from
+//! `catalog_seq`. Held rooms include lapsed holds until their `HoldLapsed` event: the
+//! cache errs towards "fewer rooms", the cheap direction. If Redis loses its data,
+//! `storage_intact` notices the missing `meta` (or a `meta` behind the checkpoint, as
+//! after a restore from an older snapshot) and the runner rebuilds the generation from
+//! position zero; readers fall back to PostgreSQL meanwhile (`ready` is 0).
+
+mod read;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
-use aggregates::{HotelEvent, RoomNightEvent, TypedEvent};
+use aggregates::restrictions::RestrictionSet;
+use aggregates::{Cents, Hotel, HotelEvent, RatePlanId, RoomNightEvent, TypedEvent};
 use chrono::{NaiveDate, Utc};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::AsyncCommands;
@@ -42,6 +61,8 @@ use sqlx::PgConnection;
 
 use crate::log::{Checkpoint, StoredEvent};
 use crate::runner::Projection;
+
+pub use read::{CachedAvailability, CachedCity, CachedDay, CachedHotelDays, Reader};
 
 pub const NAME: &str = "availability";
 
@@ -71,10 +92,11 @@ impl Keys {
         }
     }
 
-    /// The prefix for the deployment whose PostgreSQL database is `database`. `avail2`
-    /// is the second layout (one hash per hotel); keys of the first are left unread.
+    /// The prefix for the deployment whose PostgreSQL database is `database`. `avail3`
+    /// is the third layout (catalogs as aggregates, nights' terms, city sets); keys of
+    /// the earlier ones are left unread.
     pub fn for_database(database: &str) -> Self {
-        Self::new(format!("rsv:{database}:avail2"))
+        Self::new(format!("rsv:{database}:avail3"))
     }
 
     fn current(&self) -> String {
@@ -89,9 +111,20 @@ impl Keys {
         format!("{}:g{generation}:hotel:{hotel}", self.prefix)
     }
 
+    /// The set of a city's hotels; cities match whatever their case.
+    fn city(&self, generation: i32, city: &str) -> String {
+        format!("{}:g{generation}:city:{}", self.prefix, city_key(city))
+    }
+
     fn generation_pattern(&self, generation: i32) -> String {
         format!("{}:g{generation}:*", self.prefix)
     }
+}
+
+/// How a city is named in its set's key: trimmed and lower-cased, so "Lisbon" and
+/// "lisbon " are one city (as the database's `lower(city)` compares them).
+fn city_key(city: &str) -> String {
+    city.trim().to_lowercase()
 }
 
 /// One night as cached.
@@ -152,14 +185,69 @@ impl CachedNight {
     }
 }
 
-/// The field of a hotel's hash with its details.
-const DETAILS: &str = "details";
-/// The field of a hotel's hash with its room types.
-const ROOM_TYPES: &str = "room_types";
+/// What shapes the sale of one room type on one night besides its rooms: the
+/// restrictions (for every plan and per plan) and the plans' own rates, as the domain's
+/// `RoomNight` keeps them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NightTerms {
+    #[serde(default, skip_serializing_if = "RestrictionSet::is_empty")]
+    pub restrictions: RestrictionSet,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub plan_rates: BTreeMap<RatePlanId, Cents>,
+}
+
+impl NightTerms {
+    pub fn is_empty(&self) -> bool {
+        self.restrictions.is_empty() && self.plan_rates.is_empty()
+    }
+
+    /// Applies one event's effect on the terms, as `RoomNight::apply_event` does.
+    fn apply(&mut self, event: &RoomNightEvent) {
+        match event {
+            RoomNightEvent::RestrictionsSet {
+                rate_plan_id,
+                restrictions,
+            } => self.restrictions.set(*rate_plan_id, *restrictions),
+            RoomNightEvent::PlanRateSet {
+                rate_plan_id,
+                rate_cents: Some(rate),
+            } => {
+                self.plan_rates.insert(*rate_plan_id, *rate);
+            }
+            RoomNightEvent::PlanRateSet {
+                rate_plan_id,
+                rate_cents: None,
+            } => {
+                self.plan_rates.remove(rate_plan_id);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The terms of every room type that has any on one night (a `t:` field), by id.
+pub type DayTerms = BTreeMap<i64, NightTerms>;
+
+fn changes_terms(event: &RoomNightEvent) -> bool {
+    matches!(
+        event,
+        RoomNightEvent::RestrictionsSet { .. } | RoomNightEvent::PlanRateSet { .. }
+    )
+}
+
+/// The field of a hotel's hash with its catalog (the `Hotel` aggregate as JSON).
+const CATALOG: &str = "catalog";
+/// The field with the hotel stream's sequence the catalog reflects.
+const CATALOG_SEQ: &str = "catalog_seq";
 
 /// The field of a hotel's hash with one night of every room type.
 fn night_field(night: NaiveDate) -> String {
     format!("n:{}", night.format("%Y-%m-%d"))
+}
+
+/// The field of a hotel's hash with the terms of one night.
+fn terms_field(night: NaiveDate) -> String {
+    format!("t:{}", night.format("%Y-%m-%d"))
 }
 
 /// One night of a hotel, every room type that has inventory on it, in id order.
@@ -185,7 +273,7 @@ fn encode_night(room_types: &BTreeMap<i64, CachedNight>) -> String {
 }
 
 /// The room types of a night field, in id order; `None` if the field is malformed.
-/// Every search decodes three of these, so this walks the bytes once, without
+/// Every search decodes several of these, so this walks the bytes once, without
 /// splitting strings or building maps (see docs/benchmarks.md, finding 25).
 fn decode_night(value: &str) -> Option<Vec<(i64, CachedNight)>> {
     let mut entries = Vec::with_capacity(8);
@@ -228,10 +316,29 @@ fn take_int(rest: &mut &[u8], end: u8) -> Option<i64> {
     Some(if negative { -value } else { value })
 }
 
-/// Applies a night's events in stream order. An event whose sequence is not above the
-/// night's was applied before (a batch replayed after a crash) and is skipped; `false`
-/// when the events skip a sequence number, which is never guessed over.
-fn apply_in_order(night: &mut CachedNight, events: &[(&StoredEvent, &RoomNightEvent)]) -> bool {
+/// A night's terms field, or `None` when no room type has terms (the field is then
+/// deleted).
+fn encode_terms(terms: &DayTerms) -> anyhow::Result<Option<String>> {
+    if terms.values().all(NightTerms::is_empty) {
+        return Ok(None);
+    }
+    let kept: BTreeMap<&i64, &NightTerms> = terms.iter().filter(|(_, t)| !t.is_empty()).collect();
+    Ok(Some(serde_json::to_string(&kept)?))
+}
+
+fn decode_terms(value: &str) -> Option<DayTerms> {
+    serde_json::from_str(value).ok()
+}
+
+/// Applies a night's events in stream order to its counters and (when the batch changes
+/// them, so they were read) its terms. An event whose sequence is not above the night's
+/// was applied before (a batch replayed after a crash) and is skipped; `false` when the
+/// events skip a sequence number, which is never guessed over.
+fn apply_in_order(
+    night: &mut CachedNight,
+    mut terms: Option<&mut NightTerms>,
+    events: &[(&StoredEvent, &RoomNightEvent)],
+) -> bool {
     for (meta, event) in events {
         if meta.sequence <= night.sequence {
             continue;
@@ -240,29 +347,42 @@ fn apply_in_order(night: &mut CachedNight, events: &[(&StoredEvent, &RoomNightEv
             return false;
         }
         night.apply(event);
+        if let Some(terms) = terms.as_deref_mut() {
+            terms.apply(event);
+        }
         night.sequence = meta.sequence;
         night.position = meta.position;
     }
     true
 }
 
-/// Catalog entries as cached.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CachedHotel {
-    pub name: String,
-    pub city: String,
-    pub timezone: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CachedRoomType {
-    pub name: String,
-    pub max_occupancy: u32,
+/// Applies a hotel's events in stream order to its catalog, as the `Hotel` aggregate
+/// applies them; the same rules as [`apply_in_order`] (`sequence` is the stream's
+/// sequence the catalog reflects).
+fn apply_catalog(
+    hotel: &mut Hotel,
+    sequence: &mut i64,
+    events: &[(&StoredEvent, &HotelEvent)],
+) -> bool {
+    for (meta, event) in events {
+        if meta.sequence <= *sequence {
+            continue;
+        }
+        if meta.sequence != *sequence + 1 {
+            return false;
+        }
+        hotel.apply_event(event);
+        *sequence = meta.sequence;
+    }
+    true
 }
 
 /// A batch's events on room nights: per (hotel, night), per room type, in stream order.
 type TouchedNights<'a> =
     BTreeMap<(i64, NaiveDate), BTreeMap<i64, Vec<(&'a StoredEvent, &'a RoomNightEvent)>>>;
+
+/// A batch's events on hotels, per hotel, in stream order.
+type TouchedHotels<'a> = BTreeMap<i64, Vec<(&'a StoredEvent, &'a HotelEvent)>>;
 
 /// The projection that keeps availability in Redis.
 pub struct AvailabilityProjection {
@@ -274,7 +394,110 @@ impl AvailabilityProjection {
     pub fn new(redis: ConnectionManager, keys: Keys) -> Self {
         Self { redis, keys }
     }
+
+    /// Queues the writes of one night of one hotel: its counters, and its terms when
+    /// the batch changed them (`stored_terms` is then what was read).
+    fn write_night(
+        &self,
+        write: &mut redis::Pipeline,
+        generation: i32,
+        (hotel, date): (i64, NaiveDate),
+        by_type: &BTreeMap<i64, Vec<(&StoredEvent, &RoomNightEvent)>>,
+        stored: Option<&str>,
+        stored_terms: Option<Option<&str>>,
+    ) -> anyhow::Result<()> {
+        let key = self.keys.hotel(generation, hotel);
+        let field = night_field(date);
+        let mut night_map: BTreeMap<i64, CachedNight> = stored
+            .and_then(decode_night)
+            .map(|entries| entries.into_iter().collect())
+            .unwrap_or_default();
+        let mut day_terms: Option<DayTerms> =
+            stored_terms.map(|t| t.and_then(decode_terms).unwrap_or_default());
+        for (room_type, events) in by_type {
+            let mut night = night_map.get(room_type).copied().unwrap_or_default();
+            let mut terms = day_terms
+                .as_ref()
+                .map(|d| d.get(room_type).cloned().unwrap_or_default());
+            if apply_in_order(&mut night, terms.as_mut(), events) {
+                night_map.insert(*room_type, night);
+                if let (Some(day), Some(terms)) = (day_terms.as_mut(), terms) {
+                    day.insert(*room_type, terms);
+                }
+            } else {
+                // A gap: never guess. The night drops out of the cache (searches show
+                // it with nothing left) until a rebuild refills it.
+                metrics::counter!("availability_gaps_total").increment(1);
+                tracing::error!(%key, %field, room_type, "availability: stream gap; night dropped from cache");
+                night_map.remove(room_type);
+                if let Some(day) = day_terms.as_mut() {
+                    day.remove(room_type);
+                }
+            }
+        }
+        if night_map.is_empty() {
+            write.hdel(&key, &field);
+        } else {
+            write.hset(&key, &field, encode_night(&night_map));
+        }
+        if let Some(day) = day_terms {
+            match encode_terms(&day)? {
+                Some(value) => write.hset(&key, terms_field(date), value),
+                None => write.hdel(&key, terms_field(date)),
+            };
+        }
+        Ok(())
+    }
+
+    /// Queues the writes of one hotel's catalog and its city set.
+    fn write_catalog(
+        &self,
+        write: &mut redis::Pipeline,
+        generation: i32,
+        hotel_id: i64,
+        events: &[(&StoredEvent, &HotelEvent)],
+        (stored_seq, stored): (Option<i64>, Option<&str>),
+    ) -> anyhow::Result<()> {
+        let key = self.keys.hotel(generation, hotel_id);
+        let mut hotel: Hotel = match stored {
+            Some(json) => serde_json::from_str(json)?,
+            None => Hotel::default(),
+        };
+        let old_city = hotel.details().map(|d| city_key(d.city()));
+        let mut sequence = stored_seq.unwrap_or(0);
+        if !apply_catalog(&mut hotel, &mut sequence, events) {
+            metrics::counter!("availability_gaps_total").increment(1);
+            tracing::error!(%key, "availability: hotel stream gap; catalog dropped from cache");
+            write.hdel(&key, &[CATALOG, CATALOG_SEQ]);
+            if let Some(old) = old_city {
+                write.srem(self.keys.city(generation, &old), hotel_id);
+            }
+            return Ok(());
+        }
+        let new_city = hotel.details().map(|d| city_key(d.city()));
+        if let Some(old) = old_city
+            .as_ref()
+            .filter(|old| Some(*old) != new_city.as_ref())
+        {
+            write.srem(self.keys.city(generation, old), hotel_id);
+        }
+        if let Some(new) = new_city {
+            write.sadd(self.keys.city(generation, &new), hotel_id);
+        }
+        write.hset_multiple(
+            &key,
+            &[
+                (CATALOG, serde_json::to_string(&hotel)?),
+                (CATALOG_SEQ, sequence.to_string()),
+            ],
+        );
+        Ok(())
+    }
 }
+
+/// What the projection reads before writing: per touched night its counters (and its
+/// terms when the batch changes them), per touched hotel its catalog.
+type StoredFields = Vec<Option<String>>;
 
 impl Projection for AvailabilityProjection {
     fn name(&self) -> &'static str {
@@ -294,9 +517,7 @@ impl Projection for AvailabilityProjection {
             anyhow::bail!("availability storage of generation {generation} lost its data");
         }
         let mut nights: TouchedNights = BTreeMap::new();
-        // The catalog's changes per hotel: the last details, and room types in order.
-        let mut details: BTreeMap<i64, CachedHotel> = BTreeMap::new();
-        let mut room_types: BTreeMap<i64, Vec<(i64, CachedRoomType)>> = BTreeMap::new();
+        let mut hotels: TouchedHotels = BTreeMap::new();
         for stored in batch {
             match stored.typed_for(NAME)? {
                 TypedEvent::RoomNight { key, event } => nights
@@ -305,45 +526,36 @@ impl Projection for AvailabilityProjection {
                     .entry(key.room_type_id.get())
                     .or_default()
                     .push((stored, event)),
-                TypedEvent::Hotel { hotel_id, event } => match event {
-                    HotelEvent::HotelDetailsSet { details: d, .. } => {
-                        details.insert(
-                            hotel_id.get(),
-                            CachedHotel {
-                                name: d.name().to_owned(),
-                                city: d.city().to_owned(),
-                                timezone: d.timezone().name().to_owned(),
-                            },
-                        );
-                    }
-                    HotelEvent::RoomTypeSet {
-                        room_type_id,
-                        details: d,
-                    } => room_types.entry(hotel_id.get()).or_default().push((
-                        room_type_id.get(),
-                        CachedRoomType {
-                            name: d.name().to_owned(),
-                            max_occupancy: d.max_occupancy(),
-                        },
-                    )),
-                    HotelEvent::RatePlanSet { .. } => {}
-                },
+                TypedEvent::Hotel { hotel_id, event } => hotels
+                    .entry(hotel_id.get())
+                    .or_default()
+                    .push((stored, event)),
                 // What is left to sell is the nights' business; a reservation's own
                 // events say nothing the nights do not.
                 TypedEvent::Reservation { .. } => {}
             }
         }
+        // The nights whose terms the batch changes: only those read and write `t:`.
+        let with_terms: Vec<bool> = nights
+            .values()
+            .map(|by_type| by_type.values().flatten().any(|(_, e)| changes_terms(e)))
+            .collect();
 
-        // The current values of the touched fields: nights, then room type lists.
+        // The current values of the touched fields: nights, their terms, catalogs.
         let mut read = redis::pipe();
-        for (hotel, night) in nights.keys() {
-            read.hget(self.keys.hotel(generation, *hotel), night_field(*night));
+        for ((hotel, night), terms) in nights.keys().zip(&with_terms) {
+            let key = self.keys.hotel(generation, *hotel);
+            if *terms {
+                read.hmget(key, &[night_field(*night), terms_field(*night)]);
+            } else {
+                read.hmget(key, &[night_field(*night)]);
+            }
         }
-        for hotel in room_types.keys() {
-            read.hget(self.keys.hotel(generation, *hotel), ROOM_TYPES);
+        for hotel in hotels.keys() {
+            read.hmget(self.keys.hotel(generation, *hotel), &[CATALOG_SEQ, CATALOG]);
         }
-        let expected = nights.len() + room_types.len();
-        let current: Vec<Option<String>> = if expected == 0 {
+        let expected = nights.len() + hotels.len();
+        let current: Vec<StoredFields> = if expected == 0 {
             Vec::new()
         } else {
             read.query_async(&mut self.redis).await?
@@ -354,54 +566,31 @@ impl Projection for AvailabilityProjection {
                 current.len()
             );
         }
-        let (stored_nights, stored_room_types) = current.split_at(nights.len());
+        let (stored_nights, stored_hotels) = current.split_at(nights.len());
 
         let mut write = redis::pipe();
         write.atomic();
-        for (((hotel, date), by_type), stored) in nights.iter().zip(stored_nights) {
-            let key = self.keys.hotel(generation, *hotel);
-            let field = night_field(*date);
-            let mut night_map: BTreeMap<i64, CachedNight> = stored
-                .as_deref()
-                .and_then(decode_night)
-                .map(|entries| entries.into_iter().collect())
-                .unwrap_or_default();
-            for (room_type, events) in by_type {
-                let mut night = night_map.get(room_type).copied().unwrap_or_default();
-                if apply_in_order(&mut night, events) {
-                    night_map.insert(*room_type, night);
-                } else {
-                    // A gap: never guess. The night drops out of the cache (searches
-                    // show it with nothing left) until a rebuild refills it.
-                    metrics::counter!("availability_gaps_total").increment(1);
-                    tracing::error!(%key, %field, room_type, "availability: stream gap; night dropped from cache");
-                    night_map.remove(room_type);
-                }
-            }
-            if night_map.is_empty() {
-                write.hdel(&key, &field);
-            } else {
-                write.hset(&key, &field, encode_night(&night_map));
-            }
+        for (((night, by_type), stored), terms) in nights.iter().zip(stored_nights).zip(&with_terms)
+        {
+            let counters = stored.first().and_then(|v| v.as_deref());
+            let stored_terms = terms.then(|| stored.get(1).and_then(|v| v.as_deref()));
+            self.write_night(
+                &mut write,
+                generation,
+                *night,
+                by_type,
+                counters,
+                stored_terms,
+            )?;
         }
-        for (hotel, hotel_details) in &details {
-            write.hset(
-                self.keys.hotel(generation, *hotel),
-                DETAILS,
-                serde_json::to_string(hotel_details)?,
-            );
-        }
-        for ((hotel, changes), stored) in room_types.iter().zip(stored_room_types) {
-            let mut all: BTreeMap<i64, CachedRoomType> = match stored {
-                Some(json) => serde_json::from_str(json)?,
-                None => BTreeMap::new(),
-            };
-            all.extend(changes.iter().cloned());
-            write.hset(
-                self.keys.hotel(generation, *hotel),
-                ROOM_TYPES,
-                serde_json::to_string(&all)?,
-            );
+        for ((hotel, events), stored) in hotels.iter().zip(stored_hotels) {
+            let seq = stored
+                .first()
+                .and_then(|v| v.as_deref())
+                .map(str::parse::<i64>)
+                .transpose()?;
+            let catalog = stored.get(1).and_then(|v| v.as_deref());
+            self.write_catalog(&mut write, generation, *hotel, events, (seq, catalog))?;
         }
         if let Some(last) = batch.last() {
             write.hset(self.keys.meta(generation), "position", last.position);
@@ -485,129 +674,10 @@ impl Projection for AvailabilityProjection {
     }
 }
 
-/// What the cache says about one room type over a stay.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CachedRoomTypeNights {
-    pub room_type_id: i64,
-    pub room_type: CachedRoomType,
-    /// One per night of the stay; `None` where the night has no inventory.
-    pub nights: Vec<(NaiveDate, Option<CachedNight>)>,
-}
-
-/// An availability answer from the cache.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CachedAvailability {
-    pub hotel: CachedHotel,
-    pub as_of: chrono::DateTime<Utc>,
-    pub room_types: Vec<CachedRoomTypeNights>,
-}
-
-/// The generation the last read found current, which the next read assumes and checks
-/// in the same round trip (`GET current` rides in the pipeline that reads that
-/// generation's `meta` and catalog). Generations change only when the model is rebuilt,
-/// so a read costs two round trips instead of three; a read that finds the pointer
-/// moved reads again under the new generation, so it never answers from a stale one.
-#[derive(Debug, Default)]
-pub struct GenerationHint(AtomicI32);
-
-/// A read's one round trip: the current generation, the assumed generation's `ready`
-/// and `as_of`, and the hotel's `details`, `room_types` and nights in it.
-type RoundTrip = (
-    Option<i32>,
-    (Option<String>, Option<String>),
-    Vec<Option<String>>,
-);
-
-/// Reads availability for `hotel` over `nights` from the generation readers use.
-/// `Ok(None)` when the cache cannot answer (not built, not caught up, unknown hotel):
-/// the caller then asks PostgreSQL. Errors mean Redis is unreachable.
-pub async fn read(
-    redis: &mut ConnectionManager,
-    keys: &Keys,
-    hint: &GenerationHint,
-    hotel: i64,
-    nights: &[NaiveDate],
-) -> anyhow::Result<Option<CachedAvailability>> {
-    let mut fields: Vec<String> = Vec::with_capacity(nights.len() + 2);
-    fields.push(DETAILS.to_owned());
-    fields.push(ROOM_TYPES.to_owned());
-    fields.extend(nights.iter().map(|n| night_field(*n)));
-    // 0 is never a generation (they count from 1): the first read learns the pointer.
-    let mut generation = hint.0.load(Ordering::Relaxed);
-    let mut found = None;
-    // Twice is enough unless rebuilds switch faster than reads; then PostgreSQL answers.
-    for _ in 0..2 {
-        let (current, meta, values): RoundTrip = redis::pipe()
-            .get(keys.current())
-            .hmget(keys.meta(generation), &["ready", "as_of"])
-            .hmget(keys.hotel(generation, hotel), &fields)
-            .query_async(redis)
-            .await?;
-        let Some(current) = current else {
-            return Ok(None);
-        };
-        if current == generation {
-            found = Some((meta, values));
-            break;
-        }
-        hint.0.store(current, Ordering::Relaxed);
-        generation = current;
-    }
-    let Some(((ready, as_of), values)) = found else {
-        return Ok(None);
-    };
-    if ready.as_deref() != Some("1") || values.len() != fields.len() {
-        return Ok(None);
-    }
-    let Some(as_of) = as_of
-        .and_then(|s| chrono::DateTime::parse_from_rfc3339(&s).ok())
-        .map(|t| t.with_timezone(&Utc))
-    else {
-        return Ok(None);
-    };
-    let mut values = values.into_iter();
-    let Some(hotel_details) = values
-        .next()
-        .flatten()
-        .and_then(|d| serde_json::from_str::<CachedHotel>(&d).ok())
-    else {
-        return Ok(None);
-    };
-    let room_types: BTreeMap<i64, CachedRoomType> = match values.next().flatten() {
-        None => BTreeMap::new(),
-        Some(json) => match serde_json::from_str(&json) {
-            Ok(room_types) => room_types,
-            Err(_) => return Ok(None),
-        },
-    };
-    let by_night: Vec<Vec<(i64, CachedNight)>> = values
-        .map(|v| v.as_deref().and_then(decode_night).unwrap_or_default())
-        .collect();
-    let room_types = room_types
-        .into_iter()
-        .map(|(room_type_id, room_type)| CachedRoomTypeNights {
-            room_type_id,
-            room_type,
-            nights: nights
-                .iter()
-                .zip(&by_night)
-                .map(|(date, night)| {
-                    let cached = night.iter().find(|(id, _)| *id == room_type_id);
-                    (*date, cached.map(|(_, n)| *n))
-                })
-                .collect(),
-        })
-        .collect();
-    Ok(Some(CachedAvailability {
-        hotel: hotel_details,
-        as_of,
-        room_types,
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aggregates::restrictions::NightRestrictions;
 
     #[test]
     fn a_cached_night_round_trips_through_its_encoding() {
@@ -687,5 +757,214 @@ mod tests {
     fn night_fields_name_the_date() {
         let night = NaiveDate::from_ymd_opt(2027, 6, 1).expect("date");
         assert_eq!(night_field(night), "n:2027-06-01");
+        assert_eq!(terms_field(night), "t:2027-06-01");
+    }
+
+    fn plan(id: i64) -> RatePlanId {
+        RatePlanId::parse(id).expect("plan id")
+    }
+
+    fn stop_sell() -> NightRestrictions {
+        NightRestrictions {
+            stop_sell: true,
+            ..NightRestrictions::default()
+        }
+    }
+
+    /// A stored event carrying only what the model reads of it: sequence and position.
+    fn stored(sequence: i64, position: i64) -> StoredEvent {
+        StoredEvent::decode(
+            crate::log::EventColumns {
+                position,
+                transaction_id: 1,
+                aggregate_type: "room_night".into(),
+                aggregate_id: "7:3:2027-06-01".into(),
+                sequence,
+                event_type: "Test".into(),
+                event_version: "1.0".into(),
+                payload: serde_json::Value::Null,
+                metadata: serde_json::Value::Null,
+                recorded_at: Utc::now(),
+            },
+            &aggregates::EventDecoder::new(Vec::new()),
+        )
+    }
+
+    #[test]
+    fn a_nights_terms_round_trip_through_their_field_and_an_empty_set_is_no_field() {
+        let mut restrictions = RestrictionSet::default();
+        restrictions.set(
+            None,
+            NightRestrictions {
+                min_stay: Some(2),
+                ..NightRestrictions::default()
+            },
+        );
+        restrictions.set(Some(plan(2)), stop_sell());
+        let terms = DayTerms::from([
+            (
+                3,
+                NightTerms {
+                    restrictions,
+                    plan_rates: BTreeMap::from([(plan(1), Cents::new(15_000))]),
+                },
+            ),
+            (4, NightTerms::default()),
+        ]);
+        let field = encode_terms(&terms).expect("encodes").expect("a field");
+        // The empty room type is left out; plan ids and room types are JSON keys.
+        assert!(!field.contains("\"4\""), "{field}");
+        assert!(field.contains("\"plan_rates\":{\"1\":15000}"), "{field}");
+        let decoded = decode_terms(&field).expect("decodes");
+        assert_eq!(decoded.get(&3), terms.get(&3));
+        assert_eq!(decoded.len(), 1);
+        assert_eq!(encode_terms(&DayTerms::new()).expect("encodes"), None);
+        assert_eq!(
+            encode_terms(&DayTerms::from([(3, NightTerms::default())])).expect("encodes"),
+            None
+        );
+        assert_eq!(decode_terms("{\"3\": 1}"), None);
+    }
+
+    #[test]
+    fn restrictions_and_plan_rates_are_applied_in_stream_order_once() {
+        // Given a night's inventory, a stop-sell for plan 2, a rate for plan 1, and that
+        // rate taken back
+        let events = [
+            RoomNightEvent::InventorySet {
+                key: aggregates::RoomNightKey::new(
+                    aggregates::HotelId::parse(7).expect("id"),
+                    aggregates::RoomTypeId::parse(3).expect("id"),
+                    NaiveDate::from_ymd_opt(2027, 6, 1).expect("date"),
+                ),
+                total_rooms: 5,
+                overbooking_allowance: 0,
+                rate_cents: Cents::new(10_000),
+            },
+            RoomNightEvent::RestrictionsSet {
+                rate_plan_id: Some(plan(2)),
+                restrictions: stop_sell(),
+            },
+            RoomNightEvent::PlanRateSet {
+                rate_plan_id: plan(1),
+                rate_cents: Some(Cents::new(12_000)),
+            },
+            RoomNightEvent::PlanRateSet {
+                rate_plan_id: plan(3),
+                rate_cents: Some(Cents::new(9_000)),
+            },
+            RoomNightEvent::PlanRateSet {
+                rate_plan_id: plan(3),
+                rate_cents: None,
+            },
+        ];
+        let metas: Vec<StoredEvent> = (1..=5).map(|n| stored(n, 100 + n)).collect();
+        let batch: Vec<(&StoredEvent, &RoomNightEvent)> = metas.iter().zip(&events).collect();
+        let mut night = CachedNight::default();
+        let mut terms = NightTerms::default();
+
+        // When they are applied, then applied again (a batch replayed after a crash)
+        assert!(apply_in_order(&mut night, Some(&mut terms), &batch));
+        let once = (night, terms.clone());
+        assert!(apply_in_order(&mut night, Some(&mut terms), &batch));
+
+        // Then the terms are the night's as the domain keeps them, applied once
+        let mut expected = aggregates::RoomNight::default();
+        for event in &events {
+            expected.apply_event(event);
+        }
+        assert_eq!(&terms.restrictions, expected.restrictions());
+        assert_eq!(&terms.plan_rates, expected.plan_rates());
+        assert_eq!((night, terms), once);
+        assert_eq!(night.sequence, 5);
+        assert_eq!(night.position, 105);
+        assert_eq!(night.total_rooms, 5);
+
+        // And a gap in the sequence is refused, not guessed over
+        let later = stored(7, 200);
+        let gap = [(&later, &events[2])];
+        assert!(!apply_in_order(&mut night, None, &gap));
+    }
+
+    #[test]
+    fn the_catalog_is_the_hotel_aggregate_built_from_its_events_once() {
+        use aggregates::{HotelCommand, HotelDetails, RoomTypeDetails};
+        let mut expected = Hotel::default();
+        let mut events = Vec::new();
+        for command in [
+            HotelCommand::SetDetails {
+                hotel_id: aggregates::HotelId::parse(7).expect("id"),
+                details: HotelDetails::parse("Casa", "Lisbon", "Europe/Lisbon").expect("details"),
+            },
+            HotelCommand::SetRoomType {
+                room_type_id: aggregates::RoomTypeId::parse(3).expect("id"),
+                details: RoomTypeDetails::parse("king", 2).expect("room type"),
+            },
+            HotelCommand::SetRatePlan {
+                rate_plan_id: plan(1),
+                plan: aggregates::RatePlan::parse(
+                    "flexible",
+                    [aggregates::RoomTypeId::parse(3).expect("id")].into(),
+                    aggregates::rate_plan::CancellationPolicy::HOUSE,
+                    aggregates::rate_plan::Pricing::Own,
+                )
+                .expect("plan"),
+            },
+        ] {
+            for event in expected.decide(command).expect("accepted") {
+                expected.apply_event(&event);
+                events.push(event);
+            }
+        }
+        let metas: Vec<StoredEvent> = (1..=3).map(|n| stored(n, n)).collect();
+        let batch: Vec<(&StoredEvent, &HotelEvent)> = metas.iter().zip(&events).collect();
+        let (mut hotel, mut sequence) = (Hotel::default(), 0);
+        assert!(apply_catalog(&mut hotel, &mut sequence, &batch[..2]));
+        assert!(apply_catalog(&mut hotel, &mut sequence, &batch));
+        assert_eq!(hotel, expected);
+        assert_eq!(sequence, 3);
+        // Stored as the aggregate's own JSON, and read back the same
+        let json = serde_json::to_string(&hotel).expect("json");
+        assert_eq!(
+            serde_json::from_str::<Hotel>(&json).expect("hotel"),
+            expected
+        );
+        // A gap is refused
+        let (mut fresh, mut none) = (Hotel::default(), 0);
+        assert!(!apply_catalog(&mut fresh, &mut none, &batch[1..]));
+    }
+
+    #[test]
+    fn cities_are_keyed_whatever_their_case_and_surrounding_spaces() {
+        let keys = Keys::for_database("db");
+        assert_eq!(keys.city(2, "Lisbon"), "rsv:db:avail3:g2:city:lisbon");
+        assert_eq!(keys.city(2, " LISBON "), keys.city(2, "lisbon"));
+        assert_eq!(keys.city(2, "São Paulo"), "rsv:db:avail3:g2:city:são paulo");
+    }
+
+    #[test]
+    fn a_cached_day_gives_the_offer_rule_its_counters_and_terms() {
+        let night = CachedNight {
+            total_rooms: 4,
+            held: 1,
+            rate_cents: 10_000,
+            ..CachedNight::default()
+        };
+        let mut terms = NightTerms::default();
+        terms.restrictions.set(Some(plan(2)), stop_sell());
+        terms.plan_rates.insert(plan(1), Cents::new(11_000));
+        let day = CachedDay {
+            date: NaiveDate::from_ymd_opt(2027, 6, 1).expect("date"),
+            counters: vec![(3, night), (4, night)],
+            terms: Some(std::sync::Arc::new(DayTerms::from([(3, terms.clone())]))),
+        };
+        let view = day.view(3).expect("inventory");
+        assert_eq!(view.remaining, 3);
+        assert_eq!(view.base_rate, Cents::new(10_000));
+        assert_eq!(view.restrictions, &terms.restrictions);
+        assert_eq!(view.plan_rates, &terms.plan_rates);
+        let plain = day.view(4).expect("inventory");
+        assert!(plain.restrictions.is_empty() && plain.plan_rates.is_empty());
+        assert_eq!(day.view(5), None);
     }
 }

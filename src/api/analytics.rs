@@ -241,6 +241,7 @@ pub struct ReservationList {
 
 /// A view row as clients see reservations (a lapsed hold reads as expired).
 fn reservation_out(row: ReservationRow, now: DateTime<Utc>) -> ReservationOut {
+    let cancellation_policy = row.cancellation_policy();
     // As the write side shows it: a hold past its expiry is expired, whether or not
     // the sweeper has recorded that yet.
     let status = if row.status == ReservationStatus::Held.as_str() && row.hold_expires_at <= now {
@@ -269,9 +270,9 @@ fn reservation_out(row: ReservationRow, now: DateTime<Utc>) -> ReservationOut {
         // The reservations view does not follow payments; the reservation itself does.
         paid_cents: None,
         refund_cents: None,
-        rate_plan_id: None,
-        cancellation_policy: None,
-        guests: None,
+        rate_plan_id: row.rate_plan_id,
+        cancellation_policy: Some(cancellation_policy.into()),
+        guests: u32::try_from(row.guests).ok(),
     }
 }
 

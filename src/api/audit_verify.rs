@@ -1,13 +1,14 @@
 //! `GET /v1/audit/verify` (auditor, admin): bring the audit log up to date, then check
-//! its hash chain, replay the whole history through the aggregates and compare the
-//! replayed nights with `room_nights`. The work is `projections::audit::verify`; this
-//! is only the HTTP face of it.
+//! its hash chain, replay the whole history through the aggregates, judge every sale
+//! against the restrictions, rate plans and occupancy in force when it was made, and
+//! compare the replayed nights with `room_nights`. The work is
+//! `projections::audit::verify`; this is only the HTTP face of it.
 //!
 //! The answer is 200 whether or not the history checks out: `ok` says which. An error
 //! status means verification could not run (the database, or the audit runner not
 //! catching up in time).
 //!
-//! A verification reads the whole history through five connections of the server's
+//! A verification reads the whole history through six connections of the server's
 //! pool, so a process runs one at a time: a second request meanwhile is answered 429
 //! with `Retry-After` rather than queued, and bookings keep their connections. A history
 //! too long to verify within the request timeout is verified with

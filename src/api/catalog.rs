@@ -1,7 +1,11 @@
-//! Catalog and inventory (admin), hotel look-ups and availability (any role).
+//! Catalog and inventory (admin), hotel look-ups and a hotel's availability (any
+//! role).
 
 use aggregates::booking::InventoryUpdate;
-use aggregates::{Cents, Hotel, HotelDetails, HotelId, RoomTypeDetails, RoomTypeId, StayDates};
+use aggregates::restrictions::NightRestrictions;
+use aggregates::{
+    Cents, Hotel, HotelDetails, HotelId, Rejection, RoomTypeDetails, RoomTypeId, StayDates,
+};
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
@@ -12,8 +16,10 @@ use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::rate_plans::RatePlanOut;
+use super::search::{stay_query, OfferOut};
 use super::AppState;
 use crate::commands::Caller;
+use crate::queries::NightAvailability;
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PutHotel {
@@ -324,6 +330,58 @@ pub struct AvailabilityQuery {
     /// Rooms wanted on every night (default 1).
     #[param(minimum = 1, maximum = 10)]
     pub rooms: Option<i64>,
+    /// Guests in each room (default 1): prices and offers are for them.
+    #[param(minimum = 1, maximum = 50)]
+    pub guests: Option<i64>,
+}
+
+/// Restrictions in force, only the ones that bind (an empty object: none).
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub struct RestrictionsOut {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_stay: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_stay: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_stay_through: Option<u32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub closed_to_arrival: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub closed_to_departure: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stop_sell: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_advance_days: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_advance_days: Option<u32>,
+}
+
+impl From<NightRestrictions> for RestrictionsOut {
+    fn from(r: NightRestrictions) -> Self {
+        Self {
+            min_stay: r.min_stay,
+            max_stay: r.max_stay,
+            min_stay_through: r.min_stay_through,
+            closed_to_arrival: r.closed_to_arrival,
+            closed_to_departure: r.closed_to_departure,
+            stop_sell: r.stop_sell,
+            min_advance_days: r.min_advance_days,
+            max_advance_days: r.max_advance_days,
+        }
+    }
+}
+
+/// A plan's price of one room on one night.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlanPriceOut {
+    /// `null`: the base rate, for a room type no plan sells.
+    pub rate_plan_id: Option<i64>,
+    /// For one room and the guests asked, extra guests included.
+    pub rate_cents: i64,
+    /// The plan's own restrictions on this night, when it has any; a stay under the
+    /// plan meets these and the night's `restrictions` both.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restrictions: Option<RestrictionsOut>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -331,7 +389,37 @@ pub struct NightOut {
     #[serde(serialize_with = "iso_date")]
     pub date: NaiveDate,
     pub remaining: u32,
+    /// The base rate; `null` without inventory.
     pub rate_cents: Option<i64>,
+    /// The restrictions for every plan in force on this night.
+    pub restrictions: RestrictionsOut,
+    /// One per plan selling the room type (or the base rate when none does).
+    pub prices: Vec<PlanPriceOut>,
+}
+
+impl NightOut {
+    fn of(night: NightAvailability) -> Self {
+        let plans = &night.restrictions.plans;
+        Self {
+            date: night.date,
+            remaining: night.remaining,
+            rate_cents: night.rate_cents,
+            restrictions: night.restrictions.all.into(),
+            prices: night
+                .prices
+                .iter()
+                .map(|p| PlanPriceOut {
+                    rate_plan_id: p.rate_plan_id.map(|id| id.get()),
+                    rate_cents: p.rate_cents.get(),
+                    restrictions: p
+                        .rate_plan_id
+                        .and_then(|id| plans.get(&id))
+                        .filter(|r| !r.is_none())
+                        .map(|r| (*r).into()),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A date as `YYYY-MM-DD`, the form chrono's `Serialize` gives, written without the
@@ -369,13 +457,16 @@ fn iso_date<S: serde::Serializer>(date: &NaiveDate, serializer: S) -> Result<S::
 pub struct RoomTypeAvailability {
     pub room_type_id: i64,
     pub name: String,
-    /// `remaining >= rooms` on every night.
+    /// `remaining >= rooms` on every night, and the room sleeps the guests.
     pub available: bool,
     /// The minimum over the nights.
     pub remaining: u32,
-    /// Price of the stay for the rooms asked, when every night has a rate.
+    /// Price of the stay for the rooms asked at the base rate, when every night has a
+    /// rate.
     pub total_cents: Option<i64>,
     pub nights: Vec<NightOut>,
+    /// What the stay can be booked as (see `GET /v1/availability`), cheapest first.
+    pub offers: Vec<OfferOut>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -391,13 +482,15 @@ pub struct Availability {
     pub room_types: Vec<RoomTypeAvailability>,
 }
 
-/// Remaining rooms and rates for a stay, per room type. May be a little stale; a hold
-/// is always decided against the database.
+/// Remaining rooms, rates, restrictions and prices per plan for a stay, per room type,
+/// and the offers it can be booked as. May be a little stale; a hold is always decided
+/// against the database.
 #[utoipa::path(get, path = "/v1/hotels/{hotel_id}/availability", tag = "browse",
     params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64), AvailabilityQuery),
     responses((status = 200, body = Availability), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 422, description = "invalid_request, or occupancy_exceeded: no room type sleeps the guests", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn availability(
     State(state): State<AppState>,
@@ -406,42 +499,30 @@ pub async fn availability(
     ApiQuery(query): ApiQuery<AvailabilityQuery>,
 ) -> Result<Json<Availability>, ApiError> {
     let id = hotel_id(id)?;
-    let stay = StayDates::parse(query.start_date, query.end_date)?;
-    let limits = state.commands.config().limits;
-    if stay.night_count() > limits.max_nights {
-        return Err(ApiError::invalid(
-            "end_date",
-            format!("a stay may have at most {} nights", limits.max_nights),
-        ));
-    }
-    let rooms = match query.rooms {
-        None => 1,
-        Some(r) if (1..=i64::from(limits.max_rooms)).contains(&r) => r as u32,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "rooms",
-                format!("rooms must be between 1 and {}", limits.max_rooms),
-            ))
-        }
-    };
+    let stay_query = stay_query(
+        &state,
+        query.start_date,
+        query.end_date,
+        query.rooms,
+        query.guests,
+    )?;
+    let (rooms, guests) = (stay_query.rooms.get(), stay_query.guests.get());
     let answer = state
         .queries
-        .availability(id, &stay)
+        .availability(id, &stay_query)
         .await?
         .ok_or_else(|| ApiError::not_found("no such hotel"))?;
+    let largest = answer.room_types.iter().map(|rt| rt.max_occupancy).max();
+    if let Some(max_occupancy) = largest.filter(|max| *max < guests) {
+        return Err(Rejection::OccupancyExceeded { max_occupancy }.into());
+    }
+    let offers = &answer.offers;
     let room_types = answer
         .room_types
         .into_iter()
         .map(|rt| {
-            let nights: Vec<NightOut> = rt
-                .nights
-                .into_iter()
-                .map(|n| NightOut {
-                    date: n.date,
-                    remaining: n.remaining,
-                    rate_cents: n.rate_cents,
-                })
-                .collect();
+            let sleeps = rt.max_occupancy >= guests;
+            let nights: Vec<NightOut> = rt.nights.into_iter().map(NightOut::of).collect();
             let remaining = nights.iter().map(|n| n.remaining).min().unwrap_or(0);
             let total_cents = nights
                 .iter()
@@ -450,17 +531,22 @@ pub async fn availability(
             RoomTypeAvailability {
                 room_type_id: rt.room_type_id,
                 name: rt.name,
-                available: remaining >= rooms,
+                available: remaining >= rooms && sleeps,
                 remaining,
                 total_cents,
                 nights,
+                offers: offers
+                    .iter()
+                    .filter(|o| o.room_type_id.get() == rt.room_type_id)
+                    .map(OfferOut::from)
+                    .collect(),
             }
         })
         .collect();
     Ok(Json(Availability {
         hotel_id: id.get(),
-        start_date: stay.start(),
-        end_date: stay.end(),
+        start_date: stay_query.stay.start(),
+        end_date: stay_query.stay.end(),
         as_of: answer.as_of,
         source: answer.source.as_str().to_owned(),
         room_types,
@@ -489,6 +575,8 @@ mod tests {
                 date,
                 remaining: 3,
                 rate_cents: None,
+                restrictions: RestrictionsOut::default(),
+                prices: Vec::new(),
             };
             let json = serde_json::to_value(&night).expect("serializes");
             assert_eq!(

@@ -13,6 +13,7 @@ pub mod ops;
 pub mod payments;
 pub mod rate_plans;
 pub mod reservations;
+pub mod search;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -84,6 +85,7 @@ pub struct AppStateInner {
         rate_plans::put_rate_plan, rate_plans::put_plan_rates, rate_plans::put_restrictions,
         rate_plans::put_ari,
         catalog::get_hotel, catalog::search_hotels, catalog::availability,
+        search::search,
         reservations::create, reservations::get, reservations::cancel,
         reservations::change_dates, reservations::events,
         payments::confirm, payments::webhook,
@@ -149,6 +151,7 @@ pub fn router(state: AppState) -> Router {
             get(catalog::availability),
         )
         .route("/v1/hotels/{hotel_id}/occupancy", get(analytics::occupancy))
+        .route("/v1/availability", get(search::search))
         .route(
             "/v1/reservations",
             post(reservations::create).get(analytics::list_reservations),

@@ -5,15 +5,28 @@
 //! projection has not caught up, the hotel is unknown to it, or a night is down to its
 //! last room, where a stale "1 left" costs most. Either way the answer says where it
 //! came from and as of when; a hold never relies on it.
+//!
+//! Both sources end in the same place: a hotel's catalog and, per room type and date, a
+//! view of the night (rooms left, base rate, restrictions, plans' own rates), from
+//! which the domain prices each plan and lists the bookable offers
+//! (`aggregates::booking::offers`). So the cache and the database can only differ in
+//! how fresh their nights are, never in the arithmetic. The city search
+//! (`search.rs`) reads the same way, over many hotels.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use aggregates::booking::{self, NightView, Offer, OfferRequest, SaleTerms};
+use aggregates::restrictions::RestrictionSet;
 use aggregates::room_night::rooms_left;
-use aggregates::{HotelId, StayDates};
-use chrono::{DateTime, NaiveDate, Utc};
-use projections::availability::{GenerationHint, Keys};
+use aggregates::types::local_date;
+use aggregates::{
+    BookingLimits, Cents, GuestCount, Hotel, HotelId, RatePlanId, RoomCount, RoomTypeId, StayDates,
+};
+use chrono::{DateTime, Days, NaiveDate, Utc};
+use projections::availability::Reader;
 use sqlx::Row;
 
 use super::{Queries, QueryError};
@@ -25,9 +38,9 @@ const CACHE_TIMEOUT: Duration = Duration::from_millis(300);
 #[derive(Clone)]
 pub struct AvailabilityCache {
     pub redis: redis::aio::ConnectionManager,
-    pub keys: Keys,
-    /// The generation readers last found current (shared by every request).
-    pub generation: Arc<GenerationHint>,
+    /// The reader every request shares (the generation it last found current, and the
+    /// catalogs it has decoded).
+    pub reader: Arc<Reader>,
 }
 
 /// Which source answered.
@@ -48,13 +61,57 @@ impl Source {
     }
 }
 
-/// One night of one room type.
+/// What a stay is asked for, by a hotel's availability or a city search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StayQuery {
+    pub stay: StayDates,
+    pub rooms: RoomCount,
+    pub guests: GuestCount,
+    /// The booking limits a hold would be checked against: an offer is only listed for
+    /// a stay that passes them.
+    pub limits: BookingLimits,
+}
+
+impl StayQuery {
+    /// The dates read: every night of the stay, then the check-out day, whose
+    /// closure to departure binds the stay.
+    pub(super) fn dates(&self) -> Vec<NaiveDate> {
+        let mut dates: Vec<NaiveDate> = self.stay.nights().collect();
+        dates.push(self.stay.end());
+        dates
+    }
+
+    pub(super) fn offer_request(&self, today: NaiveDate) -> OfferRequest<'_> {
+        OfferRequest {
+            stay: &self.stay,
+            rooms: self.rooms,
+            guests: self.guests,
+            today,
+            limits: self.limits,
+        }
+    }
+}
+
+/// A plan's price of one room on one night for the guests asked (`rate_plan_id`
+/// `None`: the base rate, for a room type no plan sells).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanPrice {
+    pub rate_plan_id: Option<RatePlanId>,
+    pub rate_cents: Cents,
+}
+
+/// One night of one room type.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NightAvailability {
     pub date: NaiveDate,
     pub remaining: u32,
     /// `None` for a night without inventory.
     pub rate_cents: Option<i64>,
+    /// The restrictions the night carries, for every plan and per plan.
+    pub restrictions: RestrictionSet,
+    /// One per plan selling the room type (or the base rate), for the guests asked;
+    /// empty without inventory or when the room does not sleep the guests.
+    pub prices: Vec<PlanPrice>,
 }
 
 /// Every night of the stay for one room type, in order.
@@ -62,6 +119,7 @@ pub struct NightAvailability {
 pub struct RoomTypeNights {
     pub room_type_id: i64,
     pub name: String,
+    pub max_occupancy: u32,
     pub nights: Vec<NightAvailability>,
 }
 
@@ -70,23 +128,142 @@ pub struct StayAvailability {
     pub source: Source,
     pub as_of: DateTime<Utc>,
     pub room_types: Vec<RoomTypeNights>,
+    /// The bookable offers of every room type, cheapest first.
+    pub offers: Vec<Offer>,
 }
 
 fn to_u32(rooms: i64) -> u32 {
     u32::try_from(rooms.max(0)).unwrap_or(u32::MAX)
 }
 
+/// Today at the hotel; a catalog without details (never stored) counts in UTC.
+pub(super) fn today_at(hotel: &Hotel, now: DateTime<Utc>) -> NaiveDate {
+    hotel
+        .details()
+        .map_or_else(|| now.date_naive(), |d| local_date(now, d.timezone()))
+}
+
+/// A hotel's availability from its catalog and a view of its nights, whichever source
+/// they came from.
+fn describe<'v>(
+    hotel: &Hotel,
+    query: &StayQuery,
+    today: NaiveDate,
+    view: impl Fn(RoomTypeId, NaiveDate) -> Option<NightView<'v>>,
+) -> (Vec<RoomTypeNights>, Vec<Offer>) {
+    let room_types = hotel
+        .room_types()
+        .iter()
+        .map(|(id, details)| {
+            let terms: Vec<SaleTerms> = booking::selling_plans(hotel, *id)
+                .into_iter()
+                .filter_map(|plan| SaleTerms::resolve(hotel, *id, plan, query.guests).ok())
+                .collect();
+            RoomTypeNights {
+                room_type_id: id.get(),
+                name: details.name().to_owned(),
+                max_occupancy: details.max_occupancy(),
+                nights: query
+                    .stay
+                    .nights()
+                    .map(|date| match view(*id, date) {
+                        None => NightAvailability {
+                            date,
+                            remaining: 0,
+                            rate_cents: None,
+                            restrictions: RestrictionSet::default(),
+                            prices: Vec::new(),
+                        },
+                        Some(night) => NightAvailability {
+                            date,
+                            remaining: night.remaining,
+                            rate_cents: Some(night.base_rate.get()),
+                            restrictions: night.restrictions.clone(),
+                            prices: terms
+                                .iter()
+                                .filter_map(|t| {
+                                    Some(PlanPrice {
+                                        rate_plan_id: t.rate_plan_id(),
+                                        rate_cents: night.price(t)?,
+                                    })
+                                })
+                                .collect(),
+                        },
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let offers = booking::offers(hotel, &query.offer_request(today), view);
+    (room_types, offers)
+}
+
+/// Runs a read of the cache within [`CACHE_TIMEOUT`]; `None` (and counted) when Redis
+/// failed or was too slow, or the cache had no answer.
+pub(super) async fn within_timeout<T>(
+    read: impl Future<Output = anyhow::Result<Option<T>>>,
+) -> Option<T> {
+    match tokio::time::timeout(CACHE_TIMEOUT, read).await {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "availability cache unreachable; reading PostgreSQL");
+            metrics::counter!("availability_cache_errors_total").increment(1);
+            None
+        }
+        Err(_) => {
+            metrics::counter!("availability_cache_errors_total").increment(1);
+            None
+        }
+    }
+}
+
+/// One night of one room type as the write side's rows hold it, lapsed holds not
+/// counted.
+#[derive(Debug, Clone, Default)]
+pub(super) struct StoredNight {
+    pub remaining: u32,
+    pub rate_cents: Cents,
+    pub restrictions: RestrictionSet,
+    pub plan_rates: BTreeMap<RatePlanId, Cents>,
+}
+
+impl StoredNight {
+    pub fn view(&self) -> NightView<'_> {
+        NightView {
+            remaining: self.remaining,
+            base_rate: self.rate_cents,
+            restrictions: &self.restrictions,
+            plan_rates: &self.plan_rates,
+        }
+    }
+}
+
+/// Nights by (hotel, room type, date).
+pub(super) type StoredNights = BTreeMap<(i64, i64, NaiveDate), StoredNight>;
+
+fn terms_column<T: serde::de::DeserializeOwned + Default>(
+    row: &sqlx::postgres::PgRow,
+    column: &str,
+) -> Result<T, QueryError> {
+    match row.try_get::<Option<serde_json::Value>, _>(column)? {
+        None => Ok(T::default()),
+        Some(value) => serde_json::from_value(value)
+            .map_err(|e| QueryError::Corrupt(format!("room_nights.{column}: {e}"))),
+    }
+}
+
 impl Queries {
-    /// Remaining rooms and rates on every night of `stay`, per room type of the hotel;
-    /// `None` if there is no such hotel.
+    /// Remaining rooms, rates, restrictions and prices per plan on every night of the
+    /// stay, per room type of the hotel, and the offers it can be booked as; `None` if
+    /// there is no such hotel.
     pub async fn availability(
         &self,
         hotel: HotelId,
-        stay: &StayDates,
+        query: &StayQuery,
     ) -> Result<Option<StayAvailability>, QueryError> {
-        let answer = match self.cached_availability(hotel, stay).await {
+        let answer = match self.cached_availability(hotel, query).await {
             Some(answer) => Some(answer),
-            None => self.database_availability(hotel, stay).await?,
+            None => self.database_availability(hotel, query).await?,
         };
         if let Some(answer) = &answer {
             metrics::counter!("availability_reads_total", "source" => answer.source.as_str())
@@ -98,59 +275,31 @@ impl Queries {
     async fn cached_availability(
         &self,
         hotel: HotelId,
-        stay: &StayDates,
+        query: &StayQuery,
     ) -> Option<StayAvailability> {
         let cache = self.availability.as_ref()?;
-        let nights: Vec<NaiveDate> = stay.nights().collect();
+        let dates = query.dates();
         let mut redis = cache.redis.clone();
-        let read = projections::availability::read(
-            &mut redis,
-            &cache.keys,
-            &cache.generation,
-            hotel.get(),
-            &nights,
-        );
-        let cached = match tokio::time::timeout(CACHE_TIMEOUT, read).await {
-            Ok(Ok(Some(cached))) => cached,
-            Ok(Ok(None)) => return None,
-            Ok(Err(e)) => {
-                tracing::debug!(error = %e, "availability cache unreachable; reading PostgreSQL");
-                metrics::counter!("availability_cache_errors_total").increment(1);
-                return None;
-            }
-            Err(_) => {
-                metrics::counter!("availability_cache_errors_total").increment(1);
-                return None;
-            }
-        };
-        let last_room = cached.room_types.iter().any(|rt| {
-            rt.nights
-                .iter()
-                .any(|(_, night)| night.is_some_and(|n| n.remaining() <= 1))
-        });
+        let cached = within_timeout(cache.reader.read(&mut redis, hotel.get(), &dates)).await?;
+        let last_room = cached
+            .hotel
+            .days
+            .iter()
+            .filter(|day| query.stay.contains(day.date))
+            .any(|day| day.counters.iter().any(|(_, n)| n.remaining() <= 1));
         if last_room {
             return None;
         }
+        let catalog = &cached.hotel.hotel;
+        let today = today_at(catalog, self.clock.now());
+        let (room_types, offers) = describe(catalog, query, today, |room_type, date| {
+            cached.hotel.view(room_type, date)
+        });
         Some(StayAvailability {
             source: Source::Cache,
             as_of: cached.as_of,
-            room_types: cached
-                .room_types
-                .into_iter()
-                .map(|rt| RoomTypeNights {
-                    room_type_id: rt.room_type_id,
-                    name: rt.room_type.name,
-                    nights: rt
-                        .nights
-                        .into_iter()
-                        .map(|(date, night)| NightAvailability {
-                            date,
-                            remaining: night.map_or(0, |n| to_u32(n.remaining())),
-                            rate_cents: night.map(|n| n.rate_cents),
-                        })
-                        .collect(),
-                })
-                .collect(),
+            room_types,
+            offers,
         })
     }
 
@@ -159,81 +308,83 @@ impl Queries {
     async fn database_availability(
         &self,
         id: HotelId,
-        stay: &StayDates,
+        query: &StayQuery,
     ) -> Result<Option<StayAvailability>, QueryError> {
         let Some(hotel) = self.hotel(id).await? else {
             return Ok(None);
         };
         let now = self.clock.now();
+        let nights = self.stored_nights(&[id.get()], &query.stay, now).await?;
+        let today = today_at(&hotel, now);
+        let (room_types, offers) = describe(&hotel, query, today, |room_type, date| {
+            nights
+                .get(&(id.get(), room_type.get(), date))
+                .map(StoredNight::view)
+        });
+        Ok(Some(StayAvailability {
+            source: Source::Database,
+            as_of: now,
+            room_types,
+            offers,
+        }))
+    }
+
+    /// The nights of `hotels` over the stay and its check-out day, as of `now`, from
+    /// the write side's rows (one statement, whatever the number of hotels).
+    pub(super) async fn stored_nights(
+        &self,
+        hotels: &[i64],
+        stay: &StayDates,
+        now: DateTime<Utc>,
+    ) -> Result<StoredNights, QueryError> {
+        let through = stay
+            .end()
+            .checked_add_days(Days::new(1))
+            .unwrap_or(stay.end());
         let rows = sqlx::query(
-            "SELECT n.room_type_id, n.night, n.rate_cents, n.total_rooms,
-                    n.overbooking_allowance, n.confirmed, n.held,
-                    coalesce(l.lapsed, 0)::bigint AS lapsed
+            "SELECT n.hotel_id, n.room_type_id, n.night, n.rate_cents, n.total_rooms,
+                    n.overbooking_allowance, n.confirmed, n.held, n.restrictions,
+                    n.plan_rates, coalesce(l.lapsed, 0)::bigint AS lapsed
                FROM room_nights n
                LEFT JOIN LATERAL (
                     SELECT sum(a.rooms) AS lapsed FROM room_night_allocations a
                      WHERE a.hotel_id = n.hotel_id AND a.room_type_id = n.room_type_id
                        AND a.night = n.night AND a.expires_at <= $4) l ON true
-              WHERE n.hotel_id = $1 AND n.night >= $2 AND n.night < $3
-              ORDER BY n.room_type_id, n.night",
+              WHERE n.hotel_id = ANY($1) AND n.night >= $2 AND n.night < $3",
         )
-        .bind(id.get())
+        .bind(hotels)
         .bind(stay.start())
-        .bind(stay.end())
+        .bind(through)
         .bind(now)
         .fetch_all(&self.pool)
         .await?;
-        let mut by_type: BTreeMap<i64, BTreeMap<NaiveDate, NightAvailability>> = BTreeMap::new();
+        let mut nights = StoredNights::new();
         for row in rows {
             let total: i32 = row.try_get("total_rooms")?;
             let allowance: i32 = row.try_get("overbooking_allowance")?;
             let confirmed: i32 = row.try_get("confirmed")?;
             let held: i32 = row.try_get("held")?;
             let lapsed: i64 = row.try_get("lapsed")?;
-            let date: NaiveDate = row.try_get("night")?;
             let remaining = rooms_left(
                 i64::from(total),
                 i64::from(allowance),
                 i64::from(confirmed),
                 i64::from(held) - lapsed,
             );
-            by_type
-                .entry(row.try_get("room_type_id")?)
-                .or_default()
-                .insert(
-                    date,
-                    NightAvailability {
-                        date,
-                        remaining: to_u32(remaining),
-                        rate_cents: Some(row.try_get("rate_cents")?),
-                    },
-                );
+            nights.insert(
+                (
+                    row.try_get("hotel_id")?,
+                    row.try_get("room_type_id")?,
+                    row.try_get("night")?,
+                ),
+                StoredNight {
+                    remaining: to_u32(remaining),
+                    rate_cents: Cents::new(row.try_get("rate_cents")?),
+                    restrictions: terms_column(&row, "restrictions")?,
+                    plan_rates: terms_column(&row, "plan_rates")?,
+                },
+            );
         }
-        let room_types = hotel
-            .room_types()
-            .iter()
-            .map(|(rt, details)| {
-                let known = by_type.remove(&rt.get()).unwrap_or_default();
-                RoomTypeNights {
-                    room_type_id: rt.get(),
-                    name: details.name().to_owned(),
-                    nights: stay
-                        .nights()
-                        .map(|date| {
-                            known.get(&date).copied().unwrap_or(NightAvailability {
-                                date,
-                                remaining: 0,
-                                rate_cents: None,
-                            })
-                        })
-                        .collect(),
-                }
-            })
-            .collect();
-        Ok(Some(StayAvailability {
-            source: Source::Database,
-            as_of: now,
-            room_types,
-        }))
+        Ok(nights)
     }
 }

@@ -1,5 +1,6 @@
-//! The query side every read handler calls: hotel pages, availability, reservation
-//! look-ups and histories, the event feed, occupancy and the reservation search.
+//! The query side every read handler calls: hotel pages, availability, the search
+//! across a city's hotels, reservation look-ups and histories, the event feed,
+//! occupancy and the reservation search.
 //!
 //! Reads come in two consistencies, and each function says which it gives:
 //! - **as of now** (read-your-writes): a hotel page, a reservation, its history, and
@@ -20,6 +21,7 @@ mod events;
 mod hotels;
 mod occupancy;
 mod reservations;
+mod search;
 
 use std::sync::Arc;
 
@@ -30,11 +32,13 @@ use crate::error::CommandError;
 use crate::write::AttemptError;
 
 pub use availability::{
-    AvailabilityCache, NightAvailability, RoomTypeNights, Source, StayAvailability,
+    AvailabilityCache, NightAvailability, PlanPrice, RoomTypeNights, Source, StayAvailability,
+    StayQuery,
 };
 pub use events::{EventPage, FeedError};
 pub use occupancy::{OccupancyRead, OccupancyRow};
 pub use reservations::{ReservationFilter, ReservationPage};
+pub use search::{CitySearch, HotelOffers, SearchAnswer, MAX_SEARCH_LIMIT};
 
 /// Why a read could not be answered (an absent row is `Ok(None)`, not an error).
 #[derive(Debug, thiserror::Error)]

@@ -638,7 +638,7 @@ async fn generation_rows(pool: &PgPool, generation: i32) -> BTreeMap<&'static st
             "reservations_view",
             "reservation_id, hotel_id, room_type_id, start_date, end_date, rooms, status,
              guest_name, guest_email, channel, total_cents, hold_expires_at, created_at,
-             updated_at, version",
+             updated_at, version, rate_plan_id, guests, cancellation_policy",
         ),
         (
             "occupancy_daily",
@@ -1205,4 +1205,172 @@ async fn an_event_of_a_type_this_build_does_not_know_fails_each_projection_namin
         assert!(error.contains(&stream), "{error}");
     }
     db.drop_database().await;
+}
+
+/// Hotel 812 with 3 king rooms on 5 nights from day 10, plan 2 (non-refundable) selling
+/// them, and two holds by Ana: `planned` (days 10..12, plan 2, 2 guests) and `base`
+/// (days 11..13, the base rate).
+async fn planned_and_base_holds(app: &TestApp) -> (Uuid, Uuid) {
+    app.seed_hotel(day(10), 5, 3).await;
+    app.put_json(
+        &format!("/v1/hotels/{HOTEL}/rate-plans/2"),
+        Some(ADMIN),
+        &serde_json::json!({"name": "Non-refundable", "room_type_ids": [KING],
+                            "cancellation_policy": {"refundable": false}}),
+    )
+    .await
+    .assert_status(200);
+    let mut planned = hold_body(day(10), day(12), 1);
+    planned["rate_plan_id"] = 2.into();
+    planned["guests"] = 2.into();
+    let planned = app.hold_ok(WEB, "planned", &planned).await;
+    let base = app
+        .hold_ok(WEB, "base", &hold_body(day(11), day(13), 1))
+        .await;
+    let id = |s: String| s.parse::<Uuid>().expect("uuid");
+    (id(planned), id(base))
+}
+
+/// The house policy as the API shows it.
+fn house_policy() -> Value {
+    serde_json::json!({"refundable": true, "full_refund_hours": 72,
+                       "partial_refund_hours": 24, "partial_refund_percent": 50})
+}
+
+/// The listed reservation `id` of `reply`.
+fn listed(reply: &Reply, id: Uuid) -> Value {
+    reply.json["reservations"]
+        .as_array()
+        .and_then(|rs| rs.iter().find(|r| r["reservation_id"] == id.to_string()))
+        .cloned()
+        .unwrap_or_else(|| panic!("{id} not listed in {}", reply.text))
+}
+
+#[tokio::test]
+async fn a_reservation_held_under_a_plan_lists_with_its_plan_policy_and_guests() {
+    let app = spawn_app().await;
+    let (planned, base) = planned_and_base_holds(&app).await;
+    let runners = Runners::start(&app.db.pool);
+    wait_caught_up(&app.db.pool).await;
+
+    let reply = app
+        .get("/v1/reservations?guest_email=ana@example.com", Some(WEB))
+        .await;
+
+    reply.assert_status(200);
+    let sold = |id| {
+        let row = listed(&reply, id);
+        (
+            row["rate_plan_id"].clone(),
+            row["cancellation_policy"].clone(),
+            row["guests"].clone(),
+        )
+    };
+    assert_eq!(
+        sold(planned),
+        (2.into(), serde_json::json!({"refundable": false}), 2.into())
+    );
+    assert_eq!(sold(base), (Value::Null, house_policy(), 1.into()));
+    // As the write side answers for each.
+    for id in [planned, base] {
+        let direct = app.get_reservation(WEB, &id.to_string()).await;
+        let row = listed(&reply, id);
+        for field in ["rate_plan_id", "cancellation_policy", "guests"] {
+            assert_eq!(row[field], direct.json[field], "{field} of {id}");
+        }
+    }
+    runners.stop().await;
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn the_migration_fills_the_plans_of_rows_written_before_it() {
+    let app = spawn_app().await;
+    let (planned, base) = planned_and_base_holds(&app).await;
+    // A stay recorded before plans and guests existed: its event has none of the three.
+    let legacy = Uuid::new_v4();
+    let mut payload = serde_json::to_value(aggregates::ReservationEvent::ReservationHeld(
+        aggregates::ReservationDetails {
+            reservation_id: ReservationId::from_uuid(legacy),
+            hotel_id: hotel_id(),
+            room_type_id: king(),
+            stay: stay(day(12), day(13)),
+            rooms: aggregates::RoomCount::parse(1).expect("rooms"),
+            guest: guest(9),
+            channel: "web".to_owned(),
+            total_cents: aggregates::Cents::new(18_000),
+            hold_expires_at: chrono::Utc::now() + Duration::minutes(15),
+            created_at: chrono::Utc::now(),
+            rate_plan_id: None,
+            cancellation_policy: aggregates::rate_plan::CancellationPolicy::HOUSE,
+            guests: aggregates::GuestCount::ONE,
+        },
+    ))
+    .expect("json");
+    if let Some(held) = payload["ReservationHeld"].as_object_mut() {
+        held.remove("cancellation_policy");
+    }
+    sqlx::query(
+        "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version,
+                             payload, metadata)
+         VALUES ('reservation', $1, 1, 'ReservationHeld', '1.0', $2, '{}')",
+    )
+    .bind(format!("{HOTEL}:{legacy}"))
+    .bind(&payload)
+    .execute(&app.db.pool)
+    .await
+    .expect("a legacy hold");
+    let runners = Runners::start(&app.db.pool);
+    wait_caught_up(&app.db.pool).await;
+    runners.stop().await;
+    // The view as the build before the migration left it, the migration not yet run.
+    for sql in [
+        "ALTER TABLE reservations_view DROP COLUMN rate_plan_id, DROP COLUMN guests,
+             DROP COLUMN cancellation_policy",
+        "DELETE FROM _sqlx_migrations WHERE version = 20261201000013",
+    ] {
+        sqlx::query(sql)
+            .execute(&app.db.pool)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    reservations::db::MIGRATOR
+        .run(&app.db.pool)
+        .await
+        .expect("migration 13 runs again");
+
+    let rows: BTreeMap<Uuid, (Option<i64>, i32, Option<Value>)> = sqlx::query_as::<
+        _,
+        (Uuid, Option<i64>, i32, Option<Value>),
+    >(
+        "SELECT reservation_id, rate_plan_id, guests, cancellation_policy FROM reservations_view",
+    )
+    .fetch_all(&app.db.pool)
+    .await
+    .expect("rows")
+    .into_iter()
+    .map(|(id, plan, guests, policy)| (id, (plan, guests, policy)))
+    .collect();
+    assert_eq!(
+        rows.get(&planned),
+        Some(&(Some(2), 2, Some(serde_json::json!("NonRefundable"))))
+    );
+    assert_eq!(
+        rows.get(&base).map(|r| (r.0, r.1, r.2.is_some())),
+        Some((None, 1, true))
+    );
+    assert_eq!(rows.get(&legacy), Some(&(None, 1, None)));
+    let reply = app.get("/v1/reservations", Some(ADMIN)).await;
+    assert_eq!(
+        listed(&reply, planned)["cancellation_policy"],
+        serde_json::json!({"refundable": false})
+    );
+    assert_eq!(listed(&reply, base)["cancellation_policy"], house_policy());
+    assert_eq!(
+        listed(&reply, legacy)["cancellation_policy"],
+        house_policy()
+    );
+    assert_eq!(listed(&reply, legacy)["guests"], 1);
+    app.finish().await;
 }

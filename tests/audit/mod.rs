@@ -860,3 +860,133 @@ async fn http_verify_is_for_auditors_and_admins() {
     );
     app.finish().await;
 }
+
+/// A `ReservationHeld` as the write side records one, for a stay at hotel 812's king
+/// rooms under `rate_plan_id` (the house policy: tests that sneak these in break other
+/// rules than the policy).
+fn held_event(
+    dates: aggregates::StayDates,
+    created_at: chrono::DateTime<Utc>,
+    rate_plan_id: Option<i64>,
+) -> (String, Value) {
+    let reservation_id = ReservationId::from_uuid(Uuid::new_v4());
+    let details = aggregates::ReservationDetails {
+        reservation_id,
+        hotel_id: hotel_id(),
+        room_type_id: king(),
+        stay: dates,
+        rooms: aggregates::RoomCount::parse(1).expect("rooms"),
+        guest: guest(9),
+        channel: "web".to_owned(),
+        total_cents: aggregates::Cents::new(18_000),
+        hold_expires_at: created_at + chrono::Duration::minutes(15),
+        created_at,
+        rate_plan_id: rate_plan_id.map(|id| aggregates::RatePlanId::parse(id).expect("id")),
+        cancellation_policy: aggregates::rate_plan::CancellationPolicy::HOUSE,
+        guests: aggregates::GuestCount::ONE,
+    };
+    let stream = aggregates::contract::reservation_stream_id(hotel_id(), reservation_id);
+    let payload = serde_json::to_value(aggregates::ReservationEvent::ReservationHeld(details))
+        .expect("serializable");
+    (stream, payload)
+}
+
+#[tokio::test]
+async fn http_verify_judges_each_hold_by_the_restrictions_and_plans_in_force_before_it() {
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 10, 5).await;
+    let restrictions = format!("/v1/hotels/{HOTEL}/room-types/{KING}/restrictions");
+    app.put_json(
+        &format!("/v1/hotels/{HOTEL}/rate-plans/2"),
+        Some(ADMIN),
+        &json!({"name": "Non-refundable", "room_type_ids": [KING],
+                "cancellation_policy": {"refundable": false}}),
+    )
+    .await
+    .assert_status(200);
+    // Stays arriving on day 12 last two nights at least.
+    app.put_json(
+        &restrictions,
+        Some(ADMIN),
+        &json!({"start_date": day(12), "end_date": day(13), "min_stay": 2}),
+    )
+    .await
+    .assert_status(200);
+    let two_nights = app
+        .hold_ok(WEB, "two-nights", &hold_body(day(12), day(14), 1))
+        .await;
+    let mut planned = hold_body(day(10), day(12), 1);
+    planned["rate_plan_id"] = json!(2);
+    planned["guests"] = json!(2);
+    app.hold_ok(WEB, "planned", &planned).await;
+    app.hold(WEB, "one-night", &hold_body(day(12), day(13), 1))
+        .await
+        .assert_error(409, "restricted");
+    // Stopping the nights already held afterwards does not make their holds wrong.
+    app.put_json(
+        &restrictions,
+        Some(ADMIN),
+        &json!({"start_date": day(10), "end_date": day(12), "stop_sell": true}),
+    )
+    .await
+    .assert_status(200);
+
+    let lawful = app.get("/v1/audit/verify", Some(AUDITOR)).await;
+    assert_eq!(lawful.assert_status(200)["ok"], true, "{}", lawful.text);
+
+    // Sneaked in after the restrictions: a one-night stay arriving on day 12, a stay
+    // under a plan the hotel does not have, and a move of the two nights onto the
+    // stopped day 11 (judged as the reservation's earlier events left it).
+    let now = reservations::clock::Clock::now(&app.clock);
+    let (short_stream, short) = held_event(stay(day(12), day(13)), now, None);
+    let short_at = sneak_event(&app.db.pool, "reservation", &short_stream, short).await;
+    let (unplanned_stream, unplanned) = held_event(stay(day(15), day(17)), now, Some(9));
+    let unplanned_at = sneak_event(&app.db.pool, "reservation", &unplanned_stream, unplanned).await;
+    let moved_stream = format!("{HOTEL}:{two_nights}");
+    let moved = serde_json::to_value(aggregates::ReservationEvent::DatesChanged {
+        stay: stay(day(11), day(13)),
+        total_cents: aggregates::Cents::new(36_000),
+        changed_at: now,
+    })
+    .expect("serializable");
+    let moved_at = sneak_event(&app.db.pool, "reservation", &moved_stream, moved).await;
+    let tampered = app.get("/v1/audit/verify", Some(AUDITOR)).await;
+
+    let body = tampered.assert_status(200);
+    assert_eq!(body["ok"], false, "{body}");
+    assert_eq!(body["first_bad_position"], short_at, "{body}");
+    let problems: Vec<&str> = body["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(problems.len(), 3, "{body}");
+    let breaks = format!(
+        "position {short_at} (reservation {short_stream} #1): ReservationHeld of [{}, {}) on ",
+        day(12),
+        day(13)
+    );
+    assert!(
+        problems[0].starts_with(&breaks)
+            && problems[0].contains(&format!("the stay breaks min_stay on {}", day(12))),
+        "{body}"
+    );
+    assert!(
+        problems[1].starts_with(&format!(
+            "position {unplanned_at} (reservation {unplanned_stream} #1): "
+        )) && problems[1].contains(&format!(
+            "rate plan 9, which is not a plan of hotel {HOTEL} selling room type {KING}"
+        )),
+        "{body}"
+    );
+    assert!(
+        problems[2].starts_with(&format!(
+            "position {moved_at} (reservation {moved_stream} #2): DatesChanged to [{}, {})",
+            day(11),
+            day(13)
+        )) && problems[2].contains(&format!("the stay breaks stop_sell on {}", day(11))),
+        "{body}"
+    );
+    app.finish().await;
+}

@@ -94,9 +94,12 @@ async fn availability_reports_each_nights_remaining_rooms_and_rate_and_the_total
     assert_eq!(
         king["nights"],
         json!([
-            {"date": date(10), "remaining": 5, "rate_cents": RATE},
-            {"date": date(11), "remaining": 3, "rate_cents": 20_000},
-            {"date": date(12), "remaining": 5, "rate_cents": RATE},
+            {"date": date(10), "remaining": 5, "rate_cents": RATE, "restrictions": {},
+             "prices": [{"rate_plan_id": null, "rate_cents": RATE}]},
+            {"date": date(11), "remaining": 3, "rate_cents": 20_000, "restrictions": {},
+             "prices": [{"rate_plan_id": null, "rate_cents": 20_000}]},
+            {"date": date(12), "remaining": 5, "rate_cents": RATE, "restrictions": {},
+             "prices": [{"rate_plan_id": null, "rate_cents": RATE}]},
         ])
     );
     assert_eq!(king["remaining"], 3, "the minimum over the nights");
@@ -136,7 +139,8 @@ async fn availability_is_false_when_more_rooms_are_asked_than_remain_or_a_night_
     assert_eq!(past["total_cents"], Value::Null);
     assert_eq!(
         past["nights"][1],
-        json!({"date": date(13), "remaining": 0, "rate_cents": null})
+        json!({"date": date(13), "remaining": 0, "rate_cents": null, "restrictions": {},
+               "prices": []})
     );
     app.finish().await;
 }

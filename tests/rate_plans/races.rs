@@ -144,6 +144,9 @@ async fn a_restriction_set_while_thirty_two_holds_race_binds_every_hold_committe
         after_restriction > 0,
         "some three-night stays were held after the restriction"
     );
+    // Audit verify judges every hold the same way, in the log's commit order.
+    let verified = app.get("/v1/audit/verify", Some(AUDITOR)).await;
+    assert_eq!(verified.assert_status(200)["ok"], true, "{}", verified.text);
     assert_invariants(&app.db.pool).await;
     match Arc::try_unwrap(app) {
         Ok(app) => app.finish().await,

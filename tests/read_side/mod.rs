@@ -513,12 +513,11 @@ impl Drop for PrivateRedis {
 }
 
 /// Every `room_nights` row next to what the Redis model says of it.
-/// `hint` carries the generation one read found to the next, as the API's reads share it.
+/// `reader` carries the generation one read found to the next, as the API's reads share it.
 async fn compare_with_redis(
     pool: &PgPool,
     redis_url: &str,
-    keys: &Keys,
-    hint: &availability::GenerationHint,
+    reader: &availability::Reader,
 ) -> Vec<String> {
     let rows = night_rows(pool).await;
     let mut redis = availability::connect(redis_url).expect("redis");
@@ -532,7 +531,8 @@ async fn compare_with_redis(
         // A freshly switched generation is marked ready by the runner's next poll.
         let mut cached = None;
         for _ in 0..200 {
-            cached = availability::read(&mut redis, keys, hint, hotel, &nights)
+            cached = reader
+                .read(&mut redis, hotel, &nights)
                 .await
                 .expect("read redis");
             if cached.is_some() {
@@ -541,12 +541,16 @@ async fn compare_with_redis(
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let cached = cached.expect("cache ready");
-        let rt = cached
-            .room_types
-            .iter()
-            .find(|r| r.room_type_id == room_type)
-            .expect("room type cached");
-        for (night, value) in &rt.nights {
+        assert!(
+            cached
+                .hotel
+                .hotel
+                .room_type(aggregates::RoomTypeId::parse(room_type).expect("id"))
+                .is_some(),
+            "room type {room_type} in the cached catalog"
+        );
+        for day in &cached.hotel.days {
+            let (night, value) = (&day.date, day.night(room_type));
             let row = &rows[&(hotel, room_type, *night)];
             let expected = (
                 i64::from(row.total_rooms),
@@ -651,8 +655,8 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
     wait_caught_up(&db.pool, availability::NAME).await;
 
     // Assert: Redis says exactly what room_nights says, night by night.
-    let hint = availability::GenerationHint::default();
-    let differences = compare_with_redis(&db.pool, &redis.url(), &keys, &hint).await;
+    let reader = availability::Reader::new(keys.clone());
+    let differences = compare_with_redis(&db.pool, &redis.url(), &reader).await;
     assert!(differences.is_empty(), "{differences:#?}");
     assert_invariants(&db.pool).await;
 
@@ -671,9 +675,9 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
     .expect("rebuild");
     assert_eq!(generation, 2);
     wait_caught_up(&db.pool, availability::NAME).await;
-    // Read with the hint of the first generation, now deleted: each read must find
+    // Read with the reader of the first generation, now deleted: each read must find
     // the switch and answer from the new generation.
-    let differences = compare_with_redis(&db.pool, &redis.url(), &keys, &hint).await;
+    let differences = compare_with_redis(&db.pool, &redis.url(), &reader).await;
     assert!(
         differences.is_empty(),
         "after the rebuild: {differences:#?}"
@@ -770,11 +774,11 @@ async fn a_model_restored_from_an_older_snapshot_is_rebuilt_not_resumed() {
 
     // Assert: the model converges to room_nights (resumed from the checkpoint, it would
     // miss the three holds for good).
-    let hint = availability::GenerationHint::default();
+    let reader = availability::Reader::new(keys.clone());
     let mut differences = Vec::new();
     for _ in 0..100 {
         wait_caught_up(&db.pool, availability::NAME).await;
-        differences = compare_with_redis(&db.pool, &redis.url(), &keys, &hint).await;
+        differences = compare_with_redis(&db.pool, &redis.url(), &reader).await;
         if differences.is_empty() {
             break;
         }
@@ -921,8 +925,7 @@ async fn availability_survives_redis_stopping_and_the_model_is_rebuilt_when_it_r
     let differences = compare_with_redis(
         &db.pool,
         &redis.url(),
-        &Keys::for_database(&db.name),
-        &availability::GenerationHint::default(),
+        &availability::Reader::new(Keys::for_database(&db.name)),
     )
     .await;
     assert!(differences.is_empty(), "{differences:#?}");

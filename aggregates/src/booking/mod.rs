@@ -9,7 +9,8 @@
 //! One file per group of decisions — `hold.rs` (hold a stay), `cancel.rs` (cancel it,
 //! and the refund policy), `confirm.rs` (confirm it with or without a payment, or
 //! decline it), `expire.rs` (a lapsed hold), `change_dates.rs`, `inventory.rs` (over a
-//! range) — and one walk over a stay's nights that they all share (`nights.rs`): each
+//! range), what a stay can be sold as (`offers.rs`, the offers a search lists) — and
+//! one walk over a stay's nights that they all share (`nights.rs`): each
 //! night decided in night order with the command the decision chooses for it, the first
 //! refusal refusing the whole decision. Written once, so a rule of the walk (absent
 //! nights have no inventory, nights without events are left out of the decision) holds
@@ -24,6 +25,7 @@ mod expire;
 mod hold;
 mod inventory;
 mod nights;
+mod offers;
 mod terms;
 
 use std::collections::BTreeMap;
@@ -47,6 +49,7 @@ pub use confirm::{apply_authorization, confirm, decline_payment};
 pub use expire::expire_hold;
 pub use hold::{hold_stay, HoldStay};
 pub use inventory::{set_inventory, InventoryUpdate, SetInventory};
+pub use offers::{offers, selling_plans, NightView, Offer, OfferRequest};
 pub use terms::SaleTerms;
 
 /// The loaded nights of one hotel and room type, by date. A night that is absent has no

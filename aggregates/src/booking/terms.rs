@@ -4,8 +4,9 @@
 //!
 //! One statement of the sale's arithmetic, used wherever a price or a restriction is
 //! judged: the hold and the date change on the write side, the availability read of the
-//! write side's rows, and the read model behind the search across hotels. The read side
-//! may be behind, but it never prices differently.
+//! write side's rows, the read model behind the search across hotels, and the audit
+//! replay that judges every recorded sale again. The read side may be behind, but it
+//! never prices or restricts differently.
 //!
 //! A night's price under a plan: the root plan of its chain of derivations costs its own
 //! rate on that night when it has one, the base rate otherwise; each derivation down the
@@ -128,10 +129,27 @@ impl SaleTerms {
         today: NaiveDate,
         already_sold: impl Fn(NaiveDate) -> bool,
     ) -> Result<(), Restricted> {
+        self.check_stay_on(
+            stay,
+            today,
+            |date| nights.get(&date).map(RoomNight::restrictions),
+            already_sold,
+        )
+    }
+
+    /// [`Self::check_stay`] for a reader that keeps each date's restrictions without
+    /// its night (the audit replay, which follows them through the whole history):
+    /// `restrictions` gives a date's set, `None` when it carries none.
+    pub fn check_stay_on<'a>(
+        &self,
+        stay: &StayDates,
+        today: NaiveDate,
+        restrictions: impl Fn(NaiveDate) -> Option<&'a RestrictionSet>,
+        already_sold: impl Fn(NaiveDate) -> bool,
+    ) -> Result<(), Restricted> {
         restrictions::check_stay(stay, today, |date| {
-            let mut rules = nights
-                .get(&date)
-                .map(|night| self.restrictions_of(night.restrictions()))
+            let mut rules = restrictions(date)
+                .map(|set| self.restrictions_of(set))
                 .unwrap_or_default();
             if already_sold(date) {
                 rules.stop_sell = false;

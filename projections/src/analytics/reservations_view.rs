@@ -1,10 +1,15 @@
 //! The reservations view (`reservations_view`): one row per reservation, for look-ups by
-//! channel, by guest email, and by hotel and date (see the [module docs](super)).
+//! channel, by guest email, and by hotel and date (see the [module docs](super)). Each
+//! row carries the rate plan, the cancellation policy and the guests the stay was sold
+//! with, from its `ReservationHeld`, because every answer about a reservation states
+//! them and the policy is the one recorded then, not the plan's of today.
 
 use std::collections::{HashMap, HashSet};
 
+use aggregates::rate_plan::CancellationPolicy;
 use aggregates::{ReservationEvent, ReservationStatus, TypedEvent};
 use chrono::{DateTime, NaiveDate, Utc};
+use sqlx::types::Json;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -35,6 +40,22 @@ pub struct ReservationRow {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub version: i64,
+    /// The plan the stay was sold under; `None`: the base rate.
+    pub rate_plan_id: Option<i64>,
+    /// Guests per room.
+    pub guests: i32,
+    /// The policy the stay was sold under, as its `ReservationHeld` recorded it; `None`
+    /// (rows of stays held before rate plans existed) is the house policy: read it
+    /// through [`Self::cancellation_policy`].
+    pub cancellation_policy: Option<Json<CancellationPolicy>>,
+}
+
+impl ReservationRow {
+    /// The cancellation policy the stay was sold under.
+    pub fn cancellation_policy(&self) -> CancellationPolicy {
+        self.cancellation_policy
+            .map_or(CancellationPolicy::HOUSE, |policy| policy.0)
+    }
 }
 
 /// The reservations view's rows of generation `$1` with the ids `$2` (those that exist).
@@ -46,7 +67,8 @@ pub struct ReservationRow {
 /// into a join that scans the table. Public so that a test can check its plans.
 pub const LOAD_VIEW_ROWS: &str = "SELECT v.reservation_id, v.hotel_id, v.room_type_id,
         v.start_date, v.end_date, v.rooms, v.status, v.guest_name, v.guest_email,
-        v.channel, v.total_cents, v.hold_expires_at, v.created_at, v.updated_at, v.version
+        v.channel, v.total_cents, v.hold_expires_at, v.created_at, v.updated_at, v.version,
+        v.rate_plan_id, v.guests, v.cancellation_policy
    FROM unnest($2::uuid[]) AS k (id)
   CROSS JOIN LATERAL (
         SELECT * FROM reservations_view r
@@ -56,27 +78,35 @@ pub const LOAD_VIEW_ROWS: &str = "SELECT v.reservation_id, v.hotel_id, v.room_ty
 /// New rows of the reservations view, columns as arrays (generation `$1`).
 const INSERT_VIEW_ROWS: &str = "INSERT INTO reservations_view (generation, reservation_id,
         hotel_id, room_type_id, start_date, end_date, rooms, status, guest_name, guest_email,
-        channel, total_cents, hold_expires_at, created_at, updated_at, version)
+        channel, total_cents, hold_expires_at, created_at, updated_at, version,
+        rate_plan_id, guests, cancellation_policy)
      SELECT $1, * FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::date[],
             $6::date[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
             $12::bigint[], $13::timestamptz[], $14::timestamptz[], $15::timestamptz[],
-            $16::bigint[])";
+            $16::bigint[], $17::bigint[], $18::int[], $19::jsonb[])";
 
 /// Rows of the reservations view that exist, bound as [`INSERT_VIEW_ROWS`] binds them.
+/// The plan, guests and policy are fixed when the stay is held, but an update writes
+/// them too: a row is rewritten whole from what was loaded and folded, so they are
+/// written back as they were read.
 const UPDATE_VIEW_ROWS: &str = "UPDATE reservations_view AS v
         SET hotel_id = u.hotel_id, room_type_id = u.room_type_id,
             start_date = u.start_date, end_date = u.end_date, rooms = u.rooms,
             status = u.status, guest_name = u.guest_name, guest_email = u.guest_email,
             channel = u.channel, total_cents = u.total_cents,
             hold_expires_at = u.hold_expires_at, created_at = u.created_at,
-            updated_at = u.updated_at, version = u.version
+            updated_at = u.updated_at, version = u.version,
+            rate_plan_id = u.rate_plan_id, guests = u.guests,
+            cancellation_policy = u.cancellation_policy
        FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::date[], $6::date[],
                    $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
                    $12::bigint[], $13::timestamptz[], $14::timestamptz[],
-                   $15::timestamptz[], $16::bigint[])
+                   $15::timestamptz[], $16::bigint[], $17::bigint[], $18::int[],
+                   $19::jsonb[])
             AS u (reservation_id, hotel_id, room_type_id, start_date, end_date, rooms,
                   status, guest_name, guest_email, channel, total_cents, hold_expires_at,
-                  created_at, updated_at, version)
+                  created_at, updated_at, version, rate_plan_id, guests,
+                  cancellation_policy)
       WHERE v.generation = $1 AND v.reservation_id = u.reservation_id";
 
 impl ReservationsView {
@@ -109,6 +139,9 @@ impl ReservationsView {
                     created_at: details.created_at,
                     updated_at: details.created_at,
                     version: sequence,
+                    rate_plan_id: details.rate_plan_id.map(|id| id.get()),
+                    guests: to_i32(i64::from(details.guests.get()), "guests")?,
+                    cancellation_policy: Some(Json(details.cancellation_policy)),
                 },
             );
             return Ok(true);
@@ -204,6 +237,9 @@ impl ReservationsView {
             .bind(column!(created_at))
             .bind(column!(updated_at))
             .bind(column!(version))
+            .bind(column!(rate_plan_id))
+            .bind(column!(guests))
+            .bind(column!(cancellation_policy))
             .execute(&mut *tx)
             .await?;
         Ok(())

@@ -16,7 +16,8 @@
 //! explicitly: an event read back from `jsonb` always gives the same bytes.
 //!
 //! **Verify** streams every table it reads (rows arrive through `fetch`, never all at
-//! once) and keeps at most one stream's state in memory:
+//! once) and keeps at most one stream's state in memory, besides the catalog and the
+//! restrictions of the nights that carry any (check 4):
 //! 1. the chain, by `seq`: contiguous from 1, each `prev_hash` the previous row's hash,
 //!    each hash matching its row;
 //! 2. the streams, in `(aggregate_type, aggregate_id, sequence)` order (an index serves
@@ -25,11 +26,15 @@
 //! 3. every replayed night against its `room_nights` row and its
 //!    `room_night_allocations` rows, by merging sorted streams (both sides in byte order
 //!    of the stream id), so rows missing on either side show up too;
-//! 4. `events` against `audit_log`, position by position, up to the audit checkpoint:
+//! 4. every sale (`ReservationHeld`, `DatesChanged`) against the terms it was sold on,
+//!    in commit order: the restrictions of its nights, its hotel's rate plan and the
+//!    room type's occupancy, as the transactions before its own left them (see
+//!    [`replay::TermsReplay`]);
+//! 5. `events` against `audit_log`, position by position, up to the audit checkpoint:
 //!    an event without its audit row, an audit row without its event, or any column that
 //!    differs.
 //!
-//! All four read one database snapshot (exported from the first connection and shared
+//! All five read one database snapshot (exported from the first connection and shared
 //! by the others), so a booking that commits while verify runs cannot make the tables
 //! disagree with each other. Nights touched by events the audit log has not copied yet
 //! (they committed after its checkpoint) are not compared with `room_nights`; callers
@@ -37,7 +42,8 @@
 //!
 //! The module is split along the two halves: [`chain`] writes the log (the canonical
 //! form, the hash, the append), [`verify`](mod@verify) reads it back and checks it, and
-//! [`replay`] holds the per-event rules verify replays the streams against.
+//! [`replay`] holds the per-event rules verify replays the streams and the sales
+//! against.
 
 pub mod chain;
 pub mod replay;

@@ -14,7 +14,15 @@
 //! type are checked here, not by the decoder, because a replay reports them as
 //! problems of the history and goes on.
 //!
+//! What a stream cannot tell by itself — whether a sale kept to the restrictions of its
+//! nights and to its hotel's plans and occupancy, which live in other streams — is
+//! judged by [`TermsReplay`], which reads the log in commit order ([`terms`]).
+//!
 //! Pure: no IO, so every rule has a unit test below.
+
+mod terms;
+
+pub use terms::TermsReplay;
 
 use std::sync::LazyLock;
 

@@ -1,0 +1,409 @@
+//! Reading the availability model: one hotel over some dates, or every hotel of a city
+//! for a search, each in a bounded number of round trips, never one per hotel.
+//!
+//! - A hotel: round trip 1 is the current generation, that generation's `meta` and the
+//!   hotel's `catalog_seq`, nights and terms, in one pipeline (the generation is the one
+//!   the last read found, checked in the same pipeline; see [`Reader`]).
+//! - A city: round trip 1 is the current generation, `meta` and the city's set of
+//!   hotels; round trip 2 one pipeline of an `HMGET` per hotel (with the generation
+//!   again, so a rebuild switching meanwhile is noticed).
+//! - Either way, catalogs whose `catalog_seq` this process has not decoded yet are
+//!   fetched in one more pipeline: after a catalog change, once per process.
+//!
+//! Decoding is what a read costs once the round trips are bounded: a hotel's catalog is
+//! a few hundred bytes to kilobytes of JSON, and a city search reads fifty of them. So
+//! the reader keeps each hotel's decoded `Hotel` with the sequence it reflects and
+//! reuses it while the stored sequence is unchanged, and keeps decoded terms by their
+//! stored text (many nights carry the same restrictions). Both caches are bounded and
+//! only ever hold what Redis held; a stale entry is never used, since the sequence (or
+//! the text itself) is compared on every read.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use aggregates::booking::NightView;
+use aggregates::{Cents, Hotel, RoomTypeId};
+use chrono::{DateTime, NaiveDate, Utc};
+use redis::aio::ConnectionManager;
+
+use super::{
+    decode_night, decode_terms, night_field, terms_field, CachedNight, DayTerms, Keys, NightTerms,
+    CATALOG, CATALOG_SEQ,
+};
+
+/// Most hotels whose decoded catalogs a reader keeps; past it the cache starts afresh.
+const MAX_CATALOGS: usize = 20_000;
+/// Most distinct terms fields a reader keeps decoded.
+const MAX_TERMS: usize = 20_000;
+
+/// One date of one hotel as cached: every room type's counters, and their terms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedDay {
+    pub date: NaiveDate,
+    /// The room types with inventory on that night, in id order.
+    pub counters: Vec<(i64, CachedNight)>,
+    /// `None`: no room type has restrictions or plan rates on that night.
+    pub terms: Option<Arc<DayTerms>>,
+}
+
+impl CachedDay {
+    pub fn night(&self, room_type: i64) -> Option<&CachedNight> {
+        self.counters
+            .iter()
+            .find(|(id, _)| *id == room_type)
+            .map(|(_, night)| night)
+    }
+
+    pub fn terms(&self, room_type: i64) -> Option<&NightTerms> {
+        self.terms.as_ref()?.get(&room_type)
+    }
+
+    /// The night of `room_type` as the domain's offer rule reads it; `None` without
+    /// inventory.
+    pub fn view(&self, room_type: i64) -> Option<NightView<'_>> {
+        let night = self.night(room_type)?;
+        let remaining = u32::try_from(night.remaining().max(0)).unwrap_or(u32::MAX);
+        let view = NightView::plain(remaining, Cents::new(night.rate_cents));
+        Some(match self.terms(room_type) {
+            Some(terms) => view.with_terms(&terms.restrictions, &terms.plan_rates),
+            None => view,
+        })
+    }
+}
+
+/// One hotel as cached: its catalog and the dates read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedHotelDays {
+    pub hotel_id: i64,
+    pub hotel: Arc<Hotel>,
+    /// One per date asked for, in the order asked.
+    pub days: Vec<CachedDay>,
+}
+
+impl CachedHotelDays {
+    pub fn day(&self, date: NaiveDate) -> Option<&CachedDay> {
+        self.days.iter().find(|d| d.date == date)
+    }
+
+    /// The night of a room type on a date read, for the offer rule.
+    pub fn view(&self, room_type: RoomTypeId, date: NaiveDate) -> Option<NightView<'_>> {
+        self.day(date)?.view(room_type.get())
+    }
+}
+
+/// A hotel's availability from the cache.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedAvailability {
+    pub as_of: DateTime<Utc>,
+    pub hotel: CachedHotelDays,
+}
+
+/// A city's hotels from the cache, by id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedCity {
+    pub as_of: DateTime<Utc>,
+    pub hotels: Vec<CachedHotelDays>,
+}
+
+/// Reads the model of one deployment. One per process, shared by every request: it
+/// remembers the generation the last read found current, which the next read assumes
+/// and checks in the same round trip (generations change only when the model is
+/// rebuilt; a read that finds the pointer moved reads again under the new one, so it
+/// never answers from a stale generation), and the decoded catalogs and terms.
+#[derive(Debug)]
+pub struct Reader {
+    keys: Keys,
+    generation: AtomicI32,
+    catalogs: Mutex<HashMap<i64, (i64, Arc<Hotel>)>>,
+    terms: Mutex<HashMap<String, Arc<DayTerms>>>,
+}
+
+/// The `ready` and `as_of` of a generation's `meta`.
+type Meta = (Option<String>, Option<String>);
+
+/// A hotel's fields as read: `catalog_seq`, then the `n:` and `t:` field of each date.
+type Fields = Vec<Option<String>>;
+
+impl Reader {
+    pub fn new(keys: Keys) -> Self {
+        Self {
+            keys,
+            // 0 is never a generation (they count from 1): the first read learns it.
+            generation: AtomicI32::new(0),
+            catalogs: Mutex::new(HashMap::new()),
+            terms: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// Availability of `hotel` on `dates` from the generation readers use. `Ok(None)`
+    /// when the cache cannot answer (not built, not caught up, unknown hotel, a field
+    /// it cannot read): the caller then asks PostgreSQL. Errors mean Redis failed.
+    pub async fn read(
+        &self,
+        redis: &mut ConnectionManager,
+        hotel: i64,
+        dates: &[NaiveDate],
+    ) -> anyhow::Result<Option<CachedAvailability>> {
+        let fields = hotel_fields(dates);
+        let Some((generation, meta, values)) = self
+            .at_current(redis, |generation, pipe| {
+                pipe.hmget(self.keys.hotel(generation, hotel), &fields);
+            })
+            .await?
+        else {
+            return Ok(None);
+        };
+        let Some(as_of) = ready_as_of(meta) else {
+            return Ok(None);
+        };
+        let Ok(values) = redis::from_redis_value::<Fields>(values) else {
+            return Ok(None);
+        };
+        let Some(read) = self.decode_hotel(hotel, values, dates) else {
+            return Ok(None);
+        };
+        let mut hotels = self.with_catalogs(redis, generation, vec![read]).await?;
+        Ok(hotels
+            .as_mut()
+            .and_then(Vec::pop)
+            .map(|hotel| CachedAvailability { as_of, hotel }))
+    }
+
+    /// Every hotel of `city` (case-insensitive) on `dates`, by id; `Ok(None)` as for
+    /// [`Self::read`], and also when any of the city's hotels cannot be read.
+    pub async fn read_city(
+        &self,
+        redis: &mut ConnectionManager,
+        city: &str,
+        dates: &[NaiveDate],
+    ) -> anyhow::Result<Option<CachedCity>> {
+        let Some((generation, meta, members)) = self
+            .at_current(redis, |generation, pipe| {
+                pipe.smembers(self.keys.city(generation, city));
+            })
+            .await?
+        else {
+            return Ok(None);
+        };
+        let Some(as_of) = ready_as_of(meta) else {
+            return Ok(None);
+        };
+        let Ok(mut ids) = redis::from_redis_value::<Vec<i64>>(members) else {
+            return Ok(None);
+        };
+        ids.sort_unstable();
+        if ids.is_empty() {
+            return Ok(Some(CachedCity {
+                as_of,
+                hotels: Vec::new(),
+            }));
+        }
+        let fields = hotel_fields(dates);
+        let mut pipe = redis::pipe();
+        // MGET answers with an array, as every HMGET does, so the replies share a type.
+        pipe.mget(&[self.keys.current()]);
+        for id in &ids {
+            pipe.hmget(self.keys.hotel(generation, *id), &fields);
+        }
+        let mut replies: Vec<Fields> = pipe.query_async(redis).await?;
+        if replies.len() != ids.len() + 1 || !same_generation(replies.first(), generation) {
+            return Ok(None);
+        }
+        let mut read = Vec::with_capacity(ids.len());
+        for (id, values) in ids.iter().zip(replies.drain(1..)) {
+            match self.decode_hotel(*id, values, dates) {
+                Some(hotel) => read.push(hotel),
+                None => return Ok(None),
+            }
+        }
+        let hotels = self.with_catalogs(redis, generation, read).await?;
+        Ok(hotels.map(|hotels| CachedCity { as_of, hotels }))
+    }
+
+    /// One round trip under the generation readers use: the current generation, its
+    /// `meta`, and what `add` asks of it. `None` when there is no current generation,
+    /// or it moved twice in a row (rebuilds switching faster than reads: PostgreSQL
+    /// answers).
+    async fn at_current(
+        &self,
+        redis: &mut ConnectionManager,
+        add: impl Fn(i32, &mut redis::Pipeline),
+    ) -> anyhow::Result<Option<(i32, Meta, redis::Value)>> {
+        let mut generation = self.generation.load(Ordering::Relaxed);
+        for _ in 0..2 {
+            let mut pipe = redis::pipe();
+            pipe.get(self.keys.current())
+                .hmget(self.keys.meta(generation), &["ready", "as_of"]);
+            add(generation, &mut pipe);
+            let (current, meta, value): (Option<i32>, Meta, redis::Value) =
+                pipe.query_async(redis).await?;
+            let Some(current) = current else {
+                return Ok(None);
+            };
+            if current == generation {
+                return Ok(Some((generation, meta, value)));
+            }
+            self.generation.store(current, Ordering::Relaxed);
+            generation = current;
+        }
+        Ok(None)
+    }
+
+    /// A hotel's fields decoded, its catalog not yet attached: `None` for a hotel the
+    /// model does not know, or a field it cannot read.
+    fn decode_hotel(&self, hotel_id: i64, values: Fields, dates: &[NaiveDate]) -> Option<Pending> {
+        if values.len() != 1 + 2 * dates.len() {
+            return None;
+        }
+        let mut values = values.into_iter();
+        let catalog_seq: i64 = values.next()??.parse().ok()?;
+        let counters: Vec<Option<String>> = values.by_ref().take(dates.len()).collect();
+        let mut cache = self.terms.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut days = Vec::with_capacity(dates.len());
+        for ((date, counters), terms) in dates.iter().zip(counters).zip(values) {
+            let terms = match terms {
+                None => None,
+                Some(text) => Some(match cache.get(&text) {
+                    Some(decoded) => Arc::clone(decoded),
+                    None => {
+                        let decoded = Arc::new(decode_terms(&text)?);
+                        if cache.len() >= MAX_TERMS {
+                            cache.clear();
+                        }
+                        cache.insert(text, Arc::clone(&decoded));
+                        decoded
+                    }
+                }),
+            };
+            days.push(CachedDay {
+                date: *date,
+                counters: counters
+                    .as_deref()
+                    .and_then(decode_night)
+                    .unwrap_or_default(),
+                terms,
+            });
+        }
+        Some(Pending {
+            hotel_id,
+            catalog_seq,
+            days,
+        })
+    }
+
+    /// Attaches each hotel's catalog: the decoded one this process keeps when its
+    /// sequence is the stored one, else read (all of them in one round trip) and kept.
+    /// `None` when a catalog cannot be read or the generation moved meanwhile.
+    async fn with_catalogs(
+        &self,
+        redis: &mut ConnectionManager,
+        generation: i32,
+        pending: Vec<Pending>,
+    ) -> anyhow::Result<Option<Vec<CachedHotelDays>>> {
+        let mut found: Vec<Option<Arc<Hotel>>> = {
+            let cache = self.catalogs.lock().unwrap_or_else(PoisonError::into_inner);
+            pending
+                .iter()
+                .map(|p| match cache.get(&p.hotel_id) {
+                    Some((seq, hotel)) if *seq == p.catalog_seq => Some(Arc::clone(hotel)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let missing: Vec<usize> = (0..pending.len())
+            .filter(|i| found.get(*i).is_some_and(Option::is_none))
+            .collect();
+        if !missing.is_empty() {
+            let mut pipe = redis::pipe();
+            pipe.mget(&[self.keys.current()]);
+            for i in &missing {
+                if let Some(p) = pending.get(*i) {
+                    pipe.hmget(
+                        self.keys.hotel(generation, p.hotel_id),
+                        &[CATALOG_SEQ, CATALOG],
+                    );
+                }
+            }
+            let replies: Vec<Fields> = pipe.query_async(redis).await?;
+            if replies.len() != missing.len() + 1 || !same_generation(replies.first(), generation) {
+                return Ok(None);
+            }
+            metrics::counter!("availability_catalog_decodes_total").increment(missing.len() as u64);
+            let mut cache = self.catalogs.lock().unwrap_or_else(PoisonError::into_inner);
+            for (i, reply) in missing.iter().zip(replies.iter().skip(1)) {
+                let (Some(Some(seq)), Some(Some(json))) = (reply.first(), reply.get(1)) else {
+                    return Ok(None);
+                };
+                let (Ok(seq), Ok(hotel)) =
+                    (seq.parse::<i64>(), serde_json::from_str::<Hotel>(json))
+                else {
+                    return Ok(None);
+                };
+                let hotel = Arc::new(hotel);
+                if cache.len() >= MAX_CATALOGS {
+                    cache.clear();
+                }
+                let Some(p) = pending.get(*i) else {
+                    return Ok(None);
+                };
+                cache.insert(p.hotel_id, (seq, Arc::clone(&hotel)));
+                if let Some(slot) = found.get_mut(*i) {
+                    *slot = Some(hotel);
+                }
+            }
+        }
+        let mut hotels = Vec::with_capacity(pending.len());
+        for (p, hotel) in pending.into_iter().zip(found) {
+            let Some(hotel) = hotel else {
+                return Ok(None);
+            };
+            hotels.push(CachedHotelDays {
+                hotel_id: p.hotel_id,
+                hotel,
+                days: p.days,
+            });
+        }
+        Ok(Some(hotels))
+    }
+}
+
+/// A hotel read without its catalog yet.
+struct Pending {
+    hotel_id: i64,
+    catalog_seq: i64,
+    days: Vec<CachedDay>,
+}
+
+/// The fields a read asks of a hotel: `catalog_seq`, every date's counters, every
+/// date's terms.
+fn hotel_fields(dates: &[NaiveDate]) -> Vec<String> {
+    let mut fields = Vec::with_capacity(1 + 2 * dates.len());
+    fields.push(CATALOG_SEQ.to_owned());
+    fields.extend(dates.iter().map(|d| night_field(*d)));
+    fields.extend(dates.iter().map(|d| terms_field(*d)));
+    fields
+}
+
+/// `as_of` of a generation that is ready; `None` otherwise.
+fn ready_as_of((ready, as_of): Meta) -> Option<DateTime<Utc>> {
+    if ready.as_deref() != Some("1") {
+        return None;
+    }
+    as_of
+        .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// Whether an `MGET current` reply names `generation`.
+fn same_generation(reply: Option<&Fields>, generation: i32) -> bool {
+    reply
+        .and_then(|r| r.first())
+        .and_then(|v| v.as_deref())
+        .and_then(|v| v.parse::<i32>().ok())
+        == Some(generation)
+}

@@ -1,0 +1,150 @@
+//! The search across a city's hotels: what each can sell for a stay, as offers sorted by
+//! price, and the hotels by their cheapest offer.
+//!
+//! Read like a hotel's availability (see `availability.rs`): from the Redis read model
+//! when it can answer with confidence, else from the write side's rows, and either way
+//! the offers are the domain's (`aggregates::booking::offers`), so the two sources list
+//! the same offers at the same prices for the same nights. PostgreSQL answers when Redis
+//! is down or slow, the model is not caught up or cannot read one of the city's
+//! hotels, or an offer the answer would list takes a night's last rooms (its
+//! `remaining` is no more than the rooms asked for), where a stale answer costs most.
+//! Sold-out nights do not send a search to the database: they only hide offers, the
+//! direction the cache errs in anyway.
+
+use aggregates::booking::Offer;
+use aggregates::Hotel;
+use chrono::{DateTime, Utc};
+use std::sync::Arc;
+
+use super::availability::{today_at, within_timeout, Source, StayQuery, StoredNight};
+use super::{Queries, QueryError};
+
+/// Most hotels one search answers with.
+pub const MAX_SEARCH_LIMIT: usize = 100;
+
+/// A search of a city for a stay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CitySearch {
+    /// Compared whatever its case.
+    pub city: String,
+    pub stay: StayQuery,
+    /// Most hotels answered, 1 to [`MAX_SEARCH_LIMIT`].
+    pub limit: usize,
+}
+
+/// One hotel of the answer, with its offers cheapest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HotelOffers {
+    pub hotel_id: i64,
+    pub name: String,
+    pub city: String,
+    pub offers: Vec<Offer>,
+}
+
+/// The hotels with at least one offer, cheapest first (ties by hotel id), at most
+/// `limit` of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchAnswer {
+    pub source: Source,
+    pub as_of: DateTime<Utc>,
+    pub hotels: Vec<HotelOffers>,
+}
+
+/// Ranks the hotels that have offers and keeps the first `limit`.
+fn rank(mut hotels: Vec<HotelOffers>, limit: usize) -> Vec<HotelOffers> {
+    hotels.retain(|h| !h.offers.is_empty());
+    hotels.sort_by_key(|h| (h.offers.first().map(|o| o.total_cents), h.hotel_id));
+    hotels.truncate(limit);
+    hotels
+}
+
+fn hotel_offers(hotel_id: i64, hotel: &Hotel, offers: Vec<Offer>) -> HotelOffers {
+    let (name, city) = hotel
+        .details()
+        .map(|d| (d.name().to_owned(), d.city().to_owned()))
+        .unwrap_or_default();
+    HotelOffers {
+        hotel_id,
+        name,
+        city,
+        offers,
+    }
+}
+
+impl Queries {
+    /// The offers of a city's hotels for a stay.
+    pub async fn search(&self, search: &CitySearch) -> Result<SearchAnswer, QueryError> {
+        let answer = match self.cached_search(search).await {
+            Some(answer) => answer,
+            None => self.database_search(search).await?,
+        };
+        metrics::counter!("search_reads_total", "source" => answer.source.as_str()).increment(1);
+        Ok(answer)
+    }
+
+    async fn cached_search(&self, search: &CitySearch) -> Option<SearchAnswer> {
+        let cache = self.availability.as_ref()?;
+        let dates = search.stay.dates();
+        let mut redis = cache.redis.clone();
+        let city = within_timeout(cache.reader.read_city(&mut redis, &search.city, &dates)).await?;
+        let now = self.clock.now();
+        let hotels = city
+            .hotels
+            .iter()
+            .map(|cached| {
+                let request = search.stay.offer_request(today_at(&cached.hotel, now));
+                let offers = aggregates::booking::offers(&cached.hotel, &request, |rt, date| {
+                    cached.view(rt, date)
+                });
+                hotel_offers(cached.hotel_id, &cached.hotel, offers)
+            })
+            .collect();
+        let hotels = rank(hotels, search.limit);
+        let rooms = search.stay.rooms.get();
+        let last_rooms = hotels
+            .iter()
+            .flat_map(|h| &h.offers)
+            .any(|o| o.remaining <= rooms);
+        if last_rooms {
+            return None;
+        }
+        Some(SearchAnswer {
+            source: Source::Cache,
+            as_of: city.as_of,
+            hotels,
+        })
+    }
+
+    /// The write side's rows: the city's hotels (as the hotel list finds them) and
+    /// their nights, exact as of now.
+    async fn database_search(&self, search: &CitySearch) -> Result<SearchAnswer, QueryError> {
+        let now = self.clock.now();
+        let hotels: Vec<(i64, Arc<Hotel>)> = self
+            .hotels_in(&search.city)
+            .await?
+            .into_iter()
+            .filter_map(|hotel| Some((hotel.hotel_id()?.get(), Arc::new(hotel))))
+            .collect();
+        let ids: Vec<i64> = hotels.iter().map(|(id, _)| *id).collect();
+        let nights = if ids.is_empty() {
+            Default::default()
+        } else {
+            self.stored_nights(&ids, &search.stay.stay, now).await?
+        };
+        let answered = hotels
+            .iter()
+            .map(|(id, hotel)| {
+                let request = search.stay.offer_request(today_at(hotel, now));
+                let offers = aggregates::booking::offers(hotel, &request, |rt, date| {
+                    nights.get(&(*id, rt.get(), date)).map(StoredNight::view)
+                });
+                hotel_offers(*id, hotel, offers)
+            })
+            .collect();
+        Ok(SearchAnswer {
+            source: Source::Database,
+            as_of: now,
+            hotels: rank(answered, search.limit),
+        })
+    }
+}
