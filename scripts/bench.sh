@@ -100,7 +100,7 @@ server_label=""
 url=""
 failed=0
 
-log() { printf '\n== %s\n' "$*"; }
+log() { printf '\n== %s (%s)\n' "$*" "$(date -u +%T)"; }
 
 psql_admin() { PGOPTIONS='-c client_min_messages=warning' psql -qAt "$PG_URL/postgres" -v ON_ERROR_STOP=1 -c "$1"; }
 
