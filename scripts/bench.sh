@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The HTTP load benchmarks in one command (see docs/benchmarks.md, "HTTP load"):
 # builds the release binaries, starts the server on a scratch database, loads the
-# catalog, runs every scenario (spread, hot, reads, mixed), runs the raw-SQL baseline on
-# the same PostgreSQL server, sweeps the write strategies on the hot scenario, draws the
-# chart and prints every figure with its ratio to the baseline and its target.
+# catalogs, runs every scenario (spread, hot, reads, mixed; and issue 18's: spread again
+# on a catalog with rate plans and restrictions, interleaved with spread, the city
+# search, and a year of bulk ARI), runs the raw-SQL baseline on the same PostgreSQL
+# server, sweeps the write strategies on the hot scenario, draws the chart and prints
+# every figure with its ratio to the baseline and its target.
 #
 #   scripts/bench.sh              # full size (about 15 minutes)
 #   SMALL=1 scripts/bench.sh      # a tiny catalog and 2-second runs: a smoke test
@@ -20,6 +22,8 @@ if [[ $SMALL == 1 ]]; then
   : "${SECONDS_PER_RUN:=2}" "${WARMUP:=0.5}"
   : "${SPREAD_CLIENTS:=4}" "${HOT_CLIENTS:=4}" "${READS_CLIENTS:=4}" "${MIXED_CLIENTS:=4}"
   : "${SWEEP_CLIENTS:=1 4}"
+  : "${SEARCH_HOTELS:=10}" "${SEARCH_CLIENTS:=4}"
+  : "${ARI_HOTELS:=2}" "${ARI_ROOM_TYPES:=2}"
 fi
 PG_URL=${PG_URL:-postgres://postgres@127.0.0.1:5432}   # server only, no database
 REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379}
@@ -40,6 +44,27 @@ HOT_CLIENTS=${HOT_CLIENTS:-64}
 READS_CLIENTS=${READS_CLIENTS:-32}
 MIXED_CLIENTS=${MIXED_CLIENTS:-32}
 WRITE_STRATEGY=${WRITE_STRATEGY:-group}                # of the scenario runs
+# Issue 18. Spread with plans: a second catalog of the main one's shape (hotels from
+# PLANS_FIRST_HOTEL), every room type with three rate plans and restrictions the stays
+# satisfy; PLANS_ROUNDS pairs of spread / spread-plans runs, in alternating order
+# (spread, spread-plans, spread-plans, spread, ...), the first spread being the one
+# compared with the baseline.
+PLANS_HOTELS=${PLANS_HOTELS:-$HOTELS}
+PLANS_FIRST_HOTEL=${PLANS_FIRST_HOTEL:-1000001}
+PLANS_ROUNDS=${PLANS_ROUNDS:-2}
+# The city search: SEARCH_HOTELS hotels of SEARCH_ROOM_TYPES room types with three plans
+# each, all in SEARCH_CITY.
+SEARCH_HOTELS=${SEARCH_HOTELS:-50}
+SEARCH_ROOM_TYPES=${SEARCH_ROOM_TYPES:-3}
+SEARCH_FIRST_HOTEL=${SEARCH_FIRST_HOTEL:-2000001}
+SEARCH_CITY=${SEARCH_CITY:-Searchville}
+SEARCH_CLIENTS=${SEARCH_CLIENTS:-32}
+# A year of ARI as bulk requests, after the other scenarios.
+ARI_HOTELS=${ARI_HOTELS:-20}
+ARI_ROOM_TYPES=${ARI_ROOM_TYPES:-5}
+ARI_NIGHTS=${ARI_NIGHTS:-365}
+ARI_FIRST_HOTEL=${ARI_FIRST_HOTEL:-3000001}
+ARI_CONCURRENCY=${ARI_CONCURRENCY:-1}
 SWEEP_STRATEGIES=${SWEEP_STRATEGIES:-optimistic pessimistic group}
 SWEEP_CLIENTS=${SWEEP_CLIENTS:-1 8 32 64}
 BASELINE_SECONDS=${BASELINE_SECONDS:-$SECONDS_PER_RUN}
@@ -47,6 +72,9 @@ BASELINE_CLIENTS=${BASELINE_CLIENTS:-$(printf '%s\n' "$SPREAD_CLIENTS" "$HOT_CLI
 SKIP_BUILD=${SKIP_BUILD:-0}
 SKIP_SWEEP=${SKIP_SWEEP:-0}
 SKIP_BASELINE=${SKIP_BASELINE:-0}
+SKIP_PLANS=${SKIP_PLANS:-0}
+SKIP_SEARCH=${SKIP_SEARCH:-0}
+SKIP_ARI=${SKIP_ARI:-0}
 KEEP_DB=${KEEP_DB:-0}
 
 cd "$repo"
@@ -72,7 +100,7 @@ server_label=""
 url=""
 failed=0
 
-log() { printf '\n== %s\n' "$*"; }
+log() { printf '\n== %s (%s)\n' "$*" "$(date -u +%T)"; }
 
 psql_admin() { PGOPTIONS='-c client_min_messages=warning' psql -qAt "$PG_URL/postgres" -v ON_ERROR_STOP=1 -c "$1"; }
 
@@ -150,8 +178,11 @@ start_server() {
 }
 
 catalog=(--hotels "$HOTELS" --room-types "$ROOM_TYPES" --nights "$NIGHTS" --start-date "$START_DATE")
+plans_catalog=(--hotels "$PLANS_HOTELS" --room-types "$ROOM_TYPES" --nights "$NIGHTS"
+  --start-date "$START_DATE" --first-hotel "$PLANS_FIRST_HOTEL")
+search_catalog=(--hotels "$SEARCH_HOTELS" --room-types "$SEARCH_ROOM_TYPES" --nights "$NIGHTS"
+  --start-date "$START_DATE" --first-hotel "$SEARCH_FIRST_HOTEL")
 
-# run_scenario SCENARIO CLIENTS LABEL OUT
 # quiesce: until every projection has applied everything (lag 0 on two readings, the
 # gauge being refreshed every couple of seconds), at most 120 s. Each run is then
 # measured on its own, not while the projections still apply the previous run's writes.
@@ -172,13 +203,18 @@ quiesce() {
   echo "(projections still behind after 120 s: lag $lag)"
 }
 
+# run_scenario SCENARIO CLIENTS LABEL OUT [CATALOG AND OTHER ARGS...] (default: the
+# main catalog)
 run_scenario() {
+  local scenario=$1 clients=$2 label=$3 out=$4
+  shift 4
+  [[ $# -gt 0 ]] || set -- "${catalog[@]}"
   quiesce
-  log "$1: $2 clients, $SECONDS_PER_RUN s (+$WARMUP s warm-up), WRITE_STRATEGY=$3"
-  if ! "$bin/loadgen" run "$1" --url "$url" --token "$CHANNEL_TOKEN" --clients "$2" \
-      --seconds "$SECONDS_PER_RUN" --warmup "$WARMUP" "${catalog[@]}" \
-      --database-url "$PG_URL/$DB_NAME" --label "$3" --out "$4"; then
-    echo "!! $1 at $2 clients: the invariant check failed"
+  log "$scenario: $clients clients, $SECONDS_PER_RUN s (+$WARMUP s warm-up), WRITE_STRATEGY=$label"
+  if ! "$bin/loadgen" run "$scenario" --url "$url" --token "$CHANNEL_TOKEN" --clients "$clients" \
+      --seconds "$SECONDS_PER_RUN" --warmup "$WARMUP" "$@" \
+      --database-url "$PG_URL/$DB_NAME" --label "$label" --out "$out"; then
+    echo "!! $scenario at $clients clients: the invariant check failed"
     failed=1
   fi
 }
@@ -206,16 +242,58 @@ log "server (WRITE_STRATEGY=$WRITE_STRATEGY) and catalog"
 start_server "$WRITE_STRATEGY" "$WRITE_STRATEGY-scenarios" || exit 1
 "$bin/loadgen" setup --url "$url" --admin-token "$ADMIN_TOKEN" "${catalog[@]}" \
   --rooms "$ROOMS" --hot-rooms "$HOT_ROOMS"
+if [[ $SKIP_PLANS != 1 ]]; then
+  log "catalog with rate plans and restrictions (spread-plans)"
+  "$bin/loadgen" setup --url "$url" --admin-token "$ADMIN_TOKEN" "${plans_catalog[@]}" \
+    --rooms "$ROOMS" --plans spread --city Planville
+fi
+if [[ $SKIP_SEARCH != 1 ]]; then
+  log "catalog of the city search ($SEARCH_CITY)"
+  "$bin/loadgen" setup --url "$url" --admin-token "$ADMIN_TOKEN" "${search_catalog[@]}" \
+    --rooms "$ROOMS" --plans search --city "$SEARCH_CITY"
+fi
 # A checkpoint, so the first run does not pay for flushing the load. (No ANALYZE here:
 # it would record the still-empty allocation and reservation tables as empty, and the
 # planner trusts that until autovacuum analyzes them again, up to a minute into the
 # runs: measured, spread 394 -> 335 holds/s and hot 1,044 -> 460.)
 psql -q "$PG_URL/$DB_NAME" -c "CHECKPOINT" >/dev/null || true
 
+run_spread_plans() {
+  run_scenario spread-plans "$SPREAD_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl" "${plans_catalog[@]}"
+}
+# Round r is (spread, spread-plans) when r is odd and (spread-plans, spread) when it is
+# even: spread, spread-plans, spread-plans, spread, ... so a drift of the machine weighs
+# on both alike. The first spread is the one compared with the baseline.
 run_scenario spread "$SPREAD_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
+if [[ $SKIP_PLANS != 1 ]]; then
+  for round in $(seq 1 "$PLANS_ROUNDS"); do
+    if ((round % 2 == 1)); then
+      ((round == 1)) || run_scenario spread "$SPREAD_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
+      run_spread_plans
+    else
+      run_spread_plans
+      run_scenario spread "$SPREAD_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
+    fi
+  done
+fi
 run_scenario hot "$HOT_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
 run_scenario reads "$READS_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
+if [[ $SKIP_SEARCH != 1 ]]; then
+  run_scenario search "$SEARCH_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl" "${search_catalog[@]}" \
+    --city "$SEARCH_CITY"
+fi
 run_scenario mixed "$MIXED_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
+if [[ $SKIP_ARI != 1 ]]; then
+  quiesce
+  log "a year of ARI: $ARI_HOTELS hotels x $ARI_ROOM_TYPES room types x $ARI_NIGHTS nights, bulk requests, $ARI_CONCURRENCY hotel(s) at once"
+  if ! "$bin/loadgen" ari --url "$url" --admin-token "$ADMIN_TOKEN" --hotels "$ARI_HOTELS" \
+      --room-types "$ARI_ROOM_TYPES" --nights "$ARI_NIGHTS" --start-date "$START_DATE" \
+      --first-hotel "$ARI_FIRST_HOTEL" --concurrency "$ARI_CONCURRENCY" \
+      --database-url "$PG_URL/$DB_NAME" --label "$WRITE_STRATEGY" --out "$main_jsonl"; then
+    echo "!! the ARI year failed"
+    failed=1
+  fi
+fi
 stop_server
 
 if [[ $SKIP_BASELINE != 1 ]]; then

@@ -7,6 +7,9 @@
 //!     --start-date 2027-01-10 --database-url postgres://postgres@127.0.0.1/reservations
 //! ```
 //!
+//! `loadgen ari` sends a year of ARI as bulk requests and reports the time and the events
+//! written.
+//!
 //! `scripts/bench.sh` runs every scenario, the raw-SQL baseline and the strategy sweep in
 //! one go; see docs/benchmarks.md.
 
@@ -21,7 +24,9 @@ use anyhow::Context;
 use chrono::{Days, NaiveDate, Utc};
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod ari;
 mod invariant;
+mod plans;
 mod prom;
 mod report;
 mod run;
@@ -44,6 +49,11 @@ enum Command {
     Setup(SetupArgs),
     /// Run one scenario for a fixed time, then check the invariant in the database.
     Run(RunArgs),
+    /// Create hotels, room types and rate plans, then send a year (or `--nights`) of
+    /// inventory, plan rates and weekend restrictions for every room type as bulk ARI
+    /// requests, as few as the limits allow; report the time, requests, nights and the
+    /// events written.
+    Ari(AriArgs),
     /// Print the final table of a bench run: each figure, its ratio to the baseline and
     /// whether its target is met. Exits with status 1 when a run broke the invariant.
     Report(ReportArgs),
@@ -52,7 +62,7 @@ enum Command {
 /// The shape of the benchmark catalog; `setup` and `run` must be given the same one.
 #[derive(clap::Args, Clone, Debug)]
 pub struct Catalog {
-    /// Hotels 1..=N.
+    /// Hotels `--first-hotel` .. `--first-hotel + N - 1`.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(i64).range(1..=1_000_000))]
     pub hotels: i64,
     /// Room types 1..=N of every hotel.
@@ -64,6 +74,9 @@ pub struct Catalog {
     /// First night of the inventory (default: 30 days after today, UTC).
     #[arg(long)]
     pub start_date: Option<NaiveDate>,
+    /// Id of the first hotel, so catalogs of different shapes share one server.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i64).range(1..=1_000_000_000_000))]
+    pub first_hotel: i64,
 }
 
 impl Catalog {
@@ -75,6 +88,10 @@ impl Catalog {
                 .checked_add_days(Days::new(30))
                 .context("date out of range"),
         }
+    }
+
+    pub fn last_hotel(&self) -> i64 {
+        self.first_hotel + self.hotels - 1
     }
 
     /// Offset of the hot stay's first night: the 11th night, like the baseline's
@@ -110,6 +127,60 @@ pub struct SetupArgs {
     /// (0: do not wait).
     #[arg(long, default_value_t = 900)]
     pub wait_seconds: u64,
+    /// Give every hotel the three rate plans (see `plans.rs`) and set inventory, plan 1's
+    /// rate and these restrictions through one bulk ARI request a hotel, instead of one
+    /// inventory PUT a room type.
+    #[arg(long, value_enum)]
+    pub plans: Option<plans::PlanSet>,
+    /// Every hotel in this city (default: "Benchville {hotel % 50}").
+    #[arg(long)]
+    pub city: Option<String>,
+    /// Plan 1's own rate on every night, in cents (with `--plans`).
+    #[arg(long, default_value_t = 15_000)]
+    pub plan_rate_cents: i64,
+}
+
+#[derive(clap::Args)]
+pub struct AriArgs {
+    /// Base URL of the server.
+    #[arg(long, env = "LOADGEN_URL", default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    /// A token with the admin role.
+    #[arg(long, env = "LOADGEN_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: String,
+    /// The hotels, room types and nights to set (e.g. `--hotels 20 --room-types 5
+    /// --nights 365 --first-hotel 3000001`).
+    #[command(flatten)]
+    pub catalog: Catalog,
+    /// Rooms of every room type on every night.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(i64).range(0..=1_000_000))]
+    pub rooms: i64,
+    /// Base rate in cents.
+    #[arg(long, default_value_t = 10_000)]
+    pub rate_cents: i64,
+    /// Plan 1's own rate in cents.
+    #[arg(long, default_value_t = 15_000)]
+    pub plan_rate_cents: i64,
+    /// Hotels whose requests are in flight at once (a hotel's requests go one after
+    /// the other).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub concurrency: u32,
+    /// PostgreSQL of the server: count the events the requests wrote.
+    #[arg(long, env = "LOADGEN_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Afterwards, wait up to this long for every projection to apply the events, and
+    /// report how long that took (0: do not wait).
+    #[arg(long, default_value_t = 300)]
+    pub wait_seconds: u64,
+    /// Print the run as one JSON object (as well as the table).
+    #[arg(long)]
+    pub json: bool,
+    /// Append the run's JSON object to this file (JSON lines).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// A label stored with the run.
+    #[arg(long)]
+    pub label: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -122,6 +193,12 @@ pub enum Scenario {
     Reads,
     /// Reads and spread holds, 400 to 1 (at random).
     Mixed,
+    /// Spread holds naming a rate plan (`--rate-plan`, a derived one) with `--guests`,
+    /// on a catalog set up with `--plans`; every total is checked against the plan's
+    /// price.
+    SpreadPlans,
+    /// City searches (`GET /v1/availability?city=...`) for random 3-night stays.
+    Search,
 }
 
 impl Scenario {
@@ -131,6 +208,8 @@ impl Scenario {
             Scenario::Hot => "hot",
             Scenario::Reads => "reads",
             Scenario::Mixed => "mixed",
+            Scenario::SpreadPlans => "spread-plans",
+            Scenario::Search => "search",
         }
     }
 }
@@ -172,13 +251,30 @@ pub struct RunArgs {
     /// Per-request timeout in milliseconds (counted as `timeout`).
     #[arg(long, default_value_t = 30_000)]
     pub timeout_ms: u64,
+    /// The plan `spread-plans` holds name.
+    #[arg(long, default_value_t = plans::HOLD_PLAN)]
+    pub rate_plan: i64,
+    /// Guests per room of `spread-plans` holds and of searches.
+    #[arg(long, default_value_t = 2)]
+    pub guests: i64,
+    /// Plan 1's rate the catalog was set up with (`setup --plan-rate-cents`): holds'
+    /// and offers' totals are checked against it.
+    #[arg(long, default_value_t = 15_000)]
+    pub plan_rate_cents: i64,
+    /// The city searched.
+    #[arg(long, default_value = "Searchville")]
+    pub city: String,
+    /// Hotels a search asks for (`limit`).
+    #[arg(long, default_value_t = 20)]
+    pub limit: u32,
     #[command(flatten)]
     pub catalog: Catalog,
 }
 
 #[derive(clap::Args)]
 pub struct ReportArgs {
-    /// JSON lines of the scenario runs (spread, hot, reads, mixed).
+    /// JSON lines of the scenario runs (spread, hot, reads, mixed, spread-plans, search)
+    /// and of the ARI year (`loadgen ari --out`).
     #[arg(long)]
     pub main: PathBuf,
     /// JSON lines of the hot strategy sweep.
@@ -197,6 +293,7 @@ fn main() -> anyhow::Result<()> {
         .context("starting the runtime")?;
     match cli.command {
         Command::Setup(args) => runtime.block_on(setup::setup(args)),
+        Command::Ari(args) => runtime.block_on(ari::ari(args)),
         Command::Run(args) => {
             let ok = runtime.block_on(run::run(args))?;
             if !ok {

@@ -16,6 +16,11 @@ const HOT_MAX_P99_MS: f64 = 100.0;
 const READS_MIN_PER_SECOND: f64 = 10_000.0;
 const READS_MAX_P99_MS: f64 = 10.0;
 const SERVER_MAX_MB: f64 = 150.0;
+/// Issue 18's: the city search, and spread holds with plans and restrictions in force
+/// against the same run's spread without them.
+const SEARCH_MIN_PER_SECOND: f64 = 3_000.0;
+const SEARCH_MAX_P99_MS: f64 = 20.0;
+const PLANS_MIN_RATIO: f64 = 0.90;
 
 fn read_lines(path: &Path) -> anyhow::Result<Vec<Value>> {
     let text =
@@ -83,9 +88,12 @@ impl Table {
         met: Option<bool>,
     ) {
         // Counts without decimals, rates and milliseconds with one.
+        let count = ["nights", "requests", "events", "refused"]
+            .iter()
+            .any(|w| figure.contains(w));
         let f = |x: Option<f64>| {
             x.map_or("-".to_owned(), |x| {
-                if figure.contains("nights") {
+                if count {
                     format!("{x:.0}")
                 } else {
                     format!("{x:.1}")
@@ -109,12 +117,12 @@ impl Table {
 
     fn print(&self) {
         println!(
-            "{:<34} {:>10} {:>10} {:>7}  {:<22} verdict",
+            "{:<44} {:>10} {:>10} {:>7}  {:<26} verdict",
             "figure", "measured", "baseline", "ratio", "target"
         );
         for r in &self.0 {
             println!(
-                "{:<34} {:>10} {:>10} {:>7}  {:<22} {}",
+                "{:<44} {:>10} {:>10} {:>7}  {:<26} {}",
                 r[0], r[1], r[2], r[3], r[4], r[5]
             );
         }
@@ -132,12 +140,26 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<bool> {
         Some(p) if p.exists() => read_lines(p)?,
         _ => Vec::new(),
     });
+    // The first run of a scenario: spread may run several times (interleaved with
+    // spread-plans), and its first run, on the freshly loaded catalog, is the one
+    // compared with the baseline.
     let runs = |records: &[Value], scenario: &str| -> Option<Value> {
         records
             .iter()
-            .rev()
             .find(|v| text(v, "kind") == "run" && text(v, "scenario") == scenario)
             .cloned()
+    };
+    let all_of = |scenario: &str| -> Vec<&Value> {
+        main.iter()
+            .filter(|v| text(v, "kind") == "run" && text(v, "scenario") == scenario)
+            .collect()
+    };
+    let mean = |runs: &[&Value], key: &str| -> Option<f64> {
+        let values: Vec<f64> = runs.iter().filter_map(|v| num(v, key)).collect();
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    };
+    let error_count = |run: &Value, code: &str| -> f64 {
+        run.get("errors").and_then(|e| num(e, code)).unwrap_or(0.0)
     };
     let mut table = Table(Vec::new());
 
@@ -182,6 +204,46 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<bool> {
             );
         }
     }
+    let plain = all_of("spread");
+    let planned = all_of("spread-plans");
+    if !planned.is_empty() {
+        let clients = num(planned[0], "clients").unwrap_or(0.0);
+        let (b, a) = (mean(&planned, "goodput"), mean(&plain, "goodput"));
+        let ratio = b.zip(a).map(|(b, a)| b / a);
+        table.row(
+            format!(
+                "spread+plans holds/s ({clients} cl., mean of {}/{})",
+                planned.len(),
+                plain.len()
+            ),
+            b,
+            a,
+            ratio,
+            &format!(">= {PLANS_MIN_RATIO}x spread, no plans"),
+            ratio.map(|r| r >= PLANS_MIN_RATIO),
+        );
+        let (b, a) = (mean(&planned, "p99_ms"), mean(&plain, "p99_ms"));
+        table.row(
+            "spread+plans p99 ms (mean; vs no plans)".into(),
+            b,
+            a,
+            b.zip(a).map(|(b, a)| b / a),
+            "(no target)",
+            None,
+        );
+        let refused: f64 = planned
+            .iter()
+            .map(|r| error_count(r, "restricted") + error_count(r, "wrong_total"))
+            .sum();
+        table.row(
+            "spread+plans holds restricted or mispriced".into(),
+            Some(refused),
+            None,
+            None,
+            "0",
+            Some(refused == 0.0),
+        );
+    }
     match runs(&main, "reads") {
         Some(run) => {
             let clients = num(&run, "clients").unwrap_or(0.0);
@@ -205,6 +267,67 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<bool> {
             );
         }
         None => table.row("reads: no run".into(), None, None, None, "", None),
+    }
+    if let Some(run) = runs(&main, "search") {
+        let clients = num(&run, "clients").unwrap_or(0.0);
+        let goodput = num(&run, "goodput");
+        let reads = runs(&main, "reads").and_then(|r| num(&r, "goodput"));
+        table.row(
+            format!("search/s ({clients} clients; vs reads/s)"),
+            goodput,
+            reads,
+            goodput.zip(reads).map(|(g, r)| g / r),
+            &format!(">= {SEARCH_MIN_PER_SECOND}/s"),
+            goodput.map(|g| g >= SEARCH_MIN_PER_SECOND),
+        );
+        // No percentile without a successful search (an endpoint that is not there).
+        let answered = num(&run, "ok").is_some_and(|ok| ok > 0.0);
+        let p99 = num(&run, "p99_ms").filter(|_| answered);
+        let reads_p99 = runs(&main, "reads").and_then(|r| num(&r, "p99_ms"));
+        table.row(
+            format!("search p99 ms ({clients} clients; vs reads)"),
+            p99,
+            reads_p99,
+            None,
+            &format!("< {SEARCH_MAX_P99_MS} ms"),
+            p99.map(|p| p < SEARCH_MAX_P99_MS),
+        );
+        table.row(
+            "search p50 ms".into(),
+            num(&run, "p50_ms").filter(|_| answered),
+            runs(&main, "reads").and_then(|r| num(&r, "p50_ms")),
+            None,
+            "(no target)",
+            None,
+        );
+        let sample = run
+            .get("kinds")
+            .and_then(|k| k.get("search"))
+            .and_then(|k| k.get("sample"));
+        let sampled = |key: &str| sample.and_then(|s| num(s, key));
+        let answers = sampled("answers").filter(|a| *a > 0.0);
+        for (key, name) in [("hotels", "hotels"), ("offers", "offers")] {
+            table.row(
+                format!("search {name} per answer (sampled)"),
+                answers.map(|a| sampled(key).unwrap_or(0.0) / a),
+                None,
+                None,
+                "(no target)",
+                None,
+            );
+        }
+        let wrong = ["bad_answer", "bad_offer", "wrong_total"]
+            .iter()
+            .filter_map(|k| sampled(k))
+            .fold(0.0, |a, b| a + b);
+        table.row(
+            "search answers refused by the check (sampled)".into(),
+            answers.map(|_| wrong),
+            None,
+            None,
+            "0",
+            answers.map(|_| wrong == 0.0),
+        );
     }
     if let Some(run) = runs(&main, "mixed") {
         let clients = num(&run, "clients").unwrap_or(0.0);
@@ -238,6 +361,28 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<bool> {
                 "(no target)",
                 None,
             );
+        }
+    }
+    if let Some(ari) = main.iter().find(|v| text(v, "kind") == "ari") {
+        let shape = format!(
+            "{} x {} x {}",
+            num(ari, "hotels").unwrap_or(0.0),
+            num(ari, "room_types").unwrap_or(0.0),
+            num(ari, "nights").unwrap_or(0.0)
+        );
+        let rows: [(String, &str); 6] = [
+            (format!("ari year seconds ({shape})"), "seconds"),
+            ("ari year requests".into(), "requests"),
+            ("ari year nights set".into(), "nights_set"),
+            ("ari year events written".into(), "events"),
+            ("ari year request p50 ms".into(), "p50_ms"),
+            (
+                "ari year: projections caught up after s".into(),
+                "caught_up_seconds",
+            ),
+        ];
+        for (figure, key) in rows {
+            table.row(figure, num(ari, key), None, None, "(no target)", None);
         }
     }
     let servers = baseline.peak_rss_mb();
@@ -292,6 +437,38 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<bool> {
             format!("VIOLATED in: {}", broken.join(", "))
         }
     );
+
+    if !planned.is_empty() {
+        println!();
+        println!("spread with and without plans, in the order they ran");
+        println!(
+            "{:<14} {:>7} {:>9} {:>9} {:>9}  refusals",
+            "scenario", "clients", "holds/s", "p50 ms", "p99 ms"
+        );
+        for run in main.iter().filter(|v| {
+            text(v, "kind") == "run" && matches!(text(v, "scenario"), "spread" | "spread-plans")
+        }) {
+            let errors = run
+                .get("errors")
+                .and_then(Value::as_object)
+                .map(|e| {
+                    e.iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default();
+            println!(
+                "{:<14} {:>7} {:>9.1} {:>9.2} {:>9.2}  {}",
+                text(run, "scenario"),
+                num(run, "clients").unwrap_or(0.0),
+                num(run, "goodput").unwrap_or(0.0),
+                num(run, "p50_ms").unwrap_or(0.0),
+                num(run, "p99_ms").unwrap_or(0.0),
+                if errors.is_empty() { "-" } else { &errors }
+            );
+        }
+    }
 
     if !sweep.is_empty() {
         println!();

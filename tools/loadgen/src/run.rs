@@ -18,6 +18,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::invariant::{self, InvariantReport};
+use crate::plans;
 use crate::stats::{self, KindStats, KindSummary, Latency};
 use crate::{prom, RunArgs, Scenario};
 
@@ -33,7 +34,8 @@ struct Plan {
     /// Requests started before this are sent but not recorded (warm-up).
     measure_from: Instant,
     deadline: Instant,
-    hotels: i64,
+    first_hotel: i64,
+    last_hotel: i64,
     room_types: i64,
     first: NaiveDate,
     /// Possible first nights of a stay: 0..starts.
@@ -42,6 +44,16 @@ struct Plan {
     reads_per_hold: u32,
     /// Makes idempotency keys and guest e-mails unique across runs.
     nonce: String,
+    /// `spread-plans`: the plan the holds name, the guests, and the total each hold must
+    /// be answered with.
+    rate_plan: i64,
+    guests: i64,
+    hold_total_cents: Option<i64>,
+    /// `search`: the query up to its dates (`/v1/availability?city=..&rooms=1&guests=..&limit=..`).
+    search_path: String,
+    limit: u32,
+    /// `search`: each plan's total for a stay, to check offers against.
+    offer_totals: Vec<(i64, i64)>,
 }
 
 enum Op {
@@ -54,27 +66,33 @@ enum Op {
         hotel: i64,
         start: NaiveDate,
     },
+    Search {
+        start: NaiveDate,
+    },
 }
 
 impl Plan {
     fn next(&self, rng: &mut StdRng) -> Op {
         let random_hold = |rng: &mut StdRng| Op::Hold {
-            hotel: rng.gen_range(1..=self.hotels),
+            hotel: rng.gen_range(self.first_hotel..=self.last_hotel),
             room_type: rng.gen_range(1..=self.room_types),
             start: self.night(rng.gen_range(0..self.starts)),
         };
         let random_read = |rng: &mut StdRng| Op::Read {
-            hotel: rng.gen_range(1..=self.hotels),
+            hotel: rng.gen_range(self.first_hotel..=self.last_hotel),
             start: self.night(rng.gen_range(0..self.starts)),
         };
         match self.scenario {
-            Scenario::Spread => random_hold(rng),
+            Scenario::Spread | Scenario::SpreadPlans => random_hold(rng),
             Scenario::Hot => Op::Hold {
-                hotel: 1,
+                hotel: self.first_hotel,
                 room_type: 1,
                 start: self.night(self.hot_offset),
             },
             Scenario::Reads => random_read(rng),
+            Scenario::Search => Op::Search {
+                start: self.night(rng.gen_range(0..self.starts)),
+            },
             Scenario::Mixed => {
                 if rng.gen_range(0..=self.reads_per_hold) == 0 {
                     random_hold(rng)
@@ -94,6 +112,7 @@ impl Plan {
 struct ClientResult {
     holds: KindStats,
     reads: KindStats,
+    searches: KindStats,
     /// Every reservation acknowledged with 201, warm-up included.
     acknowledged: Vec<Uuid>,
 }
@@ -101,7 +120,35 @@ struct ClientResult {
 #[derive(Deserialize)]
 struct Held {
     reservation_id: Uuid,
+    #[serde(default)]
+    total_cents: Option<i64>,
+    #[serde(default)]
+    rate_plan_id: Option<i64>,
 }
+
+/// A city search's answer, as far as the load generator checks it.
+#[derive(Deserialize)]
+struct SearchAnswer {
+    hotels: Vec<SearchHotel>,
+}
+
+#[derive(Deserialize)]
+struct SearchHotel {
+    hotel_id: i64,
+    offers: Vec<Offer>,
+}
+
+#[derive(Deserialize)]
+struct Offer {
+    room_type_id: i64,
+    rate_plan_id: Option<i64>,
+    total_cents: i64,
+    remaining: i64,
+    refundable: bool,
+}
+
+/// One search answer in this many (per client) is parsed and checked.
+const SEARCH_SAMPLE: u64 = 8;
 
 #[derive(Deserialize)]
 struct Refusal {
@@ -205,6 +252,13 @@ impl Connection {
     }
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Hold,
+    Read,
+    Search,
+}
+
 async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Result<ClientResult> {
     // One client, one connection: keep-alive, no pool sharing between tasks.
     let mut connection = Connection::new(plan.authority.clone());
@@ -212,10 +266,13 @@ async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Resu
     let mut result = ClientResult {
         holds: KindStats::new()?,
         reads: KindStats::new()?,
+        searches: KindStats::new()?,
         acknowledged: Vec::new(),
     };
     let auth = format!("Bearer {}", plan.token);
+    let with_plan = plan.scenario == Scenario::SpreadPlans;
     let mut n: u64 = 0;
+    let mut searched: u64 = 0;
     loop {
         let started = Instant::now();
         if started >= plan.deadline {
@@ -223,21 +280,25 @@ async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Resu
         }
         let measured = started >= plan.measure_from;
         n += 1;
-        let (is_hold, request, body) = match plan.next(&mut rng) {
+        let (kind, request, body) = match plan.next(&mut rng) {
             Op::Hold {
                 hotel,
                 room_type,
                 start,
             } => {
                 let tag = format!("lg-{}-{number}-{n}", plan.nonce);
-                let body = json!({
+                let mut body = json!({
                     "hotel_id": hotel, "room_type_id": room_type,
                     "start_date": start, "end_date": start + Days::new(STAY_NIGHTS),
                     "rooms": 1,
                     "guest": {"name": "Load Generator", "email": format!("{tag}@loadgen.example")},
                 });
+                if with_plan {
+                    body["rate_plan_id"] = json!(plan.rate_plan);
+                    body["guests"] = json!(plan.guests);
+                }
                 (
-                    true,
+                    Kind::Hold,
                     http::Request::post("/v1/reservations")
                         .header(http::header::AUTHORIZATION, &auth)
                         .header(http::header::CONTENT_TYPE, "application/json")
@@ -246,9 +307,19 @@ async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Resu
                 )
             }
             Op::Read { hotel, start } => (
-                false,
+                Kind::Read,
                 http::Request::get(format!(
                     "/v1/hotels/{hotel}/availability?start_date={start}&end_date={}&rooms=1",
+                    start + Days::new(STAY_NIGHTS)
+                ))
+                .header(http::header::AUTHORIZATION, &auth),
+                Bytes::new(),
+            ),
+            Op::Search { start } => (
+                Kind::Search,
+                http::Request::get(format!(
+                    "{}&start_date={start}&end_date={}",
+                    plan.search_path,
                     start + Days::new(STAY_NIGHTS)
                 ))
                 .header(http::header::AUTHORIZATION, &auth),
@@ -257,21 +328,29 @@ async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Resu
         };
         let outcome = connection.send(request, body, timeout).await;
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        let stats = if is_hold {
-            &mut result.holds
-        } else {
-            &mut result.reads
+        let stats = match kind {
+            Kind::Hold => &mut result.holds,
+            Kind::Read => &mut result.reads,
+            Kind::Search => &mut result.searches,
         };
         match outcome {
             Ok((status, body)) => {
-                let ok = if is_hold {
-                    status == 201
-                } else {
-                    status == 200
+                let ok = match kind {
+                    Kind::Hold => status == 201,
+                    Kind::Read | Kind::Search => status == 200,
                 };
-                if is_hold && ok {
+                if kind == Kind::Hold && ok {
                     match serde_json::from_slice::<Held>(&body) {
-                        Ok(held) => result.acknowledged.push(held.reservation_id),
+                        Ok(held) => {
+                            result.acknowledged.push(held.reservation_id);
+                            if measured
+                                && plan.hold_total_cents.is_some()
+                                && (held.total_cents != plan.hold_total_cents
+                                    || held.rate_plan_id != Some(plan.rate_plan))
+                            {
+                                stats::bump(&mut stats.errors, "wrong_total".into());
+                            }
+                        }
                         Err(_) => {
                             if measured {
                                 stats::bump(&mut stats.errors, "201_without_id".into());
@@ -285,15 +364,14 @@ async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Resu
                         let code = serde_json::from_slice::<Refusal>(&body)
                             .map_or_else(|_| format!("{status}_unparsed"), |r| r.error);
                         stats::bump(&mut stats.errors, code);
-                    } else if !is_hold {
-                        let source = if contains(&body, b"\"source\":\"cache\"") {
-                            "cache"
-                        } else if contains(&body, b"\"source\":\"database\"") {
-                            "database"
-                        } else {
-                            "unknown"
-                        };
-                        stats::bump(&mut stats.sources, source.into());
+                    } else if kind != Kind::Hold {
+                        stats::bump(&mut stats.sources, source(&body));
+                    }
+                    if kind == Kind::Search && ok {
+                        searched += 1;
+                        if searched % SEARCH_SAMPLE == 1 {
+                            check_search(&plan, &body, &mut stats.sample);
+                        }
                     }
                 }
             }
@@ -312,8 +390,72 @@ async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Resu
     Ok(result)
 }
 
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
+/// The `source` an answer names (`cache`, `database`, ...), found without parsing it.
+fn source(body: &[u8]) -> String {
+    const KEY: &[u8] = b"\"source\":\"";
+    let Some(at) = body.windows(KEY.len()).position(|w| w == KEY) else {
+        return "unknown".into();
+    };
+    let rest = &body[at + KEY.len()..];
+    match rest.iter().take(32).position(|b| *b == b'"') {
+        Some(end) => String::from_utf8_lossy(&rest[..end]).into_owned(),
+        None => "unknown".into(),
+    }
+}
+
+/// Checks a sampled search answer against the catalog and the plans' prices, and counts
+/// what it holds: `answers`, `hotels`, `offers`; problems as `bad_answer` (it did not
+/// parse as the contract says), `bad_offer` (a hotel outside the catalog or beyond the
+/// limit, an unknown room type or plan, no room left), `wrong_total` (a total or
+/// refundability that is not the plan's).
+fn check_search(plan: &Plan, body: &[u8], sample: &mut BTreeMap<String, u64>) {
+    let mut add = |key: &str, n: u64| *sample.entry(key.to_owned()).or_default() += n;
+    let Ok(answer) = serde_json::from_slice::<SearchAnswer>(body) else {
+        add("bad_answer", 1);
+        return;
+    };
+    add("answers", 1);
+    add("hotels", answer.hotels.len() as u64);
+    if answer.hotels.len() > plan.limit as usize {
+        add("bad_offer", 1);
+    }
+    for hotel in &answer.hotels {
+        add("offers", hotel.offers.len() as u64);
+        if !(plan.first_hotel..=plan.last_hotel).contains(&hotel.hotel_id) {
+            add("bad_offer", 1);
+            continue;
+        }
+        for offer in &hotel.offers {
+            let known = (1..=plan.room_types).contains(&offer.room_type_id) && offer.remaining >= 1;
+            let expected = offer.rate_plan_id.and_then(|id| {
+                let total = plan.offer_totals.iter().find(|(p, _)| *p == id)?.1;
+                let refundable = plans::PLANS.iter().find(|p| p.0 == id)?.2;
+                Some((total, refundable))
+            });
+            match expected {
+                _ if !known => add("bad_offer", 1),
+                None => add("bad_offer", 1),
+                Some((total, refundable)) => {
+                    if offer.total_cents != total || offer.refundable != refundable {
+                        add("wrong_total", 1);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `s` with everything but unreserved characters percent-encoded, for a query.
+fn query_value(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 /// The contention counters of the unit of work, from `/metrics`.
@@ -394,13 +536,40 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         token: args.token.clone(),
         measure_from,
         deadline: measure_from + Duration::from_secs_f64(args.seconds),
-        hotels: args.catalog.hotels,
+        first_hotel: args.catalog.first_hotel,
+        last_hotel: args.catalog.last_hotel(),
         room_types: args.catalog.room_types,
         first,
         starts: args.catalog.nights - STAY_NIGHTS + 1,
         hot_offset: args.catalog.hot_offset(),
         reads_per_hold: args.reads_per_hold,
         nonce: Uuid::new_v4().simple().to_string()[..12].to_owned(),
+        rate_plan: args.rate_plan,
+        guests: args.guests,
+        hold_total_cents: match args.scenario {
+            Scenario::SpreadPlans => Some(
+                plans::night_price(args.rate_plan, args.plan_rate_cents)
+                    .context("--rate-plan: not one of the plans setup --plans creates")?
+                    * STAY_NIGHTS as i64,
+            ),
+            _ => None,
+        },
+        search_path: format!(
+            "/v1/availability?city={}&rooms=1&guests={}&limit={}",
+            query_value(&args.city),
+            args.guests,
+            args.limit
+        ),
+        limit: args.limit,
+        offer_totals: plans::PLANS
+            .iter()
+            .filter_map(|p| {
+                Some((
+                    p.0,
+                    plans::night_price(p.0, args.plan_rate_cents)? * STAY_NIGHTS as i64,
+                ))
+            })
+            .collect(),
     });
     let timeout = Duration::from_millis(args.timeout_ms);
     let tasks: Vec<_> = (0..args.clients)
@@ -411,11 +580,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
 
     let mut holds = KindStats::new()?;
     let mut reads = KindStats::new()?;
+    let mut searches = KindStats::new()?;
     let mut acknowledged = Vec::new();
     for task in tasks {
         let result = task.await.context("a client task failed")??;
         holds.merge(&result.holds)?;
         reads.merge(&result.reads)?;
+        searches.merge(&result.searches)?;
         acknowledged.extend(result.acknowledged);
     }
     let seconds = measure_from.elapsed().as_secs_f64();
@@ -438,13 +609,22 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
 
     let mut kinds = BTreeMap::new();
     let mut all = KindStats::new()?;
-    if holds.requests() > 0 || matches!(args.scenario, Scenario::Spread | Scenario::Hot) {
+    if holds.requests() > 0
+        || matches!(
+            args.scenario,
+            Scenario::Spread | Scenario::Hot | Scenario::SpreadPlans
+        )
+    {
         kinds.insert("hold", holds.summary(seconds));
         all.merge(&holds)?;
     }
     if reads.requests() > 0 || matches!(args.scenario, Scenario::Reads | Scenario::Mixed) {
         kinds.insert("read", reads.summary(seconds));
         all.merge(&reads)?;
+    }
+    if searches.requests() > 0 || args.scenario == Scenario::Search {
+        kinds.insert("search", searches.summary(seconds));
+        all.merge(&searches)?;
     }
     let record = RunRecord {
         kind: "run",
@@ -496,11 +676,11 @@ fn statuses(map: &BTreeMap<String, u64>) -> String {
 fn print_table(r: &RunRecord) {
     let label = r.label.as_deref().unwrap_or("-");
     println!(
-        "{:<7} {:<12} {:>7} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "{:<12} {:<12} {:>7} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}",
         "run", "label", "clients", "seconds", "ok/s", "p50 ms", "p90 ms", "p99 ms", "max ms"
     );
     println!(
-        "{:<7} {:<12} {:>7} {:>7.1} {:>10.1} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+        "{:<12} {:<12} {:>7} {:>7.1} {:>10.1} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
         r.scenario,
         label,
         r.clients,
@@ -523,6 +703,16 @@ fn print_table(r: &RunRecord) {
         if !k.sources.is_empty() {
             println!("        read from: {}", statuses(&k.sources));
         }
+        if let Some(&answers) = k.sample.get("answers") {
+            let per =
+                |key: &str| k.sample.get(key).copied().unwrap_or(0) as f64 / answers.max(1) as f64;
+            println!(
+                "        sampled answers: {answers}, {:.1} hotels and {:.1} offers each; {}",
+                per("hotels"),
+                per("offers"),
+                statuses(&k.sample)
+            );
+        }
     }
     match (r.conflicts, r.retries, r.exhausted) {
         (Some(c), Some(t), Some(e)) => {
@@ -532,6 +722,23 @@ fn print_table(r: &RunRecord) {
     }
     if r.errors.contains_key("sold_out") {
         println!("  WARNING: sold_out answers: the inventory is too small for this run");
+    }
+    if r.errors.contains_key("restricted") {
+        println!(
+            "  WARNING: restricted answers: the catalog's restrictions refuse stays this run makes"
+        );
+    }
+    let wrong = r.errors.get("wrong_total").copied().unwrap_or(0)
+        + r.kinds
+            .values()
+            .map(|k| {
+                k.sample.get("wrong_total").copied().unwrap_or(0)
+                    + k.sample.get("bad_offer").copied().unwrap_or(0)
+                    + k.sample.get("bad_answer").copied().unwrap_or(0)
+            })
+            .sum::<u64>();
+    if wrong > 0 {
+        println!("  WARNING: {wrong} answers or offers differ from the catalog's plans and prices");
     }
     match &r.invariant {
         None => println!("  invariant: not checked (no --database-url)"),
@@ -555,6 +762,70 @@ fn print_table(r: &RunRecord) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn search_plan() -> Plan {
+        let now = Instant::now();
+        Plan {
+            scenario: Scenario::Search,
+            authority: http::HeaderValue::from_static("127.0.0.1:8080"),
+            token: String::new(),
+            measure_from: now,
+            deadline: now,
+            first_hotel: 2_000_001,
+            last_hotel: 2_000_050,
+            room_types: 3,
+            first: NaiveDate::from_ymd_opt(2027, 1, 4).expect("date"),
+            starts: 10,
+            hot_offset: 0,
+            reads_per_hold: 0,
+            nonce: String::new(),
+            rate_plan: plans::HOLD_PLAN,
+            guests: 2,
+            hold_total_cents: None,
+            search_path: String::new(),
+            limit: 20,
+            offer_totals: vec![(1, 45_000), (2, 40_500), (3, 51_750)],
+        }
+    }
+
+    #[test]
+    fn a_search_answer_is_counted_and_checked_against_the_plans() {
+        let plan = search_plan();
+        let body = br#"{"start_date":"2027-01-04","end_date":"2027-01-07","as_of":"2027-01-01T00:00:00Z",
+            "source":"cache","hotels":[
+              {"hotel_id":2000001,"name":"Bench Hotel 2000001","city":"Searchville","offers":[
+                {"room_type_id":1,"rate_plan_id":1,"total_cents":45000,"remaining":10,"refundable":true},
+                {"room_type_id":1,"rate_plan_id":2,"total_cents":40500,"remaining":10,"refundable":false},
+                {"room_type_id":2,"rate_plan_id":3,"total_cents":51750,"remaining":1,"refundable":true}]},
+              {"hotel_id":2000002,"name":"Bench Hotel 2000002","city":"Searchville","offers":[
+                {"room_type_id":3,"rate_plan_id":2,"total_cents":45000,"remaining":3,"refundable":false},
+                {"room_type_id":4,"rate_plan_id":1,"total_cents":45000,"remaining":3,"refundable":true}]}]}"#;
+        assert_eq!(source(body), "cache");
+        let mut sample = BTreeMap::new();
+        check_search(&plan, body, &mut sample);
+        assert_eq!(sample.get("answers"), Some(&1));
+        assert_eq!(sample.get("hotels"), Some(&2));
+        assert_eq!(sample.get("offers"), Some(&5));
+        assert_eq!(
+            sample.get("wrong_total"),
+            Some(&1),
+            "plan 2 at plan 1's price"
+        );
+        assert_eq!(
+            sample.get("bad_offer"),
+            Some(&1),
+            "room type 4 does not exist"
+        );
+        check_search(&plan, br#"{"hotels":{}}"#, &mut sample);
+        assert_eq!(sample.get("bad_answer"), Some(&1));
+        assert_eq!(source(b"{}"), "unknown");
+    }
+
+    #[test]
+    fn query_values_are_percent_encoded() {
+        assert_eq!(query_value("Searchville"), "Searchville");
+        assert_eq!(query_value("São Paulo&x"), "S%C3%A3o%20Paulo%26x");
+    }
 
     #[test]
     fn the_url_gives_the_host_to_connect_to_and_anything_but_plain_http_is_refused() {

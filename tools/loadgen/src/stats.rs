@@ -19,6 +19,8 @@ pub struct KindStats {
     pub errors: BTreeMap<String, u64>,
     /// Reads by the `source` of the answer (`cache` or `database`).
     pub sources: BTreeMap<String, u64>,
+    /// What sampled answers held (searches: answers, hotels, offers, problems).
+    pub sample: BTreeMap<String, u64>,
 }
 
 impl KindStats {
@@ -29,6 +31,7 @@ impl KindStats {
             statuses: BTreeMap::new(),
             errors: BTreeMap::new(),
             sources: BTreeMap::new(),
+            sample: BTreeMap::new(),
         })
     }
 
@@ -53,6 +56,7 @@ impl KindStats {
             (&mut self.statuses, &other.statuses),
             (&mut self.errors, &other.errors),
             (&mut self.sources, &other.sources),
+            (&mut self.sample, &other.sample),
         ] {
             for (k, v) in from {
                 *map.entry(k.clone()).or_default() += v;
@@ -75,6 +79,7 @@ impl KindStats {
             statuses: self.statuses.clone(),
             errors: self.errors.clone(),
             sources: self.sources.clone(),
+            sample: self.sample.clone(),
         }
     }
 }
@@ -133,6 +138,8 @@ pub struct KindSummary {
     pub errors: BTreeMap<String, u64>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub sources: BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub sample: BTreeMap<String, u64>,
 }
 
 #[cfg(test)]
