@@ -105,10 +105,11 @@ log() { printf '\n== %s (%s)\n' "$*" "$(date -u +%T)"; }
 psql_admin() { PGOPTIONS='-c client_min_messages=warning' psql -qAt "$PG_URL/postgres" -v ON_ERROR_STOP=1 -c "$1"; }
 
 clear_redis() {
-  # The server keeps its read model under keys named after its database.
+  # The server keeps its read model under keys named after its database. One key a
+  # line: a city's key has the city's name in it, spaces included.
   if command -v redis-cli >/dev/null; then
     redis-cli -u "$REDIS_URL" --scan --pattern "rsv:$DB_NAME:*" 2>/dev/null \
-      | xargs -r -n 500 redis-cli -u "$REDIS_URL" del >/dev/null 2>&1 || true
+      | xargs -r -d '\n' -n 500 redis-cli -u "$REDIS_URL" del >/dev/null 2>&1 || true
   fi
 }
 
