@@ -292,6 +292,19 @@ pub struct HotelList {
     pub hotels: Vec<HotelOut>,
 }
 
+/// A city as a search names it: trimmed, 1 to 100 printable characters (the limit a
+/// hotel's city has).
+pub(crate) fn city_filter(raw: &str) -> Result<&str, ApiError> {
+    let city = raw.trim();
+    if city.is_empty() || city.chars().count() > 100 || city.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            "city",
+            "city: must be 1 to 100 printable characters",
+        ));
+    }
+    Ok(city)
+}
+
 /// Hotels in a city.
 #[utoipa::path(get, path = "/v1/hotels", tag = "browse", params(CitySearch),
     responses((status = 200, body = HotelList), (status = 400, body = ErrorBody),
@@ -303,13 +316,7 @@ pub async fn search_hotels(
     _principal: Principal,
     ApiQuery(query): ApiQuery<CitySearch>,
 ) -> Result<Json<HotelList>, ApiError> {
-    let city = query.city.trim();
-    if city.is_empty() || city.chars().count() > 100 || city.chars().any(char::is_control) {
-        return Err(ApiError::invalid(
-            "city",
-            "city: must be 1 to 100 printable characters",
-        ));
-    }
+    let city = city_filter(&query.city)?;
     let hotels = state
         .queries
         .hotels_in(city)

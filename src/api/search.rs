@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::Principal;
+use super::catalog::city_filter;
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiQuery;
 use super::AppState;
@@ -147,13 +148,7 @@ pub async fn search(
     _principal: Principal,
     ApiQuery(params): ApiQuery<SearchParams>,
 ) -> Result<Json<SearchOut>, ApiError> {
-    let city = params.city.trim();
-    if city.is_empty() || city.chars().count() > 100 || city.chars().any(char::is_control) {
-        return Err(ApiError::invalid(
-            "city",
-            "city: must be 1 to 100 printable characters",
-        ));
-    }
+    let city = city_filter(&params.city)?;
     let stay = stay_query(
         &state,
         params.start_date,

@@ -9,9 +9,6 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-const FLEXIBLE: i64 = 1;
-const NON_REFUNDABLE: i64 = 2;
-
 /// The next `weekday` at least `after` days from today.
 fn next(weekday: Weekday, after: u64) -> NaiveDate {
     let mut date = day(after);
@@ -21,24 +18,9 @@ fn next(weekday: Weekday, after: u64) -> NaiveDate {
     date
 }
 
-/// A flexible plan (house policy, the base rate) and a non-refundable one 10% under it.
+/// The two plans of hotel 812 (see [`TestApp::two_plans`]).
 async fn two_plans(app: &TestApp) {
-    app.put_rate_plan(
-        HOTEL,
-        FLEXIBLE,
-        &json!({"name": "Flexible", "room_type_ids": [KING]}),
-    )
-    .await
-    .assert_status(200);
-    app.put_rate_plan(
-        HOTEL,
-        NON_REFUNDABLE,
-        &json!({"name": "Non-refundable", "room_type_ids": [KING],
-                "cancellation_policy": {"refundable": false},
-                "derived_from": {"rate_plan_id": FLEXIBLE, "adjust_percent": -10}}),
-    )
-    .await
-    .assert_status(200);
+    app.two_plans(HOTEL, KING).await;
 }
 
 fn plan_hold(start: NaiveDate, end: NaiveDate, plan: i64) -> Value {

@@ -11,8 +11,6 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-const FLEXIBLE: i64 = 1;
-const NON_REFUNDABLE: i64 = 2;
 const TWIN: i64 = 4;
 const SINGLE: i64 = 5;
 
@@ -82,22 +80,7 @@ async fn lisbon(app: &TestApp) {
     hotel(app, TEJO, "Hotel Tejo", "Lisbon").await;
     room_type(app, TEJO, KING, json!({"name": "king", "max_occupancy": 2})).await;
     inventory(app, TEJO, KING, 4, 17_000).await;
-    app.put_rate_plan(
-        TEJO,
-        FLEXIBLE,
-        &json!({"name": "Flexible", "room_type_ids": [KING]}),
-    )
-    .await
-    .assert_status(200);
-    app.put_rate_plan(
-        TEJO,
-        NON_REFUNDABLE,
-        &json!({"name": "Non-refundable", "room_type_ids": [KING],
-                "cancellation_policy": {"refundable": false},
-                "derived_from": {"rate_plan_id": FLEXIBLE, "adjust_percent": -10}}),
-    )
-    .await
-    .assert_status(200);
+    app.two_plans(TEJO, KING).await;
     app.put_plan_rates(
         TEJO,
         FLEXIBLE,

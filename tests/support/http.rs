@@ -26,6 +26,10 @@ pub const AUDITOR: &str = "audit-token-1";
 pub const TOKENS: &str =
     "admin-token-1:admin:staff,web-token-1:channel:web,mobile-token-1:channel:mobile,audit-token-1:auditor";
 
+/// The plans `TestApp::two_plans` sets: a flexible one and one derived from it.
+pub const FLEXIBLE: i64 = 1;
+pub const NON_REFUNDABLE: i64 = 2;
+
 /// The nightly rate `TestApp::seed_hotel` sets.
 pub const RATE: i64 = 18_000;
 /// The hold time-to-live the server runs with (the default).
@@ -324,6 +328,27 @@ impl TestApp {
     pub async fn put_ari(&self, hotel_id: i64, body: &Value) -> Reply {
         self.put_json(&format!("/v1/hotels/{hotel_id}/ari"), Some(ADMIN), body)
             .await
+    }
+
+    /// A flexible plan (house policy, the base rate) and a non-refundable one 10% under
+    /// it, both selling `room_type`.
+    pub async fn two_plans(&self, hotel_id: i64, room_type: i64) {
+        self.put_rate_plan(
+            hotel_id,
+            FLEXIBLE,
+            &json!({"name": "Flexible", "room_type_ids": [room_type]}),
+        )
+        .await
+        .assert_status(200);
+        self.put_rate_plan(
+            hotel_id,
+            NON_REFUNDABLE,
+            &json!({"name": "Non-refundable", "room_type_ids": [room_type],
+                    "cancellation_policy": {"refundable": false},
+                    "derived_from": {"rate_plan_id": FLEXIBLE, "adjust_percent": -10}}),
+        )
+        .await
+        .assert_status(200);
     }
 
     /// Hotel 812 "Hotel Tejo" in Lisbon, room type 3 "king", `rooms` rooms at 180.00 on
