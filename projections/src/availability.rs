@@ -20,12 +20,12 @@
 //!     it reflects. Readers fetch `catalog_seq` and keep the decoded catalog in process
 //!     while it is unchanged (see [`Reader`]), so a search neither moves nor parses a
 //!     catalog per hotel;
-//!   - `n:{YYYY-MM-DD}`: every room type's counters on that night,
-//!     `{room type}={total},{allowance},{rate},{confirmed},{held},{sequence},{position};...`
-//!     — the hot field, rewritten by every hold, so it stays a few bytes per room type;
-//!   - `t:{YYYY-MM-DD}`: the terms of that night by room type, JSON
-//!     `{"3": {"restrictions": <RestrictionSet>, "plan_rates": {"2": 15000}}}`, absent
-//!     when no room type has any; written only when restrictions or plan rates change.
+//!   - `n:{YYYY-MM-DD}`: every room type's counters on that night and the terms it is
+//!     sold on (restrictions for every plan and per plan, the plans' own rates), in a
+//!     compact positional form that spells out only what is set (see [`field`]). One
+//!     field a night: a search reads every night of the stay and its check-out day for
+//!     every hotel of a city, so its bytes are what a search costs (see
+//!     docs/benchmarks.md, finding 31).
 //! - `g{g}:city:{city, lower-cased}` — the set of the ids of that city's hotels; a hotel
 //!   that moves city leaves its old set.
 //!
@@ -33,11 +33,11 @@
 //! hotel's fields), plus one more when its catalog changed since this process last
 //! decoded it. A city search is two: the current generation, `meta` and the city's set,
 //! then one pipeline of an `HMGET` per hotel (plus one for the catalogs that changed).
-//! The layout's version is in the prefix (`avail3`): a binary with a new layout finds no
+//! The layout's version is in the prefix (`avail4`): a binary with a new layout finds no
 //! `meta` under its prefix, and the runner rebuilds the model from position zero.
 //!
 //! Each night's counters and terms are updated from its events in stream order (the
-//! counters' sequence stamps both, as both come from the night's stream); an event whose
+//! field's sequence stamps both, as both come from the night's stream); an event whose
 //! sequence is not above the stored one was already applied and is skipped, so a batch
 //! replayed after a crash changes nothing. The catalog is applied the same way from
 //! `catalog_seq`. Held rooms include lapsed holds until their `HoldLapsed` event: the
@@ -46,6 +46,7 @@
 //! after a restore from an older snapshot) and the runner rebuilds the generation from
 //! position zero; readers fall back to PostgreSQL meanwhile (`ready` is 0).
 
+mod field;
 mod read;
 
 use std::collections::BTreeMap;
@@ -62,6 +63,8 @@ use sqlx::PgConnection;
 use crate::log::{Checkpoint, StoredEvent};
 use crate::runner::Projection;
 
+pub use field::CachedRoomNight;
+use field::{decode_night, encode_night};
 pub use read::{CachedAvailability, CachedCity, CachedDay, CachedHotelDays, Reader};
 
 pub const NAME: &str = "availability";
@@ -92,11 +95,11 @@ impl Keys {
         }
     }
 
-    /// The prefix for the deployment whose PostgreSQL database is `database`. `avail3`
-    /// is the third layout (catalogs as aggregates, nights' terms, city sets); keys of
-    /// the earlier ones are left unread.
+    /// The prefix for the deployment whose PostgreSQL database is `database`. `avail4`
+    /// is the fourth layout (catalogs as aggregates, city sets, a night's terms in its
+    /// counters' field); keys of the earlier ones are left unread.
     pub fn for_database(database: &str) -> Self {
-        Self::new(format!("rsv:{database}:avail3"))
+        Self::new(format!("rsv:{database}:avail4"))
     }
 
     fn current(&self) -> String {
@@ -225,133 +228,33 @@ impl NightTerms {
     }
 }
 
-/// The terms of every room type that has any on one night (a `t:` field), by id.
-pub type DayTerms = BTreeMap<i64, NightTerms>;
-
-fn changes_terms(event: &RoomNightEvent) -> bool {
-    matches!(
-        event,
-        RoomNightEvent::RestrictionsSet { .. } | RoomNightEvent::PlanRateSet { .. }
-    )
-}
-
 /// The field of a hotel's hash with its catalog (the `Hotel` aggregate as JSON).
 const CATALOG: &str = "catalog";
 /// The field with the hotel stream's sequence the catalog reflects.
 const CATALOG_SEQ: &str = "catalog_seq";
 
-/// The field of a hotel's hash with one night of every room type.
+/// The field of a hotel's hash with one night of every room type (see [`field`]).
 fn night_field(night: NaiveDate) -> String {
     format!("n:{}", night.format("%Y-%m-%d"))
 }
 
-/// The field of a hotel's hash with the terms of one night.
-fn terms_field(night: NaiveDate) -> String {
-    format!("t:{}", night.format("%Y-%m-%d"))
-}
-
-/// One night of a hotel, every room type that has inventory on it, in id order.
-fn encode_night(room_types: &BTreeMap<i64, CachedNight>) -> String {
-    use std::fmt::Write;
-    let mut field = String::with_capacity(room_types.len() * 48);
-    for (id, night) in room_types {
-        let separator = if field.is_empty() { "" } else { ";" };
-        // Writing into a String cannot fail.
-        let _ = write!(
-            field,
-            "{separator}{id}={},{},{},{},{},{},{}",
-            night.total_rooms,
-            night.overbooking_allowance,
-            night.rate_cents,
-            night.confirmed,
-            night.held,
-            night.sequence,
-            night.position
-        );
-    }
-    field
-}
-
-/// The room types of a night field, in id order; `None` if the field is malformed.
-/// Every search decodes several of these, so this walks the bytes once, without
-/// splitting strings or building maps (see docs/benchmarks.md, finding 25).
-fn decode_night(value: &str) -> Option<Vec<(i64, CachedNight)>> {
-    let mut entries = Vec::with_capacity(8);
-    let mut rest = value.as_bytes();
-    while !rest.is_empty() {
-        let id = take_int(&mut rest, b'=')?;
-        let night = CachedNight {
-            total_rooms: take_int(&mut rest, b',')?,
-            overbooking_allowance: take_int(&mut rest, b',')?,
-            rate_cents: take_int(&mut rest, b',')?,
-            confirmed: take_int(&mut rest, b',')?,
-            held: take_int(&mut rest, b',')?,
-            sequence: take_int(&mut rest, b',')?,
-            position: take_int(&mut rest, b';')?,
-        };
-        entries.push((id, night));
-    }
-    Some(entries)
-}
-
-/// The integer at the start of `rest`, which ends at `end` (consumed) or at the end of
-/// the input; `None` unless it is an optional `-` and at least one digit.
-fn take_int(rest: &mut &[u8], end: u8) -> Option<i64> {
-    let negative = rest.first() == Some(&b'-');
-    let start = usize::from(negative);
-    let mut value: i64 = 0;
-    let mut i = start;
-    while let Some(&byte) = rest.get(i) {
-        if byte == end {
-            break;
-        }
-        let digit = byte.checked_sub(b'0').filter(|d| *d <= 9)?;
-        value = value.checked_mul(10)?.checked_add(i64::from(digit))?;
-        i += 1;
-    }
-    if i == start {
-        return None;
-    }
-    *rest = rest.get(i + 1..).unwrap_or_default();
-    Some(if negative { -value } else { value })
-}
-
-/// A night's terms field, or `None` when no room type has terms (the field is then
-/// deleted).
-fn encode_terms(terms: &DayTerms) -> anyhow::Result<Option<String>> {
-    if terms.values().all(NightTerms::is_empty) {
-        return Ok(None);
-    }
-    let kept: BTreeMap<&i64, &NightTerms> = terms.iter().filter(|(_, t)| !t.is_empty()).collect();
-    Ok(Some(serde_json::to_string(&kept)?))
-}
-
-fn decode_terms(value: &str) -> Option<DayTerms> {
-    serde_json::from_str(value).ok()
-}
-
-/// Applies a night's events in stream order to its counters and (when the batch changes
-/// them, so they were read) its terms. An event whose sequence is not above the night's
-/// was applied before (a batch replayed after a crash) and is skipped; `false` when the
-/// events skip a sequence number, which is never guessed over.
-fn apply_in_order(
-    night: &mut CachedNight,
-    mut terms: Option<&mut NightTerms>,
-    events: &[(&StoredEvent, &RoomNightEvent)],
-) -> bool {
+/// Applies a night's events in stream order to its counters and terms. An event whose
+/// sequence is not above the night's was applied before (a batch replayed after a
+/// crash) and is skipped; `false` when the events skip a sequence number, which is never
+/// guessed over.
+fn apply_in_order(night: &mut CachedRoomNight, events: &[(&StoredEvent, &RoomNightEvent)]) -> bool {
+    let counters = &mut night.counters;
     for (meta, event) in events {
-        if meta.sequence <= night.sequence {
+        if meta.sequence <= counters.sequence {
             continue;
         }
-        if meta.sequence != night.sequence + 1 {
+        if meta.sequence != counters.sequence + 1 {
             return false;
         }
-        night.apply(event);
-        if let Some(terms) = terms.as_deref_mut() {
-            terms.apply(event);
-        }
-        night.sequence = meta.sequence;
-        night.position = meta.position;
+        counters.apply(event);
+        night.terms.apply(event);
+        counters.sequence = meta.sequence;
+        counters.position = meta.position;
     }
     true
 }
@@ -395,58 +298,37 @@ impl AvailabilityProjection {
         Self { redis, keys }
     }
 
-    /// Queues the writes of one night of one hotel: its counters, and its terms when
-    /// the batch changed them (`stored_terms` is then what was read).
+    /// Queues the write of one night of one hotel: `stored` is its field as read.
     fn write_night(
         &self,
         write: &mut redis::Pipeline,
         generation: i32,
         (hotel, date): (i64, NaiveDate),
         by_type: &BTreeMap<i64, Vec<(&StoredEvent, &RoomNightEvent)>>,
-        stored: Option<&str>,
-        stored_terms: Option<Option<&str>>,
-    ) -> anyhow::Result<()> {
+        stored: Option<&[u8]>,
+    ) {
         let key = self.keys.hotel(generation, hotel);
         let field = night_field(date);
-        let mut night_map: BTreeMap<i64, CachedNight> = stored
+        let mut room_types: BTreeMap<i64, CachedRoomNight> = stored
             .and_then(decode_night)
             .map(|entries| entries.into_iter().collect())
             .unwrap_or_default();
-        let mut day_terms: Option<DayTerms> =
-            stored_terms.map(|t| t.and_then(decode_terms).unwrap_or_default());
         for (room_type, events) in by_type {
-            let mut night = night_map.get(room_type).copied().unwrap_or_default();
-            let mut terms = day_terms
-                .as_ref()
-                .map(|d| d.get(room_type).cloned().unwrap_or_default());
-            if apply_in_order(&mut night, terms.as_mut(), events) {
-                night_map.insert(*room_type, night);
-                if let (Some(day), Some(terms)) = (day_terms.as_mut(), terms) {
-                    day.insert(*room_type, terms);
-                }
+            let mut night = room_types.remove(room_type).unwrap_or_default();
+            if apply_in_order(&mut night, events) {
+                room_types.insert(*room_type, night);
             } else {
                 // A gap: never guess. The night drops out of the cache (searches show
                 // it with nothing left) until a rebuild refills it.
                 metrics::counter!("availability_gaps_total").increment(1);
                 tracing::error!(%key, %field, room_type, "availability: stream gap; night dropped from cache");
-                night_map.remove(room_type);
-                if let Some(day) = day_terms.as_mut() {
-                    day.remove(room_type);
-                }
             }
         }
-        if night_map.is_empty() {
+        if room_types.is_empty() {
             write.hdel(&key, &field);
         } else {
-            write.hset(&key, &field, encode_night(&night_map));
+            write.hset(&key, &field, encode_night(&room_types));
         }
-        if let Some(day) = day_terms {
-            match encode_terms(&day)? {
-                Some(value) => write.hset(&key, terms_field(date), value),
-                None => write.hdel(&key, terms_field(date)),
-            };
-        }
-        Ok(())
     }
 
     /// Queues the writes of one hotel's catalog and its city set.
@@ -495,8 +377,8 @@ impl AvailabilityProjection {
     }
 }
 
-/// What the projection reads before writing: per touched night its counters (and its
-/// terms when the batch changes them), per touched hotel its catalog.
+/// What the projection reads before writing: per touched night its field, per touched
+/// hotel its catalog.
 type StoredFields = Vec<Option<String>>;
 
 impl Projection for AvailabilityProjection {
@@ -535,21 +417,10 @@ impl Projection for AvailabilityProjection {
                 TypedEvent::Reservation { .. } => {}
             }
         }
-        // The nights whose terms the batch changes: only those read and write `t:`.
-        let with_terms: Vec<bool> = nights
-            .values()
-            .map(|by_type| by_type.values().flatten().any(|(_, e)| changes_terms(e)))
-            .collect();
-
-        // The current values of the touched fields: nights, their terms, catalogs.
+        // The current values of the touched fields: nights, then catalogs.
         let mut read = redis::pipe();
-        for ((hotel, night), terms) in nights.keys().zip(&with_terms) {
-            let key = self.keys.hotel(generation, *hotel);
-            if *terms {
-                read.hmget(key, &[night_field(*night), terms_field(*night)]);
-            } else {
-                read.hmget(key, &[night_field(*night)]);
-            }
+        for (hotel, night) in nights.keys() {
+            read.hmget(self.keys.hotel(generation, *hotel), &[night_field(*night)]);
         }
         for hotel in hotels.keys() {
             read.hmget(self.keys.hotel(generation, *hotel), &[CATALOG_SEQ, CATALOG]);
@@ -570,18 +441,9 @@ impl Projection for AvailabilityProjection {
 
         let mut write = redis::pipe();
         write.atomic();
-        for (((night, by_type), stored), terms) in nights.iter().zip(stored_nights).zip(&with_terms)
-        {
-            let counters = stored.first().and_then(|v| v.as_deref());
-            let stored_terms = terms.then(|| stored.get(1).and_then(|v| v.as_deref()));
-            self.write_night(
-                &mut write,
-                generation,
-                *night,
-                by_type,
-                counters,
-                stored_terms,
-            )?;
+        for ((night, by_type), stored) in nights.iter().zip(stored_nights) {
+            let field = stored.first().and_then(|v| v.as_deref()).map(str::as_bytes);
+            self.write_night(&mut write, generation, *night, by_type, field);
         }
         for ((hotel, events), stored) in hotels.iter().zip(stored_hotels) {
             let seq = stored
@@ -680,84 +542,9 @@ mod tests {
     use aggregates::restrictions::NightRestrictions;
 
     #[test]
-    fn a_cached_night_round_trips_through_its_encoding() {
-        let night = CachedNight {
-            total_rooms: 10,
-            overbooking_allowance: 2,
-            rate_cents: 18_000,
-            confirmed: 3,
-            held: 4,
-            sequence: 9,
-            position: 1234,
-        };
-        let field = encode_night(&BTreeMap::from([(3, night)]));
-        assert_eq!(field, "3=10,2,18000,3,4,9,1234");
-        assert_eq!(decode_night(&field), Some(vec![(3, night)]));
-        assert_eq!(night.remaining(), 5);
-    }
-
-    #[test]
-    fn a_night_of_every_room_type_round_trips_through_its_field() {
-        let night = |total_rooms, held| CachedNight {
-            total_rooms,
-            held,
-            rate_cents: 9_900,
-            sequence: 3,
-            position: 77,
-            ..CachedNight::default()
-        };
-        let room_types = BTreeMap::from([(1, night(10, 2)), (12, night(4, 0))]);
-        let field = encode_night(&room_types);
-        assert_eq!(field, "1=10,0,9900,0,2,3,77;12=4,0,9900,0,0,3,77");
-        assert_eq!(decode_night(&field), Some(room_types.into_iter().collect()));
-        assert_eq!(decode_night(""), Some(Vec::new()));
-        for malformed in [
-            "1=10,0,9900",
-            "x=10,0,9900,0,2,3,77",
-            "1=10,0,9900,0,2,3,",
-            "1=10,0,9900,0,2,3,77,8",
-            "1=10,,9900,0,2,3,77",
-            "1=10,0,9900,0,2,3,99999999999999999999",
-            "1=10,0,99 00,0,2,3,77",
-        ] {
-            assert_eq!(decode_night(malformed), None, "{malformed}");
-        }
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn any_night_field_decodes_to_what_was_encoded(
-            entries in proptest::collection::btree_map(
-                proptest::num::i64::ANY,
-                proptest::array::uniform7(i64::MIN + 1..=i64::MAX),
-                0..8,
-            )
-        ) {
-            let room_types: BTreeMap<i64, CachedNight> = entries
-                .into_iter()
-                .filter(|(id, _)| *id != i64::MIN)
-                .map(|(id, [a, b, c, d, e, f, g])| {
-                    (id, CachedNight {
-                        total_rooms: a,
-                        overbooking_allowance: b,
-                        rate_cents: c,
-                        confirmed: d,
-                        held: e,
-                        sequence: f,
-                        position: g,
-                    })
-                })
-                .collect();
-            let field = encode_night(&room_types);
-            proptest::prop_assert_eq!(decode_night(&field), Some(room_types.into_iter().collect()));
-        }
-    }
-
-    #[test]
     fn night_fields_name_the_date() {
         let night = NaiveDate::from_ymd_opt(2027, 6, 1).expect("date");
         assert_eq!(night_field(night), "n:2027-06-01");
-        assert_eq!(terms_field(night), "t:2027-06-01");
     }
 
     fn plan(id: i64) -> RatePlanId {
@@ -788,42 +575,6 @@ mod tests {
             },
             &aggregates::EventDecoder::new(Vec::new()),
         )
-    }
-
-    #[test]
-    fn a_nights_terms_round_trip_through_their_field_and_an_empty_set_is_no_field() {
-        let mut restrictions = RestrictionSet::default();
-        restrictions.set(
-            None,
-            NightRestrictions {
-                min_stay: Some(2),
-                ..NightRestrictions::default()
-            },
-        );
-        restrictions.set(Some(plan(2)), stop_sell());
-        let terms = DayTerms::from([
-            (
-                3,
-                NightTerms {
-                    restrictions,
-                    plan_rates: BTreeMap::from([(plan(1), Cents::new(15_000))]),
-                },
-            ),
-            (4, NightTerms::default()),
-        ]);
-        let field = encode_terms(&terms).expect("encodes").expect("a field");
-        // The empty room type is left out; plan ids and room types are JSON keys.
-        assert!(!field.contains("\"4\""), "{field}");
-        assert!(field.contains("\"plan_rates\":{\"1\":15000}"), "{field}");
-        let decoded = decode_terms(&field).expect("decodes");
-        assert_eq!(decoded.get(&3), terms.get(&3));
-        assert_eq!(decoded.len(), 1);
-        assert_eq!(encode_terms(&DayTerms::new()).expect("encodes"), None);
-        assert_eq!(
-            encode_terms(&DayTerms::from([(3, NightTerms::default())])).expect("encodes"),
-            None
-        );
-        assert_eq!(decode_terms("{\"3\": 1}"), None);
     }
 
     #[test]
@@ -860,30 +611,29 @@ mod tests {
         ];
         let metas: Vec<StoredEvent> = (1..=5).map(|n| stored(n, 100 + n)).collect();
         let batch: Vec<(&StoredEvent, &RoomNightEvent)> = metas.iter().zip(&events).collect();
-        let mut night = CachedNight::default();
-        let mut terms = NightTerms::default();
+        let mut night = CachedRoomNight::default();
 
         // When they are applied, then applied again (a batch replayed after a crash)
-        assert!(apply_in_order(&mut night, Some(&mut terms), &batch));
-        let once = (night, terms.clone());
-        assert!(apply_in_order(&mut night, Some(&mut terms), &batch));
+        assert!(apply_in_order(&mut night, &batch));
+        let once = night.clone();
+        assert!(apply_in_order(&mut night, &batch));
 
         // Then the terms are the night's as the domain keeps them, applied once
         let mut expected = aggregates::RoomNight::default();
         for event in &events {
             expected.apply_event(event);
         }
-        assert_eq!(&terms.restrictions, expected.restrictions());
-        assert_eq!(&terms.plan_rates, expected.plan_rates());
-        assert_eq!((night, terms), once);
-        assert_eq!(night.sequence, 5);
-        assert_eq!(night.position, 105);
-        assert_eq!(night.total_rooms, 5);
+        assert_eq!(&night.terms.restrictions, expected.restrictions());
+        assert_eq!(&night.terms.plan_rates, expected.plan_rates());
+        assert_eq!(night, once);
+        assert_eq!(night.counters.sequence, 5);
+        assert_eq!(night.counters.position, 105);
+        assert_eq!(night.counters.total_rooms, 5);
 
         // And a gap in the sequence is refused, not guessed over
         let later = stored(7, 200);
         let gap = [(&later, &events[2])];
-        assert!(!apply_in_order(&mut night, None, &gap));
+        assert!(!apply_in_order(&mut night, &gap));
     }
 
     #[test]
@@ -937,9 +687,9 @@ mod tests {
     #[test]
     fn cities_are_keyed_whatever_their_case_and_surrounding_spaces() {
         let keys = Keys::for_database("db");
-        assert_eq!(keys.city(2, "Lisbon"), "rsv:db:avail3:g2:city:lisbon");
+        assert_eq!(keys.city(2, "Lisbon"), "rsv:db:avail4:g2:city:lisbon");
         assert_eq!(keys.city(2, " LISBON "), keys.city(2, "lisbon"));
-        assert_eq!(keys.city(2, "São Paulo"), "rsv:db:avail3:g2:city:são paulo");
+        assert_eq!(keys.city(2, "São Paulo"), "rsv:db:avail4:g2:city:são paulo");
     }
 
     #[test]
@@ -955,8 +705,22 @@ mod tests {
         terms.plan_rates.insert(plan(1), Cents::new(11_000));
         let day = CachedDay {
             date: NaiveDate::from_ymd_opt(2027, 6, 1).expect("date"),
-            counters: vec![(3, night), (4, night)],
-            terms: Some(std::sync::Arc::new(DayTerms::from([(3, terms.clone())]))),
+            room_types: vec![
+                (
+                    3,
+                    CachedRoomNight {
+                        counters: night,
+                        terms: terms.clone(),
+                    },
+                ),
+                (
+                    4,
+                    CachedRoomNight {
+                        counters: night,
+                        terms: NightTerms::default(),
+                    },
+                ),
+            ],
         };
         let view = day.view(3).expect("inventory");
         assert_eq!(view.remaining, 3);

@@ -286,7 +286,11 @@ impl Queries {
             .days
             .iter()
             .filter(|day| query.stay.contains(day.date))
-            .any(|day| day.counters.iter().any(|(_, n)| n.remaining() <= 1));
+            .any(|day| {
+                day.room_types
+                    .iter()
+                    .any(|(_, n)| n.counters.remaining() <= 1)
+            });
         if last_room {
             return None;
         }

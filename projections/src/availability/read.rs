@@ -13,10 +13,10 @@
 //! Decoding is what a read costs once the round trips are bounded: a hotel's catalog is
 //! a few hundred bytes to kilobytes of JSON, and a city search reads fifty of them. So
 //! the reader keeps each hotel's decoded `Hotel` with the sequence it reflects and
-//! reuses it while the stored sequence is unchanged, and keeps decoded terms by their
-//! stored text (many nights carry the same restrictions). Both caches are bounded and
-//! only ever hold what Redis held; a stale entry is never used, since the sequence (or
-//! the text itself) is compared on every read.
+//! reuses it while the stored sequence is unchanged. The cache is bounded and only ever
+//! holds what Redis held; a stale entry is never used, since the sequence is compared on
+//! every read. Nights are decoded on every read: their fields are small and positional
+//! (see `field.rs`), and decoding one costs less than looking it up would.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -27,48 +27,44 @@ use aggregates::{Cents, Hotel, RoomTypeId};
 use chrono::{DateTime, NaiveDate, Utc};
 use redis::aio::ConnectionManager;
 
-use super::{
-    decode_night, decode_terms, night_field, terms_field, CachedNight, DayTerms, Keys, NightTerms,
-    CATALOG, CATALOG_SEQ,
-};
+use super::field::{decode_night, CachedRoomNight};
+use super::{night_field, CachedNight, Keys, NightTerms, CATALOG, CATALOG_SEQ};
 
 /// Most hotels whose decoded catalogs a reader keeps; past it the cache starts afresh.
 const MAX_CATALOGS: usize = 20_000;
-/// Most distinct terms fields a reader keeps decoded.
-const MAX_TERMS: usize = 20_000;
 
-/// One date of one hotel as cached: every room type's counters, and their terms.
+/// One date of one hotel as cached: every room type's counters and terms.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CachedDay {
     pub date: NaiveDate,
     /// The room types with inventory on that night, in id order.
-    pub counters: Vec<(i64, CachedNight)>,
-    /// `None`: no room type has restrictions or plan rates on that night.
-    pub terms: Option<Arc<DayTerms>>,
+    pub room_types: Vec<(i64, CachedRoomNight)>,
 }
 
 impl CachedDay {
-    pub fn night(&self, room_type: i64) -> Option<&CachedNight> {
-        self.counters
+    fn room_type(&self, room_type: i64) -> Option<&CachedRoomNight> {
+        self.room_types
             .iter()
             .find(|(id, _)| *id == room_type)
             .map(|(_, night)| night)
     }
 
+    pub fn night(&self, room_type: i64) -> Option<&CachedNight> {
+        self.room_type(room_type).map(|night| &night.counters)
+    }
+
     pub fn terms(&self, room_type: i64) -> Option<&NightTerms> {
-        self.terms.as_ref()?.get(&room_type)
+        self.room_type(room_type).map(|night| &night.terms)
     }
 
     /// The night of `room_type` as the domain's offer rule reads it; `None` without
     /// inventory.
     pub fn view(&self, room_type: i64) -> Option<NightView<'_>> {
-        let night = self.night(room_type)?;
-        let remaining = u32::try_from(night.remaining().max(0)).unwrap_or(u32::MAX);
-        let view = NightView::plain(remaining, Cents::new(night.rate_cents));
-        Some(match self.terms(room_type) {
-            Some(terms) => view.with_terms(&terms.restrictions, &terms.plan_rates),
-            None => view,
-        })
+        let night = self.room_type(room_type)?;
+        let remaining = u32::try_from(night.counters.remaining().max(0)).unwrap_or(u32::MAX);
+        let view = NightView::plain(remaining, Cents::new(night.counters.rate_cents));
+        let terms = &night.terms;
+        Some(view.with_terms(&terms.restrictions, &terms.plan_rates))
     }
 }
 
@@ -110,20 +106,19 @@ pub struct CachedCity {
 /// remembers the generation the last read found current, which the next read assumes
 /// and checks in the same round trip (generations change only when the model is
 /// rebuilt; a read that finds the pointer moved reads again under the new one, so it
-/// never answers from a stale generation), and the decoded catalogs and terms.
+/// never answers from a stale generation), and the decoded catalogs.
 #[derive(Debug)]
 pub struct Reader {
     keys: Keys,
     generation: AtomicI32,
     catalogs: Mutex<HashMap<i64, (i64, Arc<Hotel>)>>,
-    terms: Mutex<HashMap<String, Arc<DayTerms>>>,
 }
 
 /// The `ready` and `as_of` of a generation's `meta`.
 type Meta = (Option<String>, Option<String>);
 
-/// A hotel's fields as read: `catalog_seq`, then the `n:` and `t:` field of each date.
-type Fields = Vec<Option<String>>;
+/// A hotel's fields as read: `catalog_seq`, then the `n:` field of each date.
+type Fields = Vec<Option<Vec<u8>>>;
 
 impl Reader {
     pub fn new(keys: Keys) -> Self {
@@ -132,7 +127,6 @@ impl Reader {
             // 0 is never a generation (they count from 1): the first read learns it.
             generation: AtomicI32::new(0),
             catalogs: Mutex::new(HashMap::new()),
-            terms: Mutex::new(HashMap::new()),
         }
     }
 
@@ -257,36 +251,19 @@ impl Reader {
     /// A hotel's fields decoded, its catalog not yet attached: `None` for a hotel the
     /// model does not know, or a field it cannot read.
     fn decode_hotel(&self, hotel_id: i64, values: Fields, dates: &[NaiveDate]) -> Option<Pending> {
-        if values.len() != 1 + 2 * dates.len() {
+        if values.len() != 1 + dates.len() {
             return None;
         }
-        let (seq, fields) = values.split_first()?;
-        let catalog_seq: i64 = seq.as_deref()?.parse().ok()?;
-        let (counters, terms) = fields.split_at(dates.len());
-        let mut cache = self.terms.lock().unwrap_or_else(PoisonError::into_inner);
+        let (seq, nights) = values.split_first()?;
+        let catalog_seq = parse_int(seq.as_deref()?)?;
         let mut days = Vec::with_capacity(dates.len());
-        for ((date, counters), terms) in dates.iter().zip(counters).zip(terms) {
-            let terms = match terms.as_deref() {
-                None => None,
-                Some(text) => Some(match cache.get(text) {
-                    Some(decoded) => Arc::clone(decoded),
-                    None => {
-                        let decoded = Arc::new(decode_terms(text)?);
-                        if cache.len() >= MAX_TERMS {
-                            cache.clear();
-                        }
-                        cache.insert(text.to_owned(), Arc::clone(&decoded));
-                        decoded
-                    }
-                }),
-            };
+        for (date, night) in dates.iter().zip(nights) {
             days.push(CachedDay {
                 date: *date,
-                counters: counters
-                    .as_deref()
-                    .and_then(decode_night)
-                    .unwrap_or_default(),
-                terms,
+                room_types: match night {
+                    Some(field) => decode_night(field)?,
+                    None => Vec::new(),
+                },
             });
         }
         Some(Pending {
@@ -339,8 +316,8 @@ impl Reader {
                 let (Some(Some(seq)), Some(Some(json))) = (reply.first(), reply.get(1)) else {
                     return Ok(None);
                 };
-                let (Ok(seq), Ok(hotel)) =
-                    (seq.parse::<i64>(), serde_json::from_str::<Hotel>(json))
+                let (Some(seq), Ok(hotel)) =
+                    (parse_int(seq), serde_json::from_slice::<Hotel>(json))
                 else {
                     return Ok(None);
                 };
@@ -379,14 +356,17 @@ struct Pending {
     days: Vec<CachedDay>,
 }
 
-/// The fields a read asks of a hotel: `catalog_seq`, every date's counters, every
-/// date's terms.
+/// The fields a read asks of a hotel: `catalog_seq`, then every date's night.
 fn hotel_fields(dates: &[NaiveDate]) -> Vec<String> {
-    let mut fields = Vec::with_capacity(1 + 2 * dates.len());
+    let mut fields = Vec::with_capacity(1 + dates.len());
     fields.push(CATALOG_SEQ.to_owned());
     fields.extend(dates.iter().map(|d| night_field(*d)));
-    fields.extend(dates.iter().map(|d| terms_field(*d)));
     fields
+}
+
+/// A decimal integer stored by the projection.
+fn parse_int(value: &[u8]) -> Option<i64> {
+    std::str::from_utf8(value).ok()?.parse().ok()
 }
 
 /// `as_of` of a generation that is ready; `None` otherwise.
@@ -404,6 +384,6 @@ fn same_generation(reply: Option<&Fields>, generation: i32) -> bool {
     reply
         .and_then(|r| r.first())
         .and_then(|v| v.as_deref())
-        .and_then(|v| v.parse::<i32>().ok())
-        == Some(generation)
+        .and_then(parse_int)
+        == Some(i64::from(generation))
 }
