@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::NaiveDate;
+use chrono::{Datelike, NaiveDate};
 use serde::{Deserialize, Serialize};
 
 use crate::types::{InvalidInput, RatePlanId, StayDates};
@@ -238,13 +238,26 @@ pub fn check_stay(
 ) -> Result<(), Restricted> {
     let refuse = |restriction, night| Err(Restricted { restriction, night });
     let length = stay.night_count();
-    let nights: Vec<(NaiveDate, NightRestrictions)> =
-        stay.nights().map(|date| (date, night(date))).collect();
-    if let Some((date, _)) = nights.iter().find(|(_, r)| r.stop_sell) {
-        return refuse(Restriction::StopSell, *date);
-    }
+    // One pass over the nights, each looked up once and nothing allocated (a search
+    // judges every room type and plan of every hotel of a city); the refusals are
+    // then named in the documented order.
     let arrival = stay.start();
-    let on_arrival = nights.first().map_or_else(|| night(arrival), |(_, r)| *r);
+    let mut on_arrival = None;
+    let (mut stopped, mut too_short_through) = (None, None);
+    for date in stay.nights() {
+        let rules = night(date);
+        on_arrival.get_or_insert(rules);
+        if rules.stop_sell && stopped.is_none() {
+            stopped = Some(date);
+        }
+        if too_short_through.is_none() && rules.min_stay_through.is_some_and(|min| length < min) {
+            too_short_through = Some(date);
+        }
+    }
+    if let Some(date) = stopped {
+        return refuse(Restriction::StopSell, date);
+    }
+    let on_arrival = on_arrival.unwrap_or_else(|| night(arrival));
     if on_arrival.closed_to_arrival {
         return refuse(Restriction::ClosedToArrival, arrival);
     }
@@ -256,18 +269,16 @@ pub fn check_stay(
     }
     // Days ahead of arrival; a stay arriving before today (which the booking limits
     // refuse anyway) counts as zero days ahead.
-    let ahead = u32::try_from((arrival - today).num_days().max(0)).unwrap_or(u32::MAX);
+    let ahead = (arrival.num_days_from_ce() - today.num_days_from_ce()).max(0);
+    let ahead = u32::try_from(ahead).unwrap_or(u32::MAX);
     if on_arrival.min_advance_days.is_some_and(|min| ahead < min) {
         return refuse(Restriction::MinAdvanceDays, arrival);
     }
     if on_arrival.max_advance_days.is_some_and(|max| ahead > max) {
         return refuse(Restriction::MaxAdvanceDays, arrival);
     }
-    if let Some((date, _)) = nights
-        .iter()
-        .find(|(_, r)| r.min_stay_through.is_some_and(|min| length < min))
-    {
-        return refuse(Restriction::MinStayThrough, *date);
+    if let Some(date) = too_short_through {
+        return refuse(Restriction::MinStayThrough, date);
     }
     let departure = stay.end();
     if night(departure).closed_to_departure {

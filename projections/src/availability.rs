@@ -50,6 +50,7 @@ mod field;
 mod read;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use aggregates::restrictions::RestrictionSet;
@@ -64,7 +65,7 @@ use crate::log::{Checkpoint, StoredEvent};
 use crate::runner::Projection;
 
 pub use field::CachedRoomNight;
-use field::{decode_night, encode_night};
+use field::{decode_night, encode_night, Interner};
 pub use read::{CachedAvailability, CachedCity, CachedDay, CachedHotelDays, Reader};
 
 pub const NAME: &str = "availability";
@@ -228,6 +229,13 @@ impl NightTerms {
     }
 }
 
+fn changes_terms(event: &RoomNightEvent) -> bool {
+    matches!(
+        event,
+        RoomNightEvent::RestrictionsSet { .. } | RoomNightEvent::PlanRateSet { .. }
+    )
+}
+
 /// The field of a hotel's hash with its catalog (the `Hotel` aggregate as JSON).
 const CATALOG: &str = "catalog";
 /// The field with the hotel stream's sequence the catalog reflects.
@@ -252,7 +260,9 @@ fn apply_in_order(night: &mut CachedRoomNight, events: &[(&StoredEvent, &RoomNig
             return false;
         }
         counters.apply(event);
-        night.terms.apply(event);
+        if changes_terms(event) {
+            Arc::make_mut(&mut night.terms).apply(event);
+        }
         counters.sequence = meta.sequence;
         counters.position = meta.position;
     }
@@ -310,7 +320,7 @@ impl AvailabilityProjection {
         let key = self.keys.hotel(generation, hotel);
         let field = night_field(date);
         let mut room_types: BTreeMap<i64, CachedRoomNight> = stored
-            .and_then(decode_night)
+            .and_then(|field| decode_night(field, &mut Interner::default()))
             .map(|entries| entries.into_iter().collect())
             .unwrap_or_default();
         for (room_type, events) in by_type {
@@ -710,14 +720,14 @@ mod tests {
                     3,
                     CachedRoomNight {
                         counters: night,
-                        terms: terms.clone(),
+                        terms: Arc::new(terms.clone()),
                     },
                 ),
                 (
                     4,
                     CachedRoomNight {
                         counters: night,
-                        terms: NightTerms::default(),
+                        terms: Arc::default(),
                     },
                 ),
             ],

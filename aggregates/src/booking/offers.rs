@@ -28,7 +28,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::NaiveDate;
+use chrono::{Datelike, NaiveDate};
 
 use super::SaleTerms;
 use crate::hotel::Hotel;
@@ -213,7 +213,8 @@ fn room_type_offers<'v>(
         if restricted_somewhere {
             // The stay's nights are at hand; only the check-out day is looked up.
             let restrictions_on = |date: NaiveDate| {
-                let index = usize::try_from((date - stay.start()).num_days()).ok();
+                let index =
+                    usize::try_from(date.num_days_from_ce() - stay.start().num_days_from_ce()).ok();
                 match index.and_then(|i| nights.get(i)) {
                     Some(view) => Some(view.restrictions),
                     None => night(room_type_id, date).map(|n| n.restrictions),

@@ -29,17 +29,20 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::Arc;
 
 use aggregates::restrictions::NightRestrictions;
 use aggregates::{Cents, RatePlanId};
 
 use super::{CachedNight, NightTerms};
 
-/// One room type on one night as the field holds it.
+/// One room type on one night as the field holds it. Its terms are shared: the nights
+/// of a read that carry the same terms (most of them do: restrictions are set over
+/// ranges and days of the week) share one decoded copy (see [`Interner`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CachedRoomNight {
     pub counters: CachedNight,
-    pub terms: NightTerms,
+    pub terms: Arc<NightTerms>,
 }
 
 /// The field of one night: every room type that has inventory on it, in id order.
@@ -117,7 +120,11 @@ fn encode_rules(field: &mut String, rules: &NightRestrictions) {
 }
 
 /// The room types of a night field, in the field's order; `None` if it is malformed.
-pub(super) fn decode_night(value: &[u8]) -> Option<Vec<(i64, CachedRoomNight)>> {
+/// `terms` decodes each room type's terms, once per distinct text it is shown.
+pub(super) fn decode_night<'a>(
+    value: &'a [u8],
+    terms: &mut Interner<'a>,
+) -> Option<Vec<(i64, CachedRoomNight)>> {
     let mut entries = Vec::with_capacity(4);
     let mut at = Cursor(value);
     if at.is_empty() {
@@ -142,28 +149,64 @@ pub(super) fn decode_night(value: &[u8]) -> Option<Vec<(i64, CachedRoomNight)>> 
             sequence: counter(false)?,
             position: counter(true)?,
         };
-        let mut terms = NightTerms::default();
-        while at.eat(b'|') {
-            match at.next()? {
-                b'*' => terms.restrictions.all = at.rules()?,
-                b'p' => {
-                    let plan = at.plan()?;
-                    let rules = at.rules()?;
-                    terms.restrictions.plans.insert(plan, rules);
-                }
-                b'r' => {
-                    let plan = at.plan()?;
-                    at.expect(b':')?;
-                    terms.plan_rates.insert(plan, Cents::new(at.int()?));
-                }
-                _ => return None,
-            }
-        }
+        // The terms run to the next entry: they never hold a `;`.
+        let length = at.0.iter().position(|b| *b == b';').unwrap_or(at.0.len());
+        let (text, rest) = at.0.split_at(length);
+        at.0 = rest;
+        let terms = terms.decode(text)?;
         entries.push((id, CachedRoomNight { counters, terms }));
         if at.is_empty() {
             return Some(entries);
         }
         at.expect(b';')?;
+    }
+}
+
+/// One room type's terms, `*terms` of the grammar: empty, or starting with `|`.
+fn decode_terms(text: &[u8]) -> Option<NightTerms> {
+    let mut at = Cursor(text);
+    let mut terms = NightTerms::default();
+    while at.eat(b'|') {
+        match at.next()? {
+            b'*' => terms.restrictions.all = at.rules()?,
+            b'p' => {
+                let plan = at.plan()?;
+                let rules = at.rules()?;
+                terms.restrictions.plans.insert(plan, rules);
+            }
+            b'r' => {
+                let plan = at.plan()?;
+                at.expect(b':')?;
+                terms.plan_rates.insert(plan, Cents::new(at.int()?));
+            }
+            _ => return None,
+        }
+    }
+    at.is_empty().then_some(terms)
+}
+
+/// Most distinct terms texts an [`Interner`] remembers; past them it decodes each one.
+const MAX_INTERNED: usize = 32;
+
+/// Decodes the terms of one read's nights, each distinct text once: a search decodes
+/// the nights of every hotel of a city, and a chain's hotels mostly carry a handful of
+/// distinct terms, so most room-nights share a copy instead of building maps of their
+/// own. Lives as long as the read's replies.
+#[derive(Debug, Default)]
+pub(super) struct Interner<'a> {
+    seen: Vec<(&'a [u8], Arc<NightTerms>)>,
+}
+
+impl<'a> Interner<'a> {
+    fn decode(&mut self, text: &'a [u8]) -> Option<Arc<NightTerms>> {
+        if let Some((_, terms)) = self.seen.iter().find(|(seen, _)| *seen == text) {
+            return Some(Arc::clone(terms));
+        }
+        let terms = Arc::new(decode_terms(text)?);
+        if self.seen.len() < MAX_INTERNED {
+            self.seen.push((text, Arc::clone(&terms)));
+        }
+        Some(terms)
     }
 }
 
@@ -269,6 +312,10 @@ mod tests {
         RatePlanId::parse(id).expect("plan id")
     }
 
+    fn decode(field: &[u8]) -> Option<Vec<(i64, CachedRoomNight)>> {
+        decode_night(field, &mut Interner::default())
+    }
+
     fn counters(total_rooms: i64, held: i64) -> CachedNight {
         CachedNight {
             total_rooms,
@@ -287,24 +334,24 @@ mod tests {
                 1,
                 CachedRoomNight {
                     counters: counters(10, 2),
-                    terms: NightTerms::default(),
+                    terms: Arc::default(),
                 },
             ),
             (
                 12,
                 CachedRoomNight {
                     counters: counters(4, 0),
-                    terms: NightTerms::default(),
+                    terms: Arc::default(),
                 },
             ),
         ]);
         let field = encode_night(&room_types);
         assert_eq!(field, "1=10,0,9900,0,2,3,77;12=4,0,9900,0,0,3,77");
         assert_eq!(
-            decode_night(field.as_bytes()),
+            decode(field.as_bytes()),
             Some(room_types.into_iter().collect())
         );
-        assert_eq!(decode_night(b""), Some(Vec::new()));
+        assert_eq!(decode(b""), Some(Vec::new()));
     }
 
     #[test]
@@ -330,11 +377,39 @@ mod tests {
         terms.plan_rates.insert(plan(1), Cents::new(16_000));
         let night = CachedRoomNight {
             counters: counters(10, 1),
-            terms,
+            terms: Arc::new(terms),
         };
         let field = encode_night(&BTreeMap::from([(3, night.clone())]));
         assert_eq!(field, "3=10,0,9900,0,1,3,77|*:M14,v0|p2:m2,a,s|r1:16000");
-        assert_eq!(decode_night(field.as_bytes()), Some(vec![(3, night)]));
+        assert_eq!(decode(field.as_bytes()), Some(vec![(3, night)]));
+    }
+
+    #[test]
+    fn the_nights_of_one_read_share_each_distinct_terms() {
+        let (first, second) = (
+            "1=10,0,9900,0,2,3,77|*:m2;2=4,0,9900,0,0,3,77|*:m2;3=4,0,9900,0,0,3,77|*:m3",
+            "1=10,0,9900,0,2,4,78|*:m2",
+        );
+        let mut interner = Interner::default();
+        let first = decode_night(first.as_bytes(), &mut interner).expect("decodes");
+        let second = decode_night(second.as_bytes(), &mut interner).expect("decodes");
+        let terms = |nights: &[(i64, CachedRoomNight)], i: usize| Arc::clone(&nights[i].1.terms);
+        assert!(Arc::ptr_eq(&terms(&first, 0), &terms(&first, 1)));
+        assert!(Arc::ptr_eq(&terms(&first, 0), &terms(&second, 0)));
+        assert!(!Arc::ptr_eq(&terms(&first, 0), &terms(&first, 2)));
+        assert_eq!(terms(&first, 2).restrictions.all.min_stay, Some(3));
+        // Past what it remembers, an interner still decodes every text
+        let mut full = Interner::default();
+        let fields: Vec<String> = (0..MAX_INTERNED + 3)
+            .map(|n| format!("1=10,0,9900,0,2,3,77|*:m{n}"))
+            .collect();
+        for (n, field) in fields.iter().enumerate() {
+            let nights = decode_night(field.as_bytes(), &mut full).expect("decodes");
+            assert_eq!(
+                terms(&nights, 0).restrictions.all.min_stay,
+                u32::try_from(n).ok()
+            );
+        }
     }
 
     #[test]
@@ -362,7 +437,7 @@ mod tests {
             "1=10,0,9900,0,2,3,77|r1:",
             "1=10,0,9900,0,2,3,77|q1:a",
         ] {
-            assert_eq!(decode_night(malformed.as_bytes()), None, "{malformed}");
+            assert_eq!(decode(malformed.as_bytes()), None, "{malformed}");
         }
     }
 
@@ -415,7 +490,7 @@ mod tests {
                         sequence: f,
                         position: g,
                     },
-                    terms,
+                    terms: Arc::new(terms),
                 }
             })
     }
@@ -427,20 +502,19 @@ mod tests {
                 i64::MIN + 1..=i64::MAX, room_night(), 0..6)
         ) {
             let field = encode_night(&room_types);
-            let decoded = decode_night(field.as_bytes());
+            let decoded = decode(field.as_bytes());
             prop_assert_eq!(decoded, Some(room_types.into_iter().collect()));
         }
 
         #[test]
         fn a_plans_empty_set_is_not_written(room_night in room_night(), p in 1..=20i64) {
             let mut with_empty = room_night.clone();
-            with_empty
-                .terms
+            Arc::make_mut(&mut with_empty.terms)
                 .restrictions
                 .plans
                 .insert(plan(p), NightRestrictions::default());
             let field = encode_night(&BTreeMap::from([(1, with_empty.clone())]));
-            let decoded = decode_night(field.as_bytes()).expect("decodes");
+            let decoded = decode(field.as_bytes()).expect("decodes");
             let terms = &decoded.first().expect("one room type").1.terms;
             prop_assert_eq!(&terms.restrictions, &normalized(&with_empty.terms.restrictions));
         }

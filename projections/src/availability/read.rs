@@ -27,7 +27,7 @@ use aggregates::{Cents, Hotel, RoomTypeId};
 use chrono::{DateTime, NaiveDate, Utc};
 use redis::aio::ConnectionManager;
 
-use super::field::{decode_night, CachedRoomNight};
+use super::field::{decode_night, CachedRoomNight, Interner};
 use super::{night_field, CachedNight, Keys, NightTerms, CATALOG, CATALOG_SEQ};
 
 /// Most hotels whose decoded catalogs a reader keeps; past it the cache starts afresh.
@@ -54,7 +54,7 @@ impl CachedDay {
     }
 
     pub fn terms(&self, room_type: i64) -> Option<&NightTerms> {
-        self.room_type(room_type).map(|night| &night.terms)
+        self.room_type(room_type).map(|night| &*night.terms)
     }
 
     /// The night of `room_type` as the domain's offer rule reads it; `None` without
@@ -158,7 +158,7 @@ impl Reader {
         let Ok(values) = redis::from_redis_value::<Fields>(values) else {
             return Ok(None);
         };
-        let Some(read) = self.decode_hotel(hotel, values, dates) else {
+        let Some(read) = self.decode_hotel(hotel, &values, dates, &mut Interner::default()) else {
             return Ok(None);
         };
         let mut hotels = self.with_catalogs(redis, generation, vec![read]).await?;
@@ -204,13 +204,14 @@ impl Reader {
         for id in &ids {
             pipe.hmget(self.keys.hotel(generation, *id), &fields);
         }
-        let mut replies: Vec<Fields> = pipe.query_async(redis).await?;
+        let replies: Vec<Fields> = pipe.query_async(redis).await?;
         if replies.len() != ids.len() + 1 || !same_generation(replies.first(), generation) {
             return Ok(None);
         }
         let mut read = Vec::with_capacity(ids.len());
-        for (id, values) in ids.iter().zip(replies.drain(1..)) {
-            match self.decode_hotel(*id, values, dates) {
+        let mut terms = Interner::default();
+        for (id, values) in ids.iter().zip(replies.iter().skip(1)) {
+            match self.decode_hotel(*id, values, dates, &mut terms) {
                 Some(hotel) => read.push(hotel),
                 None => return Ok(None),
             }
@@ -250,7 +251,13 @@ impl Reader {
 
     /// A hotel's fields decoded, its catalog not yet attached: `None` for a hotel the
     /// model does not know, or a field it cannot read.
-    fn decode_hotel(&self, hotel_id: i64, values: Fields, dates: &[NaiveDate]) -> Option<Pending> {
+    fn decode_hotel<'a>(
+        &self,
+        hotel_id: i64,
+        values: &'a Fields,
+        dates: &[NaiveDate],
+        terms: &mut Interner<'a>,
+    ) -> Option<Pending> {
         if values.len() != 1 + dates.len() {
             return None;
         }
@@ -261,7 +268,7 @@ impl Reader {
             days.push(CachedDay {
                 date: *date,
                 room_types: match night {
-                    Some(field) => decode_night(field)?,
+                    Some(field) => decode_night(field, terms)?,
                     None => Vec::new(),
                 },
             });
