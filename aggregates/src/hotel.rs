@@ -15,7 +15,7 @@ use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::contract::AggregateType;
-use crate::rate_plan::{self, CancellationPolicy, Pricing, PricingError};
+use crate::rate_plan::{self, Adjustments, CancellationPolicy, Pricing, PricingError};
 use crate::types::{Cents, HotelId, InvalidInput, RatePlanId, RoomTypeId, TimeZone};
 
 /// Name, city and IANA timezone of a hotel, validated.
@@ -335,7 +335,7 @@ impl Hotel {
     /// A plan's price chain: the plan priced on its own at the root, and the
     /// adjustments from it down to `plan`. The catalog refuses plans that cannot be
     /// resolved, so an error here means `plan` is not one of the hotel's.
-    pub fn price_chain(&self, plan: RatePlanId) -> Result<(RatePlanId, Vec<i32>), PricingError> {
+    pub fn price_chain(&self, plan: RatePlanId) -> Result<(RatePlanId, Adjustments), PricingError> {
         rate_plan::resolve(plan, |id| self.rate_plans.get(&id).map(RatePlan::pricing))
     }
 

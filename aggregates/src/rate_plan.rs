@@ -14,6 +14,7 @@
 
 use chrono::Duration;
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use crate::reservation::CancelledBy;
 use crate::types::{Cents, InvalidInput, RatePlanId};
@@ -131,15 +132,18 @@ pub enum PricingError {
     UnknownPlan(RatePlanId),
 }
 
+/// The adjustments of a price chain, from its root down; inline up to four.
+pub type Adjustments = SmallVec<[i32; 4]>;
+
 /// The adjustments a plan's price goes through, from the root plan (priced on its own)
 /// to `plan`, and that root. `pricing_of` gives each plan's pricing, `None` for a plan
 /// that does not exist. A chain that loops is refused naming a plan on the loop.
 pub fn resolve(
     plan: RatePlanId,
     pricing_of: impl Fn(RatePlanId) -> Option<Pricing>,
-) -> Result<(RatePlanId, Vec<i32>), PricingError> {
-    let mut adjustments = Vec::new();
-    let mut seen = vec![plan];
+) -> Result<(RatePlanId, Adjustments), PricingError> {
+    let mut adjustments = Adjustments::new();
+    let mut seen: SmallVec<[RatePlanId; 8]> = smallvec::smallvec![plan];
     let mut current = plan;
     // The plan whose parent `current` is (none for `plan` itself).
     let mut child: Option<RatePlanId> = None;

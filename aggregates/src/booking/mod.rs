@@ -40,7 +40,7 @@ use crate::reservation::{
 };
 use crate::restrictions::{Restricted, Restriction};
 use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
-use crate::types::{Cents, HotelId, InvalidInput, RoomTypeId, StayDates, TimeZone};
+use crate::types::{Cents, HotelId, InvalidInput, RoomTypeId, TimeZone};
 
 pub use ari::{update_ari, AriChange, AriDecision, AriUpdate, UpdateAri};
 pub use cancel::{cancel, check_in_instant, refund_cents, CHECK_IN_HOUR};
@@ -194,14 +194,6 @@ fn check_room_type(
 
 fn existing(reservation: &Reservation) -> Result<&ReservationDetails, Rejection> {
     reservation.details().ok_or(Rejection::ReservationNotFound)
-}
-
-/// Price of a stay at the current per-night rates; `None` if a night has no inventory.
-pub fn price_of(nights: &Nights, stay: &StayDates) -> Option<Cents> {
-    stay.nights().try_fold(Cents::ZERO, |total, night| {
-        let rate = nights.get(&night)?.levels()?.rate_cents();
-        total.checked_add(rate)
-    })
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use chrono::NaiveDate;
 
 use super::{Nights, Rejection};
 use crate::hotel::Hotel;
-use crate::rate_plan::{derived_price, CancellationPolicy};
+use crate::rate_plan::{derived_price, Adjustments, CancellationPolicy};
 use crate::restrictions::{self, NightRestrictions, Restricted, RestrictionSet};
 use crate::room_night::RoomNight;
 use crate::types::{Cents, GuestCount, RatePlanId, RoomCount, RoomTypeId, StayDates};
@@ -29,7 +29,7 @@ pub struct SaleTerms {
     rate_plan_id: Option<RatePlanId>,
     /// The plan priced on its own at the root of the chain (`None`: the base rate).
     root: Option<RatePlanId>,
-    adjustments: Vec<i32>,
+    adjustments: Adjustments,
     policy: CancellationPolicy,
     extra_per_night: Cents,
     guests: GuestCount,
@@ -49,7 +49,7 @@ impl SaleTerms {
             .room_type(room_type_id)
             .ok_or(Rejection::UnknownRoomType)?;
         let (root, adjustments, policy) = match rate_plan_id {
-            None => (None, Vec::new(), CancellationPolicy::HOUSE),
+            None => (None, Adjustments::new(), CancellationPolicy::HOUSE),
             Some(id) => {
                 let plan = hotel
                     .rate_plan(id)

@@ -464,9 +464,12 @@ fn the_catalog_answers_price_chains_and_the_plans_selling_a_room_type() {
     }
     assert_eq!(
         hotel.price_chain(plan_id(3)),
-        Ok((plan_id(1), vec![-10, -5]))
+        Ok((plan_id(1), smallvec::smallvec![-10, -5]))
     );
-    assert_eq!(hotel.price_chain(plan_id(1)), Ok((plan_id(1), vec![])));
+    assert_eq!(
+        hotel.price_chain(plan_id(1)),
+        Ok((plan_id(1), smallvec::smallvec![]))
+    );
     assert_eq!(
         hotel.price_chain(plan_id(9)),
         Err(PricingError::UnknownPlan(plan_id(9)))

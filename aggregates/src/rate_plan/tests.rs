@@ -161,12 +161,12 @@ fn a_chain_of_derivations_is_priced_from_its_root_rounding_at_each_step() {
     .collect();
     let (root, chain) = resolve(plan(3), |p| plans.get(&p).copied()).expect("resolves");
     assert_eq!(root, plan(1));
-    assert_eq!(chain, vec![-10, -5], "root first");
+    assert_eq!(chain.as_slice(), [-10, -5], "root first");
     // 12,345 -> 11,111 (11,110.5 up) -> 10,555 (10,555.45 to the nearest).
     assert_eq!(derived_price(cents(12_345), &chain), Some(cents(10_555)));
     assert_eq!(
         resolve(plan(1), |p| plans.get(&p).copied()),
-        Ok((plan(1), vec![]))
+        Ok((plan(1), Adjustments::new()))
     );
 }
 

@@ -5,8 +5,8 @@
 //! every hotel of a city, so the field is written for the reader: positional numbers,
 //! only what is set, and one field a night (the counters and the terms come from the
 //! same stream, so one sequence stamps both). Decoding walks the bytes once without
-//! splitting strings, building maps only for the terms a night has (see
-//! docs/benchmarks.md, findings 25 and 31).
+//! splitting strings, and builds the maps of each distinct terms text once per read
+//! (see docs/benchmarks.md, findings 25 and 32).
 //!
 //! ```text
 //! field   = "" | entry *(";" entry)                 room types in id order
@@ -242,18 +242,20 @@ impl Cursor<'_> {
     /// An optional `-` and at least one digit, up to the first byte that is not one.
     fn int(&mut self) -> Option<i64> {
         let negative = self.eat(b'-');
-        let digits = self.0.iter().take_while(|b| b.is_ascii_digit()).count();
+        let mut value: i64 = 0;
+        let mut digits = 0;
+        for byte in self.0 {
+            let digit = byte.wrapping_sub(b'0');
+            if digit > 9 {
+                break;
+            }
+            value = value.checked_mul(10)?.checked_add(i64::from(digit))?;
+            digits += 1;
+        }
         if digits == 0 {
             return None;
         }
-        let (number, rest) = self.0.split_at(digits);
-        let mut value: i64 = 0;
-        for digit in number {
-            value = value
-                .checked_mul(10)?
-                .checked_add(i64::from(digit - b'0'))?;
-        }
-        self.0 = rest;
+        self.0 = self.0.get(digits..)?;
         Some(if negative { -value } else { value })
     }
 

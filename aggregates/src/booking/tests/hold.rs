@@ -1,13 +1,15 @@
-//! `hold_stay` and `price_of`.
+//! `hold_stay`, and the price of a stay at the base rate.
 
 use super::*;
 
 #[test]
-fn the_price_of_a_stay_is_the_sum_of_its_nightly_rates() {
+fn the_price_of_a_stay_at_the_base_rate_is_the_sum_of_its_nightly_rates() {
     let nights = four_nights(1);
-    assert_eq!(price_of(&nights, &stay(10, 13)), Some(Cents::new(36_000)));
-    assert_eq!(price_of(&nights, &stay(13, 14)), Some(Cents::new(16_000)));
-    assert_eq!(price_of(&nights, &stay(12, 15)), None);
+    let terms = SaleTerms::resolve(&hotel(), king(), None, GuestCount::ONE).expect("terms");
+    let price = |start, end| terms.stay_price(&nights, &stay(start, end), rooms(1));
+    assert_eq!(price(10, 13), Some(Cents::new(36_000)));
+    assert_eq!(price(13, 14), Some(Cents::new(16_000)));
+    assert_eq!(price(12, 15), None);
 }
 
 #[test]
