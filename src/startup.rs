@@ -223,11 +223,13 @@ impl Application {
         let keys = Keys::for_database(&database);
         // Redis is optional at start: the connection is lazy, and every reader falls
         // back to PostgreSQL while it is unreachable.
-        let availability = match projections::availability::connect(&settings.redis_url) {
-            Ok(redis) => Some(AvailabilityCache {
-                redis,
-                reader: std::sync::Arc::new(Reader::new(keys)),
-            }),
+        let read_connections = std::thread::available_parallelism().map_or(1, usize::from);
+        let availability = match AvailabilityCache::connect(
+            &settings.redis_url,
+            read_connections,
+            Reader::new(keys),
+        ) {
+            Ok(cache) => Some(cache),
             Err(e) => {
                 tracing::warn!(error = %e, "REDIS_URL unusable; availability is read from PostgreSQL and the hold limit is off");
                 None

@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,10 +38,43 @@ const CACHE_TIMEOUT: Duration = Duration::from_millis(300);
 /// A handle on the availability read model.
 #[derive(Clone)]
 pub struct AvailabilityCache {
+    /// The projection's and the hold limit's connection.
     pub redis: redis::aio::ConnectionManager,
+    /// The readers' connections, taken in turn. Each is multiplexed, and its replies are
+    /// parsed by one task in arrival order: with one connection a search's replies (one
+    /// per hotel of the city) queue behind the others' on one core, so there is one a
+    /// core (see docs/benchmarks.md, finding 33).
+    reads: Arc<[redis::aio::ConnectionManager]>,
+    next: Arc<AtomicUsize>,
     /// The reader every request shares (the generation it last found current, and the
     /// catalogs it has decoded).
     pub reader: Arc<Reader>,
+}
+
+impl AvailabilityCache {
+    /// A cache on `redis_url` read through `connections` connections (at least one).
+    pub fn connect(redis_url: &str, connections: usize, reader: Reader) -> anyhow::Result<Self> {
+        let redis = projections::availability::connect(redis_url)?;
+        let mut reads = vec![redis.clone()];
+        for _ in 1..connections.max(1) {
+            reads.push(projections::availability::connect(redis_url)?);
+        }
+        Ok(Self {
+            redis,
+            reads: reads.into(),
+            next: Arc::new(AtomicUsize::new(0)),
+            reader: Arc::new(reader),
+        })
+    }
+
+    /// The connection for the next read.
+    pub fn read_connection(&self) -> redis::aio::ConnectionManager {
+        let turn = self.next.fetch_add(1, Ordering::Relaxed);
+        match self.reads.get(turn % self.reads.len().max(1)) {
+            Some(connection) => connection.clone(),
+            None => self.redis.clone(),
+        }
+    }
 }
 
 /// Which source answered.
@@ -279,7 +313,7 @@ impl Queries {
     ) -> Option<StayAvailability> {
         let cache = self.availability.as_ref()?;
         let dates = query.dates();
-        let mut redis = cache.redis.clone();
+        let mut redis = cache.read_connection();
         let cached = within_timeout(cache.reader.read(&mut redis, hotel.get(), &dates)).await?;
         let last_room = cached
             .hotel

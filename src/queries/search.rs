@@ -86,7 +86,7 @@ impl Queries {
     async fn cached_search(&self, search: &CitySearch) -> Option<SearchAnswer> {
         let cache = self.availability.as_ref()?;
         let dates = search.stay.dates();
-        let mut redis = cache.redis.clone();
+        let mut redis = cache.read_connection();
         let city = within_timeout(cache.reader.read_city(&mut redis, &search.city, &dates)).await?;
         let now = self.clock.now();
         let hotels = city
