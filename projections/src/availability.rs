@@ -65,8 +65,9 @@ use crate::log::{Checkpoint, StoredEvent};
 use crate::runner::Projection;
 
 pub use field::CachedRoomNight;
-use field::{decode_night, encode_night, Interner};
-pub use read::{CachedAvailability, CachedCity, CachedDay, CachedHotelDays, Reader};
+pub use field::Interner;
+use field::{decode_night, encode_night};
+pub use read::{CachedAvailability, CachedDay, CachedHotelDays, CityFields, HotelFields, Reader};
 
 pub const NAME: &str = "availability";
 

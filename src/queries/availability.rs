@@ -30,6 +30,7 @@ use chrono::{DateTime, Days, NaiveDate, Utc};
 use projections::availability::Reader;
 use sqlx::Row;
 
+use super::memo::OfferMemo;
 use super::{Queries, QueryError};
 
 /// How long a read waits for Redis before asking PostgreSQL instead.
@@ -49,6 +50,8 @@ pub struct AvailabilityCache {
     /// The reader every request shares (the generation it last found current, and the
     /// catalogs it has decoded).
     pub reader: Arc<Reader>,
+    /// The offers searches judged, with what they were judged from.
+    pub(super) offers: Arc<OfferMemo>,
 }
 
 impl AvailabilityCache {
@@ -64,6 +67,7 @@ impl AvailabilityCache {
             reads: reads.into(),
             next: Arc::new(AtomicUsize::new(0)),
             reader: Arc::new(reader),
+            offers: Arc::new(OfferMemo::default()),
         })
     }
 

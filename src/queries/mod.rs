@@ -19,6 +19,7 @@
 mod availability;
 mod events;
 mod hotels;
+mod memo;
 mod occupancy;
 mod reservations;
 mod search;

@@ -11,11 +11,15 @@
 //! Sold-out nights do not send a search to the database: they only hide offers, the
 //! direction the cache errs in anyway.
 
+use std::sync::Arc;
+
 use aggregates::booking::Offer;
 use aggregates::Hotel;
 use chrono::{DateTime, Utc};
+use projections::availability::{HotelFields, Interner};
 
 use super::availability::{today_at, within_timeout, Source, StayQuery, StoredNight};
+use super::memo::Question;
 use super::{Queries, QueryError};
 
 /// Most hotels one search answers with.
@@ -87,17 +91,57 @@ impl Queries {
         let cache = self.availability.as_ref()?;
         let dates = search.stay.dates();
         let mut redis = cache.read_connection();
-        let city = within_timeout(cache.reader.read_city(&mut redis, &search.city, &dates)).await?;
+        let city = within_timeout(
+            cache
+                .reader
+                .read_city_fields(&mut redis, &search.city, &dates),
+        )
+        .await?;
         let now = self.clock.now();
-        let hotels = city
+        let stay = &search.stay;
+        let asked: Vec<(Question, &HotelFields)> = city
             .hotels
             .iter()
-            .map(|cached| {
-                let request = search.stay.offer_request(today_at(&cached.hotel, now));
-                let offers = aggregates::booking::offers(&cached.hotel, &request, |rt, date| {
-                    cached.view(rt, date)
-                });
-                (cached.hotel_id, &*cached.hotel, offers)
+            .map(|read| {
+                let question = Question {
+                    hotel_id: read.hotel_id,
+                    start: stay.stay.start(),
+                    end: stay.stay.end(),
+                    rooms: stay.rooms.get(),
+                    guests: stay.guests.get(),
+                    today: today_at(&read.hotel, now),
+                };
+                (question, read)
+            })
+            .collect();
+        let mut answered = cache.offers.recall(&asked);
+        // The hotels whose nights read differently from the last time (or were never
+        // judged for this stay): decoded and judged now, and kept.
+        let mut judged = Vec::new();
+        let mut terms = Interner::default();
+        for ((question, read), answer) in asked.iter().zip(answered.iter_mut()) {
+            if answer.is_some() {
+                continue;
+            }
+            let days = read.decode(&dates, &mut terms)?;
+            let request = stay.offer_request(question.today);
+            let offers: Arc<[Offer]> =
+                aggregates::booking::offers(&read.hotel, &request, |rt, date| days.view(rt, date))
+                    .into();
+            *answer = Some(Arc::clone(&offers));
+            judged.push((*question, *read, offers));
+        }
+        let reused = asked.len() - judged.len();
+        metrics::counter!("search_hotels_judged_total", "from" => "memo").increment(reused as u64);
+        metrics::counter!("search_hotels_judged_total", "from" => "nights")
+            .increment(judged.len() as u64);
+        cache.offers.keep(judged);
+        let hotels = asked
+            .iter()
+            .zip(answered)
+            .map(|((_, read), offers)| {
+                let offers = offers.map(|o| o.to_vec()).unwrap_or_default();
+                (read.hotel_id, &*read.hotel, offers)
             })
             .collect();
         let hotels = rank(hotels, search.limit);

@@ -475,6 +475,42 @@ async fn the_read_model_answers_the_same_once_caught_up_and_follows_a_hotel_movi
 }
 
 #[tokio::test]
+async fn a_search_asked_again_after_a_booking_shows_the_rooms_it_took() {
+    // Arrange: one hotel with five rooms, searched twice (the second answer is the
+    // offers judged for the first, the nights reading the same)
+    let app = spawn_app_with(|settings| settings.run_projections = true).await;
+    hotel(&app, BARATA, "Casa Barata", "Lisbon").await;
+    room_type(
+        &app,
+        BARATA,
+        KING,
+        json!({"name": "king", "max_occupancy": 2}),
+    )
+    .await;
+    inventory(&app, BARATA, KING, 5, 15_000).await;
+    let first = from_cache(&app, &stay_in("Lisbon", &[]), Utc::now()).await;
+    let again = from_cache(&app, &stay_in("Lisbon", &[]), Utc::now()).await;
+    assert_eq!(first["hotels"], again["hotels"]);
+    assert_eq!(first["hotels"][0]["offers"][0]["remaining"], 5, "{first}");
+
+    // Act: two of the rooms are held on every night of the stay
+    app.hold(
+        WEB,
+        "two-of-five",
+        &json!({"hotel_id": BARATA, "room_type_id": KING,
+                "start_date": arrival(), "end_date": departure(), "rooms": 2,
+                "guest": {"name": "Ana Lima", "email": "ana@example.com"}}),
+    )
+    .await
+    .assert_status(201);
+    let after = from_cache(&app, &stay_in("Lisbon", &[]), Utc::now()).await;
+
+    // Assert: the same question now shows what is left
+    assert_eq!(after["hotels"][0]["offers"][0]["remaining"], 3, "{after}");
+    app.finish().await;
+}
+
+#[tokio::test]
 async fn a_search_whose_offer_takes_the_last_room_is_answered_by_the_database() {
     // Arrange: one hotel with two rooms on every night, one of them then held.
     let app = spawn_app_with(|settings| settings.run_projections = true).await;

@@ -193,7 +193,7 @@ const MAX_INTERNED: usize = 32;
 /// distinct terms, so most room-nights share a copy instead of building maps of their
 /// own. Lives as long as the read's replies.
 #[derive(Debug, Default)]
-pub(super) struct Interner<'a> {
+pub struct Interner<'a> {
     seen: Vec<(&'a [u8], Arc<NightTerms>)>,
 }
 

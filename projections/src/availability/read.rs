@@ -15,8 +15,10 @@
 //! the reader keeps each hotel's decoded `Hotel` with the sequence it reflects and
 //! reuses it while the stored sequence is unchanged. The cache is bounded and only ever
 //! holds what Redis held; a stale entry is never used, since the sequence is compared on
-//! every read. Nights are decoded on every read: their fields are small and positional
-//! (see `field.rs`), and decoding one costs less than looking it up would.
+//! every read. A hotel's nights are decoded on every read: their fields are small and
+//! positional (see `field.rs`). A city's are handed over as stored
+//! ([`Reader::read_city_fields`]): the search decodes only the hotels whose nights it
+//! has not judged as they now read (see the server's `queries::memo`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -95,13 +97,6 @@ pub struct CachedAvailability {
     pub hotel: CachedHotelDays,
 }
 
-/// A city's hotels from the cache, by id.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CachedCity {
-    pub as_of: DateTime<Utc>,
-    pub hotels: Vec<CachedHotelDays>,
-}
-
 /// Reads the model of one deployment. One per process, shared by every request: it
 /// remembers the generation the last read found current, which the next read assumes
 /// and checks in the same round trip (generations change only when the model is
@@ -165,17 +160,26 @@ impl Reader {
         Ok(hotels
             .as_mut()
             .and_then(Vec::pop)
-            .map(|hotel| CachedAvailability { as_of, hotel }))
+            .map(|(hotel_id, _, hotel, days)| CachedAvailability {
+                as_of,
+                hotel: CachedHotelDays {
+                    hotel_id,
+                    hotel,
+                    days,
+                },
+            }))
     }
 
-    /// Every hotel of `city` (case-insensitive) on `dates`, by id; `Ok(None)` as for
+    /// Every hotel of `city` (case-insensitive) on `dates` as stored, by id, its nights
+    /// not decoded yet ([`HotelFields::decode`]): a caller that already judged the same
+    /// nights (the same bytes) need not decode them again. `Ok(None)` as for
     /// [`Self::read`], and also when any of the city's hotels cannot be read.
-    pub async fn read_city(
+    pub async fn read_city_fields(
         &self,
         redis: &mut ConnectionManager,
         city: &str,
         dates: &[NaiveDate],
-    ) -> anyhow::Result<Option<CachedCity>> {
+    ) -> anyhow::Result<Option<CityFields>> {
         let Some((generation, meta, members)) = self
             .at_current(redis, |generation, pipe| {
                 pipe.smembers(self.keys.city(generation, city));
@@ -192,7 +196,7 @@ impl Reader {
         };
         ids.sort_unstable();
         if ids.is_empty() {
-            return Ok(Some(CachedCity {
+            return Ok(Some(CityFields {
                 as_of,
                 hotels: Vec::new(),
             }));
@@ -209,15 +213,37 @@ impl Reader {
             return Ok(None);
         }
         let mut read = Vec::with_capacity(ids.len());
-        let mut terms = Interner::default();
-        for (id, values) in ids.iter().zip(replies.iter().skip(1)) {
-            match self.decode_hotel(*id, values, dates, &mut terms) {
-                Some(hotel) => read.push(hotel),
-                None => return Ok(None),
+        for (id, mut values) in ids.iter().zip(replies.into_iter().skip(1)) {
+            if values.len() != 1 + dates.len() {
+                return Ok(None);
             }
+            let Some(catalog_seq) = values
+                .first()
+                .and_then(|v| v.as_deref())
+                .and_then(parse_int)
+            else {
+                return Ok(None);
+            };
+            values.remove(0);
+            read.push(Pending {
+                hotel_id: *id,
+                catalog_seq,
+                data: values,
+            });
         }
         let hotels = self.with_catalogs(redis, generation, read).await?;
-        Ok(hotels.map(|hotels| CachedCity { as_of, hotels }))
+        Ok(hotels.map(|hotels| CityFields {
+            as_of,
+            hotels: hotels
+                .into_iter()
+                .map(|(hotel_id, catalog_seq, hotel, nights)| HotelFields {
+                    hotel_id,
+                    catalog_seq,
+                    hotel,
+                    nights,
+                })
+                .collect(),
+        }))
     }
 
     /// One round trip under the generation readers use: the current generation, its
@@ -257,38 +283,24 @@ impl Reader {
         values: &'a Fields,
         dates: &[NaiveDate],
         terms: &mut Interner<'a>,
-    ) -> Option<Pending> {
-        if values.len() != 1 + dates.len() {
-            return None;
-        }
+    ) -> Option<Pending<Vec<CachedDay>>> {
         let (seq, nights) = values.split_first()?;
-        let catalog_seq = parse_int(seq.as_deref()?)?;
-        let mut days = Vec::with_capacity(dates.len());
-        for (date, night) in dates.iter().zip(nights) {
-            days.push(CachedDay {
-                date: *date,
-                room_types: match night {
-                    Some(field) => decode_night(field, terms)?,
-                    None => Vec::new(),
-                },
-            });
-        }
         Some(Pending {
             hotel_id,
-            catalog_seq,
-            days,
+            catalog_seq: parse_int(seq.as_deref()?)?,
+            data: decode_days(nights, dates, terms)?,
         })
     }
 
     /// Attaches each hotel's catalog: the decoded one this process keeps when its
     /// sequence is the stored one, else read (all of them in one round trip) and kept.
     /// `None` when a catalog cannot be read or the generation moved meanwhile.
-    async fn with_catalogs(
+    async fn with_catalogs<T>(
         &self,
         redis: &mut ConnectionManager,
         generation: i32,
-        pending: Vec<Pending>,
-    ) -> anyhow::Result<Option<Vec<CachedHotelDays>>> {
+        pending: Vec<Pending<T>>,
+    ) -> anyhow::Result<Option<Vec<Catalogued<T>>>> {
         let mut found: Vec<Option<Arc<Hotel>>> = {
             let cache = self.catalogs.lock().unwrap_or_else(PoisonError::into_inner);
             pending
@@ -346,21 +358,96 @@ impl Reader {
             let Some(hotel) = hotel else {
                 return Ok(None);
             };
-            hotels.push(CachedHotelDays {
-                hotel_id: p.hotel_id,
-                hotel,
-                days: p.days,
-            });
+            hotels.push((p.hotel_id, p.catalog_seq, hotel, p.data));
         }
         Ok(Some(hotels))
     }
 }
 
-/// A hotel read without its catalog yet.
-struct Pending {
+/// A hotel read without its catalog yet: its id, the catalog's sequence, what was read.
+struct Pending<T> {
     hotel_id: i64,
     catalog_seq: i64,
-    days: Vec<CachedDay>,
+    data: T,
+}
+
+/// A hotel read with its catalog: id, the catalog's sequence, the catalog, what was read.
+type Catalogued<T> = (i64, i64, Arc<Hotel>, T);
+
+/// One hotel of a city as stored (see [`Reader::read_city_fields`]).
+#[derive(Debug, Clone)]
+pub struct HotelFields {
+    pub hotel_id: i64,
+    /// The hotel stream's sequence its catalog reflects.
+    pub catalog_seq: i64,
+    pub hotel: Arc<Hotel>,
+    /// Each date's night field as stored (`None`: no room type has inventory).
+    nights: Vec<Option<Vec<u8>>>,
+}
+
+impl HotelFields {
+    pub fn new(
+        hotel_id: i64,
+        catalog_seq: i64,
+        hotel: Arc<Hotel>,
+        nights: Vec<Option<Vec<u8>>>,
+    ) -> Self {
+        Self {
+            hotel_id,
+            catalog_seq,
+            hotel,
+            nights,
+        }
+    }
+
+    /// The nights' fields as stored, one per date asked for: equal bytes are equal
+    /// nights (they carry each room type's stream sequence).
+    pub fn nights(&self) -> &[Option<Vec<u8>>] {
+        &self.nights
+    }
+
+    /// The nights decoded; `terms` may be shared by every hotel of one read. `None` if
+    /// a field cannot be read.
+    pub fn decode<'a>(
+        &'a self,
+        dates: &[NaiveDate],
+        terms: &mut Interner<'a>,
+    ) -> Option<CachedHotelDays> {
+        Some(CachedHotelDays {
+            hotel_id: self.hotel_id,
+            hotel: Arc::clone(&self.hotel),
+            days: decode_days(&self.nights, dates, terms)?,
+        })
+    }
+}
+
+/// A city's hotels as stored, by id.
+#[derive(Debug, Clone)]
+pub struct CityFields {
+    pub as_of: DateTime<Utc>,
+    pub hotels: Vec<HotelFields>,
+}
+
+/// One hotel's nights decoded, one per date; `None` if a field cannot be read.
+fn decode_days<'a>(
+    nights: &'a [Option<Vec<u8>>],
+    dates: &[NaiveDate],
+    terms: &mut Interner<'a>,
+) -> Option<Vec<CachedDay>> {
+    if nights.len() != dates.len() {
+        return None;
+    }
+    let mut days = Vec::with_capacity(dates.len());
+    for (date, night) in dates.iter().zip(nights) {
+        days.push(CachedDay {
+            date: *date,
+            room_types: match night {
+                Some(field) => decode_night(field, terms)?,
+                None => Vec::new(),
+            },
+        });
+    }
+    Some(days)
 }
 
 /// The fields a read asks of a hotel: `catalog_seq`, then every date's night.
