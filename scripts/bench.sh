@@ -59,6 +59,7 @@ SEARCH_ROOM_TYPES=${SEARCH_ROOM_TYPES:-3}
 SEARCH_FIRST_HOTEL=${SEARCH_FIRST_HOTEL:-2000001}
 SEARCH_CITY=${SEARCH_CITY:-Searchville}
 SEARCH_CLIENTS=${SEARCH_CLIENTS:-32}
+SEARCH_PER_HOLD=${SEARCH_PER_HOLD:-100}                 # search-booking: searches per hold
 # A year of ARI as bulk requests, after the other scenarios.
 ARI_HOTELS=${ARI_HOTELS:-20}
 ARI_ROOM_TYPES=${ARI_ROOM_TYPES:-5}
@@ -282,6 +283,9 @@ run_scenario reads "$READS_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
 if [[ $SKIP_SEARCH != 1 ]]; then
   run_scenario search "$SEARCH_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl" "${search_catalog[@]}" \
     --city "$SEARCH_CITY"
+  # The same searches while holds land in the city (one in SEARCH_PER_HOLD + 1 requests).
+  run_scenario search-booking "$SEARCH_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl" \
+    "${search_catalog[@]}" --city "$SEARCH_CITY" --reads-per-hold "$SEARCH_PER_HOLD"
 fi
 run_scenario mixed "$MIXED_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
 if [[ $SKIP_ARI != 1 ]]; then

@@ -10,6 +10,10 @@
 //! `remaining` is no more than the rooms asked for), where a stale answer costs most.
 //! Sold-out nights do not send a search to the database: they only hide offers, the
 //! direction the cache errs in anyway.
+//!
+//! From the read model, a hotel whose nights read exactly as when the same question was
+//! last judged is answered with the offers judged then (see `memo.rs`); the others are
+//! decoded and judged, and kept.
 
 use std::sync::Arc;
 

@@ -199,6 +199,10 @@ pub enum Scenario {
     SpreadPlans,
     /// City searches (`GET /v1/availability?city=...`) for random 3-night stays.
     Search,
+    /// City searches and holds in the searched city, `--reads-per-hold` to 1 (at
+    /// random): holds naming `--rate-plan` with `--guests`, as `spread-plans`, on the
+    /// searched catalog, so searches meet nights that bookings keep changing.
+    SearchBooking,
 }
 
 impl Scenario {
@@ -210,6 +214,7 @@ impl Scenario {
             Scenario::Mixed => "mixed",
             Scenario::SpreadPlans => "spread-plans",
             Scenario::Search => "search",
+            Scenario::SearchBooking => "search-booking",
         }
     }
 }
@@ -245,7 +250,7 @@ pub struct RunArgs {
     /// A label stored with the run, e.g. the server's write strategy.
     #[arg(long)]
     pub label: Option<String>,
-    /// Reads per hold in the mixed scenario.
+    /// Reads per hold in the mixed scenario (searches per hold in search-booking).
     #[arg(long, default_value_t = 400)]
     pub reads_per_hold: u32,
     /// Per-request timeout in milliseconds (counted as `timeout`).

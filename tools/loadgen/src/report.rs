@@ -35,6 +35,10 @@ fn num(v: &Value, key: &str) -> Option<f64> {
     v.get(key).and_then(Value::as_f64)
 }
 
+fn num_of(v: Option<&Value>, key: &str) -> Option<f64> {
+    v.and_then(|v| num(v, key))
+}
+
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
@@ -87,14 +91,17 @@ impl Table {
         target: &str,
         met: Option<bool>,
     ) {
-        // Counts without decimals, rates and milliseconds with one.
+        // Counts without decimals, shares with four, rates and milliseconds with one.
         let count = ["nights", "requests", "events", "refused"]
             .iter()
             .any(|w| figure.contains(w));
+        let share = figure.contains("(share)");
         let f = |x: Option<f64>| {
             x.map_or("-".to_owned(), |x| {
                 if count {
                     format!("{x:.0}")
+                } else if share {
+                    format!("{x:.4}")
                 } else {
                     format!("{x:.1}")
                 }
@@ -327,6 +334,53 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<bool> {
             None,
             "0",
             answers.map(|_| wrong == 0.0),
+        );
+        table.row(
+            "search hotels judged from kept offers (share)".into(),
+            num(&run, "memo_share"),
+            None,
+            None,
+            "(no target)",
+            None,
+        );
+    }
+    // The same searches while holds land in the searched city.
+    if let Some(run) = runs(&main, "search-booking") {
+        let clients = num(&run, "clients").unwrap_or(0.0);
+        let kind = |k: &str, key: &str| {
+            run.get("kinds")
+                .and_then(|v| v.get(k))
+                .and_then(|v| num(v, key))
+        };
+        let search = runs(&main, "search");
+        for (name, key, of_search) in [
+            ("searches/s", "goodput", num_of(search.as_ref(), "goodput")),
+            ("search p99 ms", "p99_ms", num_of(search.as_ref(), "p99_ms")),
+        ] {
+            table.row(
+                format!("search+booking {name} ({clients} cl.; vs search)"),
+                kind("search", key),
+                of_search,
+                None,
+                "(no target)",
+                None,
+            );
+        }
+        table.row(
+            "search+booking holds/s".into(),
+            kind("hold", "goodput"),
+            None,
+            None,
+            "(no target)",
+            None,
+        );
+        table.row(
+            "search+booking hotels judged from kept offers (share)".into(),
+            num(&run, "memo_share"),
+            None,
+            None,
+            "(no target)",
+            None,
         );
     }
     if let Some(run) = runs(&main, "mixed") {

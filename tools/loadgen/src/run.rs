@@ -93,6 +93,15 @@ impl Plan {
             Scenario::Search => Op::Search {
                 start: self.night(rng.gen_range(0..self.starts)),
             },
+            Scenario::SearchBooking => {
+                if rng.gen_range(0..=self.reads_per_hold) == 0 {
+                    random_hold(rng)
+                } else {
+                    Op::Search {
+                        start: self.night(rng.gen_range(0..self.starts)),
+                    }
+                }
+            }
             Scenario::Mixed => {
                 if rng.gen_range(0..=self.reads_per_hold) == 0 {
                     random_hold(rng)
@@ -270,7 +279,10 @@ async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Resu
         acknowledged: Vec::new(),
     };
     let auth = format!("Bearer {}", plan.token);
-    let with_plan = plan.scenario == Scenario::SpreadPlans;
+    let with_plan = matches!(
+        plan.scenario,
+        Scenario::SpreadPlans | Scenario::SearchBooking
+    );
     let mut n: u64 = 0;
     let mut searched: u64 = 0;
     loop {
@@ -458,12 +470,16 @@ fn query_value(s: &str) -> String {
         .collect()
 }
 
-/// The contention counters of the unit of work, from `/metrics`.
+/// The server's counters a run reports the change of, from `/metrics`: the unit of
+/// work's contention, and how the city search judged its hotels (from the offers it
+/// kept for the same nights, or from the nights).
 #[derive(Debug, Clone, Copy, Default)]
 struct Contention {
     conflicts: f64,
     retries: f64,
     exhausted: f64,
+    judged_from_memo: f64,
+    judged_from_nights: f64,
 }
 
 async fn contention(url: &str) -> Option<Contention> {
@@ -483,6 +499,10 @@ async fn contention(url: &str) -> Option<Contention> {
         conflicts: prom::counter(&text, "unit_of_work_conflicts_total"),
         retries: prom::counter(&text, "unit_of_work_retries_total"),
         exhausted: prom::counter(&text, "unit_of_work_exhausted_total"),
+        judged_from_memo: prom::gauge_with_label(&text, "search_hotels_judged_total", "memo")
+            .unwrap_or(0.0),
+        judged_from_nights: prom::gauge_with_label(&text, "search_hotels_judged_total", "nights")
+            .unwrap_or(0.0),
     })
 }
 
@@ -509,6 +529,10 @@ pub struct RunRecord {
     pub conflicts: Option<u64>,
     pub retries: Option<u64>,
     pub exhausted: Option<u64>,
+    /// Of the hotels the city searches judged over the measured time, the share whose
+    /// offers were those kept for the same nights (the server's offer memo); `None`
+    /// when no search judged a hotel.
+    pub memo_share: Option<f64>,
     pub invariant_ok: Option<bool>,
     pub invariant: Option<InvariantReport>,
     pub kinds: BTreeMap<&'static str, KindSummary>,
@@ -547,7 +571,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         rate_plan: args.rate_plan,
         guests: args.guests,
         hold_total_cents: match args.scenario {
-            Scenario::SpreadPlans => Some(
+            Scenario::SpreadPlans | Scenario::SearchBooking => Some(
                 plans::night_price(args.rate_plan, args.plan_rate_cents)
                     .context("--rate-plan: not one of the plans setup --plans creates")?
                     * STAY_NIGHTS as i64,
@@ -596,6 +620,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
             conflicts: a.conflicts - b.conflicts,
             retries: a.retries - b.retries,
             exhausted: a.exhausted - b.exhausted,
+            judged_from_memo: a.judged_from_memo - b.judged_from_memo,
+            judged_from_nights: a.judged_from_nights - b.judged_from_nights,
         }),
         _ => None,
     };
@@ -622,7 +648,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         kinds.insert("read", reads.summary(seconds));
         all.merge(&reads)?;
     }
-    if searches.requests() > 0 || args.scenario == Scenario::Search {
+    if searches.requests() > 0
+        || matches!(args.scenario, Scenario::Search | Scenario::SearchBooking)
+    {
         kinds.insert("search", searches.summary(seconds));
         all.merge(&searches)?;
     }
@@ -642,6 +670,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         conflicts: delta.map(|d| d.conflicts.max(0.0) as u64),
         retries: delta.map(|d| d.retries.max(0.0) as u64),
         exhausted: delta.map(|d| d.exhausted.max(0.0) as u64),
+        memo_share: delta.and_then(|d| {
+            let judged = d.judged_from_memo + d.judged_from_nights;
+            // Four places: the share is near 1 when searches repeat between bookings.
+            (judged > 0.0).then(|| (d.judged_from_memo / judged * 10_000.0).round() / 10_000.0)
+        }),
         invariant_ok: invariant.as_ref().map(|i| i.ok),
         invariant,
         kinds,
