@@ -2,7 +2,9 @@
 //!
 //! Lifecycle: held → confirmed → cancelled; held → expired; held → declined (payment).
 //! The status transition is what guards every release of nights: a second cancel finds
-//! the reservation already cancelled, is refused, and so releases nothing.
+//! the reservation already cancelled, is refused, and so releases nothing. A stay can be
+//! cancelled until its arrival date has ended at the hotel; after that the guest has
+//! arrived or has not come, and cancelling would give back nights already past.
 //!
 //! Payments: a reservation keeps at most one card authorization (the one that confirmed
 //! it). Any other authorization the gateway reports for it — one that arrives after the
@@ -10,7 +12,7 @@
 //! `LatePaymentRefunded`, once per provider transaction, and the write side gives it back
 //! through the payment outbox. A reservation is never resurrected by a late payment.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
@@ -133,8 +135,11 @@ pub enum ReservationCommand {
         provider_txn_id: Option<String>,
     },
     /// Cancel, giving back `refund_cents` of what was paid (the refund policy's answer).
+    /// `today` is the date at the hotel: once the arrival date has ended there, the
+    /// stay can no longer be cancelled (the guest has arrived, or has not come).
     Cancel {
         now: DateTime<Utc>,
+        today: NaiveDate,
         reason: String,
         by: CancelledBy,
         refund_cents: Cents,
@@ -214,6 +219,8 @@ pub enum ReservationError {
     HoldStillLive,
     #[error("the new dates are the current dates")]
     SameDates,
+    #[error("the arrival date {arrival} has ended at the hotel")]
+    ArrivalEnded { arrival: NaiveDate },
 }
 
 impl Reservation {
@@ -338,6 +345,7 @@ impl Reservation {
             }
             ReservationCommand::Cancel {
                 now,
+                today,
                 reason,
                 by,
                 refund_cents,
@@ -347,6 +355,13 @@ impl Reservation {
                     ReservationStatus::Held if details.hold_expires_at <= now => {
                         Err(ReservationError::InvalidState {
                             status: ReservationStatus::Expired,
+                        })
+                    }
+                    ReservationStatus::Held | ReservationStatus::Confirmed
+                        if today > details.stay.start() =>
+                    {
+                        Err(ReservationError::ArrivalEnded {
+                            arrival: details.stay.start(),
                         })
                     }
                     ReservationStatus::Held | ReservationStatus::Confirmed => {

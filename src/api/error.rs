@@ -147,6 +147,12 @@ impl From<Rejection> for ApiError {
                 ApiError::new(StatusCode::CONFLICT, "hold_expired", message)
                     .with("expired_at", expired_at)
             }
+            // The contract's code for every state a cancellation cannot leave; the
+            // arrival date says why.
+            Rejection::ArrivalEnded { arrival } => {
+                ApiError::new(StatusCode::CONFLICT, "invalid_state", message)
+                    .with("arrival_date", arrival)
+            }
             Rejection::HoldStillLive => {
                 ApiError::new(StatusCode::CONFLICT, "invalid_state", message).with("status", "held")
             }

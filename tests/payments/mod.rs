@@ -333,6 +333,35 @@ async fn refund_when_cancelled(token: &'static str, hours: i64) -> (i64, i64, i6
 }
 
 #[tokio::test]
+async fn cancelling_once_the_arrival_date_has_ended_at_the_hotel_is_409_and_changes_nothing() {
+    // Arrange: a paid stay arriving on the 10th in Lisbon, and the clock at 00:30 on the
+    // 11th there (the guest has arrived, or has not come)
+    let (app, id, _) = held_stay(2).await;
+    app.confirm(WEB, "pay", &id, "tok_ok")
+        .await
+        .assert_status(200);
+    let lisbon = aggregates::types::TimeZone::parse("Europe/Lisbon").expect("valid");
+    let midnight = check_in_instant(day(11), lisbon) - Duration::hours(15);
+    app.clock.set(midnight + Duration::minutes(30));
+    let before = app.snapshot().await;
+
+    // Act
+    let reply = app
+        .cancel(WEB, "too-late", &id, &json!({"reason": "not coming"}))
+        .await;
+
+    // Assert: refused in the contract's shape, the stay and its nights untouched
+    let error = reply.assert_error(409, "invalid_state");
+    assert_eq!(error["arrival_date"], day(10).to_string(), "{error}");
+    assert_eq!(app.snapshot().await, before);
+    assert_eq!(
+        app.get_reservation(WEB, &id).await.json["status"],
+        "confirmed"
+    );
+    app.finish().await;
+}
+
+#[tokio::test]
 async fn a_guest_cancelling_72_hours_before_check_in_is_refunded_in_full() {
     let (stated, refunded, total) = refund_when_cancelled(WEB, 72).await;
     assert_eq!((stated, refunded), (total, total));

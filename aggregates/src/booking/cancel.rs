@@ -6,7 +6,7 @@ use super::nights::release_every_night;
 use super::{existing, Decision, Nights, Rejection};
 use crate::rate_plan::CancellationPolicy;
 use crate::reservation::{CancelledBy, Reservation, ReservationCommand, ReservationStatus};
-use crate::types::{Cents, TimeZone};
+use crate::types::{local_date, Cents, TimeZone};
 
 /// The hour guests check in, local time at the hotel; the refund policy counts hours
 /// before it.
@@ -45,7 +45,8 @@ pub fn check_in_instant(date: NaiveDate, timezone: TimeZone) -> DateTime<Utc> {
     }
 }
 
-/// Cancel a held or confirmed reservation and give every night back; the refund follows
+/// Cancel a held or confirmed reservation whose arrival date has not ended at the hotel
+/// (in its timezone) and give every night back; the refund follows
 /// the cancellation policy the stay was sold under (the house policy, as
 /// [`refund_cents`] states it, for a stay sold at the base rate), from the payment that
 /// confirmed it (nothing was paid for a hold).
@@ -70,6 +71,7 @@ pub fn cancel(
     let mut decision = Decision {
         reservation: reservation.decide(ReservationCommand::Cancel {
             now,
+            today: local_date(now, timezone),
             reason,
             by,
             refund_cents,

@@ -92,6 +92,8 @@ pub enum Rejection {
     HoldExpired { expired_at: DateTime<Utc> },
     #[error("the hold has not lapsed yet")]
     HoldStillLive,
+    #[error("the arrival date {arrival} has ended at the hotel")]
+    ArrivalEnded { arrival: NaiveDate },
     #[error("inventory on {night} cannot go below the {reserved} room(s) already sold")]
     InventoryBelowReserved { night: NaiveDate, reserved: u32 },
     #[error("the stay breaks {} on {night}", .restriction.as_str())]
@@ -168,6 +170,7 @@ impl From<ReservationError> for Rejection {
             ReservationError::InvalidState { status } => Rejection::InvalidState { status },
             ReservationError::HoldExpired { expired_at } => Rejection::HoldExpired { expired_at },
             ReservationError::HoldStillLive => Rejection::HoldStillLive,
+            ReservationError::ArrivalEnded { arrival } => Rejection::ArrivalEnded { arrival },
             ReservationError::SameDates => InvalidInput::new(
                 "end_date",
                 "the new dates are the reservation's current dates",

@@ -15,6 +15,10 @@ fn at(minutes: i64) -> DateTime<Utc> {
         + chrono::Duration::minutes(minutes)
 }
 
+fn day(d: u32) -> NaiveDate {
+    NaiveDate::from_ymd_opt(2027, 6, d).expect("valid date")
+}
+
 fn stay(start_day: u32, end_day: u32) -> StayDates {
     StayDates::parse(
         NaiveDate::from_ymd_opt(2027, 6, start_day).expect("valid date"),
@@ -69,6 +73,7 @@ fn expired() -> ReservationEvent {
 fn cancel(minutes: i64) -> ReservationCommand {
     ReservationCommand::Cancel {
         now: at(minutes),
+        today: day(1),
         reason: "plans changed".to_owned(),
         by: CancelledBy::Guest,
         refund_cents: Cents::new(0),
@@ -207,6 +212,7 @@ fn cancelling_a_confirmed_reservation_cancels_it_even_after_the_hold_time() {
         .given(vec![placed(), confirmed_at(5)])
         .when(ReservationCommand::Cancel {
             now: at(600),
+            today: day(1),
             reason: "overbooked".to_owned(),
             by: CancelledBy::Hotel,
             refund_cents: Cents::new(0),
@@ -589,6 +595,7 @@ fn cancelling_records_the_refund_the_policy_gave() {
         .given(vec![placed(), paid_at("txn_1", 5)])
         .when(ReservationCommand::Cancel {
             now: at(30),
+            today: day(1),
             reason: "plans changed".into(),
             by: CancelledBy::Hotel,
             refund_cents: Cents::new(48_000),
@@ -607,4 +614,42 @@ fn the_stream_id_starts_with_the_hotel() {
         "7:00000000-0000-0000-0000-000000000001"
     );
     assert_eq!(expired().event_type(), "HoldExpired");
+}
+
+#[test]
+fn a_stay_can_be_cancelled_until_its_arrival_date_has_ended_at_the_hotel() {
+    // Given a confirmed stay arriving on 2027-06-10; when it is cancelled on that day
+    let on_arrival = ReservationCommand::Cancel {
+        now: at(600),
+        today: day(10),
+        reason: "plans changed".to_owned(),
+        by: CancelledBy::Guest,
+        refund_cents: Cents::new(0),
+    };
+    // Then it is cancelled
+    Fixture::with(())
+        .given(vec![placed(), confirmed_at(5)])
+        .when(on_arrival)
+        .then_expect_events(vec![ReservationEvent::ReservationCancelled {
+            cancelled_at: at(600),
+            reason: "plans changed".to_owned(),
+            by: CancelledBy::Guest,
+            refund_cents: Cents::new(0),
+        }]);
+}
+
+#[test]
+fn cancelling_once_the_arrival_date_has_ended_is_refused_whoever_asks() {
+    for by in [CancelledBy::Guest, CancelledBy::Hotel] {
+        Fixture::with(())
+            .given(vec![placed(), confirmed_at(5)])
+            .when(ReservationCommand::Cancel {
+                now: at(600),
+                today: day(11),
+                reason: "plans changed".to_owned(),
+                by,
+                refund_cents: Cents::new(0),
+            })
+            .then_expect_error(ReservationError::ArrivalEnded { arrival: day(10) });
+    }
 }

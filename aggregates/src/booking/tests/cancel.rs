@@ -126,3 +126,32 @@ fn cancelling_an_unknown_reservation_is_not_found() {
         Err(Rejection::ReservationNotFound)
     );
 }
+
+#[test]
+fn a_stay_can_be_cancelled_until_its_arrival_date_ends_in_the_hotels_timezone() {
+    // Given a confirmed stay arriving on the 10th
+    let mut nights = four_nights(3);
+    let reservation = confirmed(hold_cmd(1, 10, 12, 1), &mut nights);
+    // 00:30 UTC on the 11th: still the 10th in Los Angeles, already the 11th in Auckland
+    let now = Utc
+        .with_ymd_and_hms(2027, 6, 11, 0, 30, 0)
+        .single()
+        .expect("valid time");
+    let cancel_in = |timezone| {
+        cancel(
+            &reservation,
+            &nights,
+            now,
+            "late".into(),
+            CancelledBy::Guest,
+            timezone,
+        )
+    };
+    // Then it is cancelled in the one, and refused (nothing released) in the other
+    let cancelled = cancel_in(zone("America/Los_Angeles")).expect("cancellable");
+    assert_eq!(cancelled.nights.len(), 2);
+    assert_eq!(
+        cancel_in(zone("Pacific/Auckland")),
+        Err(Rejection::ArrivalEnded { arrival: day(10) })
+    );
+}
