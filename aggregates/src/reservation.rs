@@ -1,6 +1,7 @@
 //! `Reservation`: one guest's stay, from hold to a terminal state.
 //!
-//! Lifecycle: held → confirmed → cancelled; held → expired; held → declined (payment).
+//! Lifecycle: held → confirmed → cancelled; held → expired; held → declined (payment);
+//! confirmed → checked in (on or after the arrival date, before the departure).
 //! The status transition is what guards every release of nights: a second cancel finds
 //! the reservation already cancelled, is refused, and so releases nothing. A stay can be
 //! cancelled until its arrival date has ended at the hotel; after that the guest has
@@ -31,6 +32,8 @@ pub enum ReservationStatus {
     Cancelled,
     Expired,
     Declined,
+    /// The guest has arrived (staff checked them in).
+    CheckedIn,
 }
 
 impl ReservationStatus {
@@ -41,12 +44,13 @@ impl ReservationStatus {
             Self::Cancelled => "cancelled",
             Self::Expired => "expired",
             Self::Declined => "declined",
+            Self::CheckedIn => "checked_in",
         }
     }
 
     /// Does a reservation in this status occupy its nights?
     pub fn occupies_nights(&self) -> bool {
-        matches!(self, Self::Held | Self::Confirmed)
+        matches!(self, Self::Held | Self::Confirmed | Self::CheckedIn)
     }
 }
 
@@ -146,6 +150,12 @@ pub enum ReservationCommand {
     },
     /// Record that the hold lapsed (the sweeper, or whoever finds it lapsed).
     Expire { now: DateTime<Utc> },
+    /// The guest has arrived: a confirmed stay, from its arrival date to the day before
+    /// its departure, `today` being the date at the hotel.
+    CheckIn {
+        now: DateTime<Utc>,
+        today: NaiveDate,
+    },
     /// Move the stay to new dates at a new total price.
     ChangeDates {
         stay: StayDates,
@@ -192,6 +202,10 @@ pub enum ReservationEvent {
         total_cents: Cents,
         changed_at: DateTime<Utc>,
     },
+    /// The guest arrived and was checked in.
+    GuestCheckedIn {
+        checked_in_at: DateTime<Utc>,
+    },
 }
 
 /// Names and version: see [`crate::contract::events`].
@@ -221,6 +235,10 @@ pub enum ReservationError {
     SameDates,
     #[error("the arrival date {arrival} has ended at the hotel")]
     ArrivalEnded { arrival: NaiveDate },
+    #[error("the stay begins on {arrival}")]
+    TooEarly { arrival: NaiveDate },
+    #[error("the stay ended on {departure}")]
+    StayEnded { departure: NaiveDate },
 }
 
 impl Reservation {
@@ -388,6 +406,25 @@ impl Reservation {
                     status => Err(ReservationError::InvalidState { status }),
                 }
             }
+            ReservationCommand::CheckIn { now, today } => {
+                let (details, status) = self.existing()?;
+                match status {
+                    ReservationStatus::Confirmed if today < details.stay.start() => {
+                        Err(ReservationError::TooEarly {
+                            arrival: details.stay.start(),
+                        })
+                    }
+                    ReservationStatus::Confirmed if today >= details.stay.end() => {
+                        Err(ReservationError::StayEnded {
+                            departure: details.stay.end(),
+                        })
+                    }
+                    ReservationStatus::Confirmed => Ok(vec![ReservationEvent::GuestCheckedIn {
+                        checked_in_at: now,
+                    }]),
+                    status => Err(ReservationError::InvalidState { status }),
+                }
+            }
             ReservationCommand::ChangeDates {
                 stay,
                 total_cents,
@@ -456,6 +493,10 @@ impl Reservation {
             ReservationEvent::HoldExpired { expired_at } => {
                 self.status = Some(ReservationStatus::Expired);
                 self.updated_at = Some(*expired_at);
+            }
+            ReservationEvent::GuestCheckedIn { checked_in_at } => {
+                self.status = Some(ReservationStatus::CheckedIn);
+                self.updated_at = Some(*checked_in_at);
             }
             ReservationEvent::DatesChanged {
                 stay,

@@ -1137,7 +1137,8 @@ impl Model {
                 let hold = night.and_then(|n| n.hold_of(id));
                 let sale = night.and_then(|n| n.confirmed_for(id));
                 match status {
-                    ReservationStatus::Confirmed => {
+                    // Checked in: its nights stay sold as when it was confirmed.
+                    ReservationStatus::Confirmed | ReservationStatus::CheckedIn => {
                         assert_eq!(sale, Some(details.rooms.get()), "{id} on {date}");
                         assert_eq!(hold, None);
                     }

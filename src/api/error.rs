@@ -153,6 +153,14 @@ impl From<Rejection> for ApiError {
                 ApiError::new(StatusCode::CONFLICT, "invalid_state", message)
                     .with("arrival_date", arrival)
             }
+            Rejection::TooEarly { arrival } => {
+                ApiError::new(StatusCode::CONFLICT, "too_early", message)
+                    .with("arrival_date", arrival)
+            }
+            Rejection::StayEnded { departure } => {
+                ApiError::new(StatusCode::CONFLICT, "invalid_state", message)
+                    .with("departure_date", departure)
+            }
             Rejection::HoldStillLive => {
                 ApiError::new(StatusCode::CONFLICT, "invalid_state", message).with("status", "held")
             }

@@ -1,4 +1,4 @@
-//! Reservations: hold, look up, cancel, change dates, and a reservation's history.
+//! Reservations: hold, look up, cancel, check in, change dates, and a reservation's history.
 
 use aggregates::{
     Cents, Guest, GuestCount, HotelId, RatePlanId, Rejection, ReservationId, RoomCount, RoomTypeId,
@@ -79,7 +79,7 @@ pub struct ReservationOut {
     pub guest: GuestOut,
     pub channel: String,
     pub total_cents: i64,
-    /// `held`, `confirmed`, `cancelled`, `expired` or `declined`.
+    /// `held`, `confirmed`, `cancelled`, `expired`, `declined` or `checked_in`.
     #[schema(example = "held")]
     pub status: String,
     pub hold_expires_at: DateTime<Utc>,
@@ -345,6 +345,33 @@ pub async fn cancel(
     let view = state
         .commands
         .cancel_as(&caller, &client_scope(&principal), key, id, reason)
+        .await?;
+    Ok(Json(ReservationOut::from(view)))
+}
+
+/// Check the guest of a confirmed reservation in (hotel staff), from its arrival date
+/// (at the hotel) to the day before its departure; its nights stay sold.
+#[utoipa::path(post, path = "/v1/reservations/{reservation_id}/check-in", tag = "reservations",
+    params(("reservation_id" = uuid::Uuid, Path),
+        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
+    responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "too_early (before the arrival date), invalid_state (not confirmed, or the stay has ended), request_in_flight", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn check_in(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+    Idempotency(key): Idempotency,
+) -> Result<Json<ReservationOut>, ApiError> {
+    principal.require(&[Role::Admin])?;
+    let caller = caller(&principal)?;
+    let id = reservation_id(&id)?;
+    let view = state
+        .commands
+        .check_in(&caller, &client_scope(&principal), key, id)
         .await?;
     Ok(Json(ReservationOut::from(view)))
 }

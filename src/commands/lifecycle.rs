@@ -1,4 +1,4 @@
-//! The reservation lifecycle: hold, cancel, change dates, confirm, expire.
+//! The reservation lifecycle: hold, cancel, change dates, confirm, expire, check in.
 //!
 //! A hold creates a reservation and takes its nights; every other command acts on an
 //! existing reservation and has one shape ([`ReservationCommand`], run by
@@ -235,6 +235,31 @@ impl CommandService {
             decide: |l: Loaded<'_>| {
                 let timezone = l.hotel.details().map_or(TimeZone::UTC, |d| d.timezone());
                 booking::cancel(l.reservation, l.nights, l.now, reason.clone(), by, timezone)
+            },
+        })
+        .await
+    }
+
+    /// Checks the guest of a confirmed stay in (staff), on a day of the stay at the
+    /// hotel; its nights stay sold.
+    pub async fn check_in(
+        &self,
+        caller: &Caller,
+        scope: &str,
+        key: impl Into<Option<IdempotencyKey>>,
+        reservation_id: ReservationId,
+    ) -> Result<ReservationView, CommandError> {
+        self.run_rejecting(ReservationCommand {
+            caller,
+            scope,
+            key: key.into(),
+            command: CommandName::CheckIn,
+            request: &reservation_id,
+            reservation_id,
+            extra_stay: None,
+            decide: |l: Loaded<'_>| {
+                let timezone = l.hotel.details().map_or(TimeZone::UTC, |d| d.timezone());
+                booking::check_in(l.reservation, l.now, timezone)
             },
         })
         .await

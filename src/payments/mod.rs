@@ -64,7 +64,8 @@ impl ConfirmReply {
     pub fn of(outcome: Outcome) -> ConfirmOutcome {
         let view = outcome?;
         let result = match view.status {
-            ReservationStatus::Confirmed => PaymentResult::Confirmed,
+            // Checked in: it was confirmed (and paid) before the guest arrived.
+            ReservationStatus::Confirmed | ReservationStatus::CheckedIn => PaymentResult::Confirmed,
             ReservationStatus::Held => PaymentResult::Pending,
             ReservationStatus::Declined => PaymentResult::Declined,
             ReservationStatus::Expired => {

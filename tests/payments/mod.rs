@@ -362,6 +362,54 @@ async fn cancelling_once_the_arrival_date_has_ended_at_the_hotel_is_409_and_chan
 }
 
 #[tokio::test]
+async fn staff_check_a_guest_in_on_the_arrival_date_and_the_stay_then_cannot_be_cancelled() {
+    // Arrange: a paid stay of the 10th to the 13th in Lisbon
+    let (app, id, _) = held_stay(2).await;
+    app.confirm(WEB, "pay", &id, "tok_ok")
+        .await
+        .assert_status(200);
+    let lisbon = aggregates::types::TimeZone::parse("Europe/Lisbon").expect("valid");
+    let before = app.snapshot().await;
+
+    // Act + Assert: the day before arrival it is too early, for the channel it is not
+    // allowed, and nothing changes either way
+    let early = app.check_in(ADMIN, "check-in-early", &id).await;
+    let error = early.assert_error(409, "too_early");
+    assert_eq!(error["arrival_date"], day(10).to_string(), "{error}");
+    app.check_in(WEB, "check-in-web", &id)
+        .await
+        .assert_error(403, "forbidden");
+    assert_eq!(app.snapshot().await, before);
+
+    // Act: at 16:00 on the arrival date
+    app.clock
+        .set(check_in_instant(day(10), lisbon) + Duration::hours(1));
+    let checked_in = app.check_in(ADMIN, "check-in", &id).await;
+
+    // Assert: checked in, its nights still sold; a cancellation and a second check-in
+    // are refused
+    let body = checked_in.assert_status(200);
+    assert_eq!(body["status"], "checked_in", "{body}");
+    for d in 10..13 {
+        assert_eq!(app.taken(day(d)).await, 1);
+    }
+    app.cancel(WEB, "cancel", &id, &json!({}))
+        .await
+        .assert_error(409, "invalid_state");
+    let again = app.check_in(ADMIN, "check-in-again", &id).await;
+    assert_eq!(
+        again.assert_error(409, "invalid_state")["status"],
+        "checked_in"
+    );
+    assert_eq!(
+        app.get_reservation(WEB, &id).await.json["status"],
+        "checked_in"
+    );
+    assert_invariants_at(&app.db.pool, app.now()).await;
+    app.finish().await;
+}
+
+#[tokio::test]
 async fn a_guest_cancelling_72_hours_before_check_in_is_refunded_in_full() {
     let (stated, refunded, total) = refund_when_cancelled(WEB, 72).await;
     assert_eq!((stated, refunded), (total, total));

@@ -465,6 +465,17 @@ impl TestApp {
             .await
     }
 
+    pub async fn check_in(&self, token: &str, key: &str, id: &str) -> Reply {
+        let path = format!("/v1/reservations/{id}/check-in");
+        self.send(
+            self.client
+                .post(self.url(&path))
+                .bearer_auth(token)
+                .header("Idempotency-Key", key),
+        )
+        .await
+    }
+
     pub async fn change_dates(&self, token: &str, key: &str, id: &str, body: &Value) -> Reply {
         self.post_json(
             &format!("/v1/reservations/{id}/change-dates"),

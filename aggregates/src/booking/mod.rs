@@ -7,7 +7,7 @@
 //! business rule can be tested without a database.
 //!
 //! One file per group of decisions — `hold.rs` (hold a stay), `cancel.rs` (cancel it,
-//! and the refund policy), `confirm.rs` (confirm it with or without a payment, or
+//! and the refund policy), `check_in.rs` (the guest arrives), `confirm.rs` (confirm it with or without a payment, or
 //! decline it), `expire.rs` (a lapsed hold), `change_dates.rs`, `inventory.rs` (over a
 //! range), what a stay can be sold as (`offers.rs`, the offers a search lists) — and
 //! one walk over a stay's nights that they all share (`nights.rs`): each
@@ -20,6 +20,7 @@
 mod ari;
 mod cancel;
 mod change_dates;
+mod check_in;
 mod confirm;
 mod expire;
 mod hold;
@@ -45,6 +46,7 @@ use crate::types::{Cents, HotelId, InvalidInput, RoomTypeId, TimeZone};
 pub use ari::{update_ari, AriChange, AriDecision, AriUpdate, UpdateAri};
 pub use cancel::{cancel, check_in_instant, refund_cents, CHECK_IN_HOUR};
 pub use change_dates::{change_dates, ChangeDates};
+pub use check_in::check_in;
 pub use confirm::{apply_authorization, confirm, decline_payment};
 pub use expire::expire_hold;
 pub use hold::{hold_stay, HoldStay};
@@ -94,6 +96,10 @@ pub enum Rejection {
     HoldStillLive,
     #[error("the arrival date {arrival} has ended at the hotel")]
     ArrivalEnded { arrival: NaiveDate },
+    #[error("the stay begins on {arrival}")]
+    TooEarly { arrival: NaiveDate },
+    #[error("the stay ended on {departure}")]
+    StayEnded { departure: NaiveDate },
     #[error("inventory on {night} cannot go below the {reserved} room(s) already sold")]
     InventoryBelowReserved { night: NaiveDate, reserved: u32 },
     #[error("the stay breaks {} on {night}", .restriction.as_str())]
@@ -171,6 +177,8 @@ impl From<ReservationError> for Rejection {
             ReservationError::HoldExpired { expired_at } => Rejection::HoldExpired { expired_at },
             ReservationError::HoldStillLive => Rejection::HoldStillLive,
             ReservationError::ArrivalEnded { arrival } => Rejection::ArrivalEnded { arrival },
+            ReservationError::TooEarly { arrival } => Rejection::TooEarly { arrival },
+            ReservationError::StayEnded { departure } => Rejection::StayEnded { departure },
             ReservationError::SameDates => InvalidInput::new(
                 "end_date",
                 "the new dates are the reservation's current dates",

@@ -109,6 +109,7 @@ event_types! {
         DatesChanged,
         PaymentDeclined,
         LatePaymentRefunded,
+        GuestCheckedIn,
     }
 }
 
@@ -242,6 +243,7 @@ mod tests {
                 "DatesChanged",
                 "PaymentDeclined",
                 "LatePaymentRefunded",
+                "GuestCheckedIn",
             ]
         );
         for kind in ReservationEventType::ALL {
@@ -254,5 +256,12 @@ mod tests {
                 .expect("time"),
         };
         check(&expired, "HoldExpired", ReservationEvent::VERSION);
+        let checked_in = ReservationEvent::GuestCheckedIn {
+            checked_in_at: Utc
+                .with_ymd_and_hms(2027, 6, 10, 16, 0, 0)
+                .single()
+                .expect("time"),
+        };
+        check(&checked_in, "GuestCheckedIn", ReservationEvent::VERSION);
     }
 }

@@ -89,10 +89,11 @@ pub enum CommandName {
     SetRestrictions,
     SetPlanRates,
     UpdateAri,
+    CheckIn,
 }
 
 impl CommandName {
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 15] = [
         Self::SetHotel,
         Self::SetRoomType,
         Self::SetInventory,
@@ -107,6 +108,7 @@ impl CommandName {
         Self::SetRestrictions,
         Self::SetPlanRates,
         Self::UpdateAri,
+        Self::CheckIn,
     ];
 
     /// The name stored in `metadata.command` and hashed into idempotency records.
@@ -126,6 +128,7 @@ impl CommandName {
             Self::SetRestrictions => "set_restrictions",
             Self::SetPlanRates => "set_plan_rates",
             Self::UpdateAri => "update_ari",
+            Self::CheckIn => "check_in",
         }
     }
 
@@ -182,7 +185,8 @@ mod tests {
             | CommandName::SetRatePlan
             | CommandName::SetRestrictions
             | CommandName::SetPlanRates
-            | CommandName::UpdateAri => 14,
+            | CommandName::UpdateAri
+            | CommandName::CheckIn => 15,
         }
     }
 

@@ -653,3 +653,94 @@ fn cancelling_once_the_arrival_date_has_ended_is_refused_whoever_asks() {
             .then_expect_error(ReservationError::ArrivalEnded { arrival: day(10) });
     }
 }
+
+fn check_in_on(d: u32) -> ReservationCommand {
+    ReservationCommand::CheckIn {
+        now: at(600),
+        today: day(d),
+    }
+}
+
+#[test]
+fn a_confirmed_stay_is_checked_in_from_its_arrival_date_to_the_day_before_it_ends() {
+    // Given a confirmed stay of the 10th and 11th (departure the 12th)
+    for d in [10, 11] {
+        Fixture::with(())
+            .given(vec![placed(), confirmed_at(5)])
+            .when(check_in_on(d))
+            .then_expect_events(vec![ReservationEvent::GuestCheckedIn {
+                checked_in_at: at(600),
+            }]);
+    }
+    let checked_in = state(&[
+        placed(),
+        confirmed_at(5),
+        ReservationEvent::GuestCheckedIn {
+            checked_in_at: at(600),
+        },
+    ]);
+    assert_eq!(
+        checked_in.recorded_status(),
+        Some(ReservationStatus::CheckedIn)
+    );
+    assert!(ReservationStatus::CheckedIn.occupies_nights());
+}
+
+#[test]
+fn checking_in_before_the_arrival_date_is_too_early_and_on_the_departure_date_too_late() {
+    Fixture::with(())
+        .given(vec![placed(), confirmed_at(5)])
+        .when(check_in_on(9))
+        .then_expect_error(ReservationError::TooEarly { arrival: day(10) });
+    Fixture::with(())
+        .given(vec![placed(), confirmed_at(5)])
+        .when(check_in_on(12))
+        .then_expect_error(ReservationError::StayEnded { departure: day(12) });
+}
+
+#[test]
+fn only_a_confirmed_stay_can_be_checked_in() {
+    let checked_in = ReservationEvent::GuestCheckedIn {
+        checked_in_at: at(600),
+    };
+    for (given, status) in [
+        (vec![placed()], ReservationStatus::Held),
+        (
+            vec![placed(), confirmed_at(5), checked_in.clone()],
+            ReservationStatus::CheckedIn,
+        ),
+        (
+            vec![placed(), cancelled_at(5)],
+            ReservationStatus::Cancelled,
+        ),
+        (vec![placed(), expired()], ReservationStatus::Expired),
+    ] {
+        Fixture::with(())
+            .given(given)
+            .when(check_in_on(10))
+            .then_expect_error(ReservationError::InvalidState { status });
+    }
+}
+
+#[test]
+fn a_checked_in_stay_can_no_longer_be_cancelled_or_moved() {
+    let given = vec![
+        placed(),
+        confirmed_at(5),
+        ReservationEvent::GuestCheckedIn {
+            checked_in_at: at(600),
+        },
+    ];
+    Fixture::with(())
+        .given(given.clone())
+        .when(cancel(700))
+        .then_expect_error(ReservationError::InvalidState {
+            status: ReservationStatus::CheckedIn,
+        });
+    Fixture::with(())
+        .given(given)
+        .when(change_to(11, 13, 700))
+        .then_expect_error(ReservationError::InvalidState {
+            status: ReservationStatus::CheckedIn,
+        });
+}

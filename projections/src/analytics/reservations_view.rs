@@ -184,6 +184,10 @@ impl ReservationsView {
                 row.status = ReservationStatus::Declined.as_str().to_owned();
                 row.updated_at = declined_at;
             }
+            ReservationEvent::GuestCheckedIn { checked_in_at } => {
+                row.status = ReservationStatus::CheckedIn.as_str().to_owned();
+                row.updated_at = checked_in_at;
+            }
             // The status stays what it was; the refund is the payment side's business.
             ReservationEvent::LatePaymentRefunded { refunded_at, .. } => {
                 row.updated_at = refunded_at;

@@ -313,13 +313,14 @@ fn rfc3339(t: &DateTime<Utc>) -> String {
 
 /// The reservation lifecycle: held first; confirmed only from held; cancelled from held
 /// or confirmed; expired from held; dates changed while held or confirmed; declined from
-/// held; a late payment given back in any state after the first event.
+/// held; checked in from confirmed; a late payment given back in any state after the
+/// first event.
 pub fn check_reservation_event(
     reservation: &Reservation,
     event: &ReservationEvent,
     stream_id: &str,
 ) -> Result<(), String> {
-    use ReservationStatus::{Cancelled, Confirmed, Declined, Expired, Held};
+    use ReservationStatus::{Cancelled, CheckedIn, Confirmed, Declined, Expired, Held};
     let status = reservation.recorded_status();
     let allowed: &[ReservationStatus] = match event {
         ReservationEvent::ReservationHeld(details) => {
@@ -342,8 +343,9 @@ pub fn check_reservation_event(
         ReservationEvent::HoldExpired { .. } => &[Held],
         ReservationEvent::DatesChanged { .. } => &[Held, Confirmed],
         ReservationEvent::PaymentDeclined { .. } => &[Held],
+        ReservationEvent::GuestCheckedIn { .. } => &[Confirmed],
         ReservationEvent::LatePaymentRefunded { .. } => {
-            &[Held, Confirmed, Cancelled, Expired, Declined]
+            &[Held, Confirmed, Cancelled, Expired, Declined, CheckedIn]
         }
     };
     let name = event.event_type();
@@ -631,7 +633,30 @@ mod tests {
         assert!(replay_reservation(&[held.clone(), held.clone()])[1].is_err());
         assert!(replay_reservation(&[held.clone(), cancelled.clone(), confirmed])[2].is_err());
         assert!(replay_reservation(&[held.clone(), expired.clone(), cancelled])[2].is_err());
-        assert!(replay_reservation(&[held, expired])[1].is_ok());
+        assert!(replay_reservation(&[held.clone(), expired])[1].is_ok());
+    }
+
+    #[test]
+    fn a_check_in_is_legal_only_after_a_confirmation_and_ends_cancelling() {
+        let held = ReservationEvent::ReservationHeld(details(1));
+        let confirmed = ReservationEvent::ReservationConfirmed {
+            confirmed_at: at(5),
+            payment: None,
+        };
+        let checked_in = ReservationEvent::GuestCheckedIn {
+            checked_in_at: at(50),
+        };
+        let cancelled = ReservationEvent::ReservationCancelled {
+            cancelled_at: at(55),
+            reason: "plans".to_owned(),
+            by: aggregates::CancelledBy::Hotel,
+            refund_cents: aggregates::Cents::new(0),
+        };
+        let ok = replay_reservation(&[held.clone(), confirmed.clone(), checked_in.clone()]);
+        assert!(ok.iter().all(Result::is_ok), "{ok:?}");
+        assert!(replay_reservation(&[held.clone(), checked_in.clone()])[1].is_err());
+        let after = replay_reservation(&[held, confirmed, checked_in, cancelled]);
+        assert!(after[3].is_err(), "{after:?}");
     }
 
     #[test]
