@@ -1,7 +1,8 @@
 //! `Reservation`: one guest's stay, from hold to a terminal state.
 //!
 //! Lifecycle: held → confirmed → cancelled; held → expired; held → declined (payment);
-//! confirmed → checked in (on or after the arrival date, before the departure).
+//! confirmed → checked in (on or after the arrival date, before the departure) →
+//! checked out (the nights after the day the guest left go back to sale).
 //! The status transition is what guards every release of nights: a second cancel finds
 //! the reservation already cancelled, is refused, and so releases nothing. A stay can be
 //! cancelled until its arrival date has ended at the hotel; after that the guest has
@@ -34,6 +35,8 @@ pub enum ReservationStatus {
     Declined,
     /// The guest has arrived (staff checked them in).
     CheckedIn,
+    /// The guest has left; nights after the day they left went back to sale.
+    CheckedOut,
 }
 
 impl ReservationStatus {
@@ -45,10 +48,12 @@ impl ReservationStatus {
             Self::Expired => "expired",
             Self::Declined => "declined",
             Self::CheckedIn => "checked_in",
+            Self::CheckedOut => "checked_out",
         }
     }
 
-    /// Does a reservation in this status occupy its nights?
+    /// Does a reservation in this status occupy its nights? A checked-out one occupies
+    /// those up to the day its guest left ([`Reservation::occupies`]).
     pub fn occupies_nights(&self) -> bool {
         matches!(self, Self::Held | Self::Confirmed | Self::CheckedIn)
     }
@@ -115,6 +120,9 @@ pub struct Reservation {
     /// What the cancellation gave back of the payment, in cents.
     #[serde(default)]
     refund_cents: Cents,
+    /// Checked out: the first of the stay's nights that went back to sale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    released_from: Option<NaiveDate>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -153,6 +161,12 @@ pub enum ReservationCommand {
     /// The guest has arrived: a confirmed stay, from its arrival date to the day before
     /// its departure, `today` being the date at the hotel.
     CheckIn {
+        now: DateTime<Utc>,
+        today: NaiveDate,
+    },
+    /// The guest leaves a checked-in stay on `today` (the date at the hotel): the
+    /// stay's nights after today go back to sale.
+    CheckOut {
         now: DateTime<Utc>,
         today: NaiveDate,
     },
@@ -205,6 +219,12 @@ pub enum ReservationEvent {
     /// The guest arrived and was checked in.
     GuestCheckedIn {
         checked_in_at: DateTime<Utc>,
+    },
+    /// The guest left. The stay's nights from `released_from` on (the day after they
+    /// left) went back to sale; none when they left on or after the last night.
+    GuestCheckedOut {
+        checked_out_at: DateTime<Utc>,
+        released_from: NaiveDate,
     },
 }
 
@@ -269,6 +289,23 @@ impl Reservation {
     /// The authorization that paid for the reservation, if any.
     pub fn payment(&self) -> Option<&Payment> {
         self.payment.as_ref()
+    }
+
+    /// Whether the reservation holds its room(s) on `night`, one of its stay's: while it
+    /// occupies its nights, every one; checked out, those before the first released.
+    pub fn occupies(&self, night: NaiveDate) -> bool {
+        match self.status {
+            Some(ReservationStatus::CheckedOut) => {
+                self.released_from.is_some_and(|from| night < from)
+            }
+            Some(status) => status.occupies_nights(),
+            None => false,
+        }
+    }
+
+    /// Checked out: the first of the stay's nights that went back to sale.
+    pub fn released_from(&self) -> Option<NaiveDate> {
+        self.released_from
     }
 
     /// What the cancellation gave back, in cents (0 unless cancelled after payment).
@@ -425,6 +462,21 @@ impl Reservation {
                     status => Err(ReservationError::InvalidState { status }),
                 }
             }
+            ReservationCommand::CheckOut { now, today } => {
+                let (details, status) = self.existing()?;
+                match status {
+                    // Checked in on a day of the stay, so `today` is at least its
+                    // arrival; the nights after it go back.
+                    ReservationStatus::CheckedIn => Ok(vec![ReservationEvent::GuestCheckedOut {
+                        checked_out_at: now,
+                        released_from: today
+                            .succ_opt()
+                            .unwrap_or(today)
+                            .clamp(details.stay.start(), details.stay.end()),
+                    }]),
+                    status => Err(ReservationError::InvalidState { status }),
+                }
+            }
             ReservationCommand::ChangeDates {
                 stay,
                 total_cents,
@@ -497,6 +549,14 @@ impl Reservation {
             ReservationEvent::GuestCheckedIn { checked_in_at } => {
                 self.status = Some(ReservationStatus::CheckedIn);
                 self.updated_at = Some(*checked_in_at);
+            }
+            ReservationEvent::GuestCheckedOut {
+                checked_out_at,
+                released_from,
+            } => {
+                self.status = Some(ReservationStatus::CheckedOut);
+                self.updated_at = Some(*checked_out_at);
+                self.released_from = Some(*released_from);
             }
             ReservationEvent::DatesChanged {
                 stay,

@@ -86,7 +86,7 @@ pub struct AppStateInner {
         rate_plans::put_ari,
         catalog::get_hotel, catalog::search_hotels, catalog::availability,
         search::search,
-        reservations::create, reservations::get, reservations::cancel, reservations::check_in,
+        reservations::create, reservations::get, reservations::cancel, reservations::check_in, reservations::check_out,
         reservations::change_dates, reservations::events,
         payments::confirm, payments::webhook,
         audit::feed, audit_verify::verify,
@@ -164,6 +164,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/v1/reservations/{reservation_id}/check-in",
             post(reservations::check_in),
+        )
+        .route(
+            "/v1/reservations/{reservation_id}/check-out",
+            post(reservations::check_out),
         )
         .route(
             "/v1/reservations/{reservation_id}/confirm",

@@ -1,4 +1,5 @@
-//! Reservations: hold, look up, cancel, check in, change dates, and a reservation's history.
+//! Reservations: hold, look up, cancel, check in and out, change dates, and a
+//! reservation's history.
 
 use aggregates::{
     Cents, Guest, GuestCount, HotelId, RatePlanId, Rejection, ReservationId, RoomCount, RoomTypeId,
@@ -79,7 +80,8 @@ pub struct ReservationOut {
     pub guest: GuestOut,
     pub channel: String,
     pub total_cents: i64,
-    /// `held`, `confirmed`, `cancelled`, `expired`, `declined` or `checked_in`.
+    /// `held`, `confirmed`, `cancelled`, `expired`, `declined`, `checked_in` or
+    /// `checked_out`.
     #[schema(example = "held")]
     pub status: String,
     pub hold_expires_at: DateTime<Utc>,
@@ -372,6 +374,33 @@ pub async fn check_in(
     let view = state
         .commands
         .check_in(&caller, &client_scope(&principal), key, id)
+        .await?;
+    Ok(Json(ReservationOut::from(view)))
+}
+
+/// Check the guest of a checked-in reservation out (hotel staff): the stay's nights
+/// after the day they leave (at the hotel) go back to sale.
+#[utoipa::path(post, path = "/v1/reservations/{reservation_id}/check-out", tag = "reservations",
+    params(("reservation_id" = uuid::Uuid, Path),
+        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
+    responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "invalid_state (not checked in), request_in_flight", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn check_out(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+    Idempotency(key): Idempotency,
+) -> Result<Json<ReservationOut>, ApiError> {
+    principal.require(&[Role::Admin])?;
+    let caller = caller(&principal)?;
+    let id = reservation_id(&id)?;
+    let view = state
+        .commands
+        .check_out(&caller, &client_scope(&principal), key, id)
         .await?;
     Ok(Json(ReservationOut::from(view)))
 }

@@ -1,4 +1,5 @@
-//! The reservation lifecycle: hold, cancel, change dates, confirm, expire, check in.
+//! The reservation lifecycle: hold, cancel, change dates, confirm, expire, check in and
+//! out.
 //!
 //! A hold creates a reservation and takes its nights; every other command acts on an
 //! existing reservation and has one shape ([`ReservationCommand`], run by
@@ -260,6 +261,31 @@ impl CommandService {
             decide: |l: Loaded<'_>| {
                 let timezone = l.hotel.details().map_or(TimeZone::UTC, |d| d.timezone());
                 booking::check_in(l.reservation, l.now, timezone)
+            },
+        })
+        .await
+    }
+
+    /// Checks the guest of a checked-in stay out (staff), on the day they leave at the
+    /// hotel: the stay's nights after that day go back to sale.
+    pub async fn check_out(
+        &self,
+        caller: &Caller,
+        scope: &str,
+        key: impl Into<Option<IdempotencyKey>>,
+        reservation_id: ReservationId,
+    ) -> Result<ReservationView, CommandError> {
+        self.run_rejecting(ReservationCommand {
+            caller,
+            scope,
+            key: key.into(),
+            command: CommandName::CheckOut,
+            request: &reservation_id,
+            reservation_id,
+            extra_stay: None,
+            decide: |l: Loaded<'_>| {
+                let timezone = l.hotel.details().map_or(TimeZone::UTC, |d| d.timezone());
+                booking::check_out(l.reservation, l.nights, l.now, timezone)
             },
         })
         .await

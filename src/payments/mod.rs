@@ -64,8 +64,10 @@ impl ConfirmReply {
     pub fn of(outcome: Outcome) -> ConfirmOutcome {
         let view = outcome?;
         let result = match view.status {
-            // Checked in: it was confirmed (and paid) before the guest arrived.
-            ReservationStatus::Confirmed | ReservationStatus::CheckedIn => PaymentResult::Confirmed,
+            // Checked in or out: it was confirmed (and paid) before the guest arrived.
+            ReservationStatus::Confirmed
+            | ReservationStatus::CheckedIn
+            | ReservationStatus::CheckedOut => PaymentResult::Confirmed,
             ReservationStatus::Held => PaymentResult::Pending,
             ReservationStatus::Declined => PaymentResult::Declined,
             ReservationStatus::Expired => {

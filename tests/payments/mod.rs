@@ -362,7 +362,7 @@ async fn cancelling_once_the_arrival_date_has_ended_at_the_hotel_is_409_and_chan
 }
 
 #[tokio::test]
-async fn staff_check_a_guest_in_on_the_arrival_date_and_the_stay_then_cannot_be_cancelled() {
+async fn staff_check_a_guest_in_on_the_arrival_date_and_out_early_giving_the_later_nights_back() {
     // Arrange: a paid stay of the 10th to the 13th in Lisbon
     let (app, id, _) = held_stay(2).await;
     app.confirm(WEB, "pay", &id, "tok_ok")
@@ -405,6 +405,31 @@ async fn staff_check_a_guest_in_on_the_arrival_date_and_the_stay_then_cannot_be_
         app.get_reservation(WEB, &id).await.json["status"],
         "checked_in"
     );
+    assert_invariants_at(&app.db.pool, app.now()).await;
+
+    // Act 2: the guest leaves on the morning of the 11th
+    app.clock
+        .set(check_in_instant(day(11), lisbon) - Duration::hours(5));
+    let out = app.check_out(ADMIN, "check-out", &id).await;
+
+    // Assert 2: the 12th is for sale again, the 10th and 11th stay sold; a second
+    // check-out is refused and changes nothing
+    assert_eq!(out.assert_status(200)["status"], "checked_out");
+    assert_eq!(
+        [
+            app.taken(day(10)).await,
+            app.taken(day(11)).await,
+            app.taken(day(12)).await
+        ],
+        [1, 1, 0]
+    );
+    let after = app.snapshot().await;
+    let again = app.check_out(ADMIN, "check-out-again", &id).await;
+    assert_eq!(
+        again.assert_error(409, "invalid_state")["status"],
+        "checked_out"
+    );
+    assert_eq!(app.snapshot().await, after);
     assert_invariants_at(&app.db.pool, app.now()).await;
     app.finish().await;
 }

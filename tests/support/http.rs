@@ -466,10 +466,20 @@ impl TestApp {
     }
 
     pub async fn check_in(&self, token: &str, key: &str, id: &str) -> Reply {
-        let path = format!("/v1/reservations/{id}/check-in");
+        self.post_empty(&format!("/v1/reservations/{id}/check-in"), token, key)
+            .await
+    }
+
+    pub async fn check_out(&self, token: &str, key: &str, id: &str) -> Reply {
+        self.post_empty(&format!("/v1/reservations/{id}/check-out"), token, key)
+            .await
+    }
+
+    /// A POST without a body, as the stay's staff actions are.
+    async fn post_empty(&self, path: &str, token: &str, key: &str) -> Reply {
         self.send(
             self.client
-                .post(self.url(&path))
+                .post(self.url(path))
                 .bearer_auth(token)
                 .header("Idempotency-Key", key),
         )

@@ -176,10 +176,9 @@ pub async fn assert_invariants_at(pool: &PgPool, now: chrono::DateTime<Utc>) -> 
         let Some(details) = reservation.details() else {
             panic!("reservation stream without details");
         };
-        let occupies = reservation
-            .recorded_status()
-            .is_some_and(|s| s.occupies_nights());
         for night in details.stay.nights() {
+            // A checked-out stay occupies the nights up to the day its guest left.
+            let occupies = reservation.occupies(night);
             let stream =
                 RoomNightKey::new(details.hotel_id, details.room_type_id, night).stream_id();
             let state = replayed.nights.get(&stream);

@@ -7,7 +7,7 @@
 //! business rule can be tested without a database.
 //!
 //! One file per group of decisions — `hold.rs` (hold a stay), `cancel.rs` (cancel it,
-//! and the refund policy), `check_in.rs` (the guest arrives), `confirm.rs` (confirm it with or without a payment, or
+//! and the refund policy), `check_in.rs` (the guest arrives, and leaves), `confirm.rs` (confirm it with or without a payment, or
 //! decline it), `expire.rs` (a lapsed hold), `change_dates.rs`, `inventory.rs` (over a
 //! range), what a stay can be sold as (`offers.rs`, the offers a search lists) — and
 //! one walk over a stay's nights that they all share (`nights.rs`): each
@@ -46,7 +46,7 @@ use crate::types::{Cents, HotelId, InvalidInput, RoomTypeId, TimeZone};
 pub use ari::{update_ari, AriChange, AriDecision, AriUpdate, UpdateAri};
 pub use cancel::{cancel, check_in_instant, refund_cents, CHECK_IN_HOUR};
 pub use change_dates::{change_dates, ChangeDates};
-pub use check_in::check_in;
+pub use check_in::{check_in, check_out};
 pub use confirm::{apply_authorization, confirm, decline_payment};
 pub use expire::expire_hold;
 pub use hold::{hold_stay, HoldStay};

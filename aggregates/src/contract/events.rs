@@ -110,6 +110,7 @@ event_types! {
         PaymentDeclined,
         LatePaymentRefunded,
         GuestCheckedIn,
+        GuestCheckedOut,
     }
 }
 
@@ -244,6 +245,7 @@ mod tests {
                 "PaymentDeclined",
                 "LatePaymentRefunded",
                 "GuestCheckedIn",
+                "GuestCheckedOut",
             ]
         );
         for kind in ReservationEventType::ALL {

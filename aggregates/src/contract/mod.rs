@@ -90,10 +90,11 @@ pub enum CommandName {
     SetPlanRates,
     UpdateAri,
     CheckIn,
+    CheckOut,
 }
 
 impl CommandName {
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 16] = [
         Self::SetHotel,
         Self::SetRoomType,
         Self::SetInventory,
@@ -109,6 +110,7 @@ impl CommandName {
         Self::SetPlanRates,
         Self::UpdateAri,
         Self::CheckIn,
+        Self::CheckOut,
     ];
 
     /// The name stored in `metadata.command` and hashed into idempotency records.
@@ -129,6 +131,7 @@ impl CommandName {
             Self::SetPlanRates => "set_plan_rates",
             Self::UpdateAri => "update_ari",
             Self::CheckIn => "check_in",
+            Self::CheckOut => "check_out",
         }
     }
 
@@ -186,7 +189,8 @@ mod tests {
             | CommandName::SetRestrictions
             | CommandName::SetPlanRates
             | CommandName::UpdateAri
-            | CommandName::CheckIn => 15,
+            | CommandName::CheckIn
+            | CommandName::CheckOut => 16,
         }
     }
 

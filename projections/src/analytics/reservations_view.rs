@@ -188,6 +188,10 @@ impl ReservationsView {
                 row.status = ReservationStatus::CheckedIn.as_str().to_owned();
                 row.updated_at = checked_in_at;
             }
+            ReservationEvent::GuestCheckedOut { checked_out_at, .. } => {
+                row.status = ReservationStatus::CheckedOut.as_str().to_owned();
+                row.updated_at = checked_out_at;
+            }
             // The status stays what it was; the refund is the payment side's business.
             ReservationEvent::LatePaymentRefunded { refunded_at, .. } => {
                 row.updated_at = refunded_at;

@@ -313,14 +313,14 @@ fn rfc3339(t: &DateTime<Utc>) -> String {
 
 /// The reservation lifecycle: held first; confirmed only from held; cancelled from held
 /// or confirmed; expired from held; dates changed while held or confirmed; declined from
-/// held; checked in from confirmed; a late payment given back in any state after the
-/// first event.
+/// held; checked in from confirmed, out from checked in; a late payment given back in
+/// any state after the first event.
 pub fn check_reservation_event(
     reservation: &Reservation,
     event: &ReservationEvent,
     stream_id: &str,
 ) -> Result<(), String> {
-    use ReservationStatus::{Cancelled, CheckedIn, Confirmed, Declined, Expired, Held};
+    use ReservationStatus::{Cancelled, CheckedIn, CheckedOut, Confirmed, Declined, Expired, Held};
     let status = reservation.recorded_status();
     let allowed: &[ReservationStatus] = match event {
         ReservationEvent::ReservationHeld(details) => {
@@ -344,9 +344,10 @@ pub fn check_reservation_event(
         ReservationEvent::DatesChanged { .. } => &[Held, Confirmed],
         ReservationEvent::PaymentDeclined { .. } => &[Held],
         ReservationEvent::GuestCheckedIn { .. } => &[Confirmed],
-        ReservationEvent::LatePaymentRefunded { .. } => {
-            &[Held, Confirmed, Cancelled, Expired, Declined, CheckedIn]
-        }
+        ReservationEvent::GuestCheckedOut { .. } => &[CheckedIn],
+        ReservationEvent::LatePaymentRefunded { .. } => &[
+            Held, Confirmed, Cancelled, Expired, Declined, CheckedIn, CheckedOut,
+        ],
     };
     let name = event.event_type();
     match status {
@@ -655,8 +656,20 @@ mod tests {
         let ok = replay_reservation(&[held.clone(), confirmed.clone(), checked_in.clone()]);
         assert!(ok.iter().all(Result::is_ok), "{ok:?}");
         assert!(replay_reservation(&[held.clone(), checked_in.clone()])[1].is_err());
-        let after = replay_reservation(&[held, confirmed, checked_in, cancelled]);
+        let after = replay_reservation(&[
+            held.clone(),
+            confirmed.clone(),
+            checked_in.clone(),
+            cancelled,
+        ]);
         assert!(after[3].is_err(), "{after:?}");
+        let out = ReservationEvent::GuestCheckedOut {
+            checked_out_at: at(58),
+            released_from: NaiveDate::from_ymd_opt(2027, 6, 11).expect("date"),
+        };
+        let left = replay_reservation(&[held.clone(), confirmed.clone(), checked_in, out.clone()]);
+        assert!(left.iter().all(Result::is_ok), "{left:?}");
+        assert!(replay_reservation(&[held, confirmed, out])[2].is_err());
     }
 
     #[test]

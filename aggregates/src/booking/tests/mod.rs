@@ -320,6 +320,7 @@ fn restricted(restriction: Restriction, d: u32) -> Rejection {
 mod ari;
 mod cancel;
 mod change_dates;
+mod check_in;
 mod confirm;
 mod expire;
 mod hold;
