@@ -2,7 +2,8 @@
 //!
 //! Lifecycle: held → confirmed → cancelled; held → expired; held → declined (payment);
 //! confirmed → checked in (on or after the arrival date, before the departure) →
-//! checked out (the nights after the day the guest left go back to sale).
+//! checked out (the nights after the day the guest left go back to sale); confirmed →
+//! no-show (from the arrival date; every night after the first goes back to sale).
 //! The status transition is what guards every release of nights: a second cancel finds
 //! the reservation already cancelled, is refused, and so releases nothing. A stay can be
 //! cancelled until its arrival date has ended at the hotel; after that the guest has
@@ -37,6 +38,8 @@ pub enum ReservationStatus {
     CheckedIn,
     /// The guest has left; nights after the day they left went back to sale.
     CheckedOut,
+    /// The guest never came: the first night stays sold, the others went back to sale.
+    NoShow,
 }
 
 impl ReservationStatus {
@@ -49,6 +52,7 @@ impl ReservationStatus {
             Self::Declined => "declined",
             Self::CheckedIn => "checked_in",
             Self::CheckedOut => "checked_out",
+            Self::NoShow => "no_show",
         }
     }
 
@@ -170,6 +174,13 @@ pub enum ReservationCommand {
         now: DateTime<Utc>,
         today: NaiveDate,
     },
+    /// The guest of a confirmed stay never came: staff (or the no-show worker) record
+    /// it once the arrival date has come at the hotel (`today`); every night after the
+    /// first goes back to sale.
+    RecordNoShow {
+        now: DateTime<Utc>,
+        today: NaiveDate,
+    },
     /// Move the stay to new dates at a new total price.
     ChangeDates {
         stay: StayDates,
@@ -224,6 +235,12 @@ pub enum ReservationEvent {
     /// left) went back to sale; none when they left on or after the last night.
     GuestCheckedOut {
         checked_out_at: DateTime<Utc>,
+        released_from: NaiveDate,
+    },
+    /// The guest never came. The stay's nights from `released_from` on (every night
+    /// after the first) went back to sale.
+    NoShowRecorded {
+        recorded_at: DateTime<Utc>,
         released_from: NaiveDate,
     },
 }
@@ -292,10 +309,11 @@ impl Reservation {
     }
 
     /// Whether the reservation holds its room(s) on `night`, one of its stay's: while it
-    /// occupies its nights, every one; checked out, those before the first released.
+    /// occupies its nights, every one; checked out or a no-show, those before the first
+    /// released.
     pub fn occupies(&self, night: NaiveDate) -> bool {
         match self.status {
-            Some(ReservationStatus::CheckedOut) => {
+            Some(ReservationStatus::CheckedOut | ReservationStatus::NoShow) => {
                 self.released_from.is_some_and(|from| night < from)
             }
             Some(status) => status.occupies_nights(),
@@ -462,6 +480,26 @@ impl Reservation {
                     status => Err(ReservationError::InvalidState { status }),
                 }
             }
+            ReservationCommand::RecordNoShow { now, today } => {
+                let (details, status) = self.existing()?;
+                match status {
+                    ReservationStatus::Confirmed if today < details.stay.start() => {
+                        Err(ReservationError::TooEarly {
+                            arrival: details.stay.start(),
+                        })
+                    }
+                    ReservationStatus::Confirmed => Ok(vec![ReservationEvent::NoShowRecorded {
+                        recorded_at: now,
+                        released_from: details
+                            .stay
+                            .start()
+                            .succ_opt()
+                            .unwrap_or(details.stay.end())
+                            .min(details.stay.end()),
+                    }]),
+                    status => Err(ReservationError::InvalidState { status }),
+                }
+            }
             ReservationCommand::CheckOut { now, today } => {
                 let (details, status) = self.existing()?;
                 match status {
@@ -556,6 +594,14 @@ impl Reservation {
             } => {
                 self.status = Some(ReservationStatus::CheckedOut);
                 self.updated_at = Some(*checked_out_at);
+                self.released_from = Some(*released_from);
+            }
+            ReservationEvent::NoShowRecorded {
+                recorded_at,
+                released_from,
+            } => {
+                self.status = Some(ReservationStatus::NoShow);
+                self.updated_at = Some(*recorded_at);
                 self.released_from = Some(*released_from);
             }
             ReservationEvent::DatesChanged {

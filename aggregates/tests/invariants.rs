@@ -1138,13 +1138,16 @@ impl Model {
                 let sale = night.and_then(|n| n.confirmed_for(id));
                 match status {
                     // Checked out: sold up to the day the guest left, given back after.
-                    ReservationStatus::CheckedOut if !reservation.occupies(date) => {
+                    ReservationStatus::CheckedOut | ReservationStatus::NoShow
+                        if !reservation.occupies(date) =>
+                    {
                         assert_eq!((sale, hold), (None, None), "{id} on {date}");
                     }
                     // Checked in: its nights stay sold as when it was confirmed.
                     ReservationStatus::Confirmed
                     | ReservationStatus::CheckedIn
-                    | ReservationStatus::CheckedOut => {
+                    | ReservationStatus::CheckedOut
+                    | ReservationStatus::NoShow => {
                         assert_eq!(sale, Some(details.rooms.get()), "{id} on {date}");
                         assert_eq!(hold, None);
                     }

@@ -86,7 +86,7 @@ pub struct AppStateInner {
         rate_plans::put_ari,
         catalog::get_hotel, catalog::search_hotels, catalog::availability,
         search::search,
-        reservations::create, reservations::get, reservations::cancel, reservations::check_in, reservations::check_out,
+        reservations::create, reservations::get, reservations::cancel, reservations::check_in, reservations::check_out, reservations::no_show,
         reservations::change_dates, reservations::events,
         payments::confirm, payments::webhook,
         audit::feed, audit_verify::verify,
@@ -168,6 +168,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/v1/reservations/{reservation_id}/check-out",
             post(reservations::check_out),
+        )
+        .route(
+            "/v1/reservations/{reservation_id}/no-show",
+            post(reservations::no_show),
         )
         .route(
             "/v1/reservations/{reservation_id}/confirm",

@@ -1,4 +1,4 @@
-//! Reservations: hold, look up, cancel, check in and out, change dates, and a
+//! Reservations: hold, look up, cancel, check in and out, no-show, change dates, and a
 //! reservation's history.
 
 use aggregates::{
@@ -80,8 +80,8 @@ pub struct ReservationOut {
     pub guest: GuestOut,
     pub channel: String,
     pub total_cents: i64,
-    /// `held`, `confirmed`, `cancelled`, `expired`, `declined`, `checked_in` or
-    /// `checked_out`.
+    /// `held`, `confirmed`, `cancelled`, `expired`, `declined`, `checked_in`,
+    /// `checked_out` or `no_show`.
     #[schema(example = "held")]
     pub status: String,
     pub hold_expires_at: DateTime<Utc>,
@@ -401,6 +401,34 @@ pub async fn check_out(
     let view = state
         .commands
         .check_out(&caller, &client_scope(&principal), key, id)
+        .await?;
+    Ok(Json(ReservationOut::from(view)))
+}
+
+/// Record that the guest of a confirmed reservation never came (hotel staff), on or
+/// after its arrival date at the hotel: the first night stays sold, every night after it
+/// goes back to sale.
+#[utoipa::path(post, path = "/v1/reservations/{reservation_id}/no-show", tag = "reservations",
+    params(("reservation_id" = uuid::Uuid, Path),
+        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
+    responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "too_early (before the arrival date), invalid_state (not confirmed), request_in_flight", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn no_show(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+    Idempotency(key): Idempotency,
+) -> Result<Json<ReservationOut>, ApiError> {
+    principal.require(&[Role::Admin])?;
+    let caller = caller(&principal)?;
+    let id = reservation_id(&id)?;
+    let view = state
+        .commands
+        .record_no_show(&caller, &client_scope(&principal), key, id)
         .await?;
     Ok(Json(ReservationOut::from(view)))
 }

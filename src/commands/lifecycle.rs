@@ -1,5 +1,5 @@
 //! The reservation lifecycle: hold, cancel, change dates, confirm, expire, check in and
-//! out.
+//! out, no-show.
 //!
 //! A hold creates a reservation and takes its nights; every other command acts on an
 //! existing reservation and has one shape ([`ReservationCommand`], run by
@@ -286,6 +286,31 @@ impl CommandService {
             decide: |l: Loaded<'_>| {
                 let timezone = l.hotel.details().map_or(TimeZone::UTC, |d| d.timezone());
                 booking::check_out(l.reservation, l.nights, l.now, timezone)
+            },
+        })
+        .await
+    }
+
+    /// Records that the guest of a confirmed stay never came (staff), on or after its
+    /// arrival date at the hotel: every night after the first goes back to sale.
+    pub async fn record_no_show(
+        &self,
+        caller: &Caller,
+        scope: &str,
+        key: impl Into<Option<IdempotencyKey>>,
+        reservation_id: ReservationId,
+    ) -> Result<ReservationView, CommandError> {
+        self.run_rejecting(ReservationCommand {
+            caller,
+            scope,
+            key: key.into(),
+            command: CommandName::RecordNoShow,
+            request: &reservation_id,
+            reservation_id,
+            extra_stay: None,
+            decide: |l: Loaded<'_>| {
+                let timezone = l.hotel.details().map_or(TimeZone::UTC, |d| d.timezone());
+                booking::record_no_show(l.reservation, l.nights, l.now, timezone)
             },
         })
         .await

@@ -67,7 +67,8 @@ impl ConfirmReply {
             // Checked in or out: it was confirmed (and paid) before the guest arrived.
             ReservationStatus::Confirmed
             | ReservationStatus::CheckedIn
-            | ReservationStatus::CheckedOut => PaymentResult::Confirmed,
+            | ReservationStatus::CheckedOut
+            | ReservationStatus::NoShow => PaymentResult::Confirmed,
             ReservationStatus::Held => PaymentResult::Pending,
             ReservationStatus::Declined => PaymentResult::Declined,
             ReservationStatus::Expired => {

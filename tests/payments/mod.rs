@@ -435,6 +435,43 @@ async fn staff_check_a_guest_in_on_the_arrival_date_and_out_early_giving_the_lat
 }
 
 #[tokio::test]
+async fn a_no_show_keeps_the_first_night_sold_and_gives_the_others_back() {
+    // Arrange: a paid stay of the 10th to the 13th in Lisbon, its guest not come
+    let (app, id, _) = held_stay(2).await;
+    app.confirm(WEB, "pay", &id, "tok_ok")
+        .await
+        .assert_status(200);
+    let lisbon = aggregates::types::TimeZone::parse("Europe/Lisbon").expect("valid");
+    let before = app.snapshot().await;
+    app.no_show(ADMIN, "no-show-early", &id)
+        .await
+        .assert_error(409, "too_early");
+    assert_eq!(app.snapshot().await, before);
+
+    // Act: at 23:00 on the 10th
+    app.clock
+        .set(check_in_instant(day(10), lisbon) + Duration::hours(8));
+    let reply = app.no_show(ADMIN, "no-show", &id).await;
+
+    // Assert: the first night stays sold, the others are for sale again, the guest can
+    // no longer be checked in
+    assert_eq!(reply.assert_status(200)["status"], "no_show");
+    assert_eq!(
+        [
+            app.taken(day(10)).await,
+            app.taken(day(11)).await,
+            app.taken(day(12)).await
+        ],
+        [1, 0, 0]
+    );
+    app.check_in(ADMIN, "late-arrival", &id)
+        .await
+        .assert_error(409, "invalid_state");
+    assert_invariants_at(&app.db.pool, app.now()).await;
+    app.finish().await;
+}
+
+#[tokio::test]
 async fn a_guest_cancelling_72_hours_before_check_in_is_refunded_in_full() {
     let (stated, refunded, total) = refund_when_cancelled(WEB, 72).await;
     assert_eq!((stated, refunded), (total, total));

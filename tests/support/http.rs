@@ -475,6 +475,11 @@ impl TestApp {
             .await
     }
 
+    pub async fn no_show(&self, token: &str, key: &str, id: &str) -> Reply {
+        self.post_empty(&format!("/v1/reservations/{id}/no-show"), token, key)
+            .await
+    }
+
     /// A POST without a body, as the stay's staff actions are.
     async fn post_empty(&self, path: &str, token: &str, key: &str) -> Reply {
         self.send(

@@ -1,5 +1,6 @@
 //! Checking a guest in (the stay goes on, its nights stay taken) and out (the nights
-//! after the day they leave go back to sale).
+//! after the day they leave go back to sale), and a guest who never came (every night
+//! after the first goes back to sale).
 
 use chrono::{DateTime, Utc};
 
@@ -34,13 +35,40 @@ pub fn check_out(
     now: DateTime<Utc>,
     timezone: TimeZone,
 ) -> Result<Decision, Rejection> {
-    let details = existing(reservation)?;
     let events = reservation.decide(ReservationCommand::CheckOut {
         now,
         today: local_date(now, timezone),
     })?;
+    release_from(reservation, nights, events)
+}
+
+/// Record that the guest of a confirmed stay never came, on or after its arrival date
+/// at the hotel: the first night stays sold (its price is the fee), every night after
+/// it goes back to sale.
+pub fn record_no_show(
+    reservation: &Reservation,
+    nights: &Nights,
+    now: DateTime<Utc>,
+    timezone: TimeZone,
+) -> Result<Decision, Rejection> {
+    let events = reservation.decide(ReservationCommand::RecordNoShow {
+        now,
+        today: local_date(now, timezone),
+    })?;
+    release_from(reservation, nights, events)
+}
+
+/// The decision of `events`, with the stay's nights from the first their check-out or
+/// no-show releases given back.
+fn release_from(
+    reservation: &Reservation,
+    nights: &Nights,
+    events: Vec<ReservationEvent>,
+) -> Result<Decision, Rejection> {
+    let details = existing(reservation)?;
     let released_from = events.iter().find_map(|e| match e {
-        ReservationEvent::GuestCheckedOut { released_from, .. } => Some(*released_from),
+        ReservationEvent::GuestCheckedOut { released_from, .. }
+        | ReservationEvent::NoShowRecorded { released_from, .. } => Some(*released_from),
         _ => None,
     });
     let mut decision = Decision {

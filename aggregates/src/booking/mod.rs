@@ -46,7 +46,7 @@ use crate::types::{Cents, HotelId, InvalidInput, RoomTypeId, TimeZone};
 pub use ari::{update_ari, AriChange, AriDecision, AriUpdate, UpdateAri};
 pub use cancel::{cancel, check_in_instant, refund_cents, CHECK_IN_HOUR};
 pub use change_dates::{change_dates, ChangeDates};
-pub use check_in::{check_in, check_out};
+pub use check_in::{check_in, check_out, record_no_show};
 pub use confirm::{apply_authorization, confirm, decline_payment};
 pub use expire::expire_hold;
 pub use hold::{hold_stay, HoldStay};

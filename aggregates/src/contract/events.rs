@@ -111,6 +111,7 @@ event_types! {
         LatePaymentRefunded,
         GuestCheckedIn,
         GuestCheckedOut,
+        NoShowRecorded,
     }
 }
 
@@ -246,6 +247,7 @@ mod tests {
                 "LatePaymentRefunded",
                 "GuestCheckedIn",
                 "GuestCheckedOut",
+                "NoShowRecorded",
             ]
         );
         for kind in ReservationEventType::ALL {

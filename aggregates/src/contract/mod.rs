@@ -91,10 +91,11 @@ pub enum CommandName {
     UpdateAri,
     CheckIn,
     CheckOut,
+    RecordNoShow,
 }
 
 impl CommandName {
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 17] = [
         Self::SetHotel,
         Self::SetRoomType,
         Self::SetInventory,
@@ -111,6 +112,7 @@ impl CommandName {
         Self::UpdateAri,
         Self::CheckIn,
         Self::CheckOut,
+        Self::RecordNoShow,
     ];
 
     /// The name stored in `metadata.command` and hashed into idempotency records.
@@ -132,6 +134,7 @@ impl CommandName {
             Self::UpdateAri => "update_ari",
             Self::CheckIn => "check_in",
             Self::CheckOut => "check_out",
+            Self::RecordNoShow => "record_no_show",
         }
     }
 
@@ -190,7 +193,8 @@ mod tests {
             | CommandName::SetPlanRates
             | CommandName::UpdateAri
             | CommandName::CheckIn
-            | CommandName::CheckOut => 16,
+            | CommandName::CheckOut
+            | CommandName::RecordNoShow => 17,
         }
     }
 

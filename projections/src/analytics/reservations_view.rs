@@ -192,6 +192,10 @@ impl ReservationsView {
                 row.status = ReservationStatus::CheckedOut.as_str().to_owned();
                 row.updated_at = checked_out_at;
             }
+            ReservationEvent::NoShowRecorded { recorded_at, .. } => {
+                row.status = ReservationStatus::NoShow.as_str().to_owned();
+                row.updated_at = recorded_at;
+            }
             // The status stays what it was; the refund is the payment side's business.
             ReservationEvent::LatePaymentRefunded { refunded_at, .. } => {
                 row.updated_at = refunded_at;

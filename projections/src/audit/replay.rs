@@ -313,14 +313,16 @@ fn rfc3339(t: &DateTime<Utc>) -> String {
 
 /// The reservation lifecycle: held first; confirmed only from held; cancelled from held
 /// or confirmed; expired from held; dates changed while held or confirmed; declined from
-/// held; checked in from confirmed, out from checked in; a late payment given back in
-/// any state after the first event.
+/// held; checked in from confirmed, out from checked in; a no-show from confirmed; a
+/// late payment given back in any state after the first event.
 pub fn check_reservation_event(
     reservation: &Reservation,
     event: &ReservationEvent,
     stream_id: &str,
 ) -> Result<(), String> {
-    use ReservationStatus::{Cancelled, CheckedIn, CheckedOut, Confirmed, Declined, Expired, Held};
+    use ReservationStatus::{
+        Cancelled, CheckedIn, CheckedOut, Confirmed, Declined, Expired, Held, NoShow,
+    };
     let status = reservation.recorded_status();
     let allowed: &[ReservationStatus] = match event {
         ReservationEvent::ReservationHeld(details) => {
@@ -345,8 +347,9 @@ pub fn check_reservation_event(
         ReservationEvent::PaymentDeclined { .. } => &[Held],
         ReservationEvent::GuestCheckedIn { .. } => &[Confirmed],
         ReservationEvent::GuestCheckedOut { .. } => &[CheckedIn],
+        ReservationEvent::NoShowRecorded { .. } => &[Confirmed],
         ReservationEvent::LatePaymentRefunded { .. } => &[
-            Held, Confirmed, Cancelled, Expired, Declined, CheckedIn, CheckedOut,
+            Held, Confirmed, Cancelled, Expired, Declined, CheckedIn, CheckedOut, NoShow,
         ],
     };
     let name = event.event_type();
@@ -669,7 +672,14 @@ mod tests {
         };
         let left = replay_reservation(&[held.clone(), confirmed.clone(), checked_in, out.clone()]);
         assert!(left.iter().all(Result::is_ok), "{left:?}");
-        assert!(replay_reservation(&[held, confirmed, out])[2].is_err());
+        assert!(replay_reservation(&[held.clone(), confirmed.clone(), out])[2].is_err());
+        let no_show = ReservationEvent::NoShowRecorded {
+            recorded_at: at(59),
+            released_from: NaiveDate::from_ymd_opt(2027, 6, 11).expect("date"),
+        };
+        let missed = replay_reservation(&[held.clone(), confirmed, no_show.clone()]);
+        assert!(missed.iter().all(Result::is_ok), "{missed:?}");
+        assert!(replay_reservation(&[held, no_show])[1].is_err());
     }
 
     #[test]

@@ -103,3 +103,84 @@ fn the_day_the_guest_leaves_is_the_hotels() {
     .expect("checked out");
     assert_eq!(decision.nights.len(), 1);
 }
+
+#[test]
+fn a_guest_who_never_came_keeps_the_first_night_and_gives_the_others_back() {
+    // Given a confirmed stay of the 10th to the 12th (2 rooms), never checked in
+    let mut nights = four_nights(3);
+    let mut reservation = confirmed(hold_cmd(1, 10, 13, 2), &mut nights);
+
+    // When staff record a no-show on the evening of the 10th
+    let decision =
+        record_no_show(&reservation, &nights, afternoon(10), TimeZone::UTC).expect("no-show");
+
+    // Then the 11th and 12th go back to sale, the 10th stays sold
+    assert_eq!(
+        decision.reservation,
+        vec![ReservationEvent::NoShowRecorded {
+            recorded_at: afternoon(10),
+            released_from: day(11),
+        }]
+    );
+    assert_eq!(
+        decision.nights,
+        vec![
+            (key(11), vec![rooms_released(1, 2, true)]),
+            (key(12), vec![rooms_released(1, 2, true)]),
+        ]
+    );
+    apply(&decision, &mut reservation, &mut nights);
+    assert_eq!(
+        reservation.recorded_status(),
+        Some(ReservationStatus::NoShow)
+    );
+    for (d, sold) in [(10, 2), (11, 0), (12, 0)] {
+        assert_eq!(nights[&day(d)].confirmed(), sold, "night {d}");
+        assert_eq!(reservation.occupies(day(d)), sold > 0, "night {d}");
+    }
+    // And the guest can no longer be checked in, nor the no-show recorded again
+    assert_eq!(
+        check_in(&reservation, afternoon(11), TimeZone::UTC),
+        Err(Rejection::InvalidState {
+            status: ReservationStatus::NoShow
+        })
+    );
+    assert!(record_no_show(&reservation, &nights, afternoon(11), TimeZone::UTC).is_err());
+}
+
+#[test]
+fn a_no_show_is_too_early_before_the_arrival_date_and_only_for_a_confirmed_stay() {
+    let mut nights = four_nights(3);
+    let reservation = confirmed(hold_cmd(1, 10, 13, 2), &mut nights);
+    assert_eq!(
+        record_no_show(&reservation, &nights, afternoon(9), TimeZone::UTC),
+        Err(Rejection::TooEarly { arrival: day(10) })
+    );
+    let mut nights = four_nights(3);
+    let checked_in = checked_in_stay(&mut nights);
+    assert_eq!(
+        record_no_show(&checked_in, &nights, afternoon(11), TimeZone::UTC),
+        Err(Rejection::InvalidState {
+            status: ReservationStatus::CheckedIn
+        })
+    );
+    let mut nights = four_nights(3);
+    let held_stay = held(hold_cmd(1, 10, 13, 2), &mut nights);
+    assert!(record_no_show(&held_stay, &nights, afternoon(10), TimeZone::UTC).is_err());
+}
+
+#[test]
+fn a_one_night_no_show_gives_nothing_back() {
+    let mut nights = four_nights(3);
+    let reservation = confirmed(hold_cmd(1, 10, 11, 1), &mut nights);
+    let decision =
+        record_no_show(&reservation, &nights, afternoon(11), TimeZone::UTC).expect("no-show");
+    assert!(decision.nights.is_empty());
+    assert_eq!(
+        decision.reservation,
+        vec![ReservationEvent::NoShowRecorded {
+            recorded_at: afternoon(11),
+            released_from: day(11),
+        }]
+    );
+}
