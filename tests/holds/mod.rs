@@ -3,6 +3,7 @@
 //! confirmed, cancelled (releasing its nights once), moved to other dates in one step,
 //! and lists its own event history.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use aggregates::booking::InventoryUpdate;
@@ -1062,4 +1063,141 @@ async fn a_hold_the_database_refuses_is_409_oversold_refused_and_changes_nothing
         .await
         .assert_status(201);
     app.finish().await;
+}
+
+/// What each of the racing staff and guest calls on one stay can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum StayCall {
+    CheckIn,
+    Cancel,
+    NoShow,
+    ChangeDates,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_check_ins_cancels_no_shows_and_date_changes_leave_one_legal_history() {
+    for strategy in STRATEGIES {
+        // Arrange: a confirmed stay of nights 10..13 (Lisbon), the clock at 16:00 on its
+        // arrival date, and 48 calls at once: 12 each of check-in and no-show (staff),
+        // cancel and a move to 11..14 (the guest's channel)
+        let db = TestDb::new().await;
+        let clock = ManualClock::new(Utc::now());
+        let svc = db.service_with_clock(strategy, Arc::new(clock.clone()));
+        hotel_with_rooms(&svc, day(10), 5, 3).await;
+        let view = svc
+            .hold(
+                "web",
+                key("stay"),
+                hold_request(stay(day(10), day(13)), 1, 1),
+            )
+            .await
+            .expect("hold");
+        let id = ReservationId::from_uuid(view.reservation_id);
+        svc.confirm(&web(), None, id).await.expect("confirm");
+        clock.set(day(10).and_hms_opt(16, 0, 0).expect("time").and_utc());
+        let staff = reservations::commands::Caller::Staff("front-desk".into());
+
+        // Act
+        let mut calls = Vec::new();
+        for n in 0..48 {
+            let (svc, staff) = (svc.clone(), staff.clone());
+            let call = [
+                StayCall::CheckIn,
+                StayCall::Cancel,
+                StayCall::NoShow,
+                StayCall::ChangeDates,
+            ][n % 4];
+            calls.push(tokio::spawn(async move {
+                let k = Some(key(&format!("{call:?}-{n}")));
+                let outcome = match call {
+                    StayCall::CheckIn => svc.check_in(&staff, "staff", k, id).await,
+                    StayCall::NoShow => svc.record_no_show(&staff, "staff", k, id).await,
+                    StayCall::Cancel => svc.cancel(&web(), k, id, "plans".into()).await,
+                    StayCall::ChangeDates => {
+                        svc.change_dates(&web(), k, id, stay(day(11), day(14)), None)
+                            .await
+                    }
+                };
+                (call, outcome)
+            }));
+        }
+        let mut won: BTreeMap<StayCall, usize> = BTreeMap::new();
+        for call in calls {
+            let (call, outcome) = call.await.expect("task");
+            match outcome {
+                Ok(_) => *won.entry(call).or_default() += 1,
+                Err(CommandError::Rejected(
+                    Rejection::InvalidState { .. }
+                    | Rejection::TooEarly { .. }
+                    | Rejection::Invalid(_),
+                ))
+                | Err(CommandError::Contention { .. }) => {}
+                Err(e) => panic!("{call:?}: unexpected {e:?}"),
+            }
+        }
+
+        // Assert: one history a single clerk could have made. At most one call ended
+        // the stay's sale (checked in, cancelled or no-show), at most one moved it, and
+        // a move leaves check-in and no-show too early (the stay now starts on the 11th)
+        let count = |call| won.get(&call).copied().unwrap_or(0);
+        let ended = count(StayCall::CheckIn) + count(StayCall::Cancel) + count(StayCall::NoShow);
+        assert!(ended <= 1, "{strategy:?}: {won:?}");
+        assert!(count(StayCall::ChangeDates) <= 1, "{strategy:?}: {won:?}");
+        if count(StayCall::ChangeDates) == 1 {
+            assert_eq!(
+                count(StayCall::CheckIn) + count(StayCall::NoShow),
+                0,
+                "{strategy:?}: {won:?}"
+            );
+        }
+        let status = svc
+            .reservation(id)
+            .await
+            .expect("read")
+            .expect("exists")
+            .status;
+        let expected = if count(StayCall::CheckIn) == 1 {
+            ReservationStatus::CheckedIn
+        } else if count(StayCall::NoShow) == 1 {
+            ReservationStatus::NoShow
+        } else if count(StayCall::Cancel) == 1 {
+            ReservationStatus::Cancelled
+        } else {
+            ReservationStatus::Confirmed
+        };
+        assert_eq!(status, expected, "{strategy:?}: {won:?}");
+        // The event log says the same, one event per successful call
+        let types: Vec<String> = sqlx::query_scalar(
+            "SELECT event_type FROM events WHERE aggregate_type = 'reservation' \
+             AND aggregate_id LIKE '%' || $1 ORDER BY sequence",
+        )
+        .bind(id.to_string())
+        .fetch_all(&db.pool)
+        .await
+        .expect("events");
+        let logged = |name: &str| types.iter().filter(|t| *t == name).count();
+        assert_eq!(
+            logged("GuestCheckedIn"),
+            count(StayCall::CheckIn),
+            "{types:?}"
+        );
+        assert_eq!(
+            logged("NoShowRecorded"),
+            count(StayCall::NoShow),
+            "{types:?}"
+        );
+        assert_eq!(
+            logged("ReservationCancelled"),
+            count(StayCall::Cancel),
+            "{types:?}"
+        );
+        assert_eq!(
+            logged("DatesChanged"),
+            count(StayCall::ChangeDates),
+            "{types:?}"
+        );
+        // And the nights hold exactly what the history leaves
+        assert_invariants(&db.pool).await;
+        db.drop_database().await;
+    }
 }
