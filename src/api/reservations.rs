@@ -18,9 +18,10 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, Idempotency};
 use super::rate_plans::PolicyOut;
 use super::AppState;
-use crate::commands::{Caller, HoldRequest, ReservationView};
+use crate::commands::{Caller, HoldRequest, ReservationView, StayAction};
 use crate::error::CommandError;
 use crate::rate_limit::{retry_after_seconds, Admission, HoldAttempt, HoldLimiter};
+use crate::write::IdempotencyKey;
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct GuestIn {
@@ -368,14 +369,7 @@ pub async fn check_in(
     ApiPath(id): ApiPath<String>,
     Idempotency(key): Idempotency,
 ) -> Result<Json<ReservationOut>, ApiError> {
-    principal.require(&[Role::Admin])?;
-    let caller = caller(&principal)?;
-    let id = reservation_id(&id)?;
-    let view = state
-        .commands
-        .check_in(&caller, &client_scope(&principal), key, id)
-        .await?;
-    Ok(Json(ReservationOut::from(view)))
+    staff_action(&state, &principal, &id, key, StayAction::CheckIn).await
 }
 
 /// Check the guest of a checked-in reservation out (hotel staff): the stay's nights
@@ -395,14 +389,7 @@ pub async fn check_out(
     ApiPath(id): ApiPath<String>,
     Idempotency(key): Idempotency,
 ) -> Result<Json<ReservationOut>, ApiError> {
-    principal.require(&[Role::Admin])?;
-    let caller = caller(&principal)?;
-    let id = reservation_id(&id)?;
-    let view = state
-        .commands
-        .check_out(&caller, &client_scope(&principal), key, id)
-        .await?;
-    Ok(Json(ReservationOut::from(view)))
+    staff_action(&state, &principal, &id, key, StayAction::CheckOut).await
 }
 
 /// Record that the guest of a confirmed reservation never came (hotel staff), on or
@@ -423,12 +410,24 @@ pub async fn no_show(
     ApiPath(id): ApiPath<String>,
     Idempotency(key): Idempotency,
 ) -> Result<Json<ReservationOut>, ApiError> {
+    staff_action(&state, &principal, &id, key, StayAction::NoShow).await
+}
+
+/// Runs a staff action on a reservation: admin tokens only, the reservation's id from
+/// the path, nothing in the body.
+async fn staff_action(
+    state: &AppState,
+    principal: &Principal,
+    id: &str,
+    key: IdempotencyKey,
+    action: StayAction,
+) -> Result<Json<ReservationOut>, ApiError> {
     principal.require(&[Role::Admin])?;
-    let caller = caller(&principal)?;
-    let id = reservation_id(&id)?;
+    let caller = caller(principal)?;
+    let id = reservation_id(id)?;
     let view = state
         .commands
-        .record_no_show(&caller, &client_scope(&principal), key, id)
+        .stay_action(&caller, &client_scope(principal), key, id, action)
         .await?;
     Ok(Json(ReservationOut::from(view)))
 }

@@ -30,6 +30,25 @@ use crate::write::{
     LoadedNights, LoadedReservation, Loader, RequestFingerprint, Strategy, WantedNights, Writer,
 };
 
+/// The staff's actions on a stay under way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StayAction {
+    /// The guest of a confirmed stay arrives, on a day of the stay at the hotel; its
+    /// nights stay sold.
+    CheckIn,
+    /// The guest of a checked-in stay leaves: the stay's nights after that day go back
+    /// to sale.
+    CheckOut,
+    /// The guest of a confirmed stay never came (from its arrival date): every night
+    /// after the first goes back to sale.
+    NoShow,
+}
+
+/// How a [`StayAction`] is decided: on the reservation, its nights, the time and the
+/// hotel's timezone.
+type StayDecision =
+    fn(&Reservation, &Nights, DateTime<Utc>, TimeZone) -> Result<Decision, Rejection>;
+
 /// A request to hold a stay. The price is the server's; `expected_total_cents` only
 /// guards against the client showing a stale one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -241,76 +260,35 @@ impl CommandService {
         .await
     }
 
-    /// Checks the guest of a confirmed stay in (staff), on a day of the stay at the
-    /// hotel; its nights stay sold.
-    pub async fn check_in(
+    /// One of the staff's actions on a stay under way (check-in, check-out, no-show; see
+    /// [`StayAction`]), decided on the hotel's date (its timezone), with nothing in the
+    /// request but the reservation.
+    pub async fn stay_action(
         &self,
         caller: &Caller,
         scope: &str,
         key: impl Into<Option<IdempotencyKey>>,
         reservation_id: ReservationId,
+        action: StayAction,
     ) -> Result<ReservationView, CommandError> {
+        let (command, decide): (CommandName, StayDecision) = match action {
+            StayAction::CheckIn => (CommandName::CheckIn, |r, _, now, tz| {
+                booking::check_in(r, now, tz)
+            }),
+            StayAction::CheckOut => (CommandName::CheckOut, booking::check_out),
+            StayAction::NoShow => (CommandName::RecordNoShow, booking::record_no_show),
+        };
         self.run_rejecting(ReservationCommand {
             caller,
             scope,
             key: key.into(),
-            command: CommandName::CheckIn,
+            command,
             request: &reservation_id,
             reservation_id,
             extra_stay: None,
             decide: |l: Loaded<'_>| {
                 let timezone = l.hotel.details().map_or(TimeZone::UTC, |d| d.timezone());
-                booking::check_in(l.reservation, l.now, timezone)
-            },
-        })
-        .await
-    }
-
-    /// Checks the guest of a checked-in stay out (staff), on the day they leave at the
-    /// hotel: the stay's nights after that day go back to sale.
-    pub async fn check_out(
-        &self,
-        caller: &Caller,
-        scope: &str,
-        key: impl Into<Option<IdempotencyKey>>,
-        reservation_id: ReservationId,
-    ) -> Result<ReservationView, CommandError> {
-        self.run_rejecting(ReservationCommand {
-            caller,
-            scope,
-            key: key.into(),
-            command: CommandName::CheckOut,
-            request: &reservation_id,
-            reservation_id,
-            extra_stay: None,
-            decide: |l: Loaded<'_>| {
-                let timezone = l.hotel.details().map_or(TimeZone::UTC, |d| d.timezone());
-                booking::check_out(l.reservation, l.nights, l.now, timezone)
-            },
-        })
-        .await
-    }
-
-    /// Records that the guest of a confirmed stay never came (staff), on or after its
-    /// arrival date at the hotel: every night after the first goes back to sale.
-    pub async fn record_no_show(
-        &self,
-        caller: &Caller,
-        scope: &str,
-        key: impl Into<Option<IdempotencyKey>>,
-        reservation_id: ReservationId,
-    ) -> Result<ReservationView, CommandError> {
-        self.run_rejecting(ReservationCommand {
-            caller,
-            scope,
-            key: key.into(),
-            command: CommandName::RecordNoShow,
-            request: &reservation_id,
-            reservation_id,
-            extra_stay: None,
-            decide: |l: Loaded<'_>| {
-                let timezone = l.hotel.details().map_or(TimeZone::UTC, |d| d.timezone());
-                booking::record_no_show(l.reservation, l.nights, l.now, timezone)
+                decide(l.reservation, l.nights, l.now, timezone)
             },
         })
         .await

@@ -29,7 +29,7 @@ use crate::write::{RetryPolicy, Strategy};
 
 pub use crate::view::{GuestView, ReservationView};
 pub use catalog::{MAX_ARI_NIGHTS, MAX_ARI_UPDATES};
-pub use lifecycle::{AfterDecision, HoldRequest, Loaded, ReservationCommand};
+pub use lifecycle::{AfterDecision, HoldRequest, Loaded, ReservationCommand, StayAction};
 
 /// The outcome stored for an idempotent request: what the first attempt answered.
 pub type Outcome = Result<ReservationView, Rejection>;

@@ -10,6 +10,7 @@ use aggregates::booking::InventoryUpdate;
 use aggregates::{HotelId, Rejection, ReservationId, ReservationStatus, RoomTypeId, StayDates};
 use chrono::{DateTime, Days, Duration, Utc};
 use reservations::clock::{Clock, ManualClock};
+use reservations::commands::StayAction;
 use reservations::error::CommandError;
 use reservations::write::Strategy;
 use serde_json::{json, Value};
@@ -1110,8 +1111,14 @@ async fn racing_check_ins_cancels_no_shows_and_date_changes_leave_one_legal_hist
             calls.push(tokio::spawn(async move {
                 let k = Some(key(&format!("{call:?}-{n}")));
                 let outcome = match call {
-                    StayCall::CheckIn => svc.check_in(&staff, "staff", k, id).await,
-                    StayCall::NoShow => svc.record_no_show(&staff, "staff", k, id).await,
+                    StayCall::CheckIn => {
+                        svc.stay_action(&staff, "staff", k, id, StayAction::CheckIn)
+                            .await
+                    }
+                    StayCall::NoShow => {
+                        svc.stay_action(&staff, "staff", k, id, StayAction::NoShow)
+                            .await
+                    }
                     StayCall::Cancel => svc.cancel(&web(), k, id, "plans".into()).await,
                     StayCall::ChangeDates => {
                         svc.change_dates(&web(), k, id, stay(day(11), day(14)), None)
