@@ -153,21 +153,15 @@ impl Reader {
         let Ok(values) = redis::from_redis_value::<Fields>(values) else {
             return Ok(None);
         };
-        let Some(read) = self.decode_hotel(hotel, &values, dates, &mut Interner::default()) else {
+        let Some(read) = Pending::of(hotel, values, dates) else {
             return Ok(None);
         };
-        let mut hotels = self.with_catalogs(redis, generation, vec![read]).await?;
+        let hotels = self.with_catalogs(redis, generation, vec![read]).await?;
         Ok(hotels
-            .as_mut()
-            .and_then(Vec::pop)
-            .map(|(hotel_id, _, hotel, days)| CachedAvailability {
-                as_of,
-                hotel: CachedHotelDays {
-                    hotel_id,
-                    hotel,
-                    days,
-                },
-            }))
+            .as_ref()
+            .and_then(|hotels| hotels.first())
+            .and_then(|hotel| hotel.decode(dates, &mut Interner::default()))
+            .map(|hotel| CachedAvailability { as_of, hotel }))
     }
 
     /// Every hotel of `city` (case-insensitive) on `dates` as stored, by id, its nights
@@ -213,37 +207,14 @@ impl Reader {
             return Ok(None);
         }
         let mut read = Vec::with_capacity(ids.len());
-        for (id, mut values) in ids.iter().zip(replies.into_iter().skip(1)) {
-            if values.len() != 1 + dates.len() {
-                return Ok(None);
+        for (id, values) in ids.iter().zip(replies.into_iter().skip(1)) {
+            match Pending::of(*id, values, dates) {
+                Some(hotel) => read.push(hotel),
+                None => return Ok(None),
             }
-            let Some(catalog_seq) = values
-                .first()
-                .and_then(|v| v.as_deref())
-                .and_then(parse_int)
-            else {
-                return Ok(None);
-            };
-            values.remove(0);
-            read.push(Pending {
-                hotel_id: *id,
-                catalog_seq,
-                data: values,
-            });
         }
         let hotels = self.with_catalogs(redis, generation, read).await?;
-        Ok(hotels.map(|hotels| CityFields {
-            as_of,
-            hotels: hotels
-                .into_iter()
-                .map(|(hotel_id, catalog_seq, hotel, nights)| HotelFields {
-                    hotel_id,
-                    catalog_seq,
-                    hotel,
-                    nights,
-                })
-                .collect(),
-        }))
+        Ok(hotels.map(|hotels| CityFields { as_of, hotels }))
     }
 
     /// One round trip under the generation readers use: the current generation, its
@@ -275,32 +246,15 @@ impl Reader {
         Ok(None)
     }
 
-    /// A hotel's fields decoded, its catalog not yet attached: `None` for a hotel the
-    /// model does not know, or a field it cannot read.
-    fn decode_hotel<'a>(
-        &self,
-        hotel_id: i64,
-        values: &'a Fields,
-        dates: &[NaiveDate],
-        terms: &mut Interner<'a>,
-    ) -> Option<Pending<Vec<CachedDay>>> {
-        let (seq, nights) = values.split_first()?;
-        Some(Pending {
-            hotel_id,
-            catalog_seq: parse_int(seq.as_deref()?)?,
-            data: decode_days(nights, dates, terms)?,
-        })
-    }
-
     /// Attaches each hotel's catalog: the decoded one this process keeps when its
     /// sequence is the stored one, else read (all of them in one round trip) and kept.
     /// `None` when a catalog cannot be read or the generation moved meanwhile.
-    async fn with_catalogs<T>(
+    async fn with_catalogs(
         &self,
         redis: &mut ConnectionManager,
         generation: i32,
-        pending: Vec<Pending<T>>,
-    ) -> anyhow::Result<Option<Vec<Catalogued<T>>>> {
+        pending: Vec<Pending>,
+    ) -> anyhow::Result<Option<Vec<HotelFields>>> {
         let mut found: Vec<Option<Arc<Hotel>>> = {
             let cache = self.catalogs.lock().unwrap_or_else(PoisonError::into_inner);
             pending
@@ -358,23 +312,43 @@ impl Reader {
             let Some(hotel) = hotel else {
                 return Ok(None);
             };
-            hotels.push((p.hotel_id, p.catalog_seq, hotel, p.data));
+            hotels.push(HotelFields {
+                hotel_id: p.hotel_id,
+                catalog_seq: p.catalog_seq,
+                hotel,
+                nights: p.nights,
+            });
         }
         Ok(Some(hotels))
     }
 }
 
-/// A hotel read without its catalog yet: its id, the catalog's sequence, what was read.
-struct Pending<T> {
+/// A hotel read without its catalog yet.
+struct Pending {
     hotel_id: i64,
     catalog_seq: i64,
-    data: T,
+    /// Each date's night field as stored.
+    nights: Vec<Option<Vec<u8>>>,
 }
 
-/// A hotel read with its catalog: id, the catalog's sequence, the catalog, what was read.
-type Catalogued<T> = (i64, i64, Arc<Hotel>, T);
+impl Pending {
+    /// A hotel's fields as read (`catalog_seq`, then each date's night); `None` for a
+    /// hotel the model does not know.
+    fn of(hotel_id: i64, mut values: Fields, dates: &[NaiveDate]) -> Option<Self> {
+        if values.len() != 1 + dates.len() {
+            return None;
+        }
+        let catalog_seq = parse_int(values.first()?.as_deref()?)?;
+        values.remove(0);
+        Some(Self {
+            hotel_id,
+            catalog_seq,
+            nights: values,
+        })
+    }
+}
 
-/// One hotel of a city as stored (see [`Reader::read_city_fields`]).
+/// One hotel as stored, its catalog attached and its nights not decoded yet.
 #[derive(Debug, Clone)]
 pub struct HotelFields {
     pub hotel_id: i64,
