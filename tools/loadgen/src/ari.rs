@@ -8,7 +8,6 @@
 //! time until every projection has applied them is reported too.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -275,17 +274,6 @@ pub async fn ari(args: AriArgs) -> anyhow::Result<()> {
         ),
         None => {}
     }
-    let line = serde_json::to_string(&record)?;
-    if args.json {
-        println!("{line}");
-    }
-    if let Some(path) = &args.out {
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        writeln!(file, "{line}").with_context(|| format!("writing {}", path.display()))?;
-    }
+    stats::write_record(&record, args.json, args.out.as_deref())?;
     Ok(())
 }

@@ -3,7 +3,6 @@
 //! contention counters and the invariant check.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -681,18 +680,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         started_at: started_at.to_rfc3339(),
     };
     print_table(&record);
-    let line = serde_json::to_string(&record)?;
-    if args.json {
-        println!("{line}");
-    }
-    if let Some(path) = &args.out {
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        writeln!(file, "{line}").with_context(|| format!("writing {}", path.display()))?;
-    }
+    stats::write_record(&record, args.json, args.out.as_deref())?;
     Ok(record.invariant_ok != Some(false))
 }
 

@@ -1,7 +1,12 @@
 //! What one request kind (hold or read) recorded: HDR latency histograms in
-//! microseconds, every status, the error codes of refusals, and where reads came from.
+//! microseconds, every status, the error codes of refusals, and where reads came from;
+//! and how a run's record is written out.
 
 use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -140,6 +145,24 @@ pub struct KindSummary {
     pub sources: BTreeMap<String, u64>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub sample: BTreeMap<String, u64>,
+}
+
+/// A run's record as one JSON line: printed when `json`, appended to `out` when given
+/// (the file `scripts/bench.sh` reports from).
+pub fn write_record(record: &impl Serialize, json: bool, out: Option<&Path>) -> anyhow::Result<()> {
+    let line = serde_json::to_string(record)?;
+    if json {
+        println!("{line}");
+    }
+    if let Some(path) = out {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        writeln!(file, "{line}").with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
