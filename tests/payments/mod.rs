@@ -21,6 +21,22 @@ async fn held_stay(rooms: i64) -> (TestApp, String, i64) {
     held_stay_with(spawn_app().await, rooms).await
 }
 
+/// [`held_stay`] confirmed with a card that authorizes: (app, reservation id).
+async fn paid_stay(rooms: i64) -> (TestApp, String) {
+    let (app, id, _) = held_stay(rooms).await;
+    app.confirm(WEB, "pay", &id, "tok_ok")
+        .await
+        .assert_status(200);
+    (app, id)
+}
+
+/// The instant of `minutes` past midnight on `date` in Lisbon, the stays' hotel's time.
+fn in_lisbon(date: chrono::NaiveDate, minutes: i64) -> chrono::DateTime<chrono::Utc> {
+    let lisbon = aggregates::types::TimeZone::parse("Europe/Lisbon").expect("valid");
+    let check_in = i64::from(aggregates::booking::CHECK_IN_HOUR);
+    check_in_instant(date, lisbon) + Duration::minutes(minutes - check_in * 60)
+}
+
 async fn held_stay_with(app: TestApp, rooms: i64) -> (TestApp, String, i64) {
     app.seed_hotel(day(10), 5, rooms).await;
     let id = app
@@ -295,11 +311,8 @@ async fn refund_when_cancelled(token: &'static str, hours: i64) -> (i64, i64, i6
     app.confirm(WEB, "pay", &id, "tok_ok")
         .await
         .assert_status(200);
-    let check_in = check_in_instant(
-        day(10),
-        aggregates::types::TimeZone::parse("Europe/Lisbon").expect("valid"),
-    );
-    app.clock.set(check_in - Duration::hours(hours));
+    app.clock
+        .set(in_lisbon(day(10), 15 * 60) - Duration::hours(hours));
 
     let reply = app
         .cancel(token, "cancel", &id, &json!({"reason": "plans"}))
@@ -336,13 +349,8 @@ async fn refund_when_cancelled(token: &'static str, hours: i64) -> (i64, i64, i6
 async fn cancelling_once_the_arrival_date_has_ended_at_the_hotel_is_409_and_changes_nothing() {
     // Arrange: a paid stay arriving on the 10th in Lisbon, and the clock at 00:30 on the
     // 11th there (the guest has arrived, or has not come)
-    let (app, id, _) = held_stay(2).await;
-    app.confirm(WEB, "pay", &id, "tok_ok")
-        .await
-        .assert_status(200);
-    let lisbon = aggregates::types::TimeZone::parse("Europe/Lisbon").expect("valid");
-    let midnight = check_in_instant(day(11), lisbon) - Duration::hours(15);
-    app.clock.set(midnight + Duration::minutes(30));
+    let (app, id) = paid_stay(2).await;
+    app.clock.set(in_lisbon(day(11), 30));
     let before = app.snapshot().await;
 
     // Act
@@ -364,11 +372,7 @@ async fn cancelling_once_the_arrival_date_has_ended_at_the_hotel_is_409_and_chan
 #[tokio::test]
 async fn staff_check_a_guest_in_on_the_arrival_date_and_out_early_giving_the_later_nights_back() {
     // Arrange: a paid stay of the 10th to the 13th in Lisbon
-    let (app, id, _) = held_stay(2).await;
-    app.confirm(WEB, "pay", &id, "tok_ok")
-        .await
-        .assert_status(200);
-    let lisbon = aggregates::types::TimeZone::parse("Europe/Lisbon").expect("valid");
+    let (app, id) = paid_stay(2).await;
     let before = app.snapshot().await;
 
     // Act + Assert: the day before arrival it is too early, for the channel it is not
@@ -382,8 +386,7 @@ async fn staff_check_a_guest_in_on_the_arrival_date_and_out_early_giving_the_lat
     assert_eq!(app.snapshot().await, before);
 
     // Act: at 16:00 on the arrival date
-    app.clock
-        .set(check_in_instant(day(10), lisbon) + Duration::hours(1));
+    app.clock.set(in_lisbon(day(10), 16 * 60));
     let checked_in = app.check_in(ADMIN, "check-in", &id).await;
 
     // Assert: checked in, its nights still sold; a cancellation and a second check-in
@@ -408,8 +411,7 @@ async fn staff_check_a_guest_in_on_the_arrival_date_and_out_early_giving_the_lat
     assert_invariants_at(&app.db.pool, app.now()).await;
 
     // Act 2: the guest leaves on the morning of the 11th
-    app.clock
-        .set(check_in_instant(day(11), lisbon) - Duration::hours(5));
+    app.clock.set(in_lisbon(day(11), 10 * 60));
     let out = app.check_out(ADMIN, "check-out", &id).await;
 
     // Assert 2: the 12th is for sale again, the 10th and 11th stay sold; a second
@@ -437,11 +439,7 @@ async fn staff_check_a_guest_in_on_the_arrival_date_and_out_early_giving_the_lat
 #[tokio::test]
 async fn a_no_show_keeps_the_first_night_sold_and_gives_the_others_back() {
     // Arrange: a paid stay of the 10th to the 13th in Lisbon, its guest not come
-    let (app, id, _) = held_stay(2).await;
-    app.confirm(WEB, "pay", &id, "tok_ok")
-        .await
-        .assert_status(200);
-    let lisbon = aggregates::types::TimeZone::parse("Europe/Lisbon").expect("valid");
+    let (app, id) = paid_stay(2).await;
     let before = app.snapshot().await;
     app.no_show(ADMIN, "no-show-early", &id)
         .await
@@ -449,8 +447,7 @@ async fn a_no_show_keeps_the_first_night_sold_and_gives_the_others_back() {
     assert_eq!(app.snapshot().await, before);
 
     // Act: at 23:00 on the 10th
-    app.clock
-        .set(check_in_instant(day(10), lisbon) + Duration::hours(8));
+    app.clock.set(in_lisbon(day(10), 23 * 60));
     let reply = app.no_show(ADMIN, "no-show", &id).await;
 
     // Assert: the first night stays sold, the others are for sale again, the guest can

@@ -474,10 +474,9 @@ async fn the_read_model_answers_the_same_once_caught_up_and_follows_a_hotel_movi
     app.finish().await;
 }
 
-#[tokio::test]
-async fn a_search_asked_again_after_a_booking_shows_the_rooms_it_took() {
-    // Arrange: one hotel with five rooms, searched twice (the second answer is the
-    // offers judged for the first, the nights reading the same)
+/// A server following the log into Redis, with one hotel in Lisbon: Casa Barata,
+/// `rooms` king rooms at 150.00 over the stay.
+async fn barata_alone(rooms: i64) -> TestApp {
     let app = spawn_app_with(|settings| settings.run_projections = true).await;
     hotel(&app, BARATA, "Casa Barata", "Lisbon").await;
     room_type(
@@ -487,22 +486,35 @@ async fn a_search_asked_again_after_a_booking_shows_the_rooms_it_took() {
         json!({"name": "king", "max_occupancy": 2}),
     )
     .await;
-    inventory(&app, BARATA, KING, 5, 15_000).await;
+    inventory(&app, BARATA, KING, rooms, 15_000).await;
+    app
+}
+
+/// Holds `rooms` of Casa Barata's kings over the whole stay.
+async fn hold_at_barata(app: &TestApp, key: &str, rooms: i64) {
+    app.hold(
+        WEB,
+        key,
+        &json!({"hotel_id": BARATA, "room_type_id": KING,
+                "start_date": arrival(), "end_date": departure(), "rooms": rooms,
+                "guest": {"name": "Ana Lima", "email": "ana@example.com"}}),
+    )
+    .await
+    .assert_status(201);
+}
+
+#[tokio::test]
+async fn a_search_asked_again_after_a_booking_shows_the_rooms_it_took() {
+    // Arrange: one hotel with five rooms, searched twice (the second answer is the
+    // offers judged for the first, the nights reading the same)
+    let app = barata_alone(5).await;
     let first = from_cache(&app, &stay_in("Lisbon", &[]), Utc::now()).await;
     let again = from_cache(&app, &stay_in("Lisbon", &[]), Utc::now()).await;
     assert_eq!(first["hotels"], again["hotels"]);
     assert_eq!(first["hotels"][0]["offers"][0]["remaining"], 5, "{first}");
 
     // Act: two of the rooms are held on every night of the stay
-    app.hold(
-        WEB,
-        "two-of-five",
-        &json!({"hotel_id": BARATA, "room_type_id": KING,
-                "start_date": arrival(), "end_date": departure(), "rooms": 2,
-                "guest": {"name": "Ana Lima", "email": "ana@example.com"}}),
-    )
-    .await
-    .assert_status(201);
+    hold_at_barata(&app, "two-of-five", 2).await;
     let after = from_cache(&app, &stay_in("Lisbon", &[]), Utc::now()).await;
 
     // Assert: the same question now shows what is left
@@ -513,26 +525,9 @@ async fn a_search_asked_again_after_a_booking_shows_the_rooms_it_took() {
 #[tokio::test]
 async fn a_search_whose_offer_takes_the_last_room_is_answered_by_the_database() {
     // Arrange: one hotel with two rooms on every night, one of them then held.
-    let app = spawn_app_with(|settings| settings.run_projections = true).await;
-    hotel(&app, BARATA, "Casa Barata", "Lisbon").await;
-    room_type(
-        &app,
-        BARATA,
-        KING,
-        json!({"name": "king", "max_occupancy": 2}),
-    )
-    .await;
-    inventory(&app, BARATA, KING, 2, 15_000).await;
+    let app = barata_alone(2).await;
     let roomy = from_cache(&app, &stay_in("Lisbon", &[]), Utc::now()).await;
-    app.hold(
-        WEB,
-        "one-of-two",
-        &json!({"hotel_id": BARATA, "room_type_id": KING,
-                "start_date": arrival(), "end_date": departure(), "rooms": 1,
-                "guest": {"name": "Ana Lima", "email": "ana@example.com"}}),
-    )
-    .await
-    .assert_status(201);
+    hold_at_barata(&app, "one-of-two", 1).await;
 
     // Act: ask until the read model has seen the hold (it would then list 1 left).
     let mut tight = Value::Null;
