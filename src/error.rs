@@ -25,6 +25,9 @@ pub enum CommandError {
     /// The payment gateway could not be reached; nothing was charged. Safe to retry.
     #[error("the payment provider is unavailable: {0}")]
     PaymentUnavailable(String),
+    /// The card refused the extra amount a change needs; nothing changed.
+    #[error("the card was declined for the {shortfall_cents} more cents the change costs")]
+    PaymentDeclined { shortfall_cents: i64 },
     /// The database refused a write the domain had decided (a CHECK constraint, such
     /// as the night's `confirmed + held <= capacity`): nothing was written, and the
     /// decision was wrong, which is a bug to look at (it is counted).

@@ -111,6 +111,11 @@ pub struct Settings {
     #[arg(long, env = "SIM_WEBHOOK_COPIES", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=10))]
     pub sim_webhook_copies: u32,
+    /// How long after the end of a stay's arrival date (midnight at the hotel) a guest
+    /// who has not checked in is recorded a no-show by the worker.
+    #[arg(long, env = "NO_SHOW_GRACE_MINUTES", default_value_t = 240,
+          value_parser = clap::value_parser!(u32).range(0..=10_080))]
+    pub no_show_grace_minutes: u32,
 }
 
 impl Settings {
@@ -136,6 +141,7 @@ impl Settings {
             sim_gateway_latency_ms: 50,
             sim_webhook_delay_ms: 5_000,
             sim_webhook_copies: 1,
+            no_show_grace_minutes: 240,
         }
     }
 
@@ -303,7 +309,10 @@ impl Application {
         if settings.run_workers {
             workers.push(spawn_payment_workers(
                 payments.clone(),
-                PaymentWorkerConfig::default(),
+                PaymentWorkerConfig {
+                    no_show_grace: Duration::minutes(i64::from(settings.no_show_grace_minutes)),
+                    ..PaymentWorkerConfig::default()
+                },
                 stopped.clone(),
             ));
         }

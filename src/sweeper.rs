@@ -61,3 +61,66 @@ pub async fn sweep_once(
     }
     Ok(swept)
 }
+
+/// Captures up to `limit` authorizations whose capture is due (the capture worker):
+/// each through the reservation's own command, which decides from its ledger whether a
+/// capture is still owed, so two workers on one reservation capture once, and a
+/// cancellation that got there first (a void) leaves nothing to capture. The gateway
+/// call itself goes through the payment outbox, written with the event.
+pub async fn capture_due_once(
+    commands: &CommandService,
+    limit: i64,
+) -> Result<usize, CommandError> {
+    let due: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT reservation_id FROM payment_captures_due
+          WHERE due_at <= $1 ORDER BY due_at LIMIT $2",
+    )
+    .bind(commands.now())
+    .bind(limit)
+    .fetch_all(commands.pool())
+    .await?;
+    let mut captured = 0;
+    for id in due {
+        if commands.capture_due(ReservationId::from_uuid(id)).await? {
+            captured += 1;
+        }
+    }
+    if captured > 0 {
+        metrics::counter!("payments_captured_by_worker_total").increment(captured as u64);
+    }
+    Ok(captured)
+}
+
+/// Records up to `limit` no-shows: confirmed stays not checked in once their arrival
+/// date has ended at their hotel, `grace` after midnight there. The candidates are
+/// read by the UTC date (a hotel's date is at most a day ahead of it); each is judged
+/// by its own hotel's date in its command.
+pub async fn record_no_shows_once(
+    commands: &CommandService,
+    limit: i64,
+    grace: Duration,
+) -> Result<usize, CommandError> {
+    let latest_arrival = (commands.now() - grace).date_naive();
+    let candidates: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT reservation_id FROM reservations
+          WHERE status = 'confirmed' AND start_date <= $1
+          ORDER BY start_date LIMIT $2",
+    )
+    .bind(latest_arrival)
+    .bind(limit)
+    .fetch_all(commands.pool())
+    .await?;
+    let mut recorded = 0;
+    for id in candidates {
+        if commands
+            .record_lapsed_no_show(ReservationId::from_uuid(id), grace)
+            .await?
+        {
+            recorded += 1;
+        }
+    }
+    if recorded > 0 {
+        metrics::counter!("no_shows_recorded_by_worker_total").increment(recorded as u64);
+    }
+    Ok(recorded)
+}

@@ -3,7 +3,7 @@
 //! alone, so the commands and the queries share it without depending on each other.
 
 use aggregates::rate_plan::CancellationPolicy;
-use aggregates::{Cents, Reservation, ReservationStatus};
+use aggregates::{Cents, PaymentStatus, Reservation, ReservationStatus};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -40,6 +40,40 @@ pub struct ReservationView {
     pub cancellation_policy: CancellationPolicy,
     #[serde(default = "one_guest")]
     pub guests: u32,
+    /// Where its money stands (outcomes stored before the ledger read as none).
+    #[serde(default)]
+    pub payment: PaymentView,
+}
+
+/// A reservation's money: the ledger's status and amounts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentView {
+    pub status: PaymentStatus,
+    pub authorized_cents: Cents,
+    pub captured_cents: Cents,
+    pub refunded_cents: Cents,
+}
+
+impl Default for PaymentView {
+    fn default() -> Self {
+        Self {
+            status: PaymentStatus::None,
+            authorized_cents: Cents::ZERO,
+            captured_cents: Cents::ZERO,
+            refunded_cents: Cents::ZERO,
+        }
+    }
+}
+
+impl PaymentView {
+    pub fn of(reservation: &Reservation) -> Self {
+        reservation.ledger().map_or_else(Self::default, |l| Self {
+            status: l.status(),
+            authorized_cents: l.authorized,
+            captured_cents: l.captured,
+            refunded_cents: l.refunded,
+        })
+    }
 }
 
 fn house_policy() -> CancellationPolicy {
@@ -85,6 +119,7 @@ impl ReservationView {
             rate_plan_id: d.rate_plan_id.map(|p| p.get()),
             cancellation_policy: d.cancellation_policy,
             guests: d.guests.get(),
+            payment: PaymentView::of(reservation),
         })
     }
 }

@@ -296,6 +296,9 @@ pub struct PaymentWorkerConfig {
     pub interval: std::time::Duration,
     pub abandon_after: chrono::Duration,
     pub batch: i64,
+    /// How long after the end of a stay's arrival date (midnight at the hotel) an
+    /// unarrived guest is recorded a no-show.
+    pub no_show_grace: chrono::Duration,
 }
 
 impl Default for PaymentWorkerConfig {
@@ -304,12 +307,13 @@ impl Default for PaymentWorkerConfig {
             interval: std::time::Duration::from_secs(1),
             abandon_after: chrono::Duration::seconds(120),
             batch: 200,
+            no_show_grace: chrono::Duration::hours(4),
         }
     }
 }
 
-/// Runs the expiry sweeper, the payment recovery worker and the payment outbox in one
-/// loop until `shutdown` turns true; a pass in progress finishes first. Safe in every
+/// Runs the expiry sweeper, the payment recovery worker, the capture worker, the
+/// no-show worker and the payment outbox in one loop until `shutdown` turns true; a pass in progress finishes first. Safe in every
 /// server process at once (each step is; see their modules).
 pub fn spawn_payment_workers(
     payments: crate::payments::PaymentService,
@@ -329,6 +333,20 @@ pub fn spawn_payment_workers(
             }
             if let Err(e) = payments.recover_due(config.batch).await {
                 tracing::warn!(error = %e, "payment recovery pass failed");
+            }
+            if let Err(e) =
+                crate::sweeper::capture_due_once(payments.commands(), config.batch).await
+            {
+                tracing::warn!(error = %e, "capture pass failed");
+            }
+            if let Err(e) = crate::sweeper::record_no_shows_once(
+                payments.commands(),
+                config.batch,
+                config.no_show_grace,
+            )
+            .await
+            {
+                tracing::warn!(error = %e, "no-show pass failed");
             }
             if let Err(e) = payments.deliver_outbox(config.batch).await {
                 tracing::warn!(error = %e, "payment outbox pass failed");

@@ -38,8 +38,8 @@ pub use contract::{
 };
 pub use hotel::{Hotel, HotelCommand, HotelDetails, HotelEvent, RatePlan, RoomTypeDetails};
 pub use reservation::{
-    CancelledBy, Payment, Reservation, ReservationCommand, ReservationDetails, ReservationEvent,
-    ReservationStatus,
+    CancelledBy, Increment, Ledger, Payment, PaymentStatus, Reservation, ReservationCommand,
+    ReservationDetails, ReservationEvent, ReservationStatus,
 };
 pub use room_night::{Hold, RoomNight, RoomNightCommand, RoomNightEvent, RoomNightKey};
 pub use types::{

@@ -87,24 +87,45 @@ impl CancellationPolicy {
         if paid <= Cents::ZERO {
             return Cents::ZERO;
         }
+        paid.percent(self.refund_percent(lead, by))
+    }
+
+    /// The share (percent) a cancellation `lead` before check-in gives back: 100 when
+    /// the hotel cancels, whatever the policy.
+    pub fn refund_percent(&self, lead: Duration, by: CancelledBy) -> u8 {
         if by == CancelledBy::Hotel {
-            return paid;
+            return 100;
         }
         match *self {
-            CancellationPolicy::NonRefundable => Cents::ZERO,
+            CancellationPolicy::NonRefundable => 0,
             CancellationPolicy::Refundable {
                 full_refund_hours,
                 partial_refund_hours,
                 partial_refund_percent,
             } => {
                 if lead >= Duration::hours(full_refund_hours.into()) {
-                    paid
+                    100
                 } else if lead >= Duration::hours(partial_refund_hours.into()) {
-                    paid.percent(partial_refund_percent)
+                    partial_refund_percent
                 } else {
-                    Cents::ZERO
+                    0
                 }
             }
+        }
+    }
+
+    /// The last instant a guest's cancellation gives everything back, for a stay
+    /// checking in at `check_in`; `None` for a stay never refunded. The authorization
+    /// is captured then: until that moment a cancellation voids it.
+    pub fn full_refund_until(
+        &self,
+        check_in: chrono::DateTime<chrono::Utc>,
+    ) -> Option<chrono::DateTime<chrono::Utc>> {
+        match *self {
+            CancellationPolicy::NonRefundable => None,
+            CancellationPolicy::Refundable {
+                full_refund_hours, ..
+            } => Some(check_in - Duration::hours(full_refund_hours.into())),
         }
     }
 }

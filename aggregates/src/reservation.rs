@@ -10,10 +10,19 @@
 //! arrived or has not come, and cancelling would give back nights already past.
 //!
 //! Payments: a reservation keeps at most one card authorization (the one that confirmed
-//! it). Any other authorization the gateway reports for it — one that arrives after the
-//! hold lapsed, after a cancellation or decline, or a second one — is recorded as
-//! `LatePaymentRefunded`, once per provider transaction, and the write side gives it back
-//! through the payment outbox. A reservation is never resurrected by a late payment.
+//! it), and its [`Ledger`] (see [`ledger`]): authorized at confirmation, captured at the
+//! policy's deadline (or at once for a stay that can no longer be refunded in full, or
+//! at check-in), voided by a cancellation before that, refunded by the policy's share
+//! after it; a no-show keeps the first night. Any other authorization the gateway
+//! reports for it — one that arrives after the hold lapsed, after a cancellation or
+//! decline, or a second one — is recorded as `LatePaymentRefunded`, once per provider
+//! transaction, and the write side gives it back through the payment outbox. A
+//! reservation is never resurrected by a late payment.
+//!
+//! A date change can no longer open a refund the stay had lost: the first change of a
+//! confirmed stay records the share a guest's cancellation would have given back at that
+//! moment (`refund_cap_percent`), and no later cancellation gives back a larger share,
+//! whatever the new dates' lead time (docs/api.md states the rule).
 
 use chrono::{DateTime, NaiveDate, Utc};
 use cqrs_es::event_sink::EventSink;
@@ -25,6 +34,7 @@ use crate::rate_plan::CancellationPolicy;
 use crate::types::{
     Cents, Guest, GuestCount, HotelId, RatePlanId, ReservationId, RoomCount, RoomTypeId, StayDates,
 };
+pub use ledger::{Ledger, Movement, PaymentStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -104,6 +114,20 @@ pub struct ReservationDetails {
         skip_serializing_if = "GuestCount::is_one"
     )]
     pub guests: GuestCount,
+    /// The price of the first night (all rooms), the fee a no-show keeps. Stays recorded
+    /// before it was kept read the total's average night ([`Self::first_night`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_night_cents: Option<Cents>,
+}
+
+impl ReservationDetails {
+    /// The price of the stay's first night (all rooms).
+    pub fn first_night(&self) -> Cents {
+        self.first_night_cents.unwrap_or_else(|| {
+            let nights = i64::from(self.stay.night_count().max(1));
+            Cents::new(self.total_cents.get() / nights)
+        })
+    }
 }
 
 fn house_policy() -> CancellationPolicy {
@@ -127,38 +151,61 @@ pub struct Reservation {
     /// Checked out: the first of the stay's nights that went back to sale.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     released_from: Option<NaiveDate>,
+    /// The money of a paid stay; absent in states stored before the ledger existed,
+    /// which [`Self::ledger`] reads from `payment` and `refund_cents`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ledger: Option<Ledger>,
+    /// The largest share (percent) a guest's cancellation may give back, once the dates
+    /// of the confirmed stay were changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    refund_cap_percent: Option<u8>,
+}
+
+/// An increment of the authorization the gateway granted, for a move to dearer nights.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Increment {
+    pub amount_cents: Cents,
+    /// The gateway key it was granted under ([`ledger::authorization_key`]).
+    pub gateway_key: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ReservationCommand {
     /// Record a new reservation whose nights are being held.
     Place { details: ReservationDetails },
-    /// Confirm the hold; `payment` is the authorization that pays for it (none when
-    /// staff confirm without taking a payment).
-    Confirm {
-        now: DateTime<Utc>,
-        payment: Option<Payment>,
-    },
+    /// Confirm the hold without a payment (staff).
+    Confirm { now: DateTime<Utc> },
     /// The gateway reported an authorization for this reservation: it confirms a live
-    /// hold, and is given back in every other case.
+    /// hold (to be captured at `capture_due_at`, at once if that has passed), and is
+    /// given back in every other case.
     ApplyAuthorization {
         now: DateTime<Utc>,
         payment: Payment,
+        capture_due_at: DateTime<Utc>,
+    },
+    /// Capture the authorization if its capture is due by `now` (the capture worker).
+    CapturePayment { now: DateTime<Utc> },
+    /// Record an increment the gateway granted whose date change did not happen (the
+    /// nights went meanwhile): the ledger must know what the card is authorized for.
+    RecordIncrement {
+        now: DateTime<Utc>,
+        increment: Increment,
     },
     /// The gateway declined the card: the hold ends and its nights return to sale.
     DeclinePayment {
         now: DateTime<Utc>,
         provider_txn_id: Option<String>,
     },
-    /// Cancel, giving back `refund_cents` of what was paid (the refund policy's answer).
-    /// `today` is the date at the hotel: once the arrival date has ended there, the
-    /// stay can no longer be cancelled (the guest has arrived, or has not come).
+    /// Cancel, giving back `refund_percent` of what the guest is charged (the policy's
+    /// share at this lead time; a guest's is capped after a date change). `today` is
+    /// the date at the hotel: once the arrival date has ended there, the stay can no
+    /// longer be cancelled (the guest has arrived, or has not come).
     Cancel {
         now: DateTime<Utc>,
         today: NaiveDate,
         reason: String,
         by: CancelledBy,
-        refund_cents: Cents,
+        refund_percent: u8,
     },
     /// Record that the hold lapsed (the sweeper, or whoever finds it lapsed).
     Expire { now: DateTime<Utc> },
@@ -181,11 +228,19 @@ pub enum ReservationCommand {
         now: DateTime<Utc>,
         today: NaiveDate,
     },
-    /// Move the stay to new dates at a new total price.
+    /// Move the stay to new dates at a new total price. For a paid stay:
+    /// `refund_percent_now` is the share a guest's cancellation would give back now
+    /// (under the old dates), `capture_due_at` the capture deadline of the new dates,
+    /// and `increment` what the gateway granted toward a dearer price (without enough,
+    /// the change is refused with [`ReservationError::PaymentRequired`]).
     ChangeDates {
         stay: StayDates,
         total_cents: Cents,
+        first_night_cents: Cents,
         now: DateTime<Utc>,
+        refund_percent_now: u8,
+        capture_due_at: DateTime<Utc>,
+        increment: Option<Increment>,
     },
 }
 
@@ -197,6 +252,10 @@ pub enum ReservationEvent {
         /// The authorization that paid for it; absent when confirmed without payment.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         payment: Option<Payment>,
+        /// When the authorization is to be captured. Absent with a payment: confirmed
+        /// before the ledger existed, and captured at once (see [`ledger`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        capture_due_at: Option<DateTime<Utc>>,
     },
     ReservationCancelled {
         cancelled_at: DateTime<Utc>,
@@ -226,6 +285,40 @@ pub enum ReservationEvent {
         stay: StayDates,
         total_cents: Cents,
         changed_at: DateTime<Utc>,
+        /// The new first night's price (absent in changes recorded before it was kept).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        first_night_cents: Option<Cents>,
+        /// A confirmed stay: the largest share a guest's cancellation may give back from
+        /// now on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refund_cap_percent: Option<u8>,
+        /// An uncaptured authorization: its new capture deadline.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        capture_due_at: Option<DateTime<Utc>>,
+    },
+    /// The gateway increased the authorization by `amount_cents` (a dearer move).
+    AuthorizationIncreased {
+        amount_cents: Cents,
+        gateway_key: String,
+        authorized_at: DateTime<Utc>,
+    },
+    /// `amount_cents` of the authorization was taken (the rest of it, if any, stays
+    /// authorized until the next capture or a void).
+    PaymentCaptured {
+        amount_cents: Cents,
+        gateway_key: String,
+        captured_at: DateTime<Utc>,
+    },
+    /// The authorization was released before anything was captured: nothing charged.
+    PaymentVoided {
+        gateway_key: String,
+        voided_at: DateTime<Utc>,
+    },
+    /// `amount_cents` of what was captured goes back to the card.
+    PaymentRefunded {
+        amount_cents: Cents,
+        gateway_key: String,
+        refunded_at: DateTime<Utc>,
     },
     /// The guest arrived and was checked in.
     GuestCheckedIn {
@@ -276,6 +369,8 @@ pub enum ReservationError {
     TooEarly { arrival: NaiveDate },
     #[error("the stay ended on {departure}")]
     StayEnded { departure: NaiveDate },
+    #[error("the new price needs {shortfall} more cents authorized")]
+    PaymentRequired { shortfall: Cents },
 }
 
 impl Reservation {
@@ -331,6 +426,105 @@ impl Reservation {
         self.refund_cents
     }
 
+    /// The ledger of a paid stay; `None` while nothing was authorized. A state stored
+    /// before the ledger existed reads as its payment captured at confirmation, less
+    /// what its cancellation refunded.
+    pub fn ledger(&self) -> Option<std::borrow::Cow<'_, Ledger>> {
+        match (&self.ledger, &self.payment) {
+            (Some(ledger), _) => Some(std::borrow::Cow::Borrowed(ledger)),
+            (None, Some(payment)) => {
+                Some(std::borrow::Cow::Owned(Ledger::captured_at_confirmation(
+                    payment.provider_txn_id.clone(),
+                    payment.amount_cents,
+                    self.refund_cents,
+                )))
+            }
+            (None, None) => None,
+        }
+    }
+
+    /// Where the reservation's money stands.
+    pub fn payment_status(&self) -> PaymentStatus {
+        self.ledger().map_or(PaymentStatus::None, |l| l.status())
+    }
+
+    /// When the authorization is due to be captured, while it is neither captured nor
+    /// voided.
+    pub fn capture_due_at(&self) -> Option<DateTime<Utc>> {
+        self.ledger()
+            .filter(|l| l.is_open() && !l.is_captured())
+            .and_then(|l| l.capture_due_at)
+    }
+
+    /// After a change of a confirmed stay's dates: the largest share a guest's
+    /// cancellation may give back.
+    pub fn refund_cap_percent(&self) -> Option<u8> {
+        self.refund_cap_percent
+    }
+
+    fn ledger_mut(&mut self) -> Option<&mut Ledger> {
+        if self.ledger.is_none() {
+            self.ledger = self.ledger().map(std::borrow::Cow::into_owned);
+        }
+        self.ledger.as_mut()
+    }
+
+    /// The events of `movements` of this reservation's payment, at `now`.
+    fn money(movements: Vec<Movement>, now: DateTime<Utc>) -> Vec<ReservationEvent> {
+        movements
+            .into_iter()
+            .map(|m| match m {
+                Movement::Capture {
+                    amount,
+                    gateway_key,
+                } => ReservationEvent::PaymentCaptured {
+                    amount_cents: amount,
+                    gateway_key,
+                    captured_at: now,
+                },
+                Movement::Void { gateway_key } => ReservationEvent::PaymentVoided {
+                    gateway_key,
+                    voided_at: now,
+                },
+                Movement::Refund {
+                    amount,
+                    gateway_key,
+                } => ReservationEvent::PaymentRefunded {
+                    amount_cents: amount,
+                    gateway_key,
+                    refunded_at: now,
+                },
+            })
+            .collect()
+    }
+
+    /// The events that leave the hotel keeping `keep` of the payment (none unpaid).
+    fn settle(
+        &self,
+        details: &ReservationDetails,
+        keep: Cents,
+        now: DateTime<Utc>,
+    ) -> Vec<ReservationEvent> {
+        match self.ledger() {
+            Some(ledger) => Self::money(ledger.settle(details.reservation_id, keep), now),
+            None => Vec::new(),
+        }
+    }
+
+    /// The capture of an open, uncaptured authorization (check-in, or its deadline).
+    fn capture_now(
+        &self,
+        details: &ReservationDetails,
+        now: DateTime<Utc>,
+    ) -> Vec<ReservationEvent> {
+        match self.ledger() {
+            Some(l) if l.is_open() && !l.is_captured() => {
+                self.settle(details, l.charge(details.total_cents), now)
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// Has this provider transaction been seen already (kept or given back)?
     pub fn knows_payment(&self, provider_txn_id: &str) -> bool {
         self.payment
@@ -356,7 +550,7 @@ impl Reservation {
                 Some(existing) if *existing == details => Ok(Vec::new()),
                 Some(_) => Err(ReservationError::AlreadyExists),
             },
-            ReservationCommand::Confirm { now, payment } => {
+            ReservationCommand::Confirm { now } => {
                 let (details, status) = self.existing()?;
                 match status {
                     ReservationStatus::Confirmed => Ok(Vec::new()),
@@ -367,12 +561,17 @@ impl Reservation {
                     }
                     ReservationStatus::Held => Ok(vec![ReservationEvent::ReservationConfirmed {
                         confirmed_at: now,
-                        payment,
+                        payment: None,
+                        capture_due_at: None,
                     }]),
                     status => Err(ReservationError::InvalidState { status }),
                 }
             }
-            ReservationCommand::ApplyAuthorization { now, payment } => {
+            ReservationCommand::ApplyAuthorization {
+                now,
+                payment,
+                capture_due_at,
+            } => {
                 let (details, status) = self.existing()?;
                 if self.knows_payment(&payment.provider_txn_id) {
                     return Ok(Vec::new());
@@ -390,13 +589,48 @@ impl Reservation {
                         give_back,
                     ]),
                     ReservationStatus::Held if payment.amount_cents == details.total_cents => {
-                        Ok(vec![ReservationEvent::ReservationConfirmed {
+                        let amount = payment.amount_cents;
+                        let mut events = vec![ReservationEvent::ReservationConfirmed {
                             confirmed_at: now,
                             payment: Some(payment),
-                        }])
+                            capture_due_at: Some(capture_due_at),
+                        }];
+                        // Already past the full-refund deadline (or non-refundable):
+                        // the stay is owed now.
+                        if capture_due_at <= now {
+                            events.push(ReservationEvent::PaymentCaptured {
+                                amount_cents: amount,
+                                gateway_key: ledger::capture_key(details.reservation_id, 1),
+                                captured_at: now,
+                            });
+                        }
+                        Ok(events)
                     }
                     // A wrong amount, or any state but a live hold: nothing to pay for.
                     _ => Ok(vec![give_back]),
+                }
+            }
+            ReservationCommand::CapturePayment { now } => {
+                let (details, _) = self.existing()?;
+                match self.capture_due_at() {
+                    Some(due) if due <= now => Ok(self.capture_now(details, now)),
+                    _ => Ok(Vec::new()),
+                }
+            }
+            ReservationCommand::RecordIncrement { now, increment } => {
+                let (details, _) = self.existing()?;
+                let expected = self.ledger().map(|l| {
+                    ledger::authorization_key(details.reservation_id, l.authorizations + 1)
+                });
+                if expected.as_deref() == Some(increment.gateway_key.as_str()) {
+                    Ok(vec![ReservationEvent::AuthorizationIncreased {
+                        amount_cents: increment.amount_cents,
+                        gateway_key: increment.gateway_key,
+                        authorized_at: now,
+                    }])
+                } else {
+                    // Recorded already (or not this ledger's next): nothing to add.
+                    Ok(Vec::new())
                 }
             }
             ReservationCommand::DeclinePayment {
@@ -421,7 +655,7 @@ impl Reservation {
                 today,
                 reason,
                 by,
-                refund_cents,
+                refund_percent,
             } => {
                 let (details, status) = self.existing()?;
                 match status {
@@ -438,12 +672,25 @@ impl Reservation {
                         })
                     }
                     ReservationStatus::Held | ReservationStatus::Confirmed => {
-                        Ok(vec![ReservationEvent::ReservationCancelled {
+                        let percent = match by {
+                            CancelledBy::Hotel => 100,
+                            CancelledBy::Guest => {
+                                refund_percent.min(self.refund_cap_percent.unwrap_or(100))
+                            }
+                        };
+                        let charge = self
+                            .ledger()
+                            .map_or(Cents::ZERO, |l| l.charge(details.total_cents));
+                        let refund_cents = charge.percent(percent);
+                        let keep = Cents::new(charge.get() - refund_cents.get());
+                        let mut events = vec![ReservationEvent::ReservationCancelled {
                             cancelled_at: now,
                             reason,
                             by,
                             refund_cents,
-                        }])
+                        }];
+                        events.extend(self.settle(details, keep, now));
+                        Ok(events)
                     }
                     status => Err(ReservationError::InvalidState { status }),
                 }
@@ -474,9 +721,14 @@ impl Reservation {
                             departure: details.stay.end(),
                         })
                     }
-                    ReservationStatus::Confirmed => Ok(vec![ReservationEvent::GuestCheckedIn {
-                        checked_in_at: now,
-                    }]),
+                    ReservationStatus::Confirmed => {
+                        // The guest is here: the stay is owed (seed: capture at the
+                        // deadline or at check-in, whichever comes first).
+                        let mut events =
+                            vec![ReservationEvent::GuestCheckedIn { checked_in_at: now }];
+                        events.extend(self.capture_now(details, now));
+                        Ok(events)
+                    }
                     status => Err(ReservationError::InvalidState { status }),
                 }
             }
@@ -488,15 +740,28 @@ impl Reservation {
                             arrival: details.stay.start(),
                         })
                     }
-                    ReservationStatus::Confirmed => Ok(vec![ReservationEvent::NoShowRecorded {
-                        recorded_at: now,
-                        released_from: details
-                            .stay
-                            .start()
-                            .succ_opt()
-                            .unwrap_or(details.stay.end())
-                            .min(details.stay.end()),
-                    }]),
+                    ReservationStatus::Confirmed => {
+                        let mut events = vec![ReservationEvent::NoShowRecorded {
+                            recorded_at: now,
+                            released_from: details
+                                .stay
+                                .start()
+                                .succ_opt()
+                                .unwrap_or(details.stay.end())
+                                .min(details.stay.end()),
+                        }];
+                        // The fee: the first night, or the whole stay if it could never
+                        // be refunded; never more than the guest is charged.
+                        let fee = match details.cancellation_policy {
+                            CancellationPolicy::NonRefundable => details.total_cents,
+                            CancellationPolicy::Refundable { .. } => details.first_night(),
+                        };
+                        if let Some(ledger) = self.ledger() {
+                            let keep = fee.min(ledger.charge(details.total_cents));
+                            events.extend(self.settle(details, keep, now));
+                        }
+                        Ok(events)
+                    }
                     status => Err(ReservationError::InvalidState { status }),
                 }
             }
@@ -518,7 +783,11 @@ impl Reservation {
             ReservationCommand::ChangeDates {
                 stay,
                 total_cents,
+                first_night_cents,
                 now,
+                refund_percent_now,
+                capture_due_at,
+                increment,
             } => {
                 let (details, status) = self.existing()?;
                 match status {
@@ -527,21 +796,94 @@ impl Reservation {
                             expired_at: details.hold_expires_at,
                         })
                     }
-                    ReservationStatus::Held | ReservationStatus::Confirmed => {
-                        if details.stay == stay {
-                            Err(ReservationError::SameDates)
-                        } else {
-                            Ok(vec![ReservationEvent::DatesChanged {
-                                stay,
-                                total_cents,
-                                changed_at: now,
-                            }])
-                        }
+                    _ if details.stay == stay
+                        && matches!(
+                            status,
+                            ReservationStatus::Held | ReservationStatus::Confirmed
+                        ) =>
+                    {
+                        Err(ReservationError::SameDates)
                     }
+                    ReservationStatus::Held => Ok(vec![ReservationEvent::DatesChanged {
+                        stay,
+                        total_cents,
+                        changed_at: now,
+                        first_night_cents: Some(first_night_cents),
+                        refund_cap_percent: None,
+                        capture_due_at: None,
+                    }]),
+                    ReservationStatus::Confirmed => self.move_confirmed(
+                        details,
+                        stay,
+                        total_cents,
+                        first_night_cents,
+                        now,
+                        refund_percent_now,
+                        capture_due_at,
+                        increment,
+                    ),
                     status => Err(ReservationError::InvalidState { status }),
                 }
             }
         }
+    }
+
+    /// A confirmed stay moves: the refund cap is set (or kept, if lower), and the money
+    /// follows the new price — more authorized first, then, once captured, the
+    /// difference refunded or taken; before capture the new price is what will be
+    /// captured, at the new deadline (at once if a full refund is no longer possible).
+    #[allow(clippy::too_many_arguments)]
+    fn move_confirmed(
+        &self,
+        details: &ReservationDetails,
+        stay: StayDates,
+        total_cents: Cents,
+        first_night_cents: Cents,
+        now: DateTime<Utc>,
+        refund_percent_now: u8,
+        capture_due_at: DateTime<Utc>,
+        increment: Option<Increment>,
+    ) -> Result<Vec<ReservationEvent>, ReservationError> {
+        let cap = refund_percent_now.min(self.refund_cap_percent.unwrap_or(100));
+        let mut events = Vec::new();
+        let mut due = None;
+        let mut money = Vec::new();
+        if let Some(mut ledger) = self.ledger().map(std::borrow::Cow::into_owned) {
+            if ledger.is_open() {
+                let next_key =
+                    ledger::authorization_key(details.reservation_id, ledger.authorizations + 1);
+                let granted = increment.filter(|i| i.gateway_key == next_key);
+                let shortfall = ledger.shortfall(total_cents);
+                let covered = granted.as_ref().map_or(Cents::ZERO, |i| i.amount_cents);
+                if shortfall > covered {
+                    return Err(ReservationError::PaymentRequired { shortfall });
+                }
+                if let Some(granted) = granted {
+                    ledger.increase(granted.amount_cents);
+                    events.push(ReservationEvent::AuthorizationIncreased {
+                        amount_cents: granted.amount_cents,
+                        gateway_key: granted.gateway_key,
+                        authorized_at: now,
+                    });
+                }
+                let capture_at = if cap < 100 { now } else { capture_due_at };
+                if ledger.is_captured() || capture_at <= now {
+                    money = Self::money(ledger.settle(details.reservation_id, total_cents), now);
+                } else {
+                    due = Some(capture_at);
+                }
+            }
+        }
+        events.push(ReservationEvent::DatesChanged {
+            stay,
+            total_cents,
+            changed_at: now,
+            first_night_cents: Some(first_night_cents),
+            refund_cap_percent: Some(cap),
+            capture_due_at: due,
+        });
+        events.extend(money);
+        Ok(events)
     }
 
     pub fn apply_event(&mut self, event: &ReservationEvent) {
@@ -554,10 +896,21 @@ impl Reservation {
             ReservationEvent::ReservationConfirmed {
                 confirmed_at,
                 payment,
+                capture_due_at,
             } => {
                 self.status = Some(ReservationStatus::Confirmed);
                 self.updated_at = Some(*confirmed_at);
                 self.payment = payment.clone();
+                // Without a deadline, a payment is one confirmed before the ledger:
+                // `ledger()` reads it from `payment`.
+                self.ledger = match (payment, capture_due_at) {
+                    (Some(p), Some(due)) => Some(Ledger::authorized(
+                        p.provider_txn_id.clone(),
+                        p.amount_cents,
+                        *due,
+                    )),
+                    _ => None,
+                };
             }
             ReservationEvent::ReservationCancelled {
                 cancelled_at,
@@ -608,13 +961,72 @@ impl Reservation {
                 stay,
                 total_cents,
                 changed_at,
+                first_night_cents,
+                refund_cap_percent,
+                capture_due_at,
             } => {
                 if let Some(details) = self.details.as_mut() {
                     details.stay = *stay;
                     details.total_cents = *total_cents;
+                    details.first_night_cents = *first_night_cents;
+                }
+                if refund_cap_percent.is_some() {
+                    self.refund_cap_percent = *refund_cap_percent;
+                }
+                if let (Some(due), Some(ledger)) = (capture_due_at, self.ledger_mut()) {
+                    ledger.capture_due_at = Some(*due);
                 }
                 self.updated_at = Some(*changed_at);
             }
+            ReservationEvent::AuthorizationIncreased {
+                amount_cents,
+                authorized_at,
+                ..
+            } => {
+                if let Some(ledger) = self.ledger_mut() {
+                    ledger.increase(*amount_cents);
+                }
+                self.updated_at = Some(*authorized_at);
+            }
+            ReservationEvent::PaymentCaptured {
+                amount_cents,
+                gateway_key,
+                captured_at,
+            } => {
+                self.move_money(Movement::Capture {
+                    amount: *amount_cents,
+                    gateway_key: gateway_key.clone(),
+                });
+                self.updated_at = Some(*captured_at);
+            }
+            ReservationEvent::PaymentVoided {
+                gateway_key,
+                voided_at,
+            } => {
+                self.move_money(Movement::Void {
+                    gateway_key: gateway_key.clone(),
+                });
+                self.updated_at = Some(*voided_at);
+            }
+            ReservationEvent::PaymentRefunded {
+                amount_cents,
+                gateway_key,
+                refunded_at,
+            } => {
+                self.move_money(Movement::Refund {
+                    amount: *amount_cents,
+                    gateway_key: gateway_key.clone(),
+                });
+                self.updated_at = Some(*refunded_at);
+            }
+        }
+    }
+}
+
+impl Reservation {
+    fn move_money(&mut self, movement: Movement) {
+        if let Some(ledger) = self.ledger_mut() {
+            ledger.apply(&movement);
         }
     }
 }
@@ -646,6 +1058,8 @@ impl Aggregate for Reservation {
 /// The stream id of a reservation: `{hotel}:{uuid}`, so the hotel (the shard key) is
 /// derivable from every stream id (see [`crate::contract::streams`]).
 pub use crate::contract::reservation_stream_id;
+
+pub mod ledger;
 
 #[cfg(test)]
 mod tests;

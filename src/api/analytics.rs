@@ -273,6 +273,12 @@ fn reservation_out(row: ReservationRow, now: DateTime<Utc>) -> ReservationOut {
         rate_plan_id: row.rate_plan_id,
         cancellation_policy: Some(cancellation_policy.into()),
         guests: u32::try_from(row.guests).ok(),
+        payment: super::reservations::PaymentOut {
+            status: row.payment_status,
+            authorized_cents: row.authorized_cents,
+            captured_cents: row.captured_cents,
+            refunded_cents: row.refunded_cents,
+        },
     }
 }
 

@@ -191,6 +191,12 @@ impl From<Rejection> for ApiError {
             Rejection::NoInventory { night } => {
                 ApiError::new(StatusCode::CONFLICT, "no_inventory", message).with("night", night)
             }
+            // The payment service answers this itself (it asks the gateway); a client
+            // meets it only if that is bypassed, and then the card was not asked.
+            Rejection::PaymentRequired { shortfall_cents } => {
+                ApiError::new(StatusCode::PAYMENT_REQUIRED, "payment_declined", message)
+                    .with("shortfall_cents", shortfall_cents)
+            }
             Rejection::RatePlanCycle { rate_plan_id } => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rate_plan_cycle", message)
                     .with("rate_plan_id", rate_plan_id)
@@ -228,6 +234,10 @@ impl From<CommandError> for ApiError {
                     "the payment provider is unavailable; nothing was charged, try again shortly",
                 )
                 .retry_after(5)
+            }
+            CommandError::PaymentDeclined { shortfall_cents } => {
+                ApiError::new(StatusCode::PAYMENT_REQUIRED, "payment_declined", message)
+                    .with("shortfall_cents", shortfall_cents)
             }
             CommandError::OversoldRefused { constraint } => ApiError::new(
                 StatusCode::CONFLICT,

@@ -105,6 +105,33 @@ pub struct ReservationOut {
     /// Guests per room.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guests: Option<u32>,
+    /// Where the money stands: confirming authorizes the total, the capture comes at
+    /// the policy's full-refund deadline (at once if past or non-refundable, or at
+    /// check-in), a cancellation before it voids, after it refunds.
+    pub payment: PaymentOut,
+}
+
+/// A reservation's money.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PaymentOut {
+    /// `none`, `authorized`, `captured`, `voided`, `refunded` or `partially_refunded`.
+    #[schema(example = "authorized")]
+    pub status: String,
+    /// The authorization and its increments.
+    pub authorized_cents: i64,
+    pub captured_cents: i64,
+    pub refunded_cents: i64,
+}
+
+impl From<crate::view::PaymentView> for PaymentOut {
+    fn from(p: crate::view::PaymentView) -> Self {
+        Self {
+            status: p.status.as_str().to_owned(),
+            authorized_cents: p.authorized_cents.get(),
+            captured_cents: p.captured_cents.get(),
+            refunded_cents: p.refunded_cents.get(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -139,6 +166,7 @@ impl From<ReservationView> for ReservationOut {
             rate_plan_id: v.rate_plan_id,
             cancellation_policy: Some(v.cancellation_policy.into()),
             guests: Some(v.guests),
+            payment: v.payment.into(),
         }
     }
 }
@@ -447,6 +475,7 @@ pub struct ChangeDates {
     responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
+        (status = 402, description = "payment_declined: the card refused the difference a dearer stay costs (`shortfall_cents`); nothing changed", body = ErrorBody),
         (status = 409, description = "sold_out (names the night), price_changed, invalid_state, hold_expired", body = ErrorBody),
         (status = 415, body = ErrorBody),
         (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
@@ -462,8 +491,8 @@ pub async fn change_dates(
     let id = reservation_id(&id)?;
     let stay = StayDates::parse(body.start_date, body.end_date)?;
     let view = state
-        .commands
-        .change_dates_as(
+        .payments
+        .change_dates(
             &caller,
             &client_scope(&principal),
             key,

@@ -12,9 +12,9 @@ use std::collections::BTreeSet;
 
 use aggregates::booking;
 use aggregates::{
-    CancelledBy, Cents, CommandName, Decision, Guest, GuestCount, Hotel, HotelId, Nights,
-    RatePlanId, Rejection, Reservation, ReservationEvent, ReservationId, RoomCount, RoomTypeId,
-    StayDates, TimeZone,
+    CancelledBy, Cents, CommandName, Decision, Guest, GuestCount, Hotel, HotelId, Increment,
+    Nights, RatePlanId, Rejection, Reservation, ReservationEvent, ReservationId, RoomCount,
+    RoomTypeId, StayDates, TimeZone,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use futures::future::BoxFuture;
@@ -311,11 +311,17 @@ impl CommandService {
             reservation_id,
             new_stay,
             expected_total_cents,
+            None,
         )
         .await
     }
 
-    /// As [`Self::change_dates`], with the idempotency key scoped to `scope`.
+    /// As [`Self::change_dates`], with the idempotency key scoped to `scope`, and
+    /// `increment` the gateway granted toward a dearer price. A paid stay whose new
+    /// price the card does not cover is refused with `Rejection::PaymentRequired`,
+    /// writing nothing, not even the idempotency record: the payment service asks the
+    /// gateway and calls again (see `PaymentService::change_dates`).
+    #[allow(clippy::too_many_arguments)]
     pub async fn change_dates_as(
         &self,
         caller: &Caller,
@@ -324,6 +330,7 @@ impl CommandService {
         reservation_id: ReservationId,
         new_stay: StayDates,
         expected_total_cents: Option<Cents>,
+        increment: Option<Increment>,
     ) -> Result<ReservationView, CommandError> {
         self.config
             .limits
@@ -359,10 +366,109 @@ impl CommandService {
                         expected_total_cents,
                         now: l.now,
                     },
+                    increment.clone(),
                 )
             },
         })
         .await
+    }
+
+    /// Captures the authorization of a paid stay whose capture is due (the capture
+    /// worker): `true` if this call recorded the capture.
+    pub async fn capture_due(&self, reservation_id: ReservationId) -> Result<bool, CommandError> {
+        static CAPTURE: std::sync::LazyLock<Caller> =
+            std::sync::LazyLock::new(|| Caller::Staff(String::from("capture")));
+        self.recorded(ReservationCommand {
+            caller: &CAPTURE,
+            scope: "capture",
+            key: None,
+            command: CommandName::CapturePayment,
+            request: &reservation_id,
+            reservation_id,
+            extra_stay: None,
+            decide: |l: Loaded<'_>| booking::capture_payment(l.reservation, l.now),
+        })
+        .await
+    }
+
+    /// The no-show worker's command: records a no-show for a confirmed stay whose guest
+    /// was not checked in once its arrival date has ended at the hotel, `grace` after
+    /// midnight there; `true` if this call recorded it.
+    pub async fn record_lapsed_no_show(
+        &self,
+        reservation_id: ReservationId,
+        grace: chrono::Duration,
+    ) -> Result<bool, CommandError> {
+        static NO_SHOWS: std::sync::LazyLock<Caller> =
+            std::sync::LazyLock::new(|| Caller::Staff(String::from("no-show")));
+        self.recorded(ReservationCommand {
+            caller: &NO_SHOWS,
+            scope: "no-show",
+            key: None,
+            command: CommandName::RecordNoShow,
+            request: &reservation_id,
+            reservation_id,
+            extra_stay: None,
+            decide: |l: Loaded<'_>| {
+                let timezone = l.hotel.details().map_or(TimeZone::UTC, |d| d.timezone());
+                booking::record_lapsed_no_show(l.reservation, l.nights, l.now, timezone, grace)
+            },
+        })
+        .await
+    }
+
+    /// Records an increment of the authorization whose date change was not made.
+    pub async fn record_increment(
+        &self,
+        caller: &Caller,
+        reservation_id: ReservationId,
+        increment: Increment,
+    ) -> Result<bool, CommandError> {
+        self.recorded(ReservationCommand {
+            caller,
+            scope: "payments",
+            key: None,
+            command: CommandName::RecordIncrement,
+            request: &increment,
+            reservation_id,
+            extra_stay: None,
+            decide: |l: Loaded<'_>| {
+                booking::record_increment(l.reservation, l.now, increment.clone())
+            },
+        })
+        .await
+    }
+
+    /// Runs `command` without a client waiting: `true` if it wrote events, `false` if
+    /// there was nothing to do (someone else did it, or the state moved on).
+    async fn recorded<R, F>(
+        &self,
+        command: ReservationCommand<'_, R, F>,
+    ) -> Result<bool, CommandError>
+    where
+        R: Serialize,
+        F: Fn(Loaded<'_>) -> Result<Decision, Rejection>,
+    {
+        struct Recorded(std::sync::atomic::AtomicBool);
+        impl AfterDecision for Recorded {
+            fn write<'a>(
+                &'a self,
+                _conn: &'a mut PgConnection,
+                _outcome: &'a Outcome,
+                events: &'a [ReservationEvent],
+            ) -> BoxFuture<'a, Result<(), AttemptError>> {
+                self.0
+                    .store(!events.is_empty(), std::sync::atomic::Ordering::SeqCst);
+                Box::pin(async { Ok(()) })
+            }
+        }
+        let recorded = Recorded(std::sync::atomic::AtomicBool::new(false));
+        let outcome = self.run(command, Some(&recorded)).await?;
+        match outcome {
+            Ok(_) => Ok(recorded.0.load(std::sync::atomic::Ordering::SeqCst)),
+            Err(Rejection::InvalidState { .. } | Rejection::HoldStillLive) => Ok(false),
+            Err(rejection) => Err(CommandError::Rejected(rejection)),
+        }
     }
 
     /// Confirms a live hold on every night (the payment saga calls this once the card
@@ -397,28 +503,7 @@ impl CommandService {
     /// As [`Self::expire_hold`] for the sweeper: `true` if this call recorded the
     /// expiry, `false` if someone already had (or the reservation is no longer held).
     pub async fn expire_lapsed(&self, reservation_id: ReservationId) -> Result<bool, CommandError> {
-        struct Recorded(std::sync::atomic::AtomicBool);
-        impl AfterDecision for Recorded {
-            fn write<'a>(
-                &'a self,
-                _conn: &'a mut PgConnection,
-                _outcome: &'a Outcome,
-                events: &'a [ReservationEvent],
-            ) -> BoxFuture<'a, Result<(), AttemptError>> {
-                self.0
-                    .store(!events.is_empty(), std::sync::atomic::Ordering::SeqCst);
-                Box::pin(async { Ok(()) })
-            }
-        }
-        let recorded = Recorded(std::sync::atomic::AtomicBool::new(false));
-        let outcome = self
-            .run(expiry(&EXPIRY, &reservation_id), Some(&recorded))
-            .await?;
-        match outcome {
-            Ok(_) => Ok(recorded.0.load(std::sync::atomic::Ordering::SeqCst)),
-            Err(Rejection::InvalidState { .. } | Rejection::HoldStillLive) => Ok(false),
-            Err(rejection) => Err(CommandError::Rejected(rejection)),
-        }
+        self.recorded(expiry(&EXPIRY, &reservation_id)).await
     }
 
     /// The reservation as of now (read-your-writes: read from the inline state that the
@@ -434,6 +519,20 @@ impl CommandService {
             .await
             .map_err(attempt_to_command)?;
         Ok(loaded.and_then(|l| ReservationView::of(&l.reservation, self.now())))
+    }
+
+    /// The payment ledger of a reservation as of now (read-your-writes, as
+    /// [`Self::reservation`]); `None` if it does not exist or was never paid.
+    pub async fn ledger(
+        &self,
+        reservation_id: ReservationId,
+    ) -> Result<Option<aggregates::Ledger>, CommandError> {
+        let mut conn = self.pool.acquire().await?;
+        let loaded = Loader { conn: &mut conn }
+            .reservation(reservation_id, false)
+            .await
+            .map_err(attempt_to_command)?;
+        Ok(loaded.and_then(|l| l.reservation.ledger().map(std::borrow::Cow::into_owned)))
     }
 
     /// Runs `command`, a rejection being the caller's error.
@@ -560,6 +659,12 @@ impl CommandService {
             nights: &nights.nights,
             now,
         });
+        // Not an answer but a question for the payment service: nothing is written, not
+        // even the idempotency record, so the call after the gateway's answer decides
+        // afresh.
+        if let Err(shortfall @ Rejection::PaymentRequired { .. }) = decision {
+            return Err(AttemptError::Fatal(CommandError::Rejected(shortfall)));
+        }
         let events = decision
             .as_ref()
             .map(|d| d.reservation.clone())

@@ -28,7 +28,7 @@ struct Started {
 
 enum Begun {
     /// The request was answered before (a replay), or there is nothing to pay for.
-    Answered(ConfirmOutcome),
+    Answered(Box<ConfirmOutcome>),
     Authorize(Started),
 }
 
@@ -68,7 +68,7 @@ impl PaymentService {
         })
         .await?;
         let started = match begun {
-            Begun::Answered(outcome) => return Ok(outcome),
+            Begun::Answered(outcome) => return Ok(*outcome),
             Begun::Authorize(started) => started,
         };
         let request = AuthorizeRequest {
@@ -130,7 +130,7 @@ impl PaymentService {
         now: DateTime<Utc>,
     ) -> Result<Begun, AttemptError> {
         if let Some(stored) = idempotency::claim::<ConfirmOutcome>(tx, fingerprint).await? {
-            return Ok(Begun::Answered(stored));
+            return Ok(Begun::Answered(Box::new(stored)));
         }
         // Locking the reservation row orders T1 with every command on the reservation.
         let loaded = Loader { conn: &mut *tx }
@@ -139,7 +139,7 @@ impl PaymentService {
         let Some(loaded) = loaded else {
             let outcome: ConfirmOutcome = Err(Rejection::ReservationNotFound);
             idempotency::complete(tx, fingerprint, &outcome).await?;
-            return Ok(Begun::Answered(outcome));
+            return Ok(Begun::Answered(Box::new(outcome)));
         };
         if !caller.may_act_on(&loaded.reservation) {
             return Err(AttemptError::Fatal(CommandError::Forbidden));
@@ -154,7 +154,7 @@ impl PaymentService {
             // nothing to charge.
             let outcome = ConfirmReply::of(Ok(view));
             idempotency::complete(tx, fingerprint, &outcome).await?;
-            return Ok(Begun::Answered(outcome));
+            return Ok(Begun::Answered(Box::new(outcome)));
         }
         let gateway_key = authorization_key(view.reservation_id);
         let lease_until =

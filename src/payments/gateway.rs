@@ -2,10 +2,15 @@
 //! providers are — every call carries an idempotency key the provider deduplicates by,
 //! so a retried or doubled call never charges, captures or refunds twice.
 //!
-//! Keys are derived per side effect, never per attempt: `{reservation}:auth` for the
-//! authorization, `{reservation}:capture`, `{reservation}:refund`, and
-//! `{reservation}:void:{provider_txn_id}`. Whoever retries (the request, the recovery
-//! worker, the outbox) asks for the same effect again and gets the first answer.
+//! Keys are derived per side effect, never per attempt, by the reservation's ledger
+//! (`aggregates::reservation::ledger`): `{reservation}:auth` for the authorization and
+//! `:auth:2`... for its increments, `{reservation}:capture` (`:capture:2`...),
+//! `{reservation}:refund:N`, and `{reservation}:void:{provider_txn_id}`. Whoever retries
+//! (the request, the recovery worker, the outbox) asks for the same effect again and
+//! gets the first answer.
+//!
+//! An authorization can be increased (a stay moved to dearer nights) and captured in
+//! parts up to its amount; capturing less than it releases the rest.
 
 use std::fmt;
 
@@ -94,7 +99,16 @@ pub trait PaymentGateway: Send + Sync {
         request: AuthorizeRequest,
     ) -> BoxFuture<'_, Result<Authorization, GatewayError>>;
 
-    /// Take `amount_cents` of an authorization (at most its amount).
+    /// Raise an authorization by `amount_cents`: `Ok(true)` granted, `Ok(false)`
+    /// declined (the authorization stays as it was).
+    fn increment<'a>(
+        &'a self,
+        idempotency_key: &'a str,
+        provider_txn_id: &'a str,
+        amount_cents: i64,
+    ) -> BoxFuture<'a, Result<bool, GatewayError>>;
+
+    /// Take `amount_cents` of an authorization (at most what is left of it).
     fn capture<'a>(
         &'a self,
         idempotency_key: &'a str,
@@ -125,9 +139,12 @@ pub trait PaymentGateway: Send + Sync {
     ) -> BoxFuture<'a, Result<Option<Authorization>, GatewayError>>;
 }
 
-/// The gateway key of a reservation's authorization.
+/// The gateway key of a reservation's (first) authorization.
 pub fn authorization_key(reservation_id: uuid::Uuid) -> String {
-    format!("{reservation_id}:auth")
+    aggregates::reservation::ledger::authorization_key(
+        aggregates::ReservationId::from_uuid(reservation_id),
+        1,
+    )
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ mod confirm;
 pub mod gateway;
 pub mod outbox;
 mod recovery;
+mod reprice;
 pub mod signature;
 pub mod simulated;
 mod webhook;
@@ -270,6 +271,9 @@ impl PaymentService {
                             l.nights,
                             l.now,
                             payment.clone(),
+                            l.hotel
+                                .details()
+                                .map_or(aggregates::TimeZone::UTC, |d| d.timezone()),
                         ),
                         Resolution::Declined(txn) => {
                             booking::decline_payment(l.reservation, l.nights, l.now, txn.clone())

@@ -3,7 +3,8 @@
 //!
 //! - tokens decide the outcome: `tok_ok` (and any other `tok_…` not below) authorizes,
 //!   `tok_decline` is declined, `tok_timeout` never answers the call in time — the
-//!   result (authorized) arrives later through the webhook;
+//!   result (authorized) arrives later through the webhook; `tok_no_increase`
+//!   authorizes but declines every increment of it (a card at its limit);
 //! - every call is idempotent under its key: the same key gets the first answer and no
 //!   second effect; captures, voids and refunds are checked against what the
 //!   transaction allows, as a provider would;
@@ -70,6 +71,8 @@ struct Transaction {
     captured_cents: i64,
     refunded_cents: i64,
     voided: bool,
+    /// Increments of this authorization are declined (`tok_no_increase`).
+    declines_increments: bool,
 }
 
 #[derive(Default)]
@@ -277,6 +280,14 @@ impl SimulatedGateway {
                 GatewayError::Refused(format!("transaction {txn_id} is not authorized")),
             ),
             Some(txn) => match operation {
+                "increment" if txn.voided => Err(GatewayError::Refused("voided".into())),
+                "increment" if txn.declines_increments => {
+                    Err(GatewayError::Refused("increment declined".into()))
+                }
+                "increment" => {
+                    txn.amount_cents += amount_cents;
+                    Ok(txn.reference.clone())
+                }
                 "capture" if txn.voided => Err(GatewayError::Refused("voided".into())),
                 "capture" if txn.captured_cents + amount_cents > txn.amount_cents => Err(
                     GatewayError::Refused("capture exceeds the authorization".into()),
@@ -358,6 +369,7 @@ impl PaymentGateway for SimulatedGateway {
                             captured_cents: 0,
                             refunded_cents: 0,
                             voided: false,
+                            declines_increments: request.token.as_str() == "tok_no_increase",
                         };
                         if status == AuthorizationStatus::Authorized {
                             state.ledger.push(LedgerEntry {
@@ -394,6 +406,22 @@ impl PaymentGateway for SimulatedGateway {
                 status: txn.status,
                 amount_cents: txn.amount_cents,
             })
+        })
+    }
+
+    fn increment<'a>(
+        &'a self,
+        idempotency_key: &'a str,
+        provider_txn_id: &'a str,
+        amount_cents: i64,
+    ) -> BoxFuture<'a, Result<bool, GatewayError>> {
+        Box::pin(async move {
+            self.latency().await;
+            match self.operation(idempotency_key, provider_txn_id, "increment", amount_cents) {
+                Ok(()) => Ok(true),
+                Err(GatewayError::Refused(reason)) if reason == "increment declined" => Ok(false),
+                Err(e) => Err(e),
+            }
         })
     }
 

@@ -84,7 +84,9 @@ impl Queries {
         let mut sql: QueryBuilder<Postgres> = QueryBuilder::new(
             "SELECT reservation_id, hotel_id, room_type_id, start_date, end_date, rooms, status,
                     guest_name, guest_email, channel, total_cents, hold_expires_at, created_at,
-                    updated_at, version, rate_plan_id, guests, cancellation_policy
+                    updated_at, version, rate_plan_id, guests, cancellation_policy,
+                    payment_status, authorized_cents, captured_cents, refunded_cents,
+                    paid_before_ledger
                FROM reservations_view WHERE generation = ",
         );
         sql.push_bind(generation);

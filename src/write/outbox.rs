@@ -2,6 +2,12 @@
 //! them: a crash cannot keep an event without its gateway call, nor a call without its
 //! event. Delivering them (after the commit, outside any transaction) is the payment
 //! saga's work; see `payments::outbox`.
+//!
+//! Each of the ledger's movements (`PaymentCaptured`, `PaymentVoided`,
+//! `PaymentRefunded`) and each late authorization given back becomes one row under the
+//! gateway key its event carries. The same transaction keeps the capture queue
+//! (`payment_captures_due`): a row while the reservation owes a capture, at its
+//! deadline, none once it is captured or voided.
 
 use std::fmt;
 
@@ -15,11 +21,12 @@ use super::AttemptError;
 /// A call to the payment gateway that a committed event decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OutboxOperation {
-    /// Take the authorized amount (a confirmation).
+    /// Take part or all of the authorization.
     Capture,
-    /// Give back part or all of a captured amount (a cancellation with a refund).
+    /// Give back part or all of a captured amount.
     Refund,
-    /// Release an authorization that will not be used (a late or second one).
+    /// Release an authorization that will not be used (a cancellation before the
+    /// capture, a late or second authorization).
     Void,
 }
 
@@ -59,27 +66,30 @@ struct Call {
 /// The gateway calls `events` decide for reservation `id` (`reservation` is its state
 /// after them).
 fn calls(id: Uuid, reservation: &Reservation, events: &[ReservationEvent]) -> Vec<Call> {
+    let txn = reservation.ledger().map(|l| l.provider_txn_id.clone());
+    let on_the_card = |operation, amount_cents: Cents, gateway_key: &String| {
+        txn.as_ref().map(|txn| Call {
+            operation,
+            provider_txn_id: txn.clone(),
+            amount_cents: amount_cents.get(),
+            gateway_key: gateway_key.clone(),
+        })
+    };
     events
         .iter()
         .filter_map(|event| match event {
-            ReservationEvent::ReservationConfirmed {
-                payment: Some(payment),
+            ReservationEvent::PaymentCaptured {
+                amount_cents,
+                gateway_key,
                 ..
-            } => Some(Call {
-                operation: OutboxOperation::Capture,
-                provider_txn_id: payment.provider_txn_id.clone(),
-                amount_cents: payment.amount_cents.get(),
-                gateway_key: format!("{id}:capture"),
-            }),
-            ReservationEvent::ReservationCancelled { refund_cents, .. }
-                if *refund_cents > Cents::ZERO =>
-            {
-                reservation.payment().map(|payment| Call {
-                    operation: OutboxOperation::Refund,
-                    provider_txn_id: payment.provider_txn_id.clone(),
-                    amount_cents: refund_cents.get(),
-                    gateway_key: format!("{id}:refund"),
-                })
+            } => on_the_card(OutboxOperation::Capture, *amount_cents, gateway_key),
+            ReservationEvent::PaymentRefunded {
+                amount_cents,
+                gateway_key,
+                ..
+            } => on_the_card(OutboxOperation::Refund, *amount_cents, gateway_key),
+            ReservationEvent::PaymentVoided { gateway_key, .. } => {
+                on_the_card(OutboxOperation::Void, Cents::ZERO, gateway_key)
             }
             ReservationEvent::LatePaymentRefunded {
                 provider_txn_id,
@@ -125,7 +135,38 @@ pub async fn enqueue(
         .execute(&mut *conn)
         .await?;
     }
+    if events.iter().any(moves_capture) {
+        match reservation.capture_due_at() {
+            Some(due) => {
+                sqlx::query(
+                    "INSERT INTO payment_captures_due (reservation_id, due_at) VALUES ($1, $2)
+                     ON CONFLICT (reservation_id) DO UPDATE SET due_at = EXCLUDED.due_at",
+                )
+                .bind(id)
+                .bind(due)
+                .execute(&mut *conn)
+                .await?;
+            }
+            None => {
+                sqlx::query("DELETE FROM payment_captures_due WHERE reservation_id = $1")
+                    .bind(id)
+                    .execute(&mut *conn)
+                    .await?;
+            }
+        }
+    }
     Ok(())
+}
+
+/// Can `event` set, move or end a capture deadline?
+fn moves_capture(event: &ReservationEvent) -> bool {
+    matches!(
+        event,
+        ReservationEvent::ReservationConfirmed { .. }
+            | ReservationEvent::DatesChanged { .. }
+            | ReservationEvent::PaymentCaptured { .. }
+            | ReservationEvent::PaymentVoided { .. }
+    )
 }
 
 #[cfg(test)]

@@ -1304,6 +1304,7 @@ async fn the_migration_fills_the_plans_of_rows_written_before_it() {
             rate_plan_id: None,
             cancellation_policy: aggregates::rate_plan::CancellationPolicy::HOUSE,
             guests: aggregates::GuestCount::ONE,
+            first_night_cents: None,
         },
     ))
     .expect("json");

@@ -884,6 +884,7 @@ fn held_event(
         rate_plan_id: rate_plan_id.map(|id| aggregates::RatePlanId::parse(id).expect("id")),
         cancellation_policy: aggregates::rate_plan::CancellationPolicy::HOUSE,
         guests: aggregates::GuestCount::ONE,
+        first_night_cents: None,
     };
     let stream = aggregates::contract::reservation_stream_id(hotel_id(), reservation_id);
     let payload = serde_json::to_value(aggregates::ReservationEvent::ReservationHeld(details))
@@ -947,6 +948,9 @@ async fn http_verify_judges_each_hold_by_the_restrictions_and_plans_in_force_bef
         stay: stay(day(11), day(13)),
         total_cents: aggregates::Cents::new(36_000),
         changed_at: now,
+        first_night_cents: None,
+        refund_cap_percent: None,
+        capture_due_at: None,
     })
     .expect("serializable");
     let moved_at = sneak_event(&app.db.pool, "reservation", &moved_stream, moved).await;

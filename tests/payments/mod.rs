@@ -95,11 +95,27 @@ async fn paying_with_an_approved_card_confirms_every_night_and_captures_once() {
     assert_eq!(replay.text, reply.text, "a replay is the first response");
     let again = app.confirm(WEB, "pay-2", &id, "tok_ok").await;
     assert_eq!(again.assert_status(200)["status"], "confirmed");
+    // Authorized, not captured: nothing is taken before the policy's deadline.
+    assert_eq!(
+        body["payment"],
+        json!({"status": "authorized", "authorized_cents": total, "captured_cents": 0,
+               "refunded_cents": 0})
+    );
     let delivered = app.payments.deliver_outbox(100).await.expect("outbox");
-    assert_eq!(delivered.done, 1);
-    app.payments.deliver_outbox(100).await.expect("outbox");
+    assert_eq!(delivered.done, 0);
+    assert_eq!(app.capture_due().await, 0, "not due before the deadline");
+    assert_eq!(app.gateway.count(&id, "capture"), 0);
+    // At the deadline (72 hours before check-in, the house policy) the worker takes
+    // it, once.
+    app.clock
+        .set(in_lisbon(day(10), 15 * 60) - Duration::hours(72));
+    assert_eq!(app.capture_due().await, 1);
+    assert_eq!(app.capture_due().await, 0);
     assert_eq!(app.gateway.count(&id, "authorize"), 1, "authorized once");
     assert_eq!(app.gateway.count(&id, "capture"), 1, "captured once");
+    let payment = &app.get_reservation(WEB, &id).await.json["payment"];
+    assert_eq!(payment["status"], "captured", "{payment}");
+    assert_eq!(payment["captured_cents"], total);
     assert_eq!(
         count(&event_types(&app, &id).await, "ReservationConfirmed"),
         1
@@ -216,7 +232,11 @@ async fn a_webhook_that_overtakes_the_request_confirms_and_the_request_agrees() 
     assert_eq!(reply.assert_status(200)["status"], "confirmed");
     app.payments.deliver_outbox(100).await.expect("outbox");
     assert_eq!(app.gateway.count(&id, "authorize"), 1);
-    assert_eq!(app.gateway.count(&id, "capture"), 1);
+    assert_eq!(
+        app.gateway.count(&id, "capture"),
+        0,
+        "captured at the deadline"
+    );
     assert_eq!(app.gateway.count(&id, "void"), 0);
     assert_eq!(
         count(&event_types(&app, &id).await, "ReservationConfirmed"),
@@ -313,6 +333,8 @@ async fn refund_when_cancelled(token: &'static str, hours: i64) -> (i64, i64, i6
         .assert_status(200);
     app.clock
         .set(in_lisbon(day(10), 15 * 60) - Duration::hours(hours));
+    // The capture worker has run by then (from 72 hours before, the deadline).
+    app.capture_due().await;
 
     let reply = app
         .cancel(token, "cancel", &id, &json!({"reason": "plans"}))
@@ -336,7 +358,11 @@ async fn refund_when_cancelled(token: &'static str, hours: i64) -> (i64, i64, i6
         app.gateway.count(&id, "refund") <= 1,
         "refunded at most once"
     );
-    assert_eq!(app.gateway.count(&id, "capture"), 1);
+    assert_eq!(
+        app.gateway.count(&id, "capture"),
+        usize::from(hours <= 72),
+        "captured from the deadline on"
+    );
     app.finish().await;
     (
         body["refund_cents"].as_i64().expect("refund_cents"),
@@ -464,6 +490,80 @@ async fn a_no_show_keeps_the_first_night_sold_and_gives_the_others_back() {
     app.check_in(ADMIN, "late-arrival", &id)
         .await
         .assert_error(409, "invalid_state");
+    // The first night is the fee: the authorization, never captured, is captured for
+    // it alone (the rest released).
+    app.deliver_payments().await;
+    let payment = &app.get_reservation(WEB, &id).await.json["payment"];
+    assert_eq!(payment["status"], "captured", "{payment}");
+    assert_eq!(payment["captured_cents"], RATE);
+    assert_eq!(captured_by_gateway(&app, &id), RATE);
+    assert_invariants_at(&app.db.pool, app.now()).await;
+    app.finish().await;
+}
+
+/// What the simulated provider captured for reservation `id`, in cents.
+fn captured_by_gateway(app: &TestApp, id: &str) -> i64 {
+    app.gateway
+        .ledger()
+        .iter()
+        .filter(|e| e.reference == id && e.operation == "capture")
+        .map(|e| e.amount_cents)
+        .sum()
+}
+
+#[tokio::test]
+async fn the_no_show_worker_marks_unarrived_guests_once_the_arrival_date_and_its_grace_are_over() {
+    // Arrange: two paid stays arriving on the 10th in Lisbon, one guest checked in; the
+    // worker captured both at the deadline
+    let (app, absent) = paid_stay(3).await;
+    let arrived = app
+        .hold_ok(WEB, "hold-2", &hold_body(day(10), day(13), 1))
+        .await;
+    app.confirm(WEB, "pay-2", &arrived, "tok_ok")
+        .await
+        .assert_status(200);
+    app.clock
+        .set(in_lisbon(day(10), 15 * 60) - Duration::hours(72));
+    assert_eq!(app.capture_due().await, 2);
+    app.clock.set(in_lisbon(day(10), 16 * 60));
+    app.check_in(ADMIN, "check-in", &arrived)
+        .await
+        .assert_status(200);
+    let grace = chrono::Duration::hours(4);
+
+    // Act + Assert: at 02:00 on the 11th the grace is not over; nothing happens
+    app.clock.set(in_lisbon(day(11), 2 * 60));
+    assert_eq!(app.record_no_shows(grace).await, 0);
+    assert_eq!(status_of(&app, &absent).await, "confirmed");
+
+    // Act: at 04:00 the worker runs (twice, as two servers might)
+    app.clock.set(in_lisbon(day(11), 4 * 60));
+    assert_eq!(app.record_no_shows(grace).await, 1);
+    assert_eq!(app.record_no_shows(grace).await, 0);
+
+    // Assert: the absent guest is a no-show, keeping the first night (the rest
+    // refunded); the guest who came is untouched
+    assert_eq!(status_of(&app, &absent).await, "no_show");
+    assert_eq!(status_of(&app, &arrived).await, "checked_in");
+    let payment = &app.get_reservation(WEB, &absent).await.json["payment"];
+    assert_eq!(
+        *payment,
+        json!({"status": "partially_refunded", "authorized_cents": 3 * RATE,
+               "captured_cents": 3 * RATE, "refunded_cents": 2 * RATE})
+    );
+    let refunds: Vec<i64> = app
+        .gateway
+        .ledger()
+        .iter()
+        .filter(|e| e.reference == absent && e.operation == "refund")
+        .map(|e| e.amount_cents)
+        .collect();
+    assert_eq!(refunds, vec![2 * RATE], "refunded once");
+    assert_eq!(
+        [app.taken(day(10)).await, app.taken(day(11)).await],
+        [2, 1],
+        "the no-show's later nights are for sale again"
+    );
     assert_invariants_at(&app.db.pool, app.now()).await;
     app.finish().await;
 }
@@ -472,6 +572,30 @@ async fn a_no_show_keeps_the_first_night_sold_and_gives_the_others_back() {
 async fn a_guest_cancelling_72_hours_before_check_in_is_refunded_in_full() {
     let (stated, refunded, total) = refund_when_cancelled(WEB, 72).await;
     assert_eq!((stated, refunded), (total, total));
+}
+
+#[tokio::test]
+async fn a_guest_cancelling_before_the_capture_deadline_has_the_authorization_voided() {
+    // Arrange: a stay paid for, four days before check-in
+    let (app, id) = paid_stay(2).await;
+    app.clock
+        .set(in_lisbon(day(10), 15 * 60) - Duration::hours(100));
+    app.capture_due().await;
+
+    // Act
+    let reply = app
+        .cancel(WEB, "cancel", &id, &json!({"reason": "plans"}))
+        .await;
+    app.deliver_payments().await;
+
+    // Assert: nothing was ever charged: the authorization is voided, not refunded
+    let body = reply.assert_status(200);
+    assert_eq!(body["payment"]["status"], "voided", "{body}");
+    assert_eq!(body["payment"]["captured_cents"], 0);
+    assert_eq!(app.gateway.count(&id, "void"), 1);
+    assert_eq!(app.gateway.count(&id, "capture"), 0);
+    assert_eq!(app.gateway.count(&id, "refund"), 0);
+    app.finish().await;
 }
 
 #[tokio::test]
@@ -849,4 +973,146 @@ async fn fifty_concurrent_confirms_cancels_and_webhooks_end_in_one_state_with_on
         Ok(app) => app.finish().await,
         Err(_) => panic!("tasks still hold the app"),
     }
+}
+
+// --- Date changes of paid stays -------------------------------------------------------
+
+/// The amounts the simulated provider recorded for reservation `id` under `operation`.
+fn gateway_amounts(app: &TestApp, id: &str, operation: &str) -> Vec<i64> {
+    app.gateway
+        .ledger()
+        .iter()
+        .filter(|e| e.reference == id && e.operation == operation)
+        .map(|e| e.amount_cents)
+        .collect()
+}
+
+fn move_body(start: u64, end: u64) -> serde_json::Value {
+    json!({"start_date": day(start), "end_date": day(end)})
+}
+
+#[tokio::test]
+async fn a_dearer_move_of_a_captured_stay_authorizes_and_captures_the_difference() {
+    // Arrange: 10th to 13th (3 nights) paid and captured at the deadline
+    let (app, id) = paid_stay(2).await;
+    app.clock
+        .set(in_lisbon(day(10), 15 * 60) - Duration::hours(72));
+    assert_eq!(app.capture_due().await, 1);
+
+    // Act: one night longer
+    let reply = app
+        .change_dates(WEB, "longer", &id, &move_body(10, 14))
+        .await;
+    app.deliver_payments().await;
+
+    // Assert: the card was asked for the difference before the move, and it was taken
+    let body = reply.assert_status(200);
+    assert_eq!(body["total_cents"], 4 * RATE, "{body}");
+    assert_eq!(
+        body["payment"],
+        json!({"status": "captured", "authorized_cents": 4 * RATE,
+               "captured_cents": 4 * RATE, "refunded_cents": 0})
+    );
+    assert_eq!(gateway_amounts(&app, &id, "increment"), vec![RATE]);
+    assert_eq!(gateway_amounts(&app, &id, "capture"), vec![3 * RATE, RATE]);
+    let replay = app
+        .change_dates(WEB, "longer", &id, &move_body(10, 14))
+        .await;
+    assert_eq!(replay.text, reply.text, "a replay is the first answer");
+    assert_eq!(gateway_amounts(&app, &id, "increment"), vec![RATE]);
+    assert_invariants_at(&app.db.pool, app.now()).await;
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_dearer_move_the_card_declines_is_402_and_changes_nothing() {
+    // Arrange: paid with a card that takes no increment
+    let (app, id, _) = held_stay(2).await;
+    app.confirm(WEB, "pay", &id, "tok_no_increase")
+        .await
+        .assert_status(200);
+    let before = app.snapshot().await;
+
+    // Act
+    let reply = app
+        .change_dates(WEB, "longer", &id, &move_body(10, 14))
+        .await;
+
+    // Assert: declined in the contract's shape; the stay, its nights and its money as
+    // they were
+    let error = reply.assert_error(402, "payment_declined");
+    assert_eq!(error["shortfall_cents"], RATE, "{error}");
+    assert_eq!(app.snapshot().await, before);
+    let view = app.get_reservation(WEB, &id).await;
+    assert_eq!(view.json["end_date"], day(13).to_string());
+    assert_eq!(view.json["payment"]["authorized_cents"], 3 * RATE);
+    assert_eq!(gateway_amounts(&app, &id, "increment"), Vec::<i64>::new());
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_cheaper_move_refunds_the_difference_once_captured_and_captures_less_before() {
+    // Arrange: two paid stays, one captured (the deadline passed for it after a later
+    // move is irrelevant: it is captured by the worker), one not
+    let (app, captured) = paid_stay(3).await;
+    let uncaptured = app
+        .hold_ok(WEB, "hold-2", &hold_body(day(11), day(14), 1))
+        .await;
+    app.confirm(WEB, "pay-2", &uncaptured, "tok_ok")
+        .await
+        .assert_status(200);
+    app.clock
+        .set(in_lisbon(day(10), 15 * 60) - Duration::hours(72));
+    assert_eq!(
+        app.capture_due().await,
+        1,
+        "only the stay arriving on the 10th"
+    );
+
+    // Act: both shortened by a night
+    app.change_dates(WEB, "shorter-1", &captured, &move_body(10, 12))
+        .await
+        .assert_status(200);
+    let reply = app
+        .change_dates(WEB, "shorter-2", &uncaptured, &move_body(11, 13))
+        .await;
+    app.deliver_payments().await;
+
+    // Assert: the captured one is refunded the night; the other will be captured at
+    // the lower price when its deadline comes
+    assert_eq!(gateway_amounts(&app, &captured, "refund"), vec![RATE]);
+    assert_eq!(reply.assert_status(200)["payment"]["status"], "authorized");
+    app.clock
+        .set(in_lisbon(day(11), 15 * 60) - Duration::hours(72));
+    assert_eq!(app.capture_due().await, 1);
+    assert_eq!(
+        gateway_amounts(&app, &uncaptured, "capture"),
+        vec![2 * RATE]
+    );
+    assert_invariants_at(&app.db.pool, app.now()).await;
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn moving_a_stay_out_of_its_no_refund_window_does_not_reopen_a_full_refund() {
+    // Arrange: paid and captured; 30 hours before check-in a cancellation gives half
+    let (app, id) = paid_stay(2).await;
+    app.clock
+        .set(in_lisbon(day(10), 15 * 60) - Duration::hours(30));
+    app.capture_due().await;
+
+    // Act: the guest moves the stay out by three days (72+ hours away), then cancels
+    app.change_dates(WEB, "later", &id, &move_body(12, 15))
+        .await
+        .assert_status(200);
+    let reply = app
+        .cancel(WEB, "cancel", &id, &json!({"reason": "plans"}))
+        .await;
+    app.deliver_payments().await;
+
+    // Assert: half back, as cancelling at the moment of the move would have given
+    let body = reply.assert_status(200);
+    assert_eq!(body["refund_cents"], 3 * RATE / 2, "{body}");
+    assert_eq!(gateway_amounts(&app, &id, "refund"), vec![3 * RATE / 2]);
+    app.finish().await;
 }

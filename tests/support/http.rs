@@ -588,6 +588,38 @@ impl TestApp {
         self.clock.now()
     }
 
+    /// One pass of the capture worker at the clock's time, then the payment outbox
+    /// delivered (as the server's worker loop does); how many captures were recorded.
+    pub async fn capture_due(&self) -> usize {
+        let captured = reservations::sweeper::capture_due_once(self.payments.commands(), 100)
+            .await
+            .expect("capture pass");
+        self.deliver_payments().await;
+        captured
+    }
+
+    /// Delivers the payment outbox until nothing is due (a refund waits for the capture
+    /// before it, so one pass may not be enough).
+    pub async fn deliver_payments(&self) {
+        for _ in 0..5 {
+            let delivered = self.payments.deliver_outbox(100).await.expect("outbox");
+            if delivered.done == 0 && delivered.retrying == 0 {
+                return;
+            }
+        }
+    }
+
+    /// One pass of the no-show worker at the clock's time with `grace`, then the
+    /// payment outbox delivered; how many no-shows were recorded.
+    pub async fn record_no_shows(&self, grace: chrono::Duration) -> usize {
+        let recorded =
+            reservations::sweeper::record_no_shows_once(self.payments.commands(), 100, grace)
+                .await
+                .expect("no-show pass");
+        self.deliver_payments().await;
+        recorded
+    }
+
     /// Stops the server (letting in-flight requests finish) and drops the database.
     pub async fn finish(mut self) {
         if let Some(tx) = self.shutdown.take() {

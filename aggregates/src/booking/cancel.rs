@@ -5,7 +5,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use super::nights::release_every_night;
 use super::{existing, Decision, Nights, Rejection};
 use crate::rate_plan::CancellationPolicy;
-use crate::reservation::{CancelledBy, Reservation, ReservationCommand, ReservationStatus};
+use crate::reservation::{CancelledBy, Reservation, ReservationCommand};
 use crate::types::{local_date, Cents, TimeZone};
 
 /// The hour guests check in, local time at the hotel; the refund policy counts hours
@@ -48,8 +48,10 @@ pub fn check_in_instant(date: NaiveDate, timezone: TimeZone) -> DateTime<Utc> {
 /// Cancel a held or confirmed reservation whose arrival date has not ended at the hotel
 /// (in its timezone) and give every night back; the refund follows
 /// the cancellation policy the stay was sold under (the house policy, as
-/// [`refund_cents`] states it, for a stay sold at the base rate), from the payment that
-/// confirmed it (nothing was paid for a hold).
+/// [`refund_cents`] states it, for a stay sold at the base rate), from what the guest is
+/// charged (nothing for a hold): an authorization not yet captured is voided, or
+/// captured for the share the hotel keeps; a captured one is refunded the policy's
+/// share. After a date change a guest's share is capped (see `Reservation`).
 /// The status guards the release: cancelling twice is refused and releases nothing.
 pub fn cancel(
     reservation: &Reservation,
@@ -60,21 +62,15 @@ pub fn cancel(
     timezone: TimeZone,
 ) -> Result<Decision, Rejection> {
     let details = existing(reservation)?;
-    let paid = match reservation.recorded_status() {
-        Some(ReservationStatus::Confirmed) => reservation
-            .payment()
-            .map_or(Cents::ZERO, |p| p.amount_cents),
-        _ => Cents::ZERO,
-    };
     let lead = check_in_instant(details.stay.start(), timezone) - now;
-    let refund_cents = details.cancellation_policy.refund(paid, lead, by);
+    let refund_percent = details.cancellation_policy.refund_percent(lead, by);
     let mut decision = Decision {
         reservation: reservation.decide(ReservationCommand::Cancel {
             now,
             today: local_date(now, timezone),
             reason,
             by,
-            refund_cents,
+            refund_percent,
         })?,
         nights: Vec::new(),
     };

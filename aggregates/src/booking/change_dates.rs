@@ -4,10 +4,14 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 
+use super::cancel::check_in_instant;
+use super::confirm::capture_due_at;
 use super::nights::{decide_nights, RoomType};
 use super::{check_room_type, existing, Decision, Nights, Rejection, SaleTerms};
 use crate::hotel::Hotel;
-use crate::reservation::{Reservation, ReservationCommand, ReservationStatus};
+use crate::reservation::{
+    CancelledBy, Increment, Reservation, ReservationCommand, ReservationError, ReservationStatus,
+};
 use crate::room_night::RoomNightCommand;
 use crate::types::{local_date, BookingLimits, Cents, StayDates};
 
@@ -20,15 +24,24 @@ pub struct ChangeDates {
     pub now: DateTime<Utc>,
 }
 
+/// What the gateway granted toward a dearer move (see [`change_dates`]).
+pub type GrantedIncrement = Option<Increment>;
+
 /// Move a held or confirmed stay to new dates: release the nights it leaves and take the
 /// nights it enters, all in one decision, or refuse and change nothing. Nights in both
 /// stays are untouched. The new price is the sum of the current rates of the new stay.
+///
+/// A paid stay's money follows (see `Reservation`): a price above what the card covers
+/// is refused with [`Rejection::PaymentRequired`] unless `increment` (granted by the
+/// gateway under the ledger's next authorization key) covers it; the caller asks the
+/// gateway for the shortfall and decides again.
 pub fn change_dates(
     hotel: &Hotel,
     reservation: &Reservation,
     nights: &Nights,
     limits: &BookingLimits,
     cmd: ChangeDates,
+    increment: GrantedIncrement,
 ) -> Result<Decision, Rejection> {
     let ChangeDates {
         new_stay,
@@ -47,11 +60,28 @@ pub fn change_dates(
     limits.check(&new_stay, details.rooms, today)?;
     let nightly = terms.stay_price(nights, &new_stay, details.rooms);
     let total_cents = nightly.unwrap_or(Cents::ZERO);
+    let first_night_cents = terms
+        .first_night_price(nights, &new_stay, details.rooms)
+        .unwrap_or(Cents::ZERO);
+    let lead = check_in_instant(details.stay.start(), timezone) - now;
     let reservation_events = reservation.decide(ReservationCommand::ChangeDates {
         stay: new_stay,
         total_cents,
+        first_night_cents,
         now,
-    })?;
+        refund_percent_now: details
+            .cancellation_policy
+            .refund_percent(lead, CancelledBy::Guest),
+        capture_due_at: capture_due_at(details, new_stay.start(), timezone, now),
+        increment,
+    });
+    // A state that cannot move is refused first; a shortfall only once the nights are
+    // known to be there (no card is asked for nights that cannot be had).
+    if let Err(e) = &reservation_events {
+        if !matches!(e, ReservationError::PaymentRequired { .. }) {
+            return Err(e.clone().into());
+        }
+    }
     let held = reservation.recorded_status() == Some(ReservationStatus::Held);
     let old = details.stay;
     terms.check_stay(nights, &new_stay, today, |date| old.contains(date))?;
@@ -92,6 +122,6 @@ pub fn change_dates(
     if expected_total_cents.is_some_and(|expected| expected != total_cents) {
         return Err(Rejection::PriceChanged { total_cents });
     }
-    decision.reservation = reservation_events;
+    decision.reservation = reservation_events?;
     Ok(decision)
 }

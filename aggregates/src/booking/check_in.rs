@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use super::nights::{decide_nights, RoomType};
 use super::{existing, Decision, Nights, Rejection};
-use crate::reservation::{Reservation, ReservationCommand, ReservationEvent};
+use crate::reservation::{Reservation, ReservationCommand, ReservationEvent, ReservationStatus};
 use crate::room_night::RoomNightCommand;
 use crate::types::{local_date, TimeZone};
 
@@ -56,6 +56,25 @@ pub fn record_no_show(
         today: local_date(now, timezone),
     })?;
     release_from(reservation, nights, events)
+}
+
+/// The no-show worker: a confirmed stay whose guest was not checked in once its arrival
+/// date has ended at the hotel, `grace` after midnight there, is recorded a no-show (as
+/// [`record_no_show`]); anything else is left as it is (an empty decision).
+pub fn record_lapsed_no_show(
+    reservation: &Reservation,
+    nights: &Nights,
+    now: DateTime<Utc>,
+    timezone: TimeZone,
+    grace: chrono::Duration,
+) -> Result<Decision, Rejection> {
+    let details = existing(reservation)?;
+    let lapsed = reservation.recorded_status() == Some(ReservationStatus::Confirmed)
+        && local_date(now - grace, timezone) > details.stay.start();
+    if !lapsed {
+        return Ok(Decision::default());
+    }
+    record_no_show(reservation, nights, now, timezone)
 }
 
 /// The decision of `events`, with the stay's nights from the first their check-out or

@@ -3,10 +3,53 @@
 
 use chrono::{DateTime, Utc};
 
+use super::cancel::check_in_instant;
 use super::nights::{every_night, expire_every_night, release_every_night};
 use super::{existing, Decision, Nights, Rejection};
-use crate::reservation::{Payment, Reservation, ReservationCommand, ReservationEvent};
+use crate::reservation::{
+    Payment, Reservation, ReservationCommand, ReservationDetails, ReservationEvent,
+};
 use crate::room_night::RoomNightCommand;
+use crate::types::TimeZone;
+
+/// When the authorization of a stay arriving on `arrival` is to be captured: the last
+/// moment its policy refunds in full, or `now` if that has passed or never was.
+pub(super) fn capture_due_at(
+    details: &ReservationDetails,
+    arrival: chrono::NaiveDate,
+    timezone: TimeZone,
+    now: DateTime<Utc>,
+) -> DateTime<Utc> {
+    details
+        .cancellation_policy
+        .full_refund_until(check_in_instant(arrival, timezone))
+        .map_or(now, |until| until.max(now))
+}
+
+/// Capture a paid stay's authorization once its capture is due (the capture worker);
+/// nothing if it is not due, already captured, or voided.
+pub fn capture_payment(
+    reservation: &Reservation,
+    now: DateTime<Utc>,
+) -> Result<Decision, Rejection> {
+    Ok(Decision {
+        reservation: reservation.decide(ReservationCommand::CapturePayment { now })?,
+        nights: Vec::new(),
+    })
+}
+
+/// Record an increment of the authorization the gateway granted for a date change that
+/// then could not be made.
+pub fn record_increment(
+    reservation: &Reservation,
+    now: DateTime<Utc>,
+    increment: crate::reservation::Increment,
+) -> Result<Decision, Rejection> {
+    Ok(Decision {
+        reservation: reservation.decide(ReservationCommand::RecordIncrement { now, increment })?,
+        nights: Vec::new(),
+    })
+}
 
 /// Confirm a live hold on every night, without a payment (staff, or tests of the write
 /// side); guests confirm through the payment saga, which calls
@@ -16,7 +59,7 @@ pub fn confirm(
     nights: &Nights,
     now: DateTime<Utc>,
 ) -> Result<Decision, Rejection> {
-    let events = reservation.decide(ReservationCommand::Confirm { now, payment: None })?;
+    let events = reservation.decide(ReservationCommand::Confirm { now })?;
     confirm_nights(reservation, nights, now, events)
 }
 
@@ -24,14 +67,23 @@ pub fn confirm(
 /// (the hold lapsed — then the lapse is recorded and the nights released in the same
 /// step —, the reservation was cancelled or declined, or another payment already
 /// confirmed it). A transaction seen before changes nothing.
+///
+/// The authorization is captured when a guest's cancellation would stop giving
+/// everything back (the policy's `full_refund_hours` before check-in, in the hotel's
+/// `timezone`), at once if that moment has passed or the plan is non-refundable.
 pub fn apply_authorization(
     reservation: &Reservation,
     nights: &Nights,
     now: DateTime<Utc>,
     payment: Payment,
+    timezone: TimeZone,
 ) -> Result<Decision, Rejection> {
     let details = existing(reservation)?;
-    let events = reservation.decide(ReservationCommand::ApplyAuthorization { now, payment })?;
+    let events = reservation.decide(ReservationCommand::ApplyAuthorization {
+        now,
+        payment,
+        capture_due_at: capture_due_at(details, details.stay.start(), timezone, now),
+    })?;
     if events
         .iter()
         .any(|e| matches!(e, ReservationEvent::ReservationConfirmed { .. }))

@@ -91,6 +91,7 @@ pub fn hold_stay(
             rate_plan_id: terms.rate_plan_id(),
             cancellation_policy: terms.cancellation_policy(),
             guests: terms.guests(),
+            first_night_cents: terms.first_night_price(nights, &cmd.stay, cmd.rooms),
         },
     })?;
     Ok(decision)

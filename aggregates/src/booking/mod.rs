@@ -45,9 +45,11 @@ use crate::types::{Cents, HotelId, InvalidInput, RoomTypeId, TimeZone};
 
 pub use ari::{update_ari, AriChange, AriDecision, AriUpdate, UpdateAri};
 pub use cancel::{cancel, check_in_instant, refund_cents, CHECK_IN_HOUR};
-pub use change_dates::{change_dates, ChangeDates};
-pub use check_in::{check_in, check_out, record_no_show};
-pub use confirm::{apply_authorization, confirm, decline_payment};
+pub use change_dates::{change_dates, ChangeDates, GrantedIncrement};
+pub use check_in::{check_in, check_out, record_lapsed_no_show, record_no_show};
+pub use confirm::{
+    apply_authorization, capture_payment, confirm, decline_payment, record_increment,
+};
 pub use expire::expire_hold;
 pub use hold::{hold_stay, HoldStay};
 pub use inventory::{set_inventory, InventoryUpdate, SetInventory};
@@ -100,6 +102,11 @@ pub enum Rejection {
     TooEarly { arrival: NaiveDate },
     #[error("the stay ended on {departure}")]
     StayEnded { departure: NaiveDate },
+    /// The new price needs `shortfall_cents` more on the card. The date-change saga
+    /// asks the gateway for it; a client sees it only as `payment_declined` when the
+    /// gateway refuses.
+    #[error("the new price needs {shortfall_cents} more cents authorized")]
+    PaymentRequired { shortfall_cents: Cents },
     #[error("inventory on {night} cannot go below the {reserved} room(s) already sold")]
     InventoryBelowReserved { night: NaiveDate, reserved: u32 },
     #[error("the stay breaks {} on {night}", .restriction.as_str())]
@@ -179,6 +186,9 @@ impl From<ReservationError> for Rejection {
             ReservationError::ArrivalEnded { arrival } => Rejection::ArrivalEnded { arrival },
             ReservationError::TooEarly { arrival } => Rejection::TooEarly { arrival },
             ReservationError::StayEnded { departure } => Rejection::StayEnded { departure },
+            ReservationError::PaymentRequired { shortfall } => Rejection::PaymentRequired {
+                shortfall_cents: shortfall,
+            },
             ReservationError::SameDates => InvalidInput::new(
                 "end_date",
                 "the new dates are the reservation's current dates",

@@ -113,6 +113,18 @@ impl SaleTerms {
         per_room.checked_mul(rooms.get())
     }
 
+    /// The price of a stay's first night for `rooms` rooms (a no-show's fee); `None`
+    /// as for [`Self::stay_price`].
+    pub fn first_night_price(
+        &self,
+        nights: &Nights,
+        stay: &StayDates,
+        rooms: RoomCount,
+    ) -> Option<Cents> {
+        self.night_price(nights.get(&stay.start())?)?
+            .checked_mul(rooms.get())
+    }
+
     /// The restrictions that bind this sale on a night that carries `set`.
     pub fn restrictions_of(&self, set: &RestrictionSet) -> NightRestrictions {
         set.for_plan(self.rate_plan_id)

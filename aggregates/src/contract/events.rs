@@ -112,6 +112,10 @@ event_types! {
         GuestCheckedIn,
         GuestCheckedOut,
         NoShowRecorded,
+        AuthorizationIncreased,
+        PaymentCaptured,
+        PaymentVoided,
+        PaymentRefunded,
     }
 }
 
@@ -248,6 +252,10 @@ mod tests {
                 "GuestCheckedIn",
                 "GuestCheckedOut",
                 "NoShowRecorded",
+                "AuthorizationIncreased",
+                "PaymentCaptured",
+                "PaymentVoided",
+                "PaymentRefunded",
             ]
         );
         for kind in ReservationEventType::ALL {

@@ -92,10 +92,12 @@ pub enum CommandName {
     CheckIn,
     CheckOut,
     RecordNoShow,
+    CapturePayment,
+    RecordIncrement,
 }
 
 impl CommandName {
-    pub const ALL: [Self; 17] = [
+    pub const ALL: [Self; 19] = [
         Self::SetHotel,
         Self::SetRoomType,
         Self::SetInventory,
@@ -113,6 +115,8 @@ impl CommandName {
         Self::CheckIn,
         Self::CheckOut,
         Self::RecordNoShow,
+        Self::CapturePayment,
+        Self::RecordIncrement,
     ];
 
     /// The name stored in `metadata.command` and hashed into idempotency records.
@@ -135,6 +139,8 @@ impl CommandName {
             Self::CheckIn => "check_in",
             Self::CheckOut => "check_out",
             Self::RecordNoShow => "record_no_show",
+            Self::CapturePayment => "capture_payment",
+            Self::RecordIncrement => "record_increment",
         }
     }
 
@@ -194,7 +200,9 @@ mod tests {
             | CommandName::UpdateAri
             | CommandName::CheckIn
             | CommandName::CheckOut
-            | CommandName::RecordNoShow => 17,
+            | CommandName::RecordNoShow
+            | CommandName::CapturePayment
+            | CommandName::RecordIncrement => 19,
         }
     }
 

@@ -43,6 +43,7 @@ fn details() -> ReservationDetails {
         rate_plan_id: None,
         cancellation_policy: crate::rate_plan::CancellationPolicy::HOUSE,
         guests: crate::types::GuestCount::ONE,
+        first_night_cents: None,
     }
 }
 
@@ -54,6 +55,7 @@ fn confirmed_at(minutes: i64) -> ReservationEvent {
     ReservationEvent::ReservationConfirmed {
         confirmed_at: at(minutes),
         payment: None,
+        capture_due_at: None,
     }
 }
 
@@ -76,7 +78,7 @@ fn cancel(minutes: i64) -> ReservationCommand {
         today: day(1),
         reason: "plans changed".to_owned(),
         by: CancelledBy::Guest,
-        refund_cents: Cents::new(0),
+        refund_percent: 0,
     }
 }
 
@@ -84,7 +86,23 @@ fn change_to(start_day: u32, end_day: u32, minutes: i64) -> ReservationCommand {
     ReservationCommand::ChangeDates {
         stay: stay(start_day, end_day),
         total_cents: Cents::new(72_000),
+        first_night_cents: Cents::new(24_000),
         now: at(minutes),
+        refund_percent_now: 100,
+        capture_due_at: at(5_000),
+        increment: None,
+    }
+}
+
+/// A stay moved to 11..14 at 72,000 (first night 24,000), at `minutes`.
+fn moved(minutes: i64, refund_cap_percent: Option<u8>) -> ReservationEvent {
+    ReservationEvent::DatesChanged {
+        stay: stay(11, 14),
+        total_cents: Cents::new(72_000),
+        changed_at: at(minutes),
+        first_night_cents: Some(Cents::new(24_000)),
+        refund_cap_percent,
+        capture_due_at: None,
     }
 }
 
@@ -130,10 +148,7 @@ fn placing_a_reservation_id_again_with_other_details_already_exists() {
 fn confirming_a_live_hold_confirms_the_reservation() {
     Fixture::with(())
         .given(vec![placed()])
-        .when(ReservationCommand::Confirm {
-            now: at(14),
-            payment: None,
-        })
+        .when(ReservationCommand::Confirm { now: at(14) })
         .then_expect_events(vec![confirmed_at(14)]);
 }
 
@@ -141,10 +156,7 @@ fn confirming_a_live_hold_confirms_the_reservation() {
 fn confirming_twice_changes_nothing() {
     Fixture::with(())
         .given(vec![placed(), confirmed_at(5)])
-        .when(ReservationCommand::Confirm {
-            now: at(30),
-            payment: None,
-        })
+        .when(ReservationCommand::Confirm { now: at(30) })
         .then_expect_events(vec![]);
 }
 
@@ -152,10 +164,7 @@ fn confirming_twice_changes_nothing() {
 fn confirming_a_lapsed_hold_is_hold_expired() {
     Fixture::with(())
         .given(vec![placed()])
-        .when(ReservationCommand::Confirm {
-            now: at(15),
-            payment: None,
-        })
+        .when(ReservationCommand::Confirm { now: at(15) })
         .then_expect_error(ReservationError::HoldExpired { expired_at: at(15) });
 }
 
@@ -163,10 +172,7 @@ fn confirming_a_lapsed_hold_is_hold_expired() {
 fn confirming_an_unknown_reservation_is_not_found() {
     Fixture::with(())
         .given_no_previous_events()
-        .when(ReservationCommand::Confirm {
-            now: at(0),
-            payment: None,
-        })
+        .when(ReservationCommand::Confirm { now: at(0) })
         .then_expect_error(ReservationError::NotFound);
 }
 
@@ -174,10 +180,7 @@ fn confirming_an_unknown_reservation_is_not_found() {
 fn confirming_a_cancelled_reservation_is_invalid_state() {
     Fixture::with(())
         .given(vec![placed(), cancelled_at(5)])
-        .when(ReservationCommand::Confirm {
-            now: at(6),
-            payment: None,
-        })
+        .when(ReservationCommand::Confirm { now: at(6) })
         .then_expect_error(ReservationError::InvalidState {
             status: ReservationStatus::Cancelled,
         });
@@ -187,10 +190,7 @@ fn confirming_a_cancelled_reservation_is_invalid_state() {
 fn confirming_an_expired_reservation_is_invalid_state() {
     Fixture::with(())
         .given(vec![placed(), expired()])
-        .when(ReservationCommand::Confirm {
-            now: at(20),
-            payment: None,
-        })
+        .when(ReservationCommand::Confirm { now: at(20) })
         .then_expect_error(ReservationError::InvalidState {
             status: ReservationStatus::Expired,
         });
@@ -215,7 +215,7 @@ fn cancelling_a_confirmed_reservation_cancels_it_even_after_the_hold_time() {
             today: day(1),
             reason: "overbooked".to_owned(),
             by: CancelledBy::Hotel,
-            refund_cents: Cents::new(0),
+            refund_percent: 100,
         })
         .then_expect_events(vec![ReservationEvent::ReservationCancelled {
             cancelled_at: at(600),
@@ -324,11 +324,7 @@ fn changing_the_dates_of_a_live_hold_records_the_new_stay_and_price() {
     Fixture::with(())
         .given(vec![placed()])
         .when(change_to(11, 14, 5))
-        .then_expect_events(vec![ReservationEvent::DatesChanged {
-            stay: stay(11, 14),
-            total_cents: Cents::new(72_000),
-            changed_at: at(5),
-        }]);
+        .then_expect_events(vec![moved(5, None)]);
 }
 
 #[test]
@@ -336,11 +332,7 @@ fn changing_the_dates_of_a_confirmed_reservation_records_the_new_stay() {
     Fixture::with(())
         .given(vec![placed(), confirmed_at(5)])
         .when(change_to(11, 14, 600))
-        .then_expect_events(vec![ReservationEvent::DatesChanged {
-            stay: stay(11, 14),
-            total_cents: Cents::new(72_000),
-            changed_at: at(600),
-        }]);
+        .then_expect_events(vec![moved(600, Some(100))]);
 }
 
 #[test]
@@ -396,15 +388,7 @@ fn the_state_follows_the_events() {
     assert_eq!(reservation.recorded_status(), Some(ReservationStatus::Held));
     assert_eq!(reservation.updated_at(), Some(at(0)));
 
-    let reservation = state(&[
-        placed(),
-        ReservationEvent::DatesChanged {
-            stay: stay(11, 14),
-            total_cents: Cents::new(72_000),
-            changed_at: at(3),
-        },
-        confirmed_at(5),
-    ]);
+    let reservation = state(&[placed(), moved(3, None), confirmed_at(5)]);
     let details = reservation.details().expect("placed");
     assert_eq!(details.stay, stay(11, 14));
     assert_eq!(details.total_cents, Cents::new(72_000));
@@ -467,6 +451,7 @@ fn authorize(txn: &str, amount_cents: i64, minutes: i64) -> ReservationCommand {
     ReservationCommand::ApplyAuthorization {
         now: at(minutes),
         payment: card(txn, amount_cents),
+        capture_due_at: at(2_000),
     }
 }
 
@@ -482,6 +467,7 @@ fn paid_at(txn: &str, minutes: i64) -> ReservationEvent {
     ReservationEvent::ReservationConfirmed {
         confirmed_at: at(minutes),
         payment: Some(card(txn, 48_000)),
+        capture_due_at: Some(at(2_000)),
     }
 }
 
@@ -584,12 +570,16 @@ fn a_decline_cannot_undo_a_confirmation() {
 }
 
 #[test]
-fn cancelling_records_the_refund_the_policy_gave() {
+fn cancelling_before_the_capture_voids_the_authorization() {
     let cancelled = ReservationEvent::ReservationCancelled {
         cancelled_at: at(30),
         reason: "plans changed".into(),
         by: CancelledBy::Hotel,
         refund_cents: Cents::new(48_000),
+    };
+    let voided = ReservationEvent::PaymentVoided {
+        gateway_key: format!("{}:void:txn_1", Uuid::from_u128(1)),
+        voided_at: at(30),
     };
     Fixture::with(())
         .given(vec![placed(), paid_at("txn_1", 5)])
@@ -598,12 +588,52 @@ fn cancelling_records_the_refund_the_policy_gave() {
             today: day(1),
             reason: "plans changed".into(),
             by: CancelledBy::Hotel,
-            refund_cents: Cents::new(48_000),
+            refund_percent: 100,
         })
-        .then_expect_events(vec![cancelled.clone()]);
-    let after = state(&[placed(), paid_at("txn_1", 5), cancelled]);
+        .then_expect_events(vec![cancelled.clone(), voided.clone()]);
+    let after = state(&[placed(), paid_at("txn_1", 5), cancelled, voided]);
     assert_eq!(after.refund_cents(), Cents::new(48_000));
     assert_eq!(after.payment(), Some(&card("txn_1", 48_000)));
+    assert_eq!(after.payment_status(), PaymentStatus::Voided);
+    assert_eq!(after.capture_due_at(), None);
+}
+
+#[test]
+fn a_payment_confirmed_before_the_ledger_reads_as_captured_at_once() {
+    // Given a confirmation recorded without a capture deadline (the outbox of the time
+    // captured it at once), when the hotel cancels, then all of it is refunded under
+    // the ledger's first refund key.
+    let legacy = ReservationEvent::ReservationConfirmed {
+        confirmed_at: at(5),
+        payment: Some(card("txn_1", 48_000)),
+        capture_due_at: None,
+    };
+    assert_eq!(
+        state(&[placed(), legacy.clone()]).payment_status(),
+        PaymentStatus::Captured
+    );
+    Fixture::with(())
+        .given(vec![placed(), legacy])
+        .when(ReservationCommand::Cancel {
+            now: at(30),
+            today: day(1),
+            reason: "overbooked".into(),
+            by: CancelledBy::Hotel,
+            refund_percent: 100,
+        })
+        .then_expect_events(vec![
+            ReservationEvent::ReservationCancelled {
+                cancelled_at: at(30),
+                reason: "overbooked".into(),
+                by: CancelledBy::Hotel,
+                refund_cents: Cents::new(48_000),
+            },
+            ReservationEvent::PaymentRefunded {
+                amount_cents: Cents::new(48_000),
+                gateway_key: format!("{}:refund:1", Uuid::from_u128(1)),
+                refunded_at: at(30),
+            },
+        ]);
 }
 
 #[test]
@@ -624,7 +654,7 @@ fn a_stay_can_be_cancelled_until_its_arrival_date_has_ended_at_the_hotel() {
         today: day(10),
         reason: "plans changed".to_owned(),
         by: CancelledBy::Guest,
-        refund_cents: Cents::new(0),
+        refund_percent: 0,
     };
     // Then it is cancelled
     Fixture::with(())
@@ -648,7 +678,7 @@ fn cancelling_once_the_arrival_date_has_ended_is_refused_whoever_asks() {
                 today: day(11),
                 reason: "plans changed".to_owned(),
                 by,
-                refund_cents: Cents::new(0),
+                refund_percent: 0,
             })
             .then_expect_error(ReservationError::ArrivalEnded { arrival: day(10) });
     }

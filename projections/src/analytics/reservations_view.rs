@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use aggregates::rate_plan::CancellationPolicy;
-use aggregates::{ReservationEvent, ReservationStatus, TypedEvent};
+use aggregates::{PaymentStatus, ReservationEvent, ReservationStatus, TypedEvent};
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::types::Json;
 use sqlx::PgConnection;
@@ -48,6 +48,13 @@ pub struct ReservationRow {
     /// (rows of stays held before rate plans existed) is the house policy: read it
     /// through [`Self::cancellation_policy`].
     pub cancellation_policy: Option<Json<CancellationPolicy>>,
+    /// The payment's status (`PaymentStatus`'s names) and its amounts.
+    pub payment_status: String,
+    pub authorized_cents: i64,
+    pub captured_cents: i64,
+    pub refunded_cents: i64,
+    /// Confirmed before the payment ledger existed (see the migration).
+    pub paid_before_ledger: bool,
 }
 
 impl ReservationRow {
@@ -55,6 +62,25 @@ impl ReservationRow {
     pub fn cancellation_policy(&self) -> CancellationPolicy {
         self.cancellation_policy
             .map_or(CancellationPolicy::HOUSE, |policy| policy.0)
+    }
+
+    /// The payment's status as its amounts state it (a void is final).
+    fn restate_payment(&mut self) {
+        if self.payment_status == PaymentStatus::Voided.as_str() {
+            return;
+        }
+        let status = if self.authorized_cents <= 0 {
+            PaymentStatus::None
+        } else if self.captured_cents <= 0 {
+            PaymentStatus::Authorized
+        } else if self.refunded_cents <= 0 {
+            PaymentStatus::Captured
+        } else if self.refunded_cents >= self.captured_cents {
+            PaymentStatus::Refunded
+        } else {
+            PaymentStatus::PartiallyRefunded
+        };
+        status.as_str().clone_into(&mut self.payment_status);
     }
 }
 
@@ -68,7 +94,8 @@ impl ReservationRow {
 pub const LOAD_VIEW_ROWS: &str = "SELECT v.reservation_id, v.hotel_id, v.room_type_id,
         v.start_date, v.end_date, v.rooms, v.status, v.guest_name, v.guest_email,
         v.channel, v.total_cents, v.hold_expires_at, v.created_at, v.updated_at, v.version,
-        v.rate_plan_id, v.guests, v.cancellation_policy
+        v.rate_plan_id, v.guests, v.cancellation_policy, v.payment_status,
+        v.authorized_cents, v.captured_cents, v.refunded_cents, v.paid_before_ledger
    FROM unnest($2::uuid[]) AS k (id)
   CROSS JOIN LATERAL (
         SELECT * FROM reservations_view r
@@ -79,11 +106,13 @@ pub const LOAD_VIEW_ROWS: &str = "SELECT v.reservation_id, v.hotel_id, v.room_ty
 const INSERT_VIEW_ROWS: &str = "INSERT INTO reservations_view (generation, reservation_id,
         hotel_id, room_type_id, start_date, end_date, rooms, status, guest_name, guest_email,
         channel, total_cents, hold_expires_at, created_at, updated_at, version,
-        rate_plan_id, guests, cancellation_policy)
+        rate_plan_id, guests, cancellation_policy, payment_status, authorized_cents,
+        captured_cents, refunded_cents, paid_before_ledger)
      SELECT $1, * FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::date[],
             $6::date[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
             $12::bigint[], $13::timestamptz[], $14::timestamptz[], $15::timestamptz[],
-            $16::bigint[], $17::bigint[], $18::int[], $19::jsonb[])";
+            $16::bigint[], $17::bigint[], $18::int[], $19::jsonb[], $20::text[],
+            $21::bigint[], $22::bigint[], $23::bigint[], $24::bool[])";
 
 /// Rows of the reservations view that exist, bound as [`INSERT_VIEW_ROWS`] binds them.
 /// The plan, guests and policy are fixed when the stay is held, but an update writes
@@ -97,16 +126,21 @@ const UPDATE_VIEW_ROWS: &str = "UPDATE reservations_view AS v
             hold_expires_at = u.hold_expires_at, created_at = u.created_at,
             updated_at = u.updated_at, version = u.version,
             rate_plan_id = u.rate_plan_id, guests = u.guests,
-            cancellation_policy = u.cancellation_policy
+            cancellation_policy = u.cancellation_policy,
+            payment_status = u.payment_status, authorized_cents = u.authorized_cents,
+            captured_cents = u.captured_cents, refunded_cents = u.refunded_cents,
+            paid_before_ledger = u.paid_before_ledger
        FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::date[], $6::date[],
                    $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
                    $12::bigint[], $13::timestamptz[], $14::timestamptz[],
                    $15::timestamptz[], $16::bigint[], $17::bigint[], $18::int[],
-                   $19::jsonb[])
+                   $19::jsonb[], $20::text[], $21::bigint[], $22::bigint[],
+                   $23::bigint[], $24::bool[])
             AS u (reservation_id, hotel_id, room_type_id, start_date, end_date, rooms,
                   status, guest_name, guest_email, channel, total_cents, hold_expires_at,
                   created_at, updated_at, version, rate_plan_id, guests,
-                  cancellation_policy)
+                  cancellation_policy, payment_status, authorized_cents, captured_cents,
+                  refunded_cents, paid_before_ledger)
       WHERE v.generation = $1 AND v.reservation_id = u.reservation_id";
 
 impl ReservationsView {
@@ -142,6 +176,11 @@ impl ReservationsView {
                     rate_plan_id: details.rate_plan_id.map(|id| id.get()),
                     guests: to_i32(i64::from(details.guests.get()), "guests")?,
                     cancellation_policy: Some(Json(details.cancellation_policy)),
+                    payment_status: PaymentStatus::None.as_str().to_owned(),
+                    authorized_cents: 0,
+                    captured_cents: 0,
+                    refunded_cents: 0,
+                    paid_before_ledger: false,
                 },
             );
             return Ok(true);
@@ -158,13 +197,63 @@ impl ReservationsView {
         row.version = sequence;
         match *event {
             ReservationEvent::ReservationHeld(_) => {}
-            ReservationEvent::ReservationConfirmed { confirmed_at, .. } => {
+            ReservationEvent::ReservationConfirmed {
+                confirmed_at,
+                ref payment,
+                capture_due_at,
+            } => {
                 row.status = ReservationStatus::Confirmed.as_str().to_owned();
                 row.updated_at = confirmed_at;
+                if let Some(payment) = payment {
+                    row.authorized_cents = payment.amount_cents.get();
+                    // Without a deadline: captured at once, by the rule of the time.
+                    if capture_due_at.is_none() {
+                        row.captured_cents = payment.amount_cents.get();
+                        row.paid_before_ledger = true;
+                    }
+                }
             }
-            ReservationEvent::ReservationCancelled { cancelled_at, .. } => {
+            ReservationEvent::ReservationCancelled {
+                cancelled_at,
+                refund_cents,
+                ..
+            } => {
                 row.status = ReservationStatus::Cancelled.as_str().to_owned();
                 row.updated_at = cancelled_at;
+                // Since the ledger, the refund moves by its own event.
+                if row.paid_before_ledger {
+                    row.refunded_cents += refund_cents.get();
+                }
+            }
+            ReservationEvent::AuthorizationIncreased {
+                amount_cents,
+                authorized_at,
+                ..
+            } => {
+                row.authorized_cents += amount_cents.get();
+                row.updated_at = authorized_at;
+            }
+            ReservationEvent::PaymentCaptured {
+                amount_cents,
+                captured_at,
+                ..
+            } => {
+                row.captured_cents += amount_cents.get();
+                row.updated_at = captured_at;
+            }
+            ReservationEvent::PaymentVoided { voided_at, .. } => {
+                PaymentStatus::Voided
+                    .as_str()
+                    .clone_into(&mut row.payment_status);
+                row.updated_at = voided_at;
+            }
+            ReservationEvent::PaymentRefunded {
+                amount_cents,
+                refunded_at,
+                ..
+            } => {
+                row.refunded_cents += amount_cents.get();
+                row.updated_at = refunded_at;
             }
             ReservationEvent::HoldExpired { expired_at } => {
                 row.status = ReservationStatus::Expired.as_str().to_owned();
@@ -174,6 +263,7 @@ impl ReservationsView {
                 stay,
                 total_cents,
                 changed_at,
+                ..
             } => {
                 row.start_date = stay.start();
                 row.end_date = stay.end();
@@ -201,6 +291,7 @@ impl ReservationsView {
                 row.updated_at = refunded_at;
             }
         }
+        row.restate_payment();
         Ok(true)
     }
 
@@ -252,6 +343,11 @@ impl ReservationsView {
             .bind(column!(rate_plan_id))
             .bind(column!(guests))
             .bind(column!(cancellation_policy))
+            .bind(column!(payment_status))
+            .bind(column!(authorized_cents))
+            .bind(column!(captured_cents))
+            .bind(column!(refunded_cents))
+            .bind(column!(paid_before_ledger))
             .execute(&mut *tx)
             .await?;
         Ok(())

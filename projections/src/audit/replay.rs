@@ -314,7 +314,8 @@ fn rfc3339(t: &DateTime<Utc>) -> String {
 /// The reservation lifecycle: held first; confirmed only from held; cancelled from held
 /// or confirmed; expired from held; dates changed while held or confirmed; declined from
 /// held; checked in from confirmed, out from checked in; a no-show from confirmed; a
-/// late payment given back in any state after the first event.
+/// late payment given back in any state after the first event; the ledger's movements
+/// on a paid stay, within what its card allows (see `check_money`).
 pub fn check_reservation_event(
     reservation: &Reservation,
     event: &ReservationEvent,
@@ -351,6 +352,23 @@ pub fn check_reservation_event(
         ReservationEvent::LatePaymentRefunded { .. } => &[
             Held, Confirmed, Cancelled, Expired, Declined, CheckedIn, CheckedOut, NoShow,
         ],
+        // Money moves only on a paid stay, within what the card allows.
+        ReservationEvent::AuthorizationIncreased { .. } => {
+            check_money(reservation, event)?;
+            &[Confirmed, Cancelled, CheckedIn, CheckedOut, NoShow]
+        }
+        ReservationEvent::PaymentCaptured { .. } => {
+            check_money(reservation, event)?;
+            &[Confirmed, Cancelled, CheckedIn, CheckedOut, NoShow]
+        }
+        ReservationEvent::PaymentVoided { .. } => {
+            check_money(reservation, event)?;
+            &[Confirmed, Cancelled, NoShow]
+        }
+        ReservationEvent::PaymentRefunded { .. } => {
+            check_money(reservation, event)?;
+            &[Confirmed, Cancelled, CheckedIn, CheckedOut, NoShow]
+        }
     };
     let name = event.event_type();
     match status {
@@ -360,6 +378,40 @@ pub fn check_reservation_event(
             "{name} while the reservation is {}",
             status.as_str()
         )),
+    }
+}
+
+/// A ledger event against the reservation's ledger: there is one, and the movement is
+/// one the card allows (no capture above the authorization or after a void, no void
+/// after a capture, no refund above what was captured).
+fn check_money(reservation: &Reservation, event: &ReservationEvent) -> Result<(), String> {
+    let name = event.event_type();
+    let Some(ledger) = reservation.ledger() else {
+        return Err(format!("{name} on a reservation that was never paid"));
+    };
+    match event {
+        _ if ledger.voided => Err(format!("{name} after the payment was voided")),
+        ReservationEvent::PaymentCaptured { amount_cents, .. }
+            if ledger.captured.get().saturating_add(amount_cents.get())
+                > ledger.authorized.get() =>
+        {
+            Err(format!(
+                "PaymentCaptured of {amount_cents} with {} of {} authorized captured already",
+                ledger.captured, ledger.authorized
+            ))
+        }
+        ReservationEvent::PaymentVoided { .. } if ledger.is_captured() => {
+            Err("PaymentVoided after a capture".to_owned())
+        }
+        ReservationEvent::PaymentRefunded { amount_cents, .. }
+            if ledger.refunded.get().saturating_add(amount_cents.get()) > ledger.captured.get() =>
+        {
+            Err(format!(
+                "PaymentRefunded of {amount_cents} with {} refunded of {} captured",
+                ledger.refunded, ledger.captured
+            ))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -601,6 +653,7 @@ mod tests {
             rate_plan_id: None,
             cancellation_policy: aggregates::rate_plan::CancellationPolicy::HOUSE,
             guests: aggregates::GuestCount::ONE,
+            first_night_cents: None,
         }
     }
 
@@ -620,6 +673,7 @@ mod tests {
         let confirmed = ReservationEvent::ReservationConfirmed {
             confirmed_at: at(5),
             payment: None,
+            capture_due_at: None,
         };
         let cancelled = ReservationEvent::ReservationCancelled {
             cancelled_at: at(6),
@@ -646,6 +700,7 @@ mod tests {
         let confirmed = ReservationEvent::ReservationConfirmed {
             confirmed_at: at(5),
             payment: None,
+            capture_due_at: None,
         };
         let checked_in = ReservationEvent::GuestCheckedIn {
             checked_in_at: at(50),

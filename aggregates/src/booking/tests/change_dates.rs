@@ -19,6 +19,7 @@ fn change(
             expected_total_cents: expected.map(Cents::new),
             now,
         },
+        None,
     )
 }
 
@@ -40,6 +41,9 @@ fn changing_the_dates_of_a_hold_releases_old_nights_holds_new_ones_and_leaves_th
             stay: stay(11, 14),
             total_cents: Cents::new(2 * (12_000 + 14_000 + 16_000)),
             changed_at: at(5),
+            first_night_cents: Some(Cents::new(2 * 12_000)),
+            refund_cap_percent: None,
+            capture_due_at: None,
         }]
     );
 }

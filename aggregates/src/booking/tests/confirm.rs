@@ -12,6 +12,7 @@ fn confirming_a_live_hold_confirms_every_night() {
         vec![ReservationEvent::ReservationConfirmed {
             confirmed_at: at(14),
             payment: None,
+            capture_due_at: None,
         }]
     );
     let hold_confirmed = RoomNightEvent::HoldConfirmed {

@@ -47,6 +47,7 @@ fn holding_a_stay_holds_every_night_at_the_sum_of_the_rates_times_the_rooms() {
             rate_plan_id: None,
             cancellation_policy: CancellationPolicy::HOUSE,
             guests: GuestCount::ONE,
+            first_night_cents: Some(Cents::new(2 * 10_000)),
         })]
     );
 }

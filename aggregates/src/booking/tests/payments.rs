@@ -2,6 +2,10 @@
 
 use super::*;
 
+fn lisbon() -> TimeZone {
+    zone("Europe/Lisbon")
+}
+
 fn card(txn: &str, amount_cents: i64) -> Payment {
     Payment {
         provider_txn_id: txn.to_owned(),
@@ -12,8 +16,9 @@ fn card(txn: &str, amount_cents: i64) -> Payment {
 /// Held for nights 10..12 (2 rooms: 2 x (100 + 120) euros) and paid with `txn_1`.
 fn paid(nights: &mut Nights) -> Reservation {
     let mut reservation = held(hold_cmd(1, 10, 12, 2), nights);
-    let decision = apply_authorization(&reservation, nights, at(5), card("txn_1", 44_000))
-        .expect("a live hold takes the payment");
+    let decision =
+        apply_authorization(&reservation, nights, at(5), card("txn_1", 44_000), lisbon())
+            .expect("a live hold takes the payment");
     apply(&decision, &mut reservation, nights);
     reservation
 }
@@ -166,14 +171,23 @@ fn cancelling_a_paid_stay_refunds_by_the_policy_and_releases_its_nights() {
         zone("Europe/Lisbon"),
     )
     .expect("cancellable");
+    // Past the capture deadline but not captured yet: the half the hotel keeps is
+    // captured, the rest of the authorization released (nothing to refund).
     assert_eq!(
         decision.reservation,
-        vec![ReservationEvent::ReservationCancelled {
-            cancelled_at: hours_before_check_in(30),
-            reason: "plans".into(),
-            by: CancelledBy::Guest,
-            refund_cents: Cents::new(22_000),
-        }]
+        vec![
+            ReservationEvent::ReservationCancelled {
+                cancelled_at: hours_before_check_in(30),
+                reason: "plans".into(),
+                by: CancelledBy::Guest,
+                refund_cents: Cents::new(22_000),
+            },
+            ReservationEvent::PaymentCaptured {
+                amount_cents: Cents::new(22_000),
+                gateway_key: format!("{}:capture", res(1).as_uuid()),
+                captured_at: hours_before_check_in(30),
+            },
+        ]
     );
     assert_eq!(decision.nights.len(), 2);
 }
@@ -204,13 +218,20 @@ fn cancelling_an_unpaid_hold_refunds_nothing() {
 fn an_authorization_for_a_live_hold_confirms_every_night() {
     let mut nights = four_nights(3);
     let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
-    let decision = apply_authorization(&reservation, &nights, at(5), card("txn_1", 44_000))
-        .expect("a live hold takes the payment");
+    let decision = apply_authorization(
+        &reservation,
+        &nights,
+        at(5),
+        card("txn_1", 44_000),
+        lisbon(),
+    )
+    .expect("a live hold takes the payment");
     assert_eq!(
         decision.reservation,
         vec![ReservationEvent::ReservationConfirmed {
             confirmed_at: at(5),
             payment: Some(card("txn_1", 44_000)),
+            capture_due_at: Some(hours_before_check_in(72)),
         }]
     );
     let hold_confirmed = RoomNightEvent::HoldConfirmed {
@@ -230,8 +251,14 @@ fn an_authorization_for_a_live_hold_confirms_every_night() {
 fn an_authorization_after_the_hold_lapsed_releases_the_nights_and_is_refunded() {
     let mut nights = four_nights(3);
     let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
-    let decision =
-        apply_authorization(&reservation, &nights, at(16), card("txn_1", 44_000)).expect("decided");
+    let decision = apply_authorization(
+        &reservation,
+        &nights,
+        at(16),
+        card("txn_1", 44_000),
+        lisbon(),
+    )
+    .expect("decided");
     assert_eq!(
         decision.reservation,
         vec![
@@ -268,8 +295,14 @@ fn an_authorization_after_a_cancellation_touches_no_night() {
     )
     .expect("cancellable");
     apply(&cancelled, &mut reservation, &mut nights);
-    let decision =
-        apply_authorization(&reservation, &nights, at(3), card("txn_1", 44_000)).expect("decided");
+    let decision = apply_authorization(
+        &reservation,
+        &nights,
+        at(3),
+        card("txn_1", 44_000),
+        lisbon(),
+    )
+    .expect("decided");
     assert!(decision.nights.is_empty());
     assert!(matches!(
         decision.reservation.as_slice(),
@@ -281,8 +314,14 @@ fn an_authorization_after_a_cancellation_touches_no_night() {
 fn the_same_authorization_again_decides_nothing() {
     let mut nights = four_nights(3);
     let reservation = paid(&mut nights);
-    let decision =
-        apply_authorization(&reservation, &nights, at(6), card("txn_1", 44_000)).expect("decided");
+    let decision = apply_authorization(
+        &reservation,
+        &nights,
+        at(6),
+        card("txn_1", 44_000),
+        lisbon(),
+    )
+    .expect("decided");
     assert!(decision.is_empty());
 }
 

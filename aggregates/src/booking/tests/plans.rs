@@ -257,6 +257,7 @@ fn paid(hotel: &Hotel, cmd: HoldStay, nights: &mut Nights) -> Reservation {
             provider_txn_id: "txn_1".to_owned(),
             amount_cents: total,
         },
+        zone("Europe/Lisbon"),
     )
     .expect("a live hold takes the payment");
     apply(&decision, &mut reservation, nights);
@@ -268,9 +269,10 @@ fn paid(hotel: &Hotel, cmd: HoldStay, nights: &mut Nights) -> Reservation {
 }
 
 fn refund_of(decision: Result<Decision, Rejection>) -> Cents {
+    // The cancellation, then the ledger's movements that carry it out.
     match decision.expect("cancellable").reservation.as_slice() {
-        [ReservationEvent::ReservationCancelled { refund_cents, .. }] => *refund_cents,
-        other => panic!("expected one ReservationCancelled, got {other:?}"),
+        [ReservationEvent::ReservationCancelled { refund_cents, .. }, ..] => *refund_cents,
+        other => panic!("expected a ReservationCancelled first, got {other:?}"),
     }
 }
 

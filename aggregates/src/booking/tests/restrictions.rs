@@ -479,6 +479,7 @@ fn move_to(
             expected_total_cents: None,
             now: at(5),
         },
+        None,
     )
 }
 

@@ -425,6 +425,7 @@ mod tests {
             rate_plan_id: None,
             cancellation_policy: CancellationPolicy::HOUSE,
             guests: GuestCount::ONE,
+            first_night_cents: None,
         }
     }
 
@@ -554,6 +555,9 @@ mod tests {
                 stay: to,
                 total_cents: Cents::new(36_000),
                 changed_at: at(14),
+                first_night_cents: None,
+                refund_cap_percent: None,
+                capture_due_at: None,
             },
         )
     }
