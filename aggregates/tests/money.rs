@@ -116,16 +116,18 @@ impl Model {
             now: start_time(),
             first_change: None,
         };
-        model.run(ReservationCommand::Place { details });
+        model.run(ReservationCommand::Place { details }).unwrap();
         let due = model.capture_due(first_day());
-        model.run(ReservationCommand::ApplyAuthorization {
-            now: model.now,
-            payment: Payment {
-                provider_txn_id: "txn_9".to_owned(),
-                amount_cents: Cents::new(40_000),
-            },
-            capture_due_at: due,
-        });
+        model
+            .run(ReservationCommand::ApplyAuthorization {
+                now: model.now,
+                payment: Payment {
+                    provider_txn_id: "txn_9".to_owned(),
+                    amount_cents: Cents::new(40_000),
+                },
+                capture_due_at: due,
+            })
+            .unwrap();
         assert_eq!(
             model.reservation.recorded_status(),
             Some(ReservationStatus::Confirmed)
