@@ -61,6 +61,15 @@ pub struct LedgerEntry {
     pub amount_cents: i64,
 }
 
+/// A reference's sums in the provider's ledger ([`SimulatedGateway::totals`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct GatewayTotals {
+    pub authorized_cents: i64,
+    pub captured_cents: i64,
+    pub refunded_cents: i64,
+    pub voids: usize,
+}
+
 #[derive(Debug, Clone)]
 struct Transaction {
     reference: String,
@@ -136,6 +145,27 @@ impl SimulatedGateway {
     /// Every effect so far, in order.
     pub fn ledger(&self) -> Vec<LedgerEntry> {
         self.lock().ledger.clone()
+    }
+
+    /// What the provider's own records say of one reference (a reservation): summed
+    /// over its entries, as a reconciliation would read a provider's report.
+    pub fn totals(&self, reference: &str) -> GatewayTotals {
+        let mut totals = GatewayTotals::default();
+        for entry in self
+            .lock()
+            .ledger
+            .iter()
+            .filter(|e| e.reference == reference)
+        {
+            match entry.operation {
+                "authorize" | "increment" => totals.authorized_cents += entry.amount_cents,
+                "capture" => totals.captured_cents += entry.amount_cents,
+                "refund" => totals.refunded_cents += entry.amount_cents,
+                "void" => totals.voids += 1,
+                _ => {}
+            }
+        }
+        totals
     }
 
     /// The ledger entries of one reservation with the given operation.

@@ -4,6 +4,9 @@
 //! webhook's signature, recovery after a crash, the expiry sweeper, and 50 concurrent
 //! confirm / cancel / webhook calls on one reservation.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use aggregates::booking::check_in_instant;
 use chrono::Duration;
 use reservations::payments::gateway::{
@@ -1114,5 +1117,234 @@ async fn moving_a_stay_out_of_its_no_refund_window_does_not_reopen_a_full_refund
     let body = reply.assert_status(200);
     assert_eq!(body["refund_cents"], 3 * RATE / 2, "{body}");
     assert_eq!(gateway_amounts(&app, &id, "refund"), vec![3 * RATE / 2]);
+    app.finish().await;
+}
+
+// --- The ledger against the provider's own records --------------------------------------
+
+/// The reservation's `payment` (as the API answers it) against the simulated provider's
+/// records for it: they agree to the cent, and balance.
+async fn assert_reconciles(app: &TestApp, id: &str) -> serde_json::Value {
+    let payment = app.get_reservation(ADMIN, id).await.assert_status(200)["payment"].clone();
+    let theirs = app.gateway.totals(id);
+    let ours = |field: &str| payment[field].as_i64().expect("amount");
+    assert_eq!(
+        (
+            ours("authorized_cents"),
+            ours("captured_cents"),
+            ours("refunded_cents")
+        ),
+        (
+            theirs.authorized_cents,
+            theirs.captured_cents,
+            theirs.refunded_cents
+        ),
+        "{id}: ours {payment}, the provider's {theirs:?}"
+    );
+    assert!(
+        theirs.captured_cents <= theirs.authorized_cents,
+        "{theirs:?}"
+    );
+    assert!(theirs.refunded_cents <= theirs.captured_cents, "{theirs:?}");
+    assert_eq!(
+        payment["status"] == "voided",
+        theirs.voids == 1,
+        "{id}: {payment} / {theirs:?}"
+    );
+    payment
+}
+
+#[tokio::test]
+async fn fifty_racing_stay_calls_leave_one_history_and_money_the_provider_agrees_with() {
+    // Arrange: a paid stay of the 10th to the 13th, not yet captured, the clock at
+    // 16:00 on its arrival date (past the deadline: the worker is due to capture it)
+    let (app, id) = paid_stay(3).await;
+    app.clock.set(in_lisbon(day(10), 16 * 60));
+    let app = Arc::new(app);
+
+    // Act: 48 calls at once (12 each of check-in, no-show, cancel, and a move to a
+    // dearer stay of four nights), with two capture passes racing them
+    let mut calls = Vec::new();
+    for n in 0..50 {
+        let (app, id) = (app.clone(), id.clone());
+        calls.push(tokio::spawn(async move {
+            let key = format!("race-{n}");
+            let (call, reply) = match n % 5 {
+                0 => ("check_in", Some(app.check_in(ADMIN, &key, &id).await)),
+                1 => ("no_show", Some(app.no_show(ADMIN, &key, &id).await)),
+                2 => (
+                    "cancel",
+                    Some(app.cancel(WEB, &key, &id, &json!({"reason": "race"})).await),
+                ),
+                3 => (
+                    "change_dates",
+                    Some(app.change_dates(WEB, &key, &id, &move_body(10, 14)).await),
+                ),
+                _ => {
+                    app.capture_due().await;
+                    ("capture", None)
+                }
+            };
+            (call, reply.map(|r| (r.status, r.json)))
+        }));
+    }
+    let mut won: BTreeMap<&str, usize> = BTreeMap::new();
+    for call in calls {
+        let (call, reply) = call.await.expect("task");
+        let Some((status, body)) = reply else {
+            continue;
+        };
+        match status.as_u16() {
+            200 => *won.entry(call).or_default() += 1,
+            409 | 422 => assert!(
+                ["invalid_state", "try_again", "invalid", "too_early"]
+                    .contains(&body["error"].as_str().unwrap_or_default()),
+                "{call}: {body}"
+            ),
+            other => panic!("{call}: unexpected {other} {body}"),
+        }
+    }
+    app.capture_due().await;
+    app.deliver_payments().await;
+
+    // Assert: one legal history...
+    let count = |call| won.get(call).copied().unwrap_or(0);
+    assert!(
+        count("check_in") + count("no_show") + count("cancel") <= 1,
+        "{won:?}"
+    );
+    assert!(count("change_dates") <= 1, "{won:?}");
+    // ...and money the provider's own records agree with, to the cent
+    let payment = assert_reconciles(&app, &id).await;
+    let total = if count("change_dates") == 1 { 4 } else { 3 } * RATE;
+    let kept = payment["captured_cents"].as_i64().expect("captured")
+        - payment["refunded_cents"].as_i64().expect("refunded");
+    let expected = if count("no_show") == 1 {
+        RATE
+    } else {
+        // Checked in, cancelled inside the no-refund window, or still confirmed past
+        // the deadline: the whole stay is owed and taken.
+        total
+    };
+    assert_eq!(kept, expected, "{won:?}: {payment}");
+    assert_invariants_at(&app.db.pool, app.now()).await;
+    if let Ok(app) = Arc::try_unwrap(app) {
+        app.finish().await;
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum MoneyStep {
+    Confirm,
+    Wait { hours: i64 },
+    Move { start: u64, nights: u64 },
+    Cancel { by_hotel: bool },
+    CheckIn,
+    CheckOut,
+    NoShow,
+    Capture,
+}
+
+#[tokio::test]
+async fn after_a_random_workload_the_ledger_and_the_providers_records_agree_to_the_cent() {
+    use rand::{Rng, SeedableRng};
+    // Arrange: six stays of the same hotel, a seeded random sequence of what guests and
+    // staff do to them over a fortnight, the workers running between steps
+    let seed: u64 = rand::random();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 10, 20).await;
+    let mut ids = Vec::new();
+    for n in 0..7 {
+        let start = 10 + n % 3;
+        let id = app
+            .hold_ok(
+                WEB,
+                &format!("hold-{n}"),
+                &hold_body(day(start), day(start + 2), 1),
+            )
+            .await;
+        // Most are paid at once; the others wait for a random step (their hold may
+        // lapse first, as a guest's does).
+        if n < 5 {
+            app.confirm(WEB, &format!("pay-{n}"), &id, "tok_ok")
+                .await
+                .assert_status(200);
+        }
+        ids.push(id);
+    }
+
+    // Act
+    for step in 0..80 {
+        let id = &ids[rng.gen_range(0..ids.len())];
+        let what = match rng.gen_range(0..9) {
+            0 => MoneyStep::Confirm,
+            1 | 2 => MoneyStep::Wait {
+                hours: rng.gen_range(1..30),
+            },
+            3 => MoneyStep::Move {
+                start: rng.gen_range(10..15),
+                nights: rng.gen_range(1..5),
+            },
+            4 => MoneyStep::Cancel {
+                by_hotel: rng.gen_bool(0.3),
+            },
+            5 => MoneyStep::CheckIn,
+            6 => MoneyStep::CheckOut,
+            7 => MoneyStep::NoShow,
+            _ => MoneyStep::Capture,
+        };
+        let key = format!("step-{step}");
+        let reply = match what {
+            MoneyStep::Confirm => Some(app.confirm(WEB, &key, id, "tok_ok").await),
+            MoneyStep::Wait { hours } => {
+                app.clock.set(app.now() + Duration::hours(hours));
+                None
+            }
+            MoneyStep::Move { start, nights } => Some(
+                app.change_dates(WEB, &key, id, &move_body(start, start + nights))
+                    .await,
+            ),
+            MoneyStep::Cancel { by_hotel } => {
+                let token = if by_hotel { ADMIN } else { WEB };
+                Some(app.cancel(token, &key, id, &json!({})).await)
+            }
+            MoneyStep::CheckIn => Some(app.check_in(ADMIN, &key, id).await),
+            MoneyStep::CheckOut => Some(app.check_out(ADMIN, &key, id).await),
+            MoneyStep::NoShow => Some(app.no_show(ADMIN, &key, id).await),
+            MoneyStep::Capture => {
+                app.capture_due().await;
+                None
+            }
+        };
+        if let Some(reply) = reply {
+            assert!(
+                reply.status.as_u16() < 500,
+                "seed {seed}, {what:?}: {} {}",
+                reply.status,
+                reply.text
+            );
+        }
+        app.record_no_shows(chrono::Duration::hours(4)).await;
+        app.deliver_payments().await;
+    }
+
+    // Assert: for every stay, what we say of its money is what the provider did, and
+    // the reservations view (the look-up by channel) says the same once caught up
+    let runners = Runners::start(&app.db.pool);
+    wait_caught_up(&app.db.pool).await;
+    let listed = app
+        .get("/v1/reservations?channel=web&limit=50", Some(ADMIN))
+        .await;
+    for id in &ids {
+        let payment = assert_reconciles(&app, id).await;
+        let row = listed.assert_status(200)["reservations"]
+            .as_array()
+            .and_then(|rs| rs.iter().find(|r| r["reservation_id"] == *id))
+            .unwrap_or_else(|| panic!("{id} not listed in {}", listed.text));
+        assert_eq!(row["payment"], payment, "seed {seed}: the view of {id}");
+    }
+    runners.stop().await;
+    assert_invariants_at(&app.db.pool, app.now()).await;
     app.finish().await;
 }

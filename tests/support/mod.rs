@@ -1,14 +1,17 @@
 //! What every test shares, once: a fresh database per test on the machine's PostgreSQL
 //! (`db`), the hotel most tests book and typed helpers to book it through the command
-//! API (`domain`), the invariant checks every race ends with (`invariants`), and the HTTP
-//! harness — a server per test and a typed client for every endpoint (`http`).
+//! API (`domain`), the invariant checks every race ends with (`invariants`), the HTTP
+//! harness — a server per test and a typed client for every endpoint (`http`) — and the
+//! analytics runners for tests that read the read side (`runners`).
 
 mod db;
 mod domain;
 mod http;
 mod invariants;
+mod runners;
 
 pub use db::*;
 pub use domain::*;
 pub use http::*;
 pub use invariants::*;
+pub use runners::*;
