@@ -61,6 +61,38 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Reports from the read side.
+    #[command(subcommand)]
+    Report(ReportCommand),
+}
+
+#[derive(Subcommand)]
+enum ReportCommand {
+    /// A hotel's no-show rate per room type over a range of arrival dates, and the
+    /// overbooking allowance it suggests: the largest whose probability of walking a
+    /// guest stays at or under --risk (see docs/api.md, the no-show report).
+    NoShows {
+        #[arg(long)]
+        hotel: i64,
+        /// First arrival date counted.
+        #[arg(long)]
+        from: chrono::NaiveDate,
+        /// The arrival date after the last one counted.
+        #[arg(long)]
+        to: chrono::NaiveDate,
+        /// The largest probability of walking a guest accepted.
+        #[arg(long, default_value_t = 0.05)]
+        risk: f64,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        #[arg(
+            long,
+            env = "DATABASE_URL",
+            default_value = "postgres://localhost/reservations"
+        )]
+        database_url: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -150,6 +182,7 @@ async fn main() -> anyhow::Result<()> {
             println!("demo catalog loaded: hotels 812 (Lisbon), 813 (Porto), 901 (Paris); {nights} room-nights");
         }
         Command::Projections(command) => projections_command(command).await?,
+        Command::Report(command) => report_command(command).await?,
         Command::Audit {
             command:
                 AuditCommand::Verify {
@@ -179,6 +212,96 @@ async fn main() -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         }
+    }
+    Ok(())
+}
+
+async fn report_command(command: ReportCommand) -> anyhow::Result<()> {
+    let ReportCommand::NoShows {
+        hotel,
+        from,
+        to,
+        risk,
+        json,
+        database_url,
+    } = command;
+    anyhow::ensure!(risk > 0.0 && risk < 1.0, "--risk must be between 0 and 1");
+    let hotel_id =
+        aggregates::HotelId::parse(hotel).map_err(|e| anyhow::anyhow!("--hotel: {}", e.message))?;
+    let range = aggregates::StayDates::parse(from, to)
+        .map_err(|e| anyhow::anyhow!("--from/--to: {}", e.message))?;
+    let pool = reservations::db::connect_and_migrate(&database_url, 2).await?;
+    let queries = reservations::queries::Queries::new(
+        pool.clone(),
+        None,
+        std::sync::Arc::new(reservations::clock::SystemClock),
+    );
+    let read = queries
+        .stays(hotel_id, &range)
+        .await
+        .map_err(|e| anyhow::anyhow!("reading the stays: {e}"))?;
+    pool.close().await;
+    let Some(read) = read else {
+        anyhow::bail!("no hotel {hotel}");
+    };
+    let report = read.no_show_report(risk);
+    if json {
+        let rows: Vec<serde_json::Value> = report
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "room_type_id": r.room_type_id, "name": r.name, "due": r.due,
+                    "no_shows": r.no_shows, "no_show_rate": r.no_show_rate,
+                    "no_show_rate_lower_bound": r.suggestion.rate,
+                    "capacity": r.capacity, "current_allowance": r.current_allowance,
+                    "suggested_allowance": r.suggestion.allowance,
+                    "walk_probability": r.suggestion.walk_probability,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "hotel_id": hotel, "start_date": from, "end_date": to, "risk": risk,
+                "as_of": read.as_of, "room_types": rows,
+            }))?
+        );
+        return Ok(());
+    }
+    println!(
+        "hotel {hotel}, arrivals {from} to {to} (exclusive), risk of walking a guest {:.1}%, as of {}",
+        risk * 100.0,
+        read.as_of
+            .map_or_else(|| "never".to_owned(), |t| t.to_rfc3339())
+    );
+    println!(
+        "{:<6} {:<20} {:>6} {:>8} {:>7} {:>9} {:>8} {:>8} {:>9} {:>7}",
+        "type",
+        "name",
+        "due",
+        "no-shows",
+        "rate",
+        "rate (lb)",
+        "rooms",
+        "allowed",
+        "suggested",
+        "P(walk)"
+    );
+    for r in &report {
+        println!(
+            "{:<6} {:<20} {:>6} {:>8} {:>7} {:>8.2}% {:>8} {:>8} {:>9} {:>6.2}%",
+            r.room_type_id,
+            r.name,
+            r.due,
+            r.no_shows,
+            r.no_show_rate
+                .map_or_else(|| "-".to_owned(), |p| format!("{:.2}%", p * 100.0)),
+            r.suggestion.rate * 100.0,
+            r.capacity,
+            r.current_allowance,
+            r.suggestion.allowance,
+            r.suggestion.walk_probability * 100.0,
+        );
     }
     Ok(())
 }

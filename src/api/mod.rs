@@ -14,6 +14,7 @@ pub mod payments;
 pub mod rate_plans;
 pub mod reservations;
 pub mod search;
+pub mod stays;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -90,7 +91,7 @@ pub struct AppStateInner {
         reservations::change_dates, reservations::events,
         payments::confirm, payments::webhook,
         audit::feed, audit_verify::verify,
-        analytics::occupancy, analytics::list_reservations,
+        analytics::occupancy, analytics::list_reservations, stays::stays, stays::no_shows,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi,
     ),
     modifiers(&BearerAuth),
@@ -151,6 +152,8 @@ pub fn router(state: AppState) -> Router {
             get(catalog::availability),
         )
         .route("/v1/hotels/{hotel_id}/occupancy", get(analytics::occupancy))
+        .route("/v1/hotels/{hotel_id}/stays", get(stays::stays))
+        .route("/v1/hotels/{hotel_id}/no-shows", get(stays::no_shows))
         .route("/v1/availability", get(search::search))
         .route(
             "/v1/reservations",

@@ -23,6 +23,7 @@ mod memo;
 mod occupancy;
 mod reservations;
 mod search;
+pub mod stays;
 
 use std::sync::Arc;
 
@@ -40,6 +41,7 @@ pub use events::{EventPage, FeedError};
 pub use occupancy::{OccupancyRead, OccupancyRow};
 pub use reservations::{ReservationFilter, ReservationPage};
 pub use search::{CitySearch, HotelOffers, SearchAnswer, MAX_SEARCH_LIMIT};
+pub use stays::{StayNight, StaysRead};
 
 /// Why a read could not be answered (an absent row is `Ok(None)`, not an error).
 #[derive(Debug, thiserror::Error)]

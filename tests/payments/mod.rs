@@ -1348,3 +1348,158 @@ async fn after_a_random_workload_the_ledger_and_the_providers_records_agree_to_t
     assert_invariants_at(&app.db.pool, app.now()).await;
     app.finish().await;
 }
+
+// --- Stays and no-shows on the read side ------------------------------------------------
+
+#[tokio::test]
+async fn arrivals_departures_guests_in_house_and_no_shows_are_counted_and_suggest_an_allowance() {
+    // Arrange: six paid stays of the 10th to the 13th in a room type of ten rooms; four
+    // guests check in, one of them leaves on the 11th, two never come
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 5, 10).await;
+    let mut ids = Vec::new();
+    for n in 0..6 {
+        let id = app
+            .hold_ok(WEB, &format!("hold-{n}"), &hold_body(day(10), day(13), 1))
+            .await;
+        app.confirm(WEB, &format!("pay-{n}"), &id, "tok_ok")
+            .await
+            .assert_status(200);
+        ids.push(id);
+    }
+    app.clock.set(in_lisbon(day(10), 16 * 60));
+    for id in &ids[..4] {
+        app.check_in(ADMIN, &format!("in-{id}"), id)
+            .await
+            .assert_status(200);
+    }
+    app.clock.set(in_lisbon(day(11), 5 * 60));
+    assert_eq!(app.record_no_shows(chrono::Duration::hours(4)).await, 2);
+    app.clock.set(in_lisbon(day(11), 10 * 60));
+    app.check_out(ADMIN, "out", &ids[0])
+        .await
+        .assert_status(200);
+    let runners = Runners::start(&app.db.pool);
+    wait_caught_up(&app.db.pool).await;
+
+    // Act
+    let range = format!("start_date={}&end_date={}", day(10), day(14));
+    let stays = app
+        .get(&format!("/v1/hotels/{HOTEL}/stays?{range}"), Some(ADMIN))
+        .await;
+    let careful = app
+        .get(&format!("/v1/hotels/{HOTEL}/no-shows?{range}"), Some(ADMIN))
+        .await;
+    let bold = app
+        .get(
+            &format!("/v1/hotels/{HOTEL}/no-shows?{range}&risk=0.3"),
+            Some(ADMIN),
+        )
+        .await;
+    let refused = [
+        app.get(
+            &format!("/v1/hotels/{HOTEL}/no-shows?{range}&risk=1.5"),
+            Some(ADMIN),
+        )
+        .await,
+        app.get(&format!("/v1/hotels/{HOTEL}/stays?{range}"), Some(WEB))
+            .await,
+        app.get(
+            &format!(
+                "/v1/hotels/{HOTEL}/stays?start_date={}&end_date={}",
+                day(14),
+                day(10)
+            ),
+            Some(ADMIN),
+        )
+        .await,
+    ];
+
+    // Assert: night by night
+    let days = &stays.assert_status(200)["room_types"][0]["days"];
+    let day_of = |d: usize| {
+        let n = &days[d];
+        (
+            n["arrivals"].as_i64().expect("arrivals"),
+            n["no_shows"].as_i64().expect("no_shows"),
+            n["in_house"].as_i64().expect("in_house"),
+            n["departures"].as_i64().expect("departures"),
+        )
+    };
+    assert_eq!(day_of(0), (4, 2, 4, 0), "the 10th: {days}");
+    assert_eq!(days[0]["no_show_rate"], 2.0 / 6.0);
+    assert_eq!(
+        day_of(1),
+        (0, 0, 4, 0),
+        "the 11th (the night of leaving is sold)"
+    );
+    assert_eq!(day_of(2), (0, 0, 3, 1), "the 12th: one left");
+    assert_eq!(
+        day_of(3),
+        (0, 0, 0, 0),
+        "the 13th: the others are still checked in"
+    );
+    // The suggestion: 2 of 6 did not come, a lower bound of about 12%; with ten rooms,
+    // an eleventh guest all come with probability about 25%
+    let careful = &careful.assert_status(200)["room_types"][0];
+    assert_eq!(careful["due"], 6, "{careful}");
+    assert_eq!(careful["no_shows"], 2);
+    assert_eq!(careful["capacity"], 10);
+    let bound = careful["no_show_rate_lower_bound"].as_f64().expect("bound");
+    assert!(bound > 0.10 && bound < 0.13, "{careful}");
+    assert_eq!(careful["suggested_allowance"], 0, "at 5% risk: {careful}");
+    let bold = &bold.assert_status(200)["room_types"][0];
+    assert_eq!(bold["suggested_allowance"], 1, "at 30% risk: {bold}");
+    let walk = bold["walk_probability"].as_f64().expect("walk");
+    assert!(walk > 0.2 && walk <= 0.3, "{bold}");
+    refused[0].assert_error(422, "invalid_request");
+    refused[1].assert_error(403, "forbidden");
+    refused[2].assert_error(422, "invalid_request");
+    // Occupancy agrees: the no-shows' first night stays sold, their later nights and
+    // the early leaver's last one are for sale again, and none of it is a cancellation
+    let occupancy = app
+        .get(
+            &format!("/v1/hotels/{HOTEL}/occupancy?{range}"),
+            Some(ADMIN),
+        )
+        .await;
+    let nights = &occupancy.assert_status(200)["room_types"][0]["nights"];
+    let sold: Vec<i64> = (0..4)
+        .map(|d| nights[d]["confirmed"].as_i64().expect("confirmed"))
+        .collect();
+    assert_eq!(sold, vec![6, 4, 3, 0], "{nights}");
+    assert!((0..4).all(|d| nights[d]["cancellations"] == 0), "{nights}");
+
+    // And the report command says the same
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_reservations"))
+        .args([
+            "report",
+            "no-shows",
+            "--hotel",
+            &HOTEL.to_string(),
+            "--from",
+            &day(10).to_string(),
+            "--to",
+            &day(14).to_string(),
+            "--risk",
+            "0.3",
+            "--json",
+        ])
+        .env("DATABASE_URL", &app.db.url)
+        .output()
+        .expect("run the binary");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON report");
+    assert_eq!(
+        report["room_types"][0]["suggested_allowance"], 1,
+        "{report}"
+    );
+    assert_eq!(report["room_types"][0]["due"], 6);
+    runners.stop().await;
+    app.finish().await;
+}

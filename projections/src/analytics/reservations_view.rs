@@ -55,6 +55,8 @@ pub struct ReservationRow {
     pub refunded_cents: i64,
     /// Confirmed before the payment ledger existed (see the migration).
     pub paid_before_ledger: bool,
+    /// Checked out or a no-show: the first of its nights given back to sale.
+    pub released_from: Option<NaiveDate>,
 }
 
 impl ReservationRow {
@@ -95,7 +97,8 @@ pub const LOAD_VIEW_ROWS: &str = "SELECT v.reservation_id, v.hotel_id, v.room_ty
         v.start_date, v.end_date, v.rooms, v.status, v.guest_name, v.guest_email,
         v.channel, v.total_cents, v.hold_expires_at, v.created_at, v.updated_at, v.version,
         v.rate_plan_id, v.guests, v.cancellation_policy, v.payment_status,
-        v.authorized_cents, v.captured_cents, v.refunded_cents, v.paid_before_ledger
+        v.authorized_cents, v.captured_cents, v.refunded_cents, v.paid_before_ledger,
+        v.released_from
    FROM unnest($2::uuid[]) AS k (id)
   CROSS JOIN LATERAL (
         SELECT * FROM reservations_view r
@@ -107,12 +110,12 @@ const INSERT_VIEW_ROWS: &str = "INSERT INTO reservations_view (generation, reser
         hotel_id, room_type_id, start_date, end_date, rooms, status, guest_name, guest_email,
         channel, total_cents, hold_expires_at, created_at, updated_at, version,
         rate_plan_id, guests, cancellation_policy, payment_status, authorized_cents,
-        captured_cents, refunded_cents, paid_before_ledger)
+        captured_cents, refunded_cents, paid_before_ledger, released_from)
      SELECT $1, * FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::date[],
             $6::date[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
             $12::bigint[], $13::timestamptz[], $14::timestamptz[], $15::timestamptz[],
             $16::bigint[], $17::bigint[], $18::int[], $19::jsonb[], $20::text[],
-            $21::bigint[], $22::bigint[], $23::bigint[], $24::bool[])";
+            $21::bigint[], $22::bigint[], $23::bigint[], $24::bool[], $25::date[])";
 
 /// Rows of the reservations view that exist, bound as [`INSERT_VIEW_ROWS`] binds them.
 /// The plan, guests and policy are fixed when the stay is held, but an update writes
@@ -129,18 +132,18 @@ const UPDATE_VIEW_ROWS: &str = "UPDATE reservations_view AS v
             cancellation_policy = u.cancellation_policy,
             payment_status = u.payment_status, authorized_cents = u.authorized_cents,
             captured_cents = u.captured_cents, refunded_cents = u.refunded_cents,
-            paid_before_ledger = u.paid_before_ledger
+            paid_before_ledger = u.paid_before_ledger, released_from = u.released_from
        FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::date[], $6::date[],
                    $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
                    $12::bigint[], $13::timestamptz[], $14::timestamptz[],
                    $15::timestamptz[], $16::bigint[], $17::bigint[], $18::int[],
                    $19::jsonb[], $20::text[], $21::bigint[], $22::bigint[],
-                   $23::bigint[], $24::bool[])
+                   $23::bigint[], $24::bool[], $25::date[])
             AS u (reservation_id, hotel_id, room_type_id, start_date, end_date, rooms,
                   status, guest_name, guest_email, channel, total_cents, hold_expires_at,
                   created_at, updated_at, version, rate_plan_id, guests,
                   cancellation_policy, payment_status, authorized_cents, captured_cents,
-                  refunded_cents, paid_before_ledger)
+                  refunded_cents, paid_before_ledger, released_from)
       WHERE v.generation = $1 AND v.reservation_id = u.reservation_id";
 
 impl ReservationsView {
@@ -181,6 +184,7 @@ impl ReservationsView {
                     captured_cents: 0,
                     refunded_cents: 0,
                     paid_before_ledger: false,
+                    released_from: None,
                 },
             );
             return Ok(true);
@@ -278,13 +282,21 @@ impl ReservationsView {
                 row.status = ReservationStatus::CheckedIn.as_str().to_owned();
                 row.updated_at = checked_in_at;
             }
-            ReservationEvent::GuestCheckedOut { checked_out_at, .. } => {
+            ReservationEvent::GuestCheckedOut {
+                checked_out_at,
+                released_from,
+            } => {
                 row.status = ReservationStatus::CheckedOut.as_str().to_owned();
                 row.updated_at = checked_out_at;
+                row.released_from = Some(released_from);
             }
-            ReservationEvent::NoShowRecorded { recorded_at, .. } => {
+            ReservationEvent::NoShowRecorded {
+                recorded_at,
+                released_from,
+            } => {
                 row.status = ReservationStatus::NoShow.as_str().to_owned();
                 row.updated_at = recorded_at;
+                row.released_from = Some(released_from);
             }
             // The status stays what it was; the refund is the payment side's business.
             ReservationEvent::LatePaymentRefunded { refunded_at, .. } => {
@@ -348,6 +360,7 @@ impl ReservationsView {
             .bind(column!(captured_cents))
             .bind(column!(refunded_cents))
             .bind(column!(paid_before_ledger))
+            .bind(column!(released_from))
             .execute(&mut *tx)
             .await?;
         Ok(())
