@@ -695,6 +695,61 @@ mod tests {
     }
 
     #[test]
+    fn money_moves_only_on_a_paid_stay_and_within_what_the_card_allows() {
+        let cents = aggregates::Cents::new;
+        let held = ReservationEvent::ReservationHeld(details(1));
+        let paid = ReservationEvent::ReservationConfirmed {
+            confirmed_at: at(5),
+            payment: Some(aggregates::Payment {
+                provider_txn_id: "txn_1".to_owned(),
+                amount_cents: cents(36_000),
+            }),
+            capture_due_at: Some(at(40)),
+        };
+        let unpaid = ReservationEvent::ReservationConfirmed {
+            confirmed_at: at(5),
+            payment: None,
+            capture_due_at: None,
+        };
+        let capture = |amount| ReservationEvent::PaymentCaptured {
+            amount_cents: cents(amount),
+            gateway_key: "k:capture".to_owned(),
+            captured_at: at(40),
+        };
+        let refund = |amount| ReservationEvent::PaymentRefunded {
+            amount_cents: cents(amount),
+            gateway_key: "k:refund:1".to_owned(),
+            refunded_at: at(45),
+        };
+        let void = ReservationEvent::PaymentVoided {
+            gateway_key: "k:void:txn_1".to_owned(),
+            voided_at: at(30),
+        };
+        let legal =
+            replay_reservation(&[held.clone(), paid.clone(), capture(36_000), refund(18_000)]);
+        assert!(legal.iter().all(Result::is_ok), "{legal:?}");
+        let error = |events: &[ReservationEvent]| {
+            replay_reservation(events)
+                .pop()
+                .and_then(Result::err)
+                .unwrap_or_else(|| panic!("accepted {events:?}"))
+        };
+        assert!(error(&[held.clone(), unpaid, capture(1)]).contains("never paid"));
+        assert!(error(&[held.clone(), paid.clone(), capture(36_001)])
+            .contains("authorized captured already"));
+        assert!(error(&[held.clone(), paid.clone(), refund(1)]).contains("refunded of 0 captured"));
+        assert!(
+            error(&[held.clone(), paid.clone(), void.clone(), capture(1)])
+                .contains("after the payment was voided")
+        );
+        assert!(error(&[held.clone(), paid.clone(), capture(1), void]).contains("after a capture"));
+        assert!(
+            error(&[held, capture(1)]).contains("never paid"),
+            "a hold has no payment"
+        );
+    }
+
+    #[test]
     fn a_check_in_is_legal_only_after_a_confirmation_and_ends_cancelling() {
         let held = ReservationEvent::ReservationHeld(details(1));
         let confirmed = ReservationEvent::ReservationConfirmed {

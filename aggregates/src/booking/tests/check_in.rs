@@ -184,3 +184,52 @@ fn a_one_night_no_show_gives_nothing_back() {
         }]
     );
 }
+
+/// `hour`:`minute` UTC on day `d` of June 2027.
+fn utc(d: u32, hour: u32, minute: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2027, 6, d, hour, minute, 0)
+        .single()
+        .expect("valid time")
+}
+
+#[test]
+fn the_no_show_worker_waits_for_the_arrival_date_to_end_at_the_hotel_and_its_grace() {
+    // Given a stay arriving on the 10th at a hotel in Lisbon (UTC+1 in June) and a
+    // grace of four hours
+    let mut nights = four_nights(3);
+    let reservation = confirmed(hold_cmd(1, 10, 13, 2), &mut nights);
+    let grace = chrono::Duration::hours(4);
+    let lisbon = zone("Europe/Lisbon");
+    let lapsed =
+        |now| record_lapsed_no_show(&reservation, &nights, now, lisbon, grace).expect("decided");
+
+    // When the worker looks at 02:59 on the 11th in Lisbon (01:59 UTC): nothing yet
+    assert!(lapsed(utc(11, 2, 59)).is_empty());
+
+    // When it looks at 04:00 on the 11th in Lisbon (03:00 UTC): a no-show, the first
+    // night kept, the others given back
+    let decision = lapsed(utc(11, 3, 0));
+    assert_eq!(
+        decision.reservation.first(),
+        Some(&ReservationEvent::NoShowRecorded {
+            recorded_at: utc(11, 3, 0),
+            released_from: day(11),
+        })
+    );
+    assert_eq!(decision.nights.len(), 2, "the 11th and the 12th");
+}
+
+#[test]
+fn the_no_show_worker_leaves_a_guest_who_came_alone() {
+    let mut nights = four_nights(3);
+    let reservation = checked_in_stay(&mut nights);
+    let decision = record_lapsed_no_show(
+        &reservation,
+        &nights,
+        utc(12, 12, 0),
+        TimeZone::UTC,
+        chrono::Duration::zero(),
+    )
+    .expect("decided");
+    assert!(decision.is_empty());
+}
