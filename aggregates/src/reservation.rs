@@ -159,6 +159,17 @@ pub struct Reservation {
     /// of the confirmed stay were changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     refund_cap_percent: Option<u8>,
+    /// A move to dearer dates whose new nights are held while the card is asked for
+    /// the difference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pending_move: Option<PendingMove>,
+}
+
+/// The new dates of a move being paid for, and until when their nights are held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingMove {
+    pub stay: StayDates,
+    pub hold_expires_at: DateTime<Utc>,
 }
 
 /// An increment of the authorization the gateway granted, for a move to dearer nights.
@@ -185,6 +196,15 @@ pub enum ReservationCommand {
     },
     /// Capture the authorization if its capture is due by `now` (the capture worker).
     CapturePayment { now: DateTime<Utc> },
+    /// Hold the nights a dearer move of a confirmed stay enters, until
+    /// `hold_expires_at`, while the card is asked for the difference.
+    HoldDateChange {
+        stay: StayDates,
+        hold_expires_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    },
+    /// The card refused (or the move failed): the nights held for it go back.
+    ReleaseDateChange { now: DateTime<Utc> },
     /// Record an increment the gateway granted whose date change did not happen (the
     /// nights went meanwhile): the ledger must know what the card is authorized for.
     RecordIncrement {
@@ -295,6 +315,17 @@ pub enum ReservationEvent {
         /// An uncaptured authorization: its new capture deadline.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         capture_due_at: Option<DateTime<Utc>>,
+    },
+    /// The nights a dearer move enters are held (until `hold_expires_at`) while the card
+    /// is asked for the difference; the stay itself is unchanged.
+    DateChangeHeld {
+        stay: StayDates,
+        hold_expires_at: DateTime<Utc>,
+        held_at: DateTime<Utc>,
+    },
+    /// The nights held for a move that did not happen went back to sale.
+    DateChangeReleased {
+        released_at: DateTime<Utc>,
     },
     /// The gateway increased the authorization by `amount_cents` (a dearer move).
     AuthorizationIncreased {
@@ -454,6 +485,16 @@ impl Reservation {
         self.ledger()
             .filter(|l| l.is_open() && !l.is_captured())
             .and_then(|l| l.capture_due_at)
+    }
+
+    /// A dearer move being paid for, if its hold has not lapsed by `now`.
+    pub fn pending_move(&self, now: DateTime<Utc>) -> Option<PendingMove> {
+        self.pending_move.filter(|p| p.hold_expires_at > now)
+    }
+
+    /// A dearer move recorded as being paid for, lapsed or not.
+    pub fn recorded_pending_move(&self) -> Option<PendingMove> {
+        self.pending_move
     }
 
     /// After a change of a confirmed stay's dates: the largest share a guest's
@@ -616,6 +657,37 @@ impl Reservation {
                     Some(due) if due <= now => Ok(self.capture_now(details, now)),
                     _ => Ok(Vec::new()),
                 }
+            }
+            ReservationCommand::HoldDateChange {
+                stay,
+                hold_expires_at,
+                now,
+            } => {
+                let (details, status) = self.existing()?;
+                match status {
+                    ReservationStatus::Confirmed if details.stay == stay => {
+                        Err(ReservationError::SameDates)
+                    }
+                    // Held already for these dates (a retry): nothing to add.
+                    ReservationStatus::Confirmed
+                        if self.pending_move(now).is_some_and(|p| p.stay == stay) =>
+                    {
+                        Ok(Vec::new())
+                    }
+                    ReservationStatus::Confirmed => Ok(vec![ReservationEvent::DateChangeHeld {
+                        stay,
+                        hold_expires_at,
+                        held_at: now,
+                    }]),
+                    status => Err(ReservationError::InvalidState { status }),
+                }
+            }
+            ReservationCommand::ReleaseDateChange { now } => {
+                self.existing()?;
+                Ok(match self.pending_move {
+                    Some(_) => vec![ReservationEvent::DateChangeReleased { released_at: now }],
+                    None => Vec::new(),
+                })
             }
             ReservationCommand::RecordIncrement { now, increment } => {
                 let (details, _) = self.existing()?;
@@ -976,7 +1048,23 @@ impl Reservation {
                 if let (Some(due), Some(ledger)) = (capture_due_at, self.ledger_mut()) {
                     ledger.capture_due_at = Some(*due);
                 }
+                self.pending_move = None;
                 self.updated_at = Some(*changed_at);
+            }
+            ReservationEvent::DateChangeHeld {
+                stay,
+                hold_expires_at,
+                held_at,
+            } => {
+                self.pending_move = Some(PendingMove {
+                    stay: *stay,
+                    hold_expires_at: *hold_expires_at,
+                });
+                self.updated_at = Some(*held_at);
+            }
+            ReservationEvent::DateChangeReleased { released_at } => {
+                self.pending_move = None;
+                self.updated_at = Some(*released_at);
             }
             ReservationEvent::AuthorizationIncreased {
                 amount_cents,

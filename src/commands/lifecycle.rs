@@ -417,6 +417,59 @@ impl CommandService {
         .await
     }
 
+    /// Holds the nights a dearer move of `reservation_id` to `new_stay` enters, until
+    /// `hold_expires_at`, while the payment service asks the card for the difference.
+    pub async fn hold_date_change(
+        &self,
+        caller: &Caller,
+        reservation_id: ReservationId,
+        new_stay: StayDates,
+        hold_expires_at: DateTime<Utc>,
+    ) -> Result<ReservationView, CommandError> {
+        let limits = self.config.limits;
+        self.run_rejecting(ReservationCommand {
+            caller,
+            scope: "payments",
+            key: None,
+            command: CommandName::HoldDateChange,
+            request: &(reservation_id, new_stay),
+            reservation_id,
+            extra_stay: Some(new_stay),
+            decide: |l: Loaded<'_>| {
+                booking::hold_date_change(
+                    l.hotel,
+                    l.reservation,
+                    l.nights,
+                    &limits,
+                    new_stay,
+                    hold_expires_at,
+                    l.now,
+                )
+            },
+        })
+        .await
+    }
+
+    /// Gives back the nights held for a move to `new_stay` that will not happen.
+    pub async fn release_date_change(
+        &self,
+        caller: &Caller,
+        reservation_id: ReservationId,
+        new_stay: StayDates,
+    ) -> Result<bool, CommandError> {
+        self.recorded(ReservationCommand {
+            caller,
+            scope: "payments",
+            key: None,
+            command: CommandName::ReleaseDateChange,
+            request: &(reservation_id, new_stay),
+            reservation_id,
+            extra_stay: Some(new_stay),
+            decide: |l: Loaded<'_>| booking::release_date_change(l.reservation, l.nights, l.now),
+        })
+        .await
+    }
+
     /// Records an increment of the authorization whose date change was not made.
     pub async fn record_increment(
         &self,

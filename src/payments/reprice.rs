@@ -1,25 +1,36 @@
 //! Changing the dates of a paid stay: the card is asked for a dearer price before the
 //! change is made, never after.
 //!
-//! The change is decided as any other; when the new price is more than the card covers,
-//! the decision refuses with `PaymentRequired` and writes nothing (not even the
-//! idempotency record). The gateway is then asked to increase the authorization by the
-//! shortfall, under the ledger's next authorization key, outside any transaction, and
-//! the change is decided again with the increment in hand: the same transaction records
-//! `AuthorizationIncreased`, `DatesChanged` and whatever the ledger owes (the difference
-//! captured, if the stay was captured already). Declined: 402, nothing changed.
+//! The saga, as for a confirmation:
 //!
-//! Between the increment and the change the new nights are not held: if they go
-//! meanwhile (or the price rose again), the change is refused as any other would be,
-//! and the increment is recorded on its own so the ledger still says what the card is
-//! authorized for; the surplus is released when the stay is captured (a capture of
-//! less than the authorization releases the rest) or voided. A crash between the
-//! gateway's answer and the change leaves the increment unrecorded until the client
-//! retries (the same key gets the same answer); if it never does, the same release
-//! applies, and only the ledger's `authorized_cents` is short of the provider's.
+//! 1. The change is decided as any other; when the new price is more than the card
+//!    covers, the decision refuses with `PaymentRequired` and writes nothing (not even
+//!    the idempotency record).
+//! 2. **T1** holds the nights the move enters (`DateChangeHeld`, judged as the move
+//!    itself: limits, restrictions, rooms left), for a little longer than the gateway
+//!    may take, so they cannot be sold while the card is asked. Sold out: 409, nothing
+//!    charged.
+//! 3. The gateway is asked to increase the authorization by the shortfall, under the
+//!    ledger's next authorization key, outside any transaction.
+//! 4. **T2** decides the change again with the increment in hand: the held nights become
+//!    the sale, and the same transaction records `AuthorizationIncreased`,
+//!    `DatesChanged` and whatever the ledger owes (the difference captured, if the stay
+//!    was captured already). Declined: the held nights are released
+//!    (`DateChangeReleased`) and the answer is 402, the stay unchanged.
+//!
+//! If T2 still fails (the price rose again meanwhile, or the hold lapsed and the nights
+//! went), the increment is recorded on its own so the ledger says what the card is
+//! authorized for, and the held nights are released; the surplus is released when the
+//! stay is captured (a capture of less than the authorization releases the rest) or
+//! voided. A crash after T1 leaves the held nights to lapse on their own within
+//! seconds; a crash between the gateway's answer and T2 leaves the increment unrecorded
+//! until the client retries (the same key gets the same answer); if it never does, the
+//! same release applies, and only the ledger's `authorized_cents` is short of the
+//! provider's.
 
 use aggregates::reservation::ledger::authorization_key;
 use aggregates::{Cents, Increment, Rejection, ReservationId, StayDates};
+use chrono::{DateTime, Utc};
 
 use super::gateway::GatewayError;
 use super::PaymentService;
@@ -65,6 +76,7 @@ impl PaymentService {
                     if other.is_err() {
                         self.keep_increment(caller, reservation_id, increment)
                             .await?;
+                        self.release(caller, reservation_id, new_stay).await?;
                     }
                     return other;
                 }
@@ -73,13 +85,45 @@ impl PaymentService {
             // the ledger and ask for the rest.
             self.keep_increment(caller, reservation_id, increment.take())
                 .await?;
-            increment = Some(self.ask_for(reservation_id, shortfall).await?);
+            // T1: the new nights are held while the card is asked.
+            self.commands
+                .hold_date_change(caller, reservation_id, new_stay, self.hold_until())
+                .await?;
+            match self.ask_for(reservation_id, shortfall).await {
+                Ok(granted) => increment = Some(granted),
+                Err(e) => {
+                    self.release(caller, reservation_id, new_stay).await?;
+                    return Err(e);
+                }
+            }
         }
         self.keep_increment(caller, reservation_id, increment)
             .await?;
+        self.release(caller, reservation_id, new_stay).await?;
         Err(CommandError::Contention {
             attempts: ATTEMPTS as u32,
         })
+    }
+
+    /// How long the nights of a move are held while the card is asked: the gateway's
+    /// whole timeout, twice, and a few seconds for the two transactions around it.
+    fn hold_until(&self) -> DateTime<Utc> {
+        self.commands.now()
+            + Self::chrono(self.config.call_timeout) * 2
+            + chrono::Duration::seconds(5)
+    }
+
+    /// Gives back the nights held for a move that will not happen (none if none are).
+    async fn release(
+        &self,
+        caller: &Caller,
+        reservation_id: ReservationId,
+        new_stay: StayDates,
+    ) -> Result<(), CommandError> {
+        self.commands
+            .release_date_change(caller, reservation_id, new_stay)
+            .await?;
+        Ok(())
     }
 
     /// Asks the gateway to raise the authorization by `shortfall`.

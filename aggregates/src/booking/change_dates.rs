@@ -95,7 +95,7 @@ pub fn change_dates(
         RoomType::of(details),
         nights,
         all_nights,
-        |date, _| {
+        |date, night| {
             Ok(match (old.contains(date), new_stay.contains(date)) {
                 (true, false) => Some(RoomNightCommand::Release { reservation_id }),
                 (false, true) if held => Some(RoomNightCommand::Hold {
@@ -104,6 +104,18 @@ pub fn change_dates(
                     expires_at: details.hold_expires_at,
                     now,
                 }),
+                // Held for this move while the card was asked (`hold_date_change`):
+                // the hold becomes the sale.
+                (false, true)
+                    if night
+                        .hold_of(&reservation_id)
+                        .is_some_and(|h| h.expires_at > now) =>
+                {
+                    Some(RoomNightCommand::Confirm {
+                        reservation_id,
+                        now,
+                    })
+                }
                 (false, true) => Some(RoomNightCommand::Book {
                     reservation_id,
                     rooms: details.rooms,
@@ -123,5 +135,91 @@ pub fn change_dates(
         return Err(Rejection::PriceChanged { total_cents });
     }
     decision.reservation = reservation_events?;
+    Ok(decision)
+}
+
+/// A dearer move of a confirmed stay is being paid for: hold the nights it enters until
+/// `hold_expires_at`, judged as the move itself would be (booking limits, restrictions,
+/// rooms left), so the card is asked only for a move that can be made and its nights
+/// cannot go meanwhile. A retry while they are held holds nothing more.
+pub fn hold_date_change(
+    hotel: &Hotel,
+    reservation: &Reservation,
+    nights: &Nights,
+    limits: &BookingLimits,
+    new_stay: StayDates,
+    hold_expires_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Decision, Rejection> {
+    let details = existing(reservation)?;
+    let timezone = check_room_type(hotel, details.hotel_id, details.room_type_id)?;
+    let terms = SaleTerms::resolve(
+        hotel,
+        details.room_type_id,
+        details.rate_plan_id,
+        details.guests,
+    )?;
+    let today = local_date(now, timezone);
+    limits.check(&new_stay, details.rooms, today)?;
+    let events = reservation.decide(ReservationCommand::HoldDateChange {
+        stay: new_stay,
+        hold_expires_at,
+        now,
+    })?;
+    if events.is_empty() {
+        return Ok(Decision::default());
+    }
+    let old = details.stay;
+    terms.check_stay(nights, &new_stay, today, |date| old.contains(date))?;
+    let mut decision = Decision {
+        reservation: events,
+        nights: Vec::new(),
+    };
+    let hold = RoomNightCommand::Hold {
+        reservation_id: details.reservation_id,
+        rooms: details.rooms,
+        expires_at: hold_expires_at,
+        now,
+    };
+    decide_nights(
+        &mut decision,
+        RoomType::of(details),
+        nights,
+        new_stay.nights().filter(|date| !old.contains(*date)),
+        |_, _| Ok(Some(hold.clone())),
+    )?;
+    Ok(decision)
+}
+
+/// The move being paid for will not happen (the card refused, or the change failed):
+/// the nights held for it go back to sale.
+pub fn release_date_change(
+    reservation: &Reservation,
+    nights: &Nights,
+    now: DateTime<Utc>,
+) -> Result<Decision, Rejection> {
+    let details = existing(reservation)?;
+    let pending = reservation.recorded_pending_move();
+    let mut decision = Decision {
+        reservation: reservation.decide(ReservationCommand::ReleaseDateChange { now })?,
+        nights: Vec::new(),
+    };
+    if let Some(pending) = pending.filter(|_| !decision.reservation.is_empty()) {
+        let reservation_id = details.reservation_id;
+        decide_nights(
+            &mut decision,
+            RoomType::of(details),
+            nights,
+            pending
+                .stay
+                .nights()
+                .filter(|date| !details.stay.contains(*date)),
+            |_, night| {
+                Ok(night
+                    .hold_of(&reservation_id)
+                    .map(|_| RoomNightCommand::Release { reservation_id }))
+            },
+        )?;
+    }
     Ok(decision)
 }

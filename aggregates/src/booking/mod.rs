@@ -45,7 +45,9 @@ use crate::types::{Cents, HotelId, InvalidInput, RoomTypeId, TimeZone};
 
 pub use ari::{update_ari, AriChange, AriDecision, AriUpdate, UpdateAri};
 pub use cancel::{cancel, check_in_instant, refund_cents, CHECK_IN_HOUR};
-pub use change_dates::{change_dates, ChangeDates, GrantedIncrement};
+pub use change_dates::{
+    change_dates, hold_date_change, release_date_change, ChangeDates, GrantedIncrement,
+};
 pub use check_in::{check_in, check_out, record_lapsed_no_show, record_no_show};
 pub use confirm::{
     apply_authorization, capture_payment, confirm, decline_payment, record_increment,

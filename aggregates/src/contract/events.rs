@@ -116,6 +116,8 @@ event_types! {
         PaymentCaptured,
         PaymentVoided,
         PaymentRefunded,
+        DateChangeHeld,
+        DateChangeReleased,
     }
 }
 
@@ -256,6 +258,8 @@ mod tests {
                 "PaymentCaptured",
                 "PaymentVoided",
                 "PaymentRefunded",
+                "DateChangeHeld",
+                "DateChangeReleased",
             ]
         );
         for kind in ReservationEventType::ALL {

@@ -94,10 +94,12 @@ pub enum CommandName {
     RecordNoShow,
     CapturePayment,
     RecordIncrement,
+    HoldDateChange,
+    ReleaseDateChange,
 }
 
 impl CommandName {
-    pub const ALL: [Self; 19] = [
+    pub const ALL: [Self; 21] = [
         Self::SetHotel,
         Self::SetRoomType,
         Self::SetInventory,
@@ -117,6 +119,8 @@ impl CommandName {
         Self::RecordNoShow,
         Self::CapturePayment,
         Self::RecordIncrement,
+        Self::HoldDateChange,
+        Self::ReleaseDateChange,
     ];
 
     /// The name stored in `metadata.command` and hashed into idempotency records.
@@ -141,6 +145,8 @@ impl CommandName {
             Self::RecordNoShow => "record_no_show",
             Self::CapturePayment => "capture_payment",
             Self::RecordIncrement => "record_increment",
+            Self::HoldDateChange => "hold_date_change",
+            Self::ReleaseDateChange => "release_date_change",
         }
     }
 
@@ -202,7 +208,9 @@ mod tests {
             | CommandName::CheckOut
             | CommandName::RecordNoShow
             | CommandName::CapturePayment
-            | CommandName::RecordIncrement => 19,
+            | CommandName::RecordIncrement
+            | CommandName::HoldDateChange
+            | CommandName::ReleaseDateChange => 21,
         }
     }
 

@@ -229,6 +229,13 @@ impl ReservationsView {
                     row.refunded_cents += refund_cents.get();
                 }
             }
+            // Nights held for a move being paid for: the stay is what it was.
+            ReservationEvent::DateChangeHeld { held_at, .. } => {
+                row.updated_at = held_at;
+            }
+            ReservationEvent::DateChangeReleased { released_at } => {
+                row.updated_at = released_at;
+            }
             ReservationEvent::AuthorizationIncreased {
                 amount_cents,
                 authorized_at,

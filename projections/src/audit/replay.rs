@@ -352,6 +352,10 @@ pub fn check_reservation_event(
         ReservationEvent::LatePaymentRefunded { .. } => &[
             Held, Confirmed, Cancelled, Expired, Declined, CheckedIn, CheckedOut, NoShow,
         ],
+        ReservationEvent::DateChangeHeld { .. } => &[Confirmed],
+        ReservationEvent::DateChangeReleased { .. } => {
+            &[Confirmed, Cancelled, CheckedIn, CheckedOut, NoShow]
+        }
         // Money moves only on a paid stay, within what the card allows.
         ReservationEvent::AuthorizationIncreased { .. } => {
             check_money(reservation, event)?;

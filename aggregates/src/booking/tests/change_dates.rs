@@ -189,3 +189,120 @@ fn moving_an_unknown_reservation_is_not_found() {
         Err(Rejection::ReservationNotFound)
     );
 }
+
+// --- A dearer move being paid for ---------------------------------------------------
+
+fn hold_move(
+    reservation: &Reservation,
+    nights: &Nights,
+    new_stay: StayDates,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Decision, Rejection> {
+    hold_date_change(
+        &hotel(),
+        reservation,
+        nights,
+        &BookingLimits::default(),
+        new_stay,
+        until,
+        now,
+    )
+}
+
+#[test]
+fn while_the_card_is_asked_the_nights_a_move_enters_are_held_then_sold_to_it() {
+    // Given a confirmed stay of the 10th and 11th, and one room a night
+    let mut nights = four_nights(1);
+    let mut reservation = confirmed(hold_cmd(1, 10, 12, 1), &mut nights);
+
+    // When a move to the 10th..13th is being paid for
+    let held = hold_move(&reservation, &nights, stay(10, 13), at(90), at(60)).expect("held");
+
+    // Then the 12th is held for it, and the stay itself is unchanged
+    assert_eq!(
+        held.reservation,
+        vec![ReservationEvent::DateChangeHeld {
+            stay: stay(10, 13),
+            hold_expires_at: at(90),
+            held_at: at(60),
+        }]
+    );
+    assert_eq!(
+        held.nights,
+        vec![(
+            key(12),
+            vec![RoomNightEvent::RoomsHeld {
+                reservation_id: res(1),
+                rooms: 1,
+                expires_at: at(90),
+            }]
+        )]
+    );
+    apply(&held, &mut reservation, &mut nights);
+    assert_eq!(nights[&day(12)].remaining(), 0, "nobody else can take it");
+    assert_eq!(
+        reservation.details().map(|d| d.stay),
+        Some(stay(10, 12)),
+        "not moved yet"
+    );
+    // A retry while it is held holds nothing more
+    assert!(
+        hold_move(&reservation, &nights, stay(10, 13), at(95), at(61))
+            .expect("decided")
+            .is_empty()
+    );
+
+    // When the move is then made, the hold becomes the sale
+    let moved = change(&reservation, &nights, stay(10, 13), None, at(62)).expect("moved");
+    assert_eq!(
+        moved.nights,
+        vec![(
+            key(12),
+            vec![RoomNightEvent::HoldConfirmed {
+                reservation_id: res(1),
+                rooms: 1,
+            }]
+        )]
+    );
+    apply(&moved, &mut reservation, &mut nights);
+    assert_eq!(reservation.recorded_pending_move(), None);
+    assert_eq!(nights[&day(12)].confirmed_for(&res(1)), Some(1));
+}
+
+#[test]
+fn a_move_the_card_refused_gives_its_held_nights_back() {
+    let mut nights = four_nights(1);
+    let mut reservation = confirmed(hold_cmd(1, 10, 12, 1), &mut nights);
+    let held = hold_move(&reservation, &nights, stay(10, 13), at(90), at(60)).expect("held");
+    apply(&held, &mut reservation, &mut nights);
+
+    let released = release_date_change(&reservation, &nights, at(61)).expect("released");
+
+    assert_eq!(
+        released.reservation,
+        vec![ReservationEvent::DateChangeReleased {
+            released_at: at(61)
+        }]
+    );
+    assert_eq!(
+        released.nights,
+        vec![(key(12), vec![rooms_released(1, 1, false)])]
+    );
+    apply(&released, &mut reservation, &mut nights);
+    assert_eq!(nights[&day(12)].remaining(), 1);
+    assert!(release_date_change(&reservation, &nights, at(62))
+        .expect("decided")
+        .is_empty());
+}
+
+#[test]
+fn a_move_onto_a_sold_out_night_is_not_held_and_the_card_is_not_asked() {
+    let mut nights = four_nights(1);
+    let reservation = confirmed(hold_cmd(1, 10, 12, 1), &mut nights);
+    held(hold_cmd(2, 12, 13, 1), &mut nights);
+    assert_eq!(
+        hold_move(&reservation, &nights, stay(10, 13), at(90), at(5)),
+        Err(Rejection::SoldOut { night: day(12) })
+    );
+}
