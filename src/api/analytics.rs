@@ -149,6 +149,26 @@ fn totals(nights: &[OccupancyNight]) -> OccupancyTotals {
     t
 }
 
+/// The hotel and range of a report (staff and auditors only): at most
+/// [`MAX_OCCUPANCY_NIGHTS`] nights; an id that cannot be a hotel's is no such hotel.
+pub(crate) fn report_range(
+    principal: &Principal,
+    id: i64,
+    start: NaiveDate,
+    end: NaiveDate,
+) -> Result<(HotelId, StayDates), ApiError> {
+    principal.require(&[Role::Admin, Role::Auditor])?;
+    let id = HotelId::parse(id).map_err(|_| ApiError::not_found("no such hotel"))?;
+    let range = StayDates::parse(start, end)?;
+    if range.night_count() > MAX_OCCUPANCY_NIGHTS {
+        return Err(ApiError::invalid(
+            "end_date",
+            format!("at most {MAX_OCCUPANCY_NIGHTS} nights per request"),
+        ));
+    }
+    Ok((id, range))
+}
+
 /// Daily occupancy, revenue, holds and cancellations per room type of a hotel.
 #[utoipa::path(get, path = "/v1/hotels/{hotel_id}/occupancy", tag = "analytics",
     params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64), OccupancyQuery),
@@ -164,15 +184,7 @@ pub async fn occupancy(
     ApiPath(id): ApiPath<i64>,
     ApiQuery(query): ApiQuery<OccupancyQuery>,
 ) -> Result<Json<OccupancyReport>, ApiError> {
-    principal.require(&[Role::Admin, Role::Auditor])?;
-    let id = HotelId::parse(id).map_err(|_| ApiError::not_found("no such hotel"))?;
-    let range = StayDates::parse(query.start_date, query.end_date)?;
-    if range.night_count() > MAX_OCCUPANCY_NIGHTS {
-        return Err(ApiError::invalid(
-            "end_date",
-            format!("at most {MAX_OCCUPANCY_NIGHTS} nights per request"),
-        ));
-    }
+    let (id, range) = report_range(&principal, id, query.start_date, query.end_date)?;
     let read = state
         .queries
         .occupancy(id, &range)

@@ -9,8 +9,8 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::analytics::MAX_OCCUPANCY_NIGHTS;
-use super::auth::{Principal, Role};
+use super::analytics::report_range;
+use super::auth::Principal;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use super::AppState;
@@ -72,15 +72,7 @@ async fn read(
     id: i64,
     query: &StaysQuery,
 ) -> Result<(HotelId, StayDates, StaysRead), ApiError> {
-    principal.require(&[Role::Admin, Role::Auditor])?;
-    let id = HotelId::parse(id).map_err(|_| ApiError::not_found("no such hotel"))?;
-    let range = StayDates::parse(query.start_date, query.end_date)?;
-    if range.night_count() > MAX_OCCUPANCY_NIGHTS {
-        return Err(ApiError::invalid(
-            "end_date",
-            format!("at most {MAX_OCCUPANCY_NIGHTS} days per request"),
-        ));
-    }
+    let (id, range) = report_range(principal, id, query.start_date, query.end_date)?;
     let read = state
         .queries
         .stays(id, &range)

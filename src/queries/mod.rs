@@ -104,3 +104,25 @@ impl Queries {
         Ok(tx)
     }
 }
+
+/// A hotel's room types, by id, with their names; `None` if there is no such hotel.
+async fn room_types_of(
+    tx: &mut sqlx::PgConnection,
+    hotel: aggregates::HotelId,
+) -> Result<Option<Vec<(i64, String)>>, sqlx::Error> {
+    let exists: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM hotels WHERE hotel_id = $1)")
+            .bind(hotel.get())
+            .fetch_one(&mut *tx)
+            .await?;
+    if !exists {
+        return Ok(None);
+    }
+    let room_types = sqlx::query_as(
+        "SELECT room_type_id, name FROM room_types WHERE hotel_id = $1 ORDER BY room_type_id",
+    )
+    .bind(hotel.get())
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(Some(room_types))
+}

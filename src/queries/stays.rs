@@ -70,20 +70,9 @@ impl Queries {
         range: &StayDates,
     ) -> Result<Option<StaysRead>, QueryError> {
         let mut tx = self.snapshot().await?;
-        let exists: bool =
-            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM hotels WHERE hotel_id = $1)")
-                .bind(hotel.get())
-                .fetch_one(&mut *tx)
-                .await?;
-        if !exists {
+        let Some(room_types) = super::room_types_of(&mut tx, hotel).await? else {
             return Ok(None);
-        }
-        let room_types: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT room_type_id, name FROM room_types WHERE hotel_id = $1 ORDER BY room_type_id",
-        )
-        .bind(hotel.get())
-        .fetch_all(&mut *tx)
-        .await?;
+        };
         let (generation, as_of) = served_state(&mut tx, RESERVATIONS_VIEW).await?;
         // The stays that arrived, or were due, by the end of the range and had not left
         // before its start: through the (generation, hotel_id, start_date) index.

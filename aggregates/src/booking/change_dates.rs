@@ -10,10 +10,11 @@ use super::nights::{decide_nights, RoomType};
 use super::{check_room_type, existing, Decision, Nights, Rejection, SaleTerms};
 use crate::hotel::Hotel;
 use crate::reservation::{
-    CancelledBy, Increment, Reservation, ReservationCommand, ReservationError, ReservationStatus,
+    CancelledBy, Increment, Reservation, ReservationCommand, ReservationDetails, ReservationError,
+    ReservationStatus,
 };
 use crate::room_night::RoomNightCommand;
-use crate::types::{local_date, BookingLimits, Cents, StayDates};
+use crate::types::{local_date, BookingLimits, Cents, StayDates, TimeZone};
 
 /// Move a reservation to `new_stay`; with `expected_total_cents`, refuse unless the new
 /// price is exactly that.
@@ -22,6 +23,22 @@ pub struct ChangeDates {
     pub new_stay: StayDates,
     pub expected_total_cents: Option<Cents>,
     pub now: DateTime<Utc>,
+}
+
+/// The hotel's timezone and the terms a stay moves under: its own plan, as the plan is
+/// now, for its guests.
+fn sale_terms_of(
+    hotel: &Hotel,
+    details: &ReservationDetails,
+) -> Result<(TimeZone, SaleTerms), Rejection> {
+    let timezone = check_room_type(hotel, details.hotel_id, details.room_type_id)?;
+    let terms = SaleTerms::resolve(
+        hotel,
+        details.room_type_id,
+        details.rate_plan_id,
+        details.guests,
+    )?;
+    Ok((timezone, terms))
 }
 
 /// What the gateway granted toward a dearer move (see [`change_dates`]).
@@ -49,13 +66,7 @@ pub fn change_dates(
         now,
     } = cmd;
     let details = existing(reservation)?;
-    let timezone = check_room_type(hotel, details.hotel_id, details.room_type_id)?;
-    let terms = SaleTerms::resolve(
-        hotel,
-        details.room_type_id,
-        details.rate_plan_id,
-        details.guests,
-    )?;
+    let (timezone, terms) = sale_terms_of(hotel, details)?;
     let today = local_date(now, timezone);
     limits.check(&new_stay, details.rooms, today)?;
     let nightly = terms.stay_price(nights, &new_stay, details.rooms);
@@ -152,13 +163,7 @@ pub fn hold_date_change(
     now: DateTime<Utc>,
 ) -> Result<Decision, Rejection> {
     let details = existing(reservation)?;
-    let timezone = check_room_type(hotel, details.hotel_id, details.room_type_id)?;
-    let terms = SaleTerms::resolve(
-        hotel,
-        details.room_type_id,
-        details.rate_plan_id,
-        details.guests,
-    )?;
+    let (timezone, terms) = sale_terms_of(hotel, details)?;
     let today = local_date(now, timezone);
     limits.check(&new_stay, details.rooms, today)?;
     let events = reservation.decide(ReservationCommand::HoldDateChange {
