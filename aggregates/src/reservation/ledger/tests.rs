@@ -154,6 +154,15 @@ fn second_authorization(amount: i64) -> Increment {
     }
 }
 
+/// The second authorization (12,000) recorded at hour `hours`.
+fn increased(hours: i64) -> ReservationEvent {
+    ReservationEvent::AuthorizationIncreased {
+        amount_cents: cents(12_000),
+        gateway_key: key("auth:2"),
+        authorized_at: at(hours),
+    }
+}
+
 fn state(events: &[ReservationEvent]) -> Reservation {
     let mut reservation = Reservation::default();
     for event in events {
@@ -332,14 +341,7 @@ fn a_dearer_move_with_the_increment_granted_records_it_and_moves_the_deadline() 
             400,
             Some(second_authorization(12_000)),
         ))
-        .then_expect_events(vec![
-            ReservationEvent::AuthorizationIncreased {
-                amount_cents: cents(12_000),
-                gateway_key: key("auth:2"),
-                authorized_at: at(10),
-            },
-            moved(10, 60_000, 100, Some(400)),
-        ]);
+        .then_expect_events(vec![increased(10), moved(10, 60_000, 100, Some(400))]);
 }
 
 #[test]
@@ -354,11 +356,7 @@ fn a_dearer_move_of_a_captured_stay_takes_the_difference_in_a_second_capture() {
             Some(second_authorization(12_000)),
         ))
         .then_expect_events(vec![
-            ReservationEvent::AuthorizationIncreased {
-                amount_cents: cents(12_000),
-                gateway_key: key("auth:2"),
-                authorized_at: at(10),
-            },
+            increased(10),
             moved(10, 60_000, 100, None),
             captured(12_000, "capture:2", 10),
         ]);
@@ -436,11 +434,7 @@ fn a_move_without_a_full_refund_left_captures_at_once() {
 #[test]
 fn an_increment_left_over_from_a_failed_move_is_recorded_once() {
     let increment = second_authorization(12_000);
-    let recorded = ReservationEvent::AuthorizationIncreased {
-        amount_cents: cents(12_000),
-        gateway_key: key("auth:2"),
-        authorized_at: at(10),
-    };
+    let recorded = increased(10);
     Fixture::with(())
         .given(vec![placed(), paid(100)])
         .when(ReservationCommand::RecordIncrement {
@@ -459,11 +453,7 @@ fn an_increment_left_over_from_a_failed_move_is_recorded_once() {
 
 #[test]
 fn the_surplus_of_an_unused_increment_is_released_by_capturing_the_price_alone() {
-    let increased = ReservationEvent::AuthorizationIncreased {
-        amount_cents: cents(12_000),
-        gateway_key: key("auth:2"),
-        authorized_at: at(10),
-    };
+    let increased = increased(10);
     Fixture::with(())
         .given(vec![placed(), paid(100), increased])
         .when(ReservationCommand::CapturePayment { now: at(100) })
