@@ -116,6 +116,11 @@ pub struct Settings {
     #[arg(long, env = "NO_SHOW_GRACE_MINUTES", default_value_t = 240,
           value_parser = clap::value_parser!(u32).range(0..=10_080))]
     pub no_show_grace_minutes: u32,
+    /// How long payment webhook receipts, delivered payment outbox rows and finished
+    /// payment sagas are kept (idempotency records: a day, as answered).
+    #[arg(long, env = "RETENTION_DAYS", default_value_t = 30,
+          value_parser = clap::value_parser!(u32).range(1..=3_650))]
+    pub retention_days: u32,
 }
 
 impl Settings {
@@ -142,6 +147,7 @@ impl Settings {
             sim_webhook_delay_ms: 5_000,
             sim_webhook_copies: 1,
             no_show_grace_minutes: 240,
+            retention_days: 30,
         }
     }
 
@@ -307,6 +313,15 @@ impl Application {
             tracing::warn!("PAYMENT_WEBHOOK_SECRET unset: webhooks are refused, and late payment results arrive only through recovery");
         }
         if settings.run_workers {
+            workers.push(crate::workers::spawn_retention_worker(
+                commands.clone(),
+                crate::sweeper::Retention {
+                    payments: Duration::days(i64::from(settings.retention_days)),
+                    ..crate::sweeper::Retention::default()
+                },
+                std::time::Duration::from_secs(60),
+                stopped.clone(),
+            ));
             workers.push(spawn_payment_workers(
                 payments.clone(),
                 PaymentWorkerConfig {

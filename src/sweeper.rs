@@ -1,5 +1,11 @@
-//! The expiry sweeper: records the expiry of every lapsed hold (releasing its nights)
-//! and gives up on idempotency records of requests that will never finish.
+//! Housekeeping in the background, each pass safe in several processes at once:
+//!
+//! - the expiry sweeper: records the expiry of every lapsed hold (releasing its nights)
+//!   and gives up on idempotency records of requests that will never finish;
+//! - the capture worker and the no-show worker (a stay's money and its end, decided by
+//!   the reservation's own commands);
+//! - retention: deletes what no answer needs any more (idempotency records after their
+//!   day, payment receipts and delivered outbox rows after `RETENTION_DAYS`).
 //!
 //! The sweeper is housekeeping, not a gate: every decision already treats a lapsed hold
 //! as gone (a sale never waits for the sweeper), and a reader sees a lapsed hold as
@@ -123,4 +129,96 @@ pub async fn record_no_shows_once(
         metrics::counter!("no_shows_recorded_by_worker_total").increment(recorded as u64);
     }
     Ok(recorded)
+}
+
+/// How long housekeeping keeps what has served its purpose.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    /// Payment webhook receipts, delivered payment outbox rows and finished payment
+    /// sagas, after their last change.
+    pub payments: Duration,
+    /// Rows deleted per table per pass (several passes finish a backlog without one
+    /// long transaction).
+    pub batch: i64,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Self {
+            payments: Duration::days(30),
+            batch: 5_000,
+        }
+    }
+}
+
+/// Idempotency records are answered for 24 hours; after that a request with the same
+/// key is a new request (see `write::idempotency`), so the record is dead weight. An
+/// hour of margin covers clocks that disagree.
+pub const IDEMPOTENCY_KEPT: Duration = Duration::hours(25);
+
+/// What one retention pass deleted, per table.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Retained {
+    pub idempotency_keys: u64,
+    pub payment_webhooks: u64,
+    pub payment_outbox: u64,
+    pub payment_sagas: u64,
+}
+
+/// Deletes, a batch per table, what no decision or answer needs any more:
+///
+/// - idempotency records older than [`IDEMPOTENCY_KEPT`] (already treated as absent);
+/// - payment webhook receipts older than `retention.payments` (a webhook delivered again
+///   after that is applied again, and the reservation, which knows its payments, ignores
+///   it);
+/// - payment outbox rows delivered before then (failed rows stay for a person);
+/// - payment sagas that ended before then (recovery only looks at open ones).
+///
+/// Safe in several processes at once: each batch skips rows another pass has locked,
+/// and deleting a row twice deletes it once.
+pub async fn retention_once(
+    commands: &CommandService,
+    retention: Retention,
+) -> Result<Retained, CommandError> {
+    let now = commands.now();
+    let pool = commands.pool();
+    let batch = retention.batch;
+    let delete = |table: &'static str, condition: &'static str, before| async move {
+        let sql = format!(
+            "DELETE FROM {table} WHERE ctid IN (
+                 SELECT ctid FROM {table} WHERE {condition} LIMIT $2 FOR UPDATE SKIP LOCKED)"
+        );
+        let deleted = sqlx::query(&sql)
+            .bind(before)
+            .bind(batch)
+            .execute(pool)
+            .await?
+            .rows_affected();
+        if deleted > 0 {
+            metrics::counter!("retention_deleted_total", "table" => table).increment(deleted);
+        }
+        Ok::<u64, sqlx::Error>(deleted)
+    };
+    let kept_until = now - retention.payments;
+    Ok(Retained {
+        idempotency_keys: delete(
+            "idempotency_keys",
+            "created_at < $1",
+            now - IDEMPOTENCY_KEPT,
+        )
+        .await?,
+        payment_webhooks: delete("payment_webhooks", "received_at < $1", kept_until).await?,
+        payment_outbox: delete(
+            "payment_outbox",
+            "done_at IS NOT NULL AND done_at < $1",
+            kept_until,
+        )
+        .await?,
+        payment_sagas: delete(
+            "payment_sagas",
+            "state <> 'authorizing' AND updated_at < $1",
+            kept_until,
+        )
+        .await?,
+    })
 }

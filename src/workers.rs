@@ -358,3 +358,41 @@ pub fn spawn_payment_workers(
         }
     })
 }
+
+/// Runs [`crate::sweeper::retention_once`] every `interval` until `shutdown` turns true,
+/// repeating at once while a pass still found full batches. Safe in every server process
+/// at once.
+pub fn spawn_retention_worker(
+    commands: crate::commands::CommandService,
+    retention: crate::sweeper::Retention,
+    interval: std::time::Duration,
+    mut shutdown: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            let more = match crate::sweeper::retention_once(&commands, retention).await {
+                Ok(done) => {
+                    let full = |n: u64| n >= u64::try_from(retention.batch).unwrap_or(u64::MAX);
+                    full(done.idempotency_keys)
+                        || full(done.payment_webhooks)
+                        || full(done.payment_outbox)
+                        || full(done.payment_sagas)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "retention pass failed");
+                    false
+                }
+            };
+            if more {
+                continue;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    })
+}

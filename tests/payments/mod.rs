@@ -1506,3 +1506,84 @@ async fn arrivals_departures_guests_in_house_and_no_shows_are_counted_and_sugges
     runners.stop().await;
     app.finish().await;
 }
+
+// --- Retention ------------------------------------------------------------------------
+
+#[tokio::test]
+async fn retention_deletes_what_no_answer_needs_any_more_and_keeps_what_a_person_must_see() {
+    use reservations::sweeper::{retention_once, Retention};
+    // Arrange: a paid stay whose webhook arrived, then cancelled (a void delivered), and
+    // a webhook for an authorization the provider never issued (its void refused for
+    // good: a failed row for a person)
+    let (app, id) = paid_stay(2).await;
+    app.gateway.release_webhooks().await;
+    app.cancel(WEB, "cancel", &id, &json!({}))
+        .await
+        .assert_status(200);
+    app.webhook(&json!({"provider_txn_id": "manual-1", "reservation_id": id,
+        "status": "authorized", "amount_cents": 100}))
+        .await
+        .assert_status(200);
+    app.deliver_payments().await;
+    let counts = |app: &TestApp| {
+        let pool = app.db.pool.clone();
+        async move {
+            let mut out = Vec::new();
+            for sql in [
+                "SELECT count(*) FROM idempotency_keys",
+                "SELECT count(*) FROM payment_webhooks",
+                "SELECT count(*) FROM payment_outbox WHERE done_at IS NOT NULL",
+                "SELECT count(*) FROM payment_outbox WHERE failed",
+                "SELECT count(*) FROM payment_sagas",
+            ] {
+                let n: i64 = sqlx::query_scalar(sql).fetch_one(&pool).await.expect(sql);
+                out.push(n);
+            }
+            out
+        }
+    };
+    let before = counts(&app).await;
+    assert!(before.iter().all(|n| *n >= 1), "{before:?}");
+    let small = Retention {
+        batch: 1,
+        ..Retention::default()
+    };
+
+    // Act + Assert: an hour on, nothing is old enough
+    app.clock.set(app.now() + Duration::hours(1));
+    let none = retention_once(app.payments.commands(), small)
+        .await
+        .expect("pass");
+    assert_eq!(none, Default::default());
+
+    // Two days on, the idempotency records go (a batch at a time), the rest stays
+    app.clock.set(app.now() + Duration::days(2));
+    while retention_once(app.payments.commands(), small)
+        .await
+        .expect("pass")
+        .idempotency_keys
+        > 0
+    {}
+    let after_a_day = counts(&app).await;
+    assert_eq!(after_a_day[0], 0);
+    assert_eq!(after_a_day[1..], before[1..]);
+
+    // A month on, the receipts, the delivered rows and the finished saga go; the failed
+    // row stays for a person, and the stay reads as before
+    app.clock.set(app.now() + Duration::days(30));
+    let gone = retention_once(app.payments.commands(), Retention::default())
+        .await
+        .expect("pass");
+    assert_eq!(
+        (
+            gone.payment_webhooks,
+            gone.payment_outbox,
+            gone.payment_sagas
+        ),
+        (before[1] as u64, before[2] as u64, before[4] as u64)
+    );
+    assert_eq!(counts(&app).await, vec![0, 0, 0, before[3], 0]);
+    let view = app.get_reservation(WEB, &id).await;
+    assert_eq!(view.assert_status(200)["status"], "cancelled");
+    app.finish().await;
+}
