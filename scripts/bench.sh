@@ -153,7 +153,7 @@ start_server() {
   server_label=$label
   env DATABASE_URL="$PG_URL/$DB_NAME" REDIS_URL="$REDIS_URL" LISTEN_ADDR=127.0.0.1:0 \
     API_TOKENS="$ADMIN_TOKEN:admin:bench-admin,$CHANNEL_TOKEN:channel:loadgen" \
-    WRITE_STRATEGY="$strategy" RUN_PROJECTIONS=true HOLD_LIMIT_PER_GUEST=0 \
+    WRITE_STRATEGY="$strategy" RUN_PROJECTIONS=true HOLD_LIMIT_PER_GUEST=0 INVENTORY_HORIZON_DAYS=0 \
     LOG_JSON=true RUST_LOG="${RUST_LOG:-info,sqlx=warn}" \
     "$bin/reservations" serve >"$server_log" 2>&1 &
   server_pid=$!

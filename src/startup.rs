@@ -121,6 +121,11 @@ pub struct Settings {
     #[arg(long, env = "RETENTION_DAYS", default_value_t = 30,
           value_parser = clap::value_parser!(u32).range(1..=3_650))]
     pub retention_days: u32,
+    /// Keep every room type with inventory on sale this many days ahead, carrying its
+    /// last week forward (checked hourly); 0 turns it off.
+    #[arg(long, env = "INVENTORY_HORIZON_DAYS", default_value_t = 365,
+          value_parser = clap::value_parser!(u32).range(0..=730))]
+    pub inventory_horizon_days: u32,
 }
 
 impl Settings {
@@ -148,6 +153,7 @@ impl Settings {
             sim_webhook_copies: 1,
             no_show_grace_minutes: 240,
             retention_days: 30,
+            inventory_horizon_days: 365,
         }
     }
 
@@ -311,6 +317,14 @@ impl Application {
             );
         } else {
             tracing::warn!("PAYMENT_WEBHOOK_SECRET unset: webhooks are refused, and late payment results arrive only through recovery");
+        }
+        if settings.run_workers && settings.inventory_horizon_days > 0 {
+            workers.push(crate::workers::spawn_horizon_worker(
+                commands.clone(),
+                settings.inventory_horizon_days,
+                std::time::Duration::from_secs(3_600),
+                stopped.clone(),
+            ));
         }
         if settings.run_workers {
             workers.push(crate::workers::spawn_retention_worker(

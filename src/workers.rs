@@ -396,3 +396,35 @@ pub fn spawn_retention_worker(
         }
     })
 }
+
+/// Runs [`crate::commands::CommandService::extend_horizon`] every `interval` (the first
+/// pass one `interval` after start, so a server started for a benchmark or a test does
+/// not grow its catalog at once) until `shutdown` turns true. Safe in every server
+/// process at once.
+pub fn spawn_horizon_worker(
+    commands: crate::commands::CommandService,
+    days: u32,
+    interval: std::time::Duration,
+    mut shutdown: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = shutdown.changed() => {}
+            }
+            if *shutdown.borrow() {
+                return;
+            }
+            match commands.extend_horizon(days).await {
+                Ok(done) if done.nights > 0 => tracing::info!(
+                    room_types = done.room_types,
+                    nights = done.nights,
+                    "inventory carried forward to the horizon"
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "inventory horizon pass failed"),
+            }
+        }
+    })
+}

@@ -134,6 +134,20 @@ pub struct RestrictionsPatch {
 pub const MAX_RESTRICTION_DAYS: i64 = 1000;
 
 impl RestrictionsPatch {
+    /// The patch that sets exactly `restrictions`, whatever a night carried before.
+    pub fn replacing(r: NightRestrictions) -> Self {
+        Self {
+            min_stay: Some(r.min_stay),
+            max_stay: Some(r.max_stay),
+            min_stay_through: Some(r.min_stay_through),
+            closed_to_arrival: Some(r.closed_to_arrival),
+            closed_to_departure: Some(r.closed_to_departure),
+            stop_sell: Some(r.stop_sell),
+            min_advance_days: Some(r.min_advance_days),
+            max_advance_days: Some(r.max_advance_days),
+        }
+    }
+
     /// Checks one number of a patch: a count of nights or days, 1 (0 for advance days)
     /// to [`MAX_RESTRICTION_DAYS`].
     pub fn days(field: &'static str, value: i64, min: i64) -> Result<u32, InvalidInput> {

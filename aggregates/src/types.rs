@@ -246,6 +246,7 @@ pub struct Weekdays(u8);
 
 impl Weekdays {
     pub const ALL: Weekdays = Weekdays(0b111_1111);
+    pub const NONE: Weekdays = Weekdays(0);
     /// The names a client uses, Monday first.
     pub const NAMES: [&'static str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
 
@@ -280,6 +281,25 @@ impl Weekdays {
 
     pub fn contains(&self, date: NaiveDate) -> bool {
         self.0 & (1u8 << date.weekday().num_days_from_monday()) != 0
+    }
+
+    /// The day of the week `date` falls on, alone.
+    pub fn of(date: NaiveDate) -> Self {
+        Self(1u8 << date.weekday().num_days_from_monday())
+    }
+
+    /// Both sets of days.
+    pub fn and(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// The days in neither set, of the whole week.
+    pub fn rest(self) -> Self {
+        Self(Self::ALL.0 & !self.0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0 == 0
     }
 }
 

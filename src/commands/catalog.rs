@@ -269,3 +269,100 @@ impl CommandService {
         .await
     }
 }
+
+/// What one horizon pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Extended {
+    /// Room types whose sale was carried forward.
+    pub room_types: usize,
+    /// Nights put on sale.
+    pub nights: u64,
+}
+
+impl CommandService {
+    /// Keeps every room type that has inventory on sale `days` ahead: a room type whose
+    /// last night comes before that gets the missing nights, each weekday as its latest
+    /// night of the last week (rooms, allowance, rate, restrictions, plan rates; see
+    /// `booking::roll_forward`), through the bulk ARI path, as staff named `horizon`.
+    /// Safe in several processes: a second pass finds the nights there and does nothing.
+    pub async fn extend_horizon(&self, days: u32) -> Result<Extended, CommandError> {
+        let today = self.now().date_naive();
+        let until = today + chrono::Duration::days(i64::from(days));
+        let short: Vec<(i64, i64, NaiveDate)> = sqlx::query_as(
+            "SELECT hotel_id, room_type_id, max(night) FROM room_nights
+              GROUP BY hotel_id, room_type_id
+             HAVING max(night) < $1
+              ORDER BY hotel_id, room_type_id",
+        )
+        .bind(until - chrono::Duration::days(1))
+        .fetch_all(&self.pool)
+        .await?;
+        let by = Caller::Staff("horizon".to_owned());
+        let mut extended = Extended::default();
+        for (hotel_id, room_type_id, last) in short {
+            let (Ok(hotel_id), Ok(room_type_id)) =
+                (HotelId::parse(hotel_id), RoomTypeId::parse(room_type_id))
+            else {
+                continue;
+            };
+            let Some(range) = booking::missing_range(last, today, until) else {
+                continue;
+            };
+            let template = self.template_nights(hotel_id, room_type_id, last).await?;
+            // One bulk update may set a bounded range: a year at a time.
+            let mut from = range.start();
+            while from < range.end() {
+                let to = (from + chrono::Duration::days(366)).min(range.end());
+                let Ok(part) = StayDates::parse(from, to) else {
+                    break;
+                };
+                let updates = booking::roll_forward(room_type_id, &template, part);
+                if updates.is_empty() {
+                    break;
+                }
+                self.update_ari(&by, CommandName::UpdateAri, hotel_id, updates)
+                    .await?;
+                extended.nights += u64::from(part.night_count());
+                from = to;
+            }
+            extended.room_types += 1;
+        }
+        if extended.nights > 0 {
+            metrics::counter!("inventory_horizon_nights_total").increment(extended.nights);
+        }
+        Ok(extended)
+    }
+
+    /// The last [`booking::TEMPLATE_NIGHTS`] nights of a room type up to `last`, as the
+    /// write side holds them.
+    async fn template_nights(
+        &self,
+        hotel_id: HotelId,
+        room_type_id: RoomTypeId,
+        last: NaiveDate,
+    ) -> Result<aggregates::Nights, CommandError> {
+        let dates: Vec<NaiveDate> = (0..booking::TEMPLATE_NIGHTS)
+            .rev()
+            .map(|back| last - chrono::Duration::days(back))
+            .collect();
+        let mut conn = self.pool.acquire().await?;
+        let loaded = Loader { conn: &mut conn }
+            .nights(
+                WantedNights {
+                    hotel_id,
+                    room_type_id,
+                    dates,
+                    peek: Vec::new(),
+                },
+                None,
+                self.now(),
+                false,
+            )
+            .await
+            .map_err(|e| match e {
+                AttemptError::Fatal(e) => e,
+                AttemptError::Conflict => CommandError::Contention { attempts: 1 },
+            })?;
+        Ok(loaded.nights)
+    }
+}

@@ -7,7 +7,7 @@ mod races;
 
 use aggregates::booking::InventoryUpdate;
 use aggregates::Rejection;
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
 use reservations::error::CommandError;
 use reservations::write::Strategy;
 use serde_json::{json, Value};
@@ -418,4 +418,75 @@ async fn the_nights_read_probes_the_allocations_by_night_on_a_table_never_analyz
     }
     drop(conn);
     db.drop_database().await;
+}
+
+#[tokio::test]
+async fn the_horizon_job_carries_each_weekday_of_the_last_week_forward_once() {
+    // Arrange: a week on sale from ten days on, its Friday and Saturday dearer and
+    // with a two-night minimum
+    let app = spawn_app().await;
+    let first = day(10);
+    app.seed_hotel(first, 7, 4).await;
+    let weekend: Vec<NaiveDate> = (0..7)
+        .map(|d| plus_days(first, d))
+        .filter(|d| matches!(d.weekday().num_days_from_monday(), 4 | 5))
+        .collect();
+    for night in &weekend {
+        app.put_inventory(
+            HOTEL,
+            KING,
+            &json!({"start_date": night, "end_date": plus_days(*night, 1),
+                    "total_rooms": 4, "overbooking_allowance": 1, "rate_cents": 2 * RATE}),
+        )
+        .await
+        .assert_status(200);
+        app.put_restrictions(
+            HOTEL,
+            KING,
+            &json!({"start_date": night, "end_date": plus_days(*night, 1), "min_stay": 2}),
+        )
+        .await
+        .assert_status(200);
+    }
+
+    // Act: keep 40 days on sale, twice (as two servers would)
+    let commands = app.payments.commands();
+    let extended = commands.extend_horizon(40).await.expect("extended");
+    let again = commands.extend_horizon(40).await.expect("again");
+
+    // Assert: every night to the 39th day is for sale, each as its weekday was
+    assert_eq!(extended.room_types, 1);
+    assert_eq!(extended.nights, 40 - 17, "{extended:?}");
+    assert_eq!(again, Default::default());
+    let rows: Vec<(NaiveDate, i32, i32, i64, Option<serde_json::Value>)> = sqlx::query_as(
+        "SELECT night, total_rooms, overbooking_allowance, rate_cents, restrictions
+           FROM room_nights ORDER BY night",
+    )
+    .fetch_all(&app.db.pool)
+    .await
+    .expect("nights");
+    assert_eq!(rows.len(), 30, "the 10th to the 39th day");
+    assert_eq!(rows.last().map(|r| r.0), Some(day(39)));
+    for (night, rooms, allowance, rate, restrictions) in &rows {
+        let is_weekend = matches!(night.weekday().num_days_from_monday(), 4 | 5);
+        let min_stay = restrictions
+            .as_ref()
+            .and_then(|r| r.pointer("/all/min_stay"))
+            .and_then(serde_json::Value::as_i64);
+        if is_weekend {
+            assert_eq!(
+                (*rooms, *allowance, *rate, min_stay),
+                (4, 1, 2 * RATE, Some(2)),
+                "{night}"
+            );
+        } else {
+            assert_eq!(
+                (*rooms, *allowance, *rate, min_stay),
+                (4, 0, RATE, None),
+                "{night}"
+            );
+        }
+    }
+    assert_invariants(&app.db.pool).await;
+    app.finish().await;
 }

@@ -24,6 +24,7 @@ mod check_in;
 mod confirm;
 mod expire;
 mod hold;
+mod horizon;
 mod inventory;
 mod nights;
 mod offers;
@@ -54,6 +55,7 @@ pub use confirm::{
 };
 pub use expire::expire_hold;
 pub use hold::{hold_stay, HoldStay};
+pub use horizon::{missing_range, roll_forward, TEMPLATE_NIGHTS};
 pub use inventory::{set_inventory, InventoryUpdate, SetInventory};
 pub use offers::{offers, selling_plans, NightView, Offer, OfferRequest};
 pub use terms::SaleTerms;
