@@ -32,6 +32,7 @@ mod report;
 mod run;
 mod setup;
 mod stats;
+mod storage;
 
 #[derive(Parser)]
 #[command(
@@ -57,6 +58,9 @@ enum Command {
     /// Print the final table of a bench run: each figure, its ratio to the baseline and
     /// whether its target is met. Exits with status 1 when a run broke the invariant.
     Report(ReportArgs),
+    /// What the database holds, per table, and per hold in the log (and the WAL written
+    /// since a position, per hold).
+    Storage(storage::StorageArgs),
 }
 
 /// The shape of the benchmark catalog; `setup` and `run` must be given the same one.
@@ -299,6 +303,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Setup(args) => runtime.block_on(setup::setup(args)),
         Command::Ari(args) => runtime.block_on(ari::ari(args)),
+        Command::Storage(args) => runtime.block_on(storage::storage(args)),
         Command::Run(args) => {
             let ok = runtime.block_on(run::run(args))?;
             if !ok {

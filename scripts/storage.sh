@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# What a hold costs in storage: a scratch database, a server, a catalog, spread holds
+# for a while through the real write path, every projection caught up, then the bytes
+# of every table (heap, TOAST, indexes) per hold, and the WAL written per hold (see
+# docs/scaling.md, "Storage per hold").
+#
+#   scripts/storage.sh                  # 200 hotels x 5 room types x 60 nights, 20 s
+#   SECONDS_PER_RUN=60 scripts/storage.sh
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+PG_URL=${PG_URL:-postgres://postgres@127.0.0.1:5432}
+REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379}
+DB_NAME=${DB_NAME:-loadgen_storage}
+HOTELS=${HOTELS:-200}
+ROOM_TYPES=${ROOM_TYPES:-5}
+NIGHTS=${NIGHTS:-60}
+ROOMS=${ROOMS:-100000}
+CLIENTS=${CLIENTS:-32}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-20}
+START_DATE=${START_DATE:-$(date -u -d '+30 days' +%F)}
+SKIP_BUILD=${SKIP_BUILD:-0}
+ADMIN_TOKEN=storage-admin-$RANDOM$RANDOM
+CHANNEL_TOKEN=storage-channel-$RANDOM$RANDOM
+run_dir=${RUN_DIR:-$repo/target/storage/$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$run_dir"
+bin=$repo/target/release
+
+psql_admin() { psql "$PG_URL/postgres" -qAtX -c "$1"; }
+psql_db() { psql "$PG_URL/$DB_NAME" -qAtX -c "$1"; }
+
+if [[ $SKIP_BUILD != 1 ]]; then
+  cargo build --release -p reservations -p loadgen
+fi
+psql_admin "DROP DATABASE IF EXISTS \"$DB_NAME\" WITH (FORCE)"
+
+server_log=$run_dir/server.log
+env DATABASE_URL="$PG_URL/$DB_NAME" REDIS_URL="$REDIS_URL" LISTEN_ADDR=127.0.0.1:0 \
+  API_TOKENS="$ADMIN_TOKEN:admin:storage-admin,$CHANNEL_TOKEN:channel:loadgen" \
+  RUN_PROJECTIONS=true HOLD_LIMIT_PER_GUEST=0 INVENTORY_HORIZON_DAYS=0 LOG_JSON=true \
+  RUST_LOG="${RUST_LOG:-info,sqlx=warn}" "$bin/reservations" serve >"$server_log" 2>&1 &
+server_pid=$!
+trap 'kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true' EXIT
+url=""
+for _ in $(seq 1 1200); do
+  port=$(sed -n 's/.*"port":\([0-9][0-9]*\).*/\1/p' "$server_log" | head -n 1)
+  if [[ -n $port ]] && curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null; then
+    url=http://127.0.0.1:$port
+    break
+  fi
+  sleep 0.1
+done
+[[ -n $url ]] || { echo "the server did not start; see $server_log"; exit 1; }
+
+catalog=(--hotels "$HOTELS" --room-types "$ROOM_TYPES" --nights "$NIGHTS" --start-date "$START_DATE")
+"$bin/loadgen" setup --url "$url" --admin-token "$ADMIN_TOKEN" "${catalog[@]}" --rooms "$ROOMS"
+
+quiesce() {
+  local zeros=0
+  for _ in $(seq 1 600); do
+    local lag
+    lag=$(curl -fsS "$url/metrics" 2>/dev/null \
+      | awk '/^projection_lag_events\{/ { s += $NF; n++ } END { if (n) print s; else print "?" }')
+    if [[ $lag == 0 ]]; then
+      zeros=$((zeros + 1))
+      [[ $zeros -ge 2 ]] && return 0
+    else
+      zeros=0
+    fi
+    sleep 1
+  done
+  echo "the projections did not catch up"
+}
+
+quiesce
+"$bin/loadgen" storage --database-url "$PG_URL/$DB_NAME" --json "$run_dir/before.json" >/dev/null
+psql_db "CHECKPOINT" >/dev/null
+lsn=$(psql_db "SELECT pg_current_wal_lsn()")
+"$bin/loadgen" run spread --url "$url" --token "$CHANNEL_TOKEN" --clients "$CLIENTS" \
+  --seconds "$SECONDS_PER_RUN" --warmup 0 "${catalog[@]}" \
+  --database-url "$PG_URL/$DB_NAME" --label storage --out "$run_dir/spread.jsonl"
+quiesce
+"$bin/loadgen" storage --database-url "$PG_URL/$DB_NAME" --wal-since "$lsn" \
+  --since "$run_dir/before.json" --json "$run_dir/after.json"
+echo "results: $run_dir"
