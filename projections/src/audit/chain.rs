@@ -1,6 +1,8 @@
 //! Writing the audit log: the canonical bytes of an event, the hash that chains it to
 //! the row before, and [`append`], which adds a batch of events to the chain inside the
-//! projection's transaction.
+//! projection's transaction. A row names its event (position, commit, stream, type) and
+//! holds the chain hash of the event as it was read; the event itself stays in `events`
+//! only, and verify recomputes each hash from it.
 //!
 //! Kept apart from [`super::verify`](mod@super::verify): this half runs in the runner, once per batch, and
 //! is what a change to the chain's format must change; verify only reads it back.
@@ -191,100 +193,40 @@ pub async fn append(conn: &mut PgConnection, batch: &[StoredEvent]) -> anyhow::R
         }
         let hash = chain_hash(&prev, &EventFields::from(event))?;
         seq += 1;
-        rows.push(seq, event, prev, hash);
+        rows.push(seq, event, hash);
         prev = hash;
     }
     let added = rows.seq.len();
     if added > 0 {
-        // The columns are copied from `events` inside the database, by position: the
-        // payloads, which are most of a row, do not travel back, nor are they parsed
-        // into jsonb a second time (see docs/benchmarks.md, finding 29).
-        // Only a row still as it was read is copied: the same position, and the same
-        // row version, which `xmin` tells (the inserting transaction's id, the low 32
-        // bits of the `transaction_id` read; an UPDATE makes a new version with its
-        // own). The hashes are of the events as read, so a copy of a changed row would
-        // not match its hash and would make the audit log look tampered with.
-        let copied = sqlx::query(
+        // The row names the event (its position and stream) and holds the chain hash of
+        // the event as read: nothing of the payload (see the migration that made it so).
+        sqlx::query(
             "INSERT INTO audit_log (seq, position, transaction_id, aggregate_type, aggregate_id,
-                    sequence, event_type, event_version, payload, metadata, recorded_at,
-                    prev_hash, hash)
-             SELECT u.seq, e.global_position, e.transaction_id, e.aggregate_type,
-                    e.aggregate_id, e.sequence, e.event_type, e.event_version, e.payload,
-                    e.metadata, e.recorded_at, u.prev_hash, u.hash
-               FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bytea[], $5::bytea[])
-                    AS u(seq, position, txid, prev_hash, hash)
-               JOIN events e ON e.global_position = u.position
-                            AND e.xmin::text::bigint = u.txid % 4294967296",
+                    sequence, event_type, hash)
+             SELECT seq, position, txid::text::xid8, aggregate_type, aggregate_id, sequence,
+                    event_type, hash
+               FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[],
+                           $6::bigint[], $7::text[], $8::bytea[])
+                    AS r(seq, position, txid, aggregate_type, aggregate_id, sequence,
+                         event_type, hash)",
         )
         .bind(&rows.seq)
         .bind(&rows.position)
         .bind(&rows.transaction_id)
-        .bind(&rows.prev_hash)
+        .bind(&rows.aggregate_type)
+        .bind(&rows.aggregate_id)
+        .bind(&rows.sequence)
+        .bind(&rows.event_type)
         .bind(&rows.hash)
         .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        if copied != added as u64 {
-            // An event read a moment ago is gone from `events`, or changed (by hand: the
-            // write side never deletes or updates one). The chain must not skip it, nor
-            // stop: the rows the copy missed are written as the event was read, so the
-            // audit log keeps the original and `verify` reports the event missing, or
-            // different from its audit row.
-            keep_as_read(conn, &rows).await?;
-        }
+        .await?;
     }
     Ok(added)
 }
 
-/// Writes the chain rows whose event the copy did not find in `events` as it was read,
-/// with the event's columns as read.
-async fn keep_as_read(conn: &mut PgConnection, rows: &AuditRows<'_>) -> anyhow::Result<()> {
-    let copied: HashSet<i64> =
-        sqlx::query_scalar("SELECT position FROM audit_log WHERE position = ANY($1)")
-            .bind(&rows.position)
-            .fetch_all(&mut *conn)
-            .await?
-            .into_iter()
-            .collect();
-    let mut missing = MissingRows::default();
-    for i in 0..rows.seq.len() {
-        if !copied.contains(&rows.position[i]) {
-            missing.push(rows, i);
-        }
-    }
-    sqlx::query(
-        "INSERT INTO audit_log (seq, position, transaction_id, aggregate_type, aggregate_id,
-                sequence, event_type, event_version, payload, metadata, recorded_at,
-                prev_hash, hash)
-         SELECT seq, position, txid::text::xid8, aggregate_type, aggregate_id, sequence,
-                event_type, event_version, payload, metadata, recorded_at, prev_hash, hash
-           FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[],
-                       $6::bigint[], $7::text[], $8::text[], $9::jsonb[], $10::jsonb[],
-                       $11::timestamptz[], $12::bytea[], $13::bytea[])
-                AS m(seq, position, txid, aggregate_type, aggregate_id, sequence, event_type,
-                     event_version, payload, metadata, recorded_at, prev_hash, hash)",
-    )
-    .bind(&missing.seq)
-    .bind(&missing.position)
-    .bind(&missing.transaction_id)
-    .bind(&missing.aggregate_type)
-    .bind(&missing.aggregate_id)
-    .bind(&missing.sequence)
-    .bind(&missing.event_type)
-    .bind(&missing.event_version)
-    .bind(&missing.payload)
-    .bind(&missing.metadata)
-    .bind(&missing.recorded_at)
-    .bind(&missing.prev_hash)
-    .bind(&missing.hash)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}
-
-/// Every column of the chain rows whose event is gone from `events`, or changed there.
+/// The rows to insert, as arrays for one insert.
 #[derive(Default)]
-struct MissingRows<'a> {
+struct AuditRows<'a> {
     seq: Vec<i64>,
     position: Vec<i64>,
     transaction_id: Vec<i64>,
@@ -292,54 +234,18 @@ struct MissingRows<'a> {
     aggregate_id: Vec<&'a str>,
     sequence: Vec<i64>,
     event_type: Vec<&'a str>,
-    event_version: Vec<&'a str>,
-    payload: Vec<&'a Value>,
-    metadata: Vec<&'a Value>,
-    recorded_at: Vec<DateTime<Utc>>,
-    prev_hash: Vec<&'a [u8]>,
-    hash: Vec<&'a [u8]>,
+    hash: Vec<Vec<u8>>,
 }
 
-impl<'a> MissingRows<'a> {
-    /// Row `i` of `rows`, with its event's columns.
-    fn push(&mut self, rows: &'a AuditRows<'a>, i: usize) {
-        let e = rows.events[i];
-        self.seq.push(rows.seq[i]);
+impl<'a> AuditRows<'a> {
+    fn push(&mut self, seq: i64, e: &'a StoredEvent, hash: [u8; 32]) {
+        self.seq.push(seq);
         self.position.push(e.position);
         self.transaction_id.push(e.transaction_id);
         self.aggregate_type.push(&e.aggregate_type);
         self.aggregate_id.push(&e.aggregate_id);
         self.sequence.push(e.sequence);
         self.event_type.push(&e.event_type);
-        self.event_version.push(&e.event_version);
-        self.payload.push(&e.payload);
-        self.metadata.push(&e.metadata);
-        self.recorded_at.push(e.recorded_at);
-        self.prev_hash.push(&rows.prev_hash[i]);
-        self.hash.push(&rows.hash[i]);
-    }
-}
-
-/// The chain's columns of the rows to insert, as arrays for one insert; the event's
-/// own columns are copied from `events` (or, for an event no longer there as it was
-/// read, taken from the event as read: `AuditRows::events`).
-#[derive(Default)]
-struct AuditRows<'a> {
-    events: Vec<&'a StoredEvent>,
-    seq: Vec<i64>,
-    position: Vec<i64>,
-    transaction_id: Vec<i64>,
-    prev_hash: Vec<Vec<u8>>,
-    hash: Vec<Vec<u8>>,
-}
-
-impl<'a> AuditRows<'a> {
-    fn push(&mut self, seq: i64, e: &'a StoredEvent, prev_hash: [u8; 32], hash: [u8; 32]) {
-        self.events.push(e);
-        self.seq.push(seq);
-        self.position.push(e.position);
-        self.transaction_id.push(e.transaction_id);
-        self.prev_hash.push(prev_hash.to_vec());
         self.hash.push(hash.to_vec());
     }
 }

@@ -1,12 +1,14 @@
-//! The audit log: an append-only, hash-chained copy of the event log, and `verify`,
-//! which checks it and replays the whole history against every invariant.
+//! The audit log: an append-only hash chain over the event log, and `verify`, which
+//! checks it and replays the whole history against every invariant.
 //!
 //! **Why.** Anyone with SQL access can change a row of `events`. The [`AuditLog`]
-//! projection copies every event, in commit order, into `audit_log` (a trigger refuses
-//! UPDATE, DELETE and TRUNCATE there), and chains the rows: each row's hash is
-//! `SHA-256(prev_hash || canonical bytes of the event)`, the first row's `prev_hash`
-//! being 32 zero bytes. Changing, removing or inserting a row afterwards breaks the chain
-//! or makes the two tables disagree, and [`verify()`] says where.
+//! projection records every event, in commit order, in `audit_log` (a trigger refuses
+//! UPDATE, DELETE and TRUNCATE there): what names it (position, commit, stream,
+//! sequence, type) and a hash chaining it to the row before, `SHA-256(previous hash ||
+//! canonical bytes of the event)`, from 32 zero bytes. The event itself is not copied
+//! (that copy was the largest table; see docs/scaling.md): verify recomputes every hash
+//! from the event as it is now, so changing, removing or inserting an event or an audit
+//! row afterwards no longer matches, and [`verify()`] says where.
 //!
 //! **Canonical bytes.** A deterministic JSON document of the event's columns (see
 //! [`canonical_bytes`]): fixed field order, and every JSON object inside the payload and
@@ -18,10 +20,12 @@
 //! **Verify** streams every table it reads (rows arrive through `fetch`, never all at
 //! once) and keeps at most one stream's state in memory, besides the catalog and the
 //! restrictions of the nights that carry any (check 4):
-//! 1. the chain, by `seq`: contiguous from 1, each `prev_hash` the previous row's hash,
-//!    each hash matching its row;
-//! 2. the streams, in `(aggregate_type, aggregate_id, sequence)` order (an index serves
-//!    that order): sequences contiguous from 1, every event legal in the state before it
+//! 1. the chain, by `seq`, merged with `events` in commit order up to the audit
+//!    checkpoint: `seq` contiguous from 1, each row naming its event, each hash equal to
+//!    the hash of the row before and the event as it is now;
+//! 2. the streams of `events` (check 1 proved them to be what the chain recorded), in
+//!    `(aggregate_type, aggregate_id, sequence)` order (the primary key, in the "C"
+//!    collation): sequences contiguous from 1, every event legal in the state before it
 //!    (see [`replay`]), the night invariant after every event;
 //! 3. every replayed night against its `room_nights` row and its
 //!    `room_night_allocations` rows, by merging sorted streams (both sides in byte order
@@ -30,9 +34,8 @@
 //!    in commit order: the restrictions of its nights, its hotel's rate plan and the
 //!    room type's occupancy, as the transactions before its own left them (see
 //!    [`replay::TermsReplay`]);
-//! 5. `events` against `audit_log`, position by position, up to the audit checkpoint:
-//!    an event without its audit row, an audit row without its event, or any column that
-//!    differs.
+//! 5. within check 1's merge: an event without its audit row, and an audit row without
+//!    its event.
 //!
 //! All five read one database snapshot (exported from the first connection and shared
 //! by the others), so a booking that commits while verify runs cannot make the tables
@@ -67,8 +70,8 @@ pub const GENESIS_HASH: [u8; 32] = [0; 32];
 pub const MAX_PROBLEMS: usize = 100;
 
 /// The audit log projection. Append-only: it cannot be cleared or rebuilt, because a
-/// rebuilt log would be a copy of whatever `events` holds *now*, which is exactly what
-/// the log exists to check.
+/// rebuilt log would hash whatever `events` holds *now*, which is exactly what the log
+/// exists to check.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct AuditLog;
 

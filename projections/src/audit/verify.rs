@@ -137,18 +137,22 @@ pub async fn verify(pool: &PgPool) -> anyhow::Result<VerifyReport> {
     // Each check answers (its rank, rows walked, findings); the rank keeps the report
     // in the same order whichever check finishes first.
     checks.spawn(timed("chain", started, async move {
-        let (checked, findings) = check_chain(first).await?;
+        let (checked, findings) = check_chain(first, events_tx, checkpoint).await?;
         Ok((0, checked, findings))
     }));
     checks.spawn(timed("streams", started, async move {
-        let findings = check_streams(replay_tx, nights_tx, allocations_tx, pending_nights).await?;
+        let findings = check_streams(
+            replay_tx,
+            nights_tx,
+            allocations_tx,
+            pending_nights,
+            checkpoint,
+        )
+        .await?;
         Ok((1, 0, findings))
     }));
     checks.spawn(timed("terms", started, async move {
-        Ok((2, 0, check_terms(terms_tx).await?))
-    }));
-    checks.spawn(timed("copies", started, async move {
-        Ok((3, 0, check_copies(events_tx, checkpoint).await?))
+        Ok((2, 0, check_terms(terms_tx, checkpoint).await?))
     }));
     let mut events_checked = 0;
     let mut parts = Vec::with_capacity(4);
@@ -251,68 +255,174 @@ async fn pending(
     Ok((count, nights))
 }
 
-/// Check 1: the chain, by `seq`. Returns how many rows it walked.
-async fn check_chain(mut tx: Transaction<'static, Postgres>) -> anyhow::Result<(u64, Findings)> {
+/// One audit row: what names its event, and the chain hash of the event as read.
+struct AuditRow {
+    seq: i64,
+    position: i64,
+    transaction_id: i64,
+    aggregate_type: String,
+    aggregate_id: String,
+    sequence: i64,
+    event_type: String,
+    hash: Vec<u8>,
+}
+
+fn audit_row(row: &PgRow) -> Result<AuditRow, sqlx::Error> {
+    Ok(AuditRow {
+        seq: row.try_get(0)?,
+        position: row.try_get(1)?,
+        transaction_id: row.try_get(2)?,
+        aggregate_type: row.try_get(3)?,
+        aggregate_id: row.try_get(4)?,
+        sequence: row.try_get(5)?,
+        event_type: row.try_get(6)?,
+        hash: row.try_get(7)?,
+    })
+}
+
+/// Checks 1 and 5: the chain, by `seq`, against the events it records, merged in commit
+/// order up to the audit checkpoint (`audit_log` by `seq` and `events` by
+/// `events_commit_order` are both in that order, so two sequential reads suffice). Each
+/// row's hash must be `SHA-256(previous row's hash || canonical bytes of its event as
+/// it is now in events)`, its `seq` one more than the last, and what names the event
+/// (stream, sequence, type) the event's own; an audit row without its event and an event
+/// without its audit row are reported. Returns how many audit rows it walked.
+async fn check_chain(
+    mut audit_tx: Transaction<'static, Postgres>,
+    mut events_tx: Transaction<'static, Postgres>,
+    checkpoint: Checkpoint,
+) -> anyhow::Result<(u64, Findings)> {
     let mut findings = Findings::default();
-    let mut rows = sqlx::query(
-        "SELECT seq, position, transaction_id::text::bigint AS txid, aggregate_type,
-                aggregate_id, sequence, event_type, event_version, payload, metadata,
-                recorded_at, prev_hash, hash
-           FROM audit_log ORDER BY seq",
+    let mut audit = Sorted::open(
+        sqlx::query(
+            "SELECT seq, position, transaction_id::text::bigint, aggregate_type, aggregate_id,
+                    sequence, event_type, hash
+               FROM audit_log ORDER BY seq",
+        )
+        .fetch(&mut *audit_tx),
+        audit_row,
     )
-    .fetch(&mut *tx);
+    .await?;
+    let mut events = sqlx::query(
+        "SELECT global_position, transaction_id::text::bigint, aggregate_type, aggregate_id,
+                sequence, event_type, event_version, payload, metadata, recorded_at
+           FROM events
+          WHERE (transaction_id, global_position) <= ($1::text::xid8, $2)
+          ORDER BY transaction_id, global_position",
+    )
+    .bind(checkpoint.transaction_id.to_string())
+    .bind(checkpoint.position)
+    .fetch(&mut *events_tx);
     let mut last_seq = 0_i64;
     let mut last_hash: Vec<u8> = GENESIS_HASH.to_vec();
     let mut checked = 0_u64;
-    while let Some(row) = rows.try_next().await? {
-        checked += 1;
-        // Columns by index (the SELECT above): this loop runs once per event.
-        let seq: i64 = row.try_get(0)?;
-        let position: i64 = row.try_get(1)?;
-        let prev_hash: &[u8] = row.try_get(11)?;
-        let hash: &[u8] = row.try_get(12)?;
-        if seq != last_seq + 1 || prev_hash != last_hash {
-            let what = if seq != last_seq + 1 {
-                format!(
-                    "the chain jumps from seq {last_seq} to {seq} ({} row(s) missing)",
-                    seq - last_seq - 1
-                )
-            } else {
-                format!("prev_hash does not match the hash of seq {last_seq}")
-            };
-            findings.report(
-                Some(position),
-                format!("position {position} (audit seq {seq}): chain broken: {what}"),
-            );
-        }
-        let payload: Value = row.try_get(8)?;
-        let metadata: Value = row.try_get(9)?;
-        let fields = EventFields {
-            position,
-            transaction_id: row.try_get(2)?,
-            aggregate_type: row.try_get(3)?,
-            aggregate_id: row.try_get(4)?,
-            sequence: row.try_get(5)?,
-            event_type: row.try_get(6)?,
-            event_version: row.try_get(7)?,
-            payload: &payload,
-            metadata: &metadata,
-            recorded_at: row.try_get(10)?,
+    let mut next_event = events.try_next().await?;
+    loop {
+        let event_key = match &next_event {
+            Some(row) => Some((row.try_get::<i64, _>(1)?, row.try_get::<i64, _>(0)?)),
+            None => None,
         };
-        if chain_hash(prev_hash, &fields)?.as_slice() != hash {
-            findings.report(
-                Some(position),
-                format!(
-                    "position {position} (audit seq {seq}): the row does not match its hash \
-                     (it was changed after it was written)"
-                ),
-            );
+        let audit_key = audit.next.as_ref().map(|a| (a.transaction_id, a.position));
+        match (audit_key, event_key) {
+            (None, None) => break,
+            // An event the audit log never recorded (it is before the checkpoint).
+            (None, Some((_, p))) | (Some(_), Some((_, p)))
+                if audit_key.is_none() || event_key < audit_key =>
+            {
+                findings.report(
+                    Some(p),
+                    format!("position {p}: the event has no audit row (an audit row was removed)"),
+                );
+                next_event = events.try_next().await?;
+            }
+            _ => {
+                let Some(a) = audit.advance().await? else {
+                    break;
+                };
+                checked += 1;
+                let p = a.position;
+                if a.seq != last_seq + 1 {
+                    findings.report(
+                        Some(p),
+                        format!(
+                            "position {p} (audit seq {}): chain broken: the chain jumps from \
+                             seq {last_seq} to {} ({} row(s) missing)",
+                            a.seq,
+                            a.seq,
+                            a.seq - last_seq - 1
+                        ),
+                    );
+                }
+                if event_key == Some((a.transaction_id, a.position)) {
+                    let Some(row) = next_event.take() else { break };
+                    let payload: Value = row.try_get(7)?;
+                    let metadata: Value = row.try_get(8)?;
+                    let fields = EventFields {
+                        position: p,
+                        transaction_id: a.transaction_id,
+                        aggregate_type: row.try_get(2)?,
+                        aggregate_id: row.try_get(3)?,
+                        sequence: row.try_get(4)?,
+                        event_type: row.try_get(5)?,
+                        event_version: row.try_get(6)?,
+                        payload: &payload,
+                        metadata: &metadata,
+                        recorded_at: row.try_get(9)?,
+                    };
+                    let named = (
+                        fields.aggregate_type,
+                        fields.aggregate_id,
+                        fields.sequence,
+                        fields.event_type,
+                    ) == (
+                        a.aggregate_type.as_str(),
+                        a.aggregate_id.as_str(),
+                        a.sequence,
+                        a.event_type.as_str(),
+                    );
+                    if !named {
+                        findings.report(
+                            Some(p),
+                            format!(
+                                "position {p}: the event is {} {} #{} {}, its audit row \
+                                 recorded {} {} #{} {}",
+                                fields.aggregate_type,
+                                fields.aggregate_id,
+                                fields.sequence,
+                                fields.event_type,
+                                a.aggregate_type,
+                                a.aggregate_id,
+                                a.sequence,
+                                a.event_type
+                            ),
+                        );
+                    } else if chain_hash(&last_hash, &fields)?.as_slice() != a.hash.as_slice() {
+                        findings.report(
+                            Some(p),
+                            format!(
+                                "position {p} ({} {} #{}): the event differs from what the \
+                                 audit log recorded (the event, or its audit row, was changed \
+                                 after it was written)",
+                                a.aggregate_type, a.aggregate_id, a.sequence
+                            ),
+                        );
+                    }
+                    next_event = events.try_next().await?;
+                } else {
+                    findings.report(
+                        Some(p),
+                        format!(
+                            "position {p}: the audit row has no event (an event was removed, \
+                             or the audit row was added)"
+                        ),
+                    );
+                }
+                // Go on from the stored hash, so one changed event is reported once,
+                // not as a break of every link after it.
+                last_seq = a.seq;
+                last_hash.clone_from(&a.hash);
+            }
         }
-        // Go on from the stored hash, so one changed row is reported once, not as a
-        // break of every link after it.
-        last_seq = seq;
-        last_hash.clear();
-        last_hash.extend_from_slice(hash);
     }
     Ok((checked, findings))
 }
@@ -411,14 +521,21 @@ async fn check_streams(
     mut nights_tx: Transaction<'static, Postgres>,
     mut allocations_tx: Transaction<'static, Postgres>,
     pending_nights: HashSet<String>,
+    checkpoint: Checkpoint,
 ) -> anyhow::Result<Findings> {
     let mut findings = Findings::default();
+    // The event log itself (check 1 proves it is what the chain recorded), up to the
+    // audit checkpoint, in its primary key's order: its stream columns are in the "C"
+    // collation, so that order is byte order, as the inline tables are read.
     let mut events = sqlx::query(
-        "SELECT position, aggregate_type, aggregate_id, sequence, event_type, event_version,
-                payload
-           FROM audit_log
-          ORDER BY aggregate_type COLLATE \"C\", aggregate_id COLLATE \"C\", sequence",
+        "SELECT global_position, aggregate_type, aggregate_id, sequence, event_type,
+                event_version, payload
+           FROM events
+          WHERE (transaction_id, global_position) <= ($1::text::xid8, $2)
+          ORDER BY aggregate_type, aggregate_id, sequence",
     )
+    .bind(checkpoint.transaction_id.to_string())
+    .bind(checkpoint.position)
     .fetch(&mut *replay_tx);
     let mut inline = InlineNights {
         nights: Sorted::open(sqlx::query(NIGHT_ROWS).fetch(&mut *nights_tx), night_row).await?,
@@ -688,32 +805,38 @@ fn describe((rooms, expires_at): (i64, Option<DateTime<Utc>>)) -> String {
 /// order, read through the stream index (hence the collations); date changes are rare
 /// and their streams short, so the pass keeps no reservation of its own. (An upcaster
 /// that renames one of these types must add the old name to the filter.)
-const TERMS_EVENTS: &str = "SELECT a.transaction_id::text::bigint, a.position, a.aggregate_type,
-        a.aggregate_id, a.sequence, a.event_type, a.event_version, a.payload,
+const TERMS_EVENTS: &str = "SELECT a.transaction_id::text::bigint, a.global_position,
+        a.aggregate_type, a.aggregate_id, a.sequence, a.event_type, a.event_version, a.payload,
         CASE WHEN a.event_type = $3 THEN (
             SELECT jsonb_agg(jsonb_build_array(p.sequence, p.event_type, p.event_version,
                                                p.payload) ORDER BY p.sequence)
-              FROM audit_log p
-             WHERE p.aggregate_type COLLATE \"C\" = a.aggregate_type
-               AND p.aggregate_id COLLATE \"C\" = a.aggregate_id
+              FROM events p
+             WHERE p.aggregate_type = a.aggregate_type
+               AND p.aggregate_id = a.aggregate_id
                AND p.sequence < a.sequence)
         END AS earlier
-   FROM audit_log a
-  WHERE a.aggregate_type = $4 OR a.event_type IN ($1, $2, $3)
-  ORDER BY a.seq";
+   FROM events a
+  WHERE (a.aggregate_type = $4 OR a.event_type IN ($1, $2, $3))
+    AND (a.transaction_id, a.global_position) <= ($5::text::xid8, $6)
+  ORDER BY a.transaction_id, a.global_position";
 
 /// An earlier event of a reservation's stream, as [`TERMS_EVENTS`] aggregates it.
 type EarlierEvent = (i64, String, String, Box<RawValue>);
 
 /// Check 4: the terms of every sale (restrictions, plan, occupancy) as the history
 /// stood before its transaction; see [`TermsReplay`].
-async fn check_terms(mut tx: Transaction<'static, Postgres>) -> anyhow::Result<Findings> {
+async fn check_terms(
+    mut tx: Transaction<'static, Postgres>,
+    checkpoint: Checkpoint,
+) -> anyhow::Result<Findings> {
     let mut findings = Findings::default();
     let mut rows = sqlx::query(TERMS_EVENTS)
         .bind(RoomNightEventType::RestrictionsSet.as_str())
         .bind(ReservationEventType::ReservationHeld.as_str())
         .bind(ReservationEventType::DatesChanged.as_str())
         .bind(AggregateType::Hotel.as_str())
+        .bind(checkpoint.transaction_id.to_string())
+        .bind(checkpoint.position)
         .fetch(&mut *tx);
     let mut terms = TermsReplay::new();
     while let Some(row) = rows.try_next().await? {
@@ -750,69 +873,6 @@ async fn check_terms(mut tx: Transaction<'static, Postgres>) -> anyhow::Result<F
                     "position {position} ({aggregate_type} {aggregate_id} #{sequence}): {problem}"
                 ),
             );
-        }
-    }
-    Ok(findings)
-}
-
-/// Check 5: `events` against `audit_log`, up to the checkpoint: the copies must be exact and
-/// complete. Only disagreeing positions come back from the database.
-async fn check_copies(
-    mut tx: Transaction<'static, Postgres>,
-    checkpoint: Checkpoint,
-) -> anyhow::Result<Findings> {
-    let mut findings = Findings::default();
-    let mut rows = sqlx::query(
-        "SELECT e.global_position AS event_position, a.position AS audit_position,
-                array_remove(ARRAY[
-                    CASE WHEN e.transaction_id IS DISTINCT FROM a.transaction_id THEN 'transaction_id' END,
-                    CASE WHEN e.aggregate_type IS DISTINCT FROM a.aggregate_type THEN 'aggregate_type' END,
-                    CASE WHEN e.aggregate_id IS DISTINCT FROM a.aggregate_id THEN 'aggregate_id' END,
-                    CASE WHEN e.sequence IS DISTINCT FROM a.sequence THEN 'sequence' END,
-                    CASE WHEN e.event_type IS DISTINCT FROM a.event_type THEN 'event_type' END,
-                    CASE WHEN e.event_version IS DISTINCT FROM a.event_version THEN 'event_version' END,
-                    CASE WHEN e.payload IS DISTINCT FROM a.payload THEN 'payload' END,
-                    CASE WHEN e.metadata IS DISTINCT FROM a.metadata THEN 'metadata' END,
-                    CASE WHEN e.recorded_at IS DISTINCT FROM a.recorded_at THEN 'recorded_at' END
-                ], NULL) AS differing
-           FROM (SELECT * FROM events
-                  WHERE (transaction_id, global_position) <= ($1::text::xid8, $2)) e
-           FULL JOIN audit_log a ON a.position = e.global_position
-          WHERE e.global_position IS NULL OR a.position IS NULL
-             OR (e.transaction_id, e.aggregate_type, e.aggregate_id, e.sequence, e.event_type,
-                 e.event_version, e.payload, e.metadata, e.recorded_at)
-                IS DISTINCT FROM
-                (a.transaction_id, a.aggregate_type, a.aggregate_id, a.sequence, a.event_type,
-                 a.event_version, a.payload, a.metadata, a.recorded_at)
-          ORDER BY coalesce(e.global_position, a.position)",
-    )
-    .bind(checkpoint.transaction_id.to_string())
-    .bind(checkpoint.position)
-    .fetch(&mut *tx);
-    while let Some(row) = rows.try_next().await? {
-        let event: Option<i64> = row.try_get("event_position")?;
-        let audit: Option<i64> = row.try_get("audit_position")?;
-        let differing: Vec<String> = row.try_get("differing")?;
-        match (event, audit) {
-            (Some(p), None) => findings.report(
-                Some(p),
-                format!("position {p}: the event has no audit row (an audit row was removed)"),
-            ),
-            (None, Some(p)) => findings.report(
-                Some(p),
-                format!(
-                    "position {p}: the audit row has no event (an event was removed, or the \
-                     audit row was added)"
-                ),
-            ),
-            (Some(p), Some(_)) => findings.report(
-                Some(p),
-                format!(
-                    "position {p}: the event differs from its audit row in {}",
-                    differing.join(", ")
-                ),
-            ),
-            (None, None) => {}
         }
     }
     Ok(findings)
