@@ -306,9 +306,11 @@ async fn check_chain(
     let mut events = sqlx::query(
         "SELECT global_position, transaction_id::text::bigint, aggregate_type, aggregate_id,
                 sequence, event_type, event_version, payload, metadata, recorded_at
-           FROM events
-          WHERE (transaction_id, global_position) <= ($1::text::xid8, $2)
-          ORDER BY transaction_id, global_position",
+           FROM events e
+          WHERE (e.transaction_id, e.global_position) <= ($1::text::xid8, $2)
+          -- Qualified: unqualified, transaction_id would name the output column (the
+          -- bigint cast) and be sorted instead of read in the index's order.
+          ORDER BY e.transaction_id, e.global_position",
     )
     .bind(checkpoint.transaction_id.to_string())
     .bind(checkpoint.position)
