@@ -185,25 +185,9 @@ plans_catalog=(--hotels "$PLANS_HOTELS" --room-types "$ROOM_TYPES" --nights "$NI
 search_catalog=(--hotels "$SEARCH_HOTELS" --room-types "$SEARCH_ROOM_TYPES" --nights "$NIGHTS"
   --start-date "$START_DATE" --first-hotel "$SEARCH_FIRST_HOTEL")
 
-# quiesce: until every projection has applied everything (lag 0 on two readings, the
-# gauge being refreshed every couple of seconds), at most 120 s. Each run is then
-# measured on its own, not while the projections still apply the previous run's writes.
-quiesce() {
-  local zeros=0
-  for _ in $(seq 1 240); do
-    local lag
-    lag=$(curl -fsS "$url/metrics" 2>/dev/null \
-      | awk '/^projection_lag_events\{/ { s += $NF; n++ } END { if (n) print s; else print "?" }')
-    if [[ $lag == 0 ]]; then
-      zeros=$((zeros + 1))
-      [[ $zeros -ge 2 ]] && return 0
-    else
-      zeros=0
-    fi
-    sleep 0.5
-  done
-  echo "(projections still behind after 120 s: lag $lag)"
-}
+# quiesce (scripts/lib.sh) before every run.
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
 
 # run_scenario SCENARIO CLIENTS LABEL OUT [CATALOG AND OTHER ARGS...] (default: the
 # main catalog)

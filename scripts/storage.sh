@@ -55,22 +55,10 @@ done
 catalog=(--hotels "$HOTELS" --room-types "$ROOM_TYPES" --nights "$NIGHTS" --start-date "$START_DATE")
 "$bin/loadgen" setup --url "$url" --admin-token "$ADMIN_TOKEN" "${catalog[@]}" --rooms "$ROOMS"
 
-quiesce() {
-  local zeros=0
-  for _ in $(seq 1 600); do
-    local lag
-    lag=$(curl -fsS "$url/metrics" 2>/dev/null \
-      | awk '/^projection_lag_events\{/ { s += $NF; n++ } END { if (n) print s; else print "?" }')
-    if [[ $lag == 0 ]]; then
-      zeros=$((zeros + 1))
-      [[ $zeros -ge 2 ]] && return 0
-    else
-      zeros=0
-    fi
-    sleep 1
-  done
-  echo "the projections did not catch up"
-}
+# The first read models of a catalog this size take a while: wait up to 10 minutes.
+QUIESCE_SECONDS=600
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
 
 quiesce
 "$bin/loadgen" storage --database-url "$PG_URL/$DB_NAME" --json "$run_dir/before.json" >/dev/null
