@@ -765,7 +765,7 @@ impl ReservationRows {
         self.updated_at
             .push(after.updated_at().unwrap_or(details.created_at));
         self.state
-            .push(serde_json::to_value(after).map_err(internal)?);
+            .push(super::reservation_row::slim(after).map_err(internal)?);
         self.expected.push(expected);
         self.new_version.push(new_version);
         Ok(())

@@ -239,11 +239,19 @@ impl Loader<'_> {
         reservation_id: ReservationId,
         lock: bool,
     ) -> Result<Option<LoadedReservation>, AttemptError> {
-        let sql = if lock {
-            "SELECT state, version FROM reservations WHERE reservation_id = $1 FOR UPDATE"
-        } else {
-            "SELECT state, version FROM reservations WHERE reservation_id = $1"
-        };
+        static LOCKED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+            format!(
+                "SELECT {} FROM reservations WHERE reservation_id = $1 FOR UPDATE",
+                super::reservation_row::COLUMNS
+            )
+        });
+        static READ: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+            format!(
+                "SELECT {} FROM reservations WHERE reservation_id = $1",
+                super::reservation_row::COLUMNS
+            )
+        });
+        let sql = if lock { LOCKED.as_str() } else { READ.as_str() };
         let row = sqlx::query(sql)
             .bind(reservation_id.as_uuid())
             .fetch_optional(&mut *self.conn)
@@ -251,9 +259,8 @@ impl Loader<'_> {
         match row {
             None => Ok(None),
             Some(row) => {
-                let state: serde_json::Value = row.try_get("state")?;
                 let reservation =
-                    serde_json::from_value(state).map_err(|e| corrupt("reservation", e))?;
+                    super::reservation_row::restore(&row).map_err(|e| corrupt("reservation", e))?;
                 Ok(Some(LoadedReservation {
                     reservation,
                     version: row.try_get("version")?,

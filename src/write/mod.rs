@@ -22,6 +22,7 @@ mod append;
 pub mod idempotency;
 mod load;
 pub mod outbox;
+mod reservation_row;
 pub mod saga;
 
 use std::future::Future;

@@ -1,0 +1,124 @@
+//! The reservation row's `state`: the aggregate's JSON without what the row's own
+//! columns already say (ids, dates, rooms, guest, channel, total, status; see
+//! docs/scaling.md). The times stay in the JSON: the columns keep microseconds, the
+//! aggregate the clock's nanoseconds, and a reservation must read back as it was
+//! answered.
+//! Written slim by [`slim`]; loaded by [`restore`], which puts the columns back before
+//! the aggregate is read. A state stored before this (the whole aggregate) loads as it
+//! is: a key present in the JSON is kept.
+
+use aggregates::{
+    Cents, Guest, HotelId, Reservation, ReservationId, RoomCount, RoomTypeId, StayDates,
+};
+use chrono::NaiveDate;
+use serde_json::{Map, Value};
+use sqlx::postgres::PgRow;
+use sqlx::Row;
+
+/// The `details` keys the row's columns hold.
+const DETAIL_COLUMNS: [&str; 8] = [
+    "reservation_id",
+    "hotel_id",
+    "room_type_id",
+    "stay",
+    "rooms",
+    "guest",
+    "channel",
+    "total_cents",
+];
+
+/// The columns [`restore`] reads, for the loader's SELECT.
+pub const COLUMNS: &str = "state, version, reservation_id, hotel_id, room_type_id, start_date,
+    end_date, rooms, status, guest_name, guest_email, channel, total_cents";
+
+/// The aggregate's JSON without what the columns say.
+pub fn slim(reservation: &Reservation) -> Result<Value, serde_json::Error> {
+    let mut state = serde_json::to_value(reservation)?;
+    if let Some(object) = state.as_object_mut() {
+        object.remove("status");
+        if let Some(Value::Object(details)) = object.get_mut("details") {
+            for key in DETAIL_COLUMNS {
+                details.remove(key);
+            }
+        }
+    }
+    Ok(state)
+}
+
+/// The aggregate of a row: its `state` with the columns put back.
+pub fn restore(row: &PgRow) -> Result<Reservation, String> {
+    let mut state: Value = row.try_get("state").map_err(|e| e.to_string())?;
+    let column = |e: sqlx::Error| e.to_string();
+    let invalid = |e: aggregates::InvalidInput| format!("{}: {}", e.field, e.message);
+    let json = |v: Result<Value, serde_json::Error>| v.map_err(|e| e.to_string());
+    let start: NaiveDate = row.try_get("start_date").map_err(column)?;
+    let end: NaiveDate = row.try_get("end_date").map_err(column)?;
+    let details: [(&str, Value); 8] = [
+        (
+            "reservation_id",
+            json(serde_json::to_value(ReservationId::from_uuid(
+                row.try_get("reservation_id").map_err(column)?,
+            )))?,
+        ),
+        (
+            "hotel_id",
+            json(serde_json::to_value(
+                HotelId::parse(row.try_get("hotel_id").map_err(column)?).map_err(invalid)?,
+            ))?,
+        ),
+        (
+            "room_type_id",
+            json(serde_json::to_value(
+                RoomTypeId::parse(row.try_get("room_type_id").map_err(column)?).map_err(invalid)?,
+            ))?,
+        ),
+        (
+            "stay",
+            json(serde_json::to_value(
+                StayDates::parse(start, end).map_err(invalid)?,
+            ))?,
+        ),
+        (
+            "rooms",
+            json(serde_json::to_value(
+                RoomCount::parse(i64::from(row.try_get::<i32, _>("rooms").map_err(column)?))
+                    .map_err(invalid)?,
+            ))?,
+        ),
+        (
+            "guest",
+            json(serde_json::to_value(
+                Guest::parse(
+                    row.try_get::<&str, _>("guest_name").map_err(column)?,
+                    row.try_get::<&str, _>("guest_email").map_err(column)?,
+                )
+                .map_err(invalid)?,
+            ))?,
+        ),
+        (
+            "channel",
+            Value::String(row.try_get("channel").map_err(column)?),
+        ),
+        (
+            "total_cents",
+            json(serde_json::to_value(Cents::new(
+                row.try_get("total_cents").map_err(column)?,
+            )))?,
+        ),
+    ];
+    let status = Value::String(row.try_get("status").map_err(column)?);
+    let object = state
+        .as_object_mut()
+        .ok_or_else(|| "the state is not an object".to_owned())?;
+    object.entry("status").or_insert(status);
+    let held = object
+        .entry("details")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let held = held
+        .as_object_mut()
+        .ok_or_else(|| "the details are not an object".to_owned())?;
+    for (key, value) in details {
+        held.entry(key).or_insert(value);
+    }
+    serde_json::from_value(state).map_err(|e| e.to_string())
+}
