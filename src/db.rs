@@ -78,11 +78,12 @@ pub async fn connect_and_migrate(url: &str, max_connections: u32) -> anyhow::Res
 }
 
 /// The session settings of the write path's connections (see [`write_pool`]).
-pub const WRITE_PATH_SETTINGS: [(&str, &str); 4] = [
+pub const WRITE_PATH_SETTINGS: [(&str, &str); 5] = [
     ("plan_cache_mode", "force_generic_plan"),
     ("enable_seqscan", "off"),
     ("enable_hashjoin", "off"),
     ("enable_mergejoin", "off"),
+    ("jit", "off"),
 ];
 
 /// A pool for the write path (commands, payments, workers), on a migrated database.
@@ -97,7 +98,11 @@ pub const WRITE_PATH_SETTINGS: [(&str, &str); 4] = [
 ///   benchmark) those said "tiny", so plans that scanned the idempotency records or the
 ///   allocations stayed in use as the tables grew, and a hold slowed as they did (see
 ///   finding 7). Indexes and nested loops are right for every statement here
-///   whatever the statistics say.
+///   whatever the statistics say;
+/// - no JIT: a key look-up never pays back compiling it, and a plan that has to scan
+///   anyway carries the disabled scan's huge cost, which made PostgreSQL compile (with
+///   inlining and optimization) on every execution, 60-400 ms of CPU each time (see
+///   docs/scaling.md, finding 2).
 ///
 /// Readers, projections and reports use the default pool and settings.
 pub async fn write_pool(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {

@@ -88,6 +88,33 @@ pub struct Claim {
     pub record: Option<super::idempotency::StoredRecord>,
 }
 
+/// The first statement of a hold or a batch of holds ([`Loader::open`]): `$1..$3` the
+/// requests' lock ids, clients and keys, `$4, $5` the rooms' advisory keys, `$6`
+/// whether to lock them, `$7` the hotels.
+const OPEN_SQL: &str = "WITH rooms AS MATERIALIZED (
+                  SELECT count(*) AS locked
+                    FROM (SELECT pg_advisory_xact_lock(r.hotel, r.room_type)
+                            FROM unnest($4::int[], $5::int[]) AS r(hotel, room_type)
+                           WHERE $6) l
+             ), claims AS MATERIALIZED (
+                  SELECT u.ord, pg_try_advisory_xact_lock(u.lock_id) AS claimed, u.client, u.key
+                    FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY
+                         AS u(lock_id, client, key, ord)
+             )
+             SELECT 0::bigint AS ord, NULL::bool AS claimed, NULL::text AS request_hash,
+                    NULL::text AS state, NULL::jsonb AS outcome, h.state AS hotel_state
+               FROM rooms CROSS JOIN hotels h
+              WHERE h.hotel_id = ANY($7::bigint[])
+             UNION ALL
+             SELECT c.ord, c.claimed, k.request_hash, k.state, k.outcome, NULL
+               FROM claims c
+               LEFT JOIN LATERAL (
+                    SELECT r.request_hash, r.state, r.outcome FROM idempotency_keys r
+                     WHERE r.client = c.client AND r.key = c.key
+                       AND r.created_at > now() - interval '24 hours'
+                    OFFSET 0) k ON true
+             ORDER BY ord";
+
 pub struct Loader<'c> {
     pub conn: &'c mut PgConnection,
 }
@@ -150,39 +177,21 @@ impl Loader<'_> {
         hotel_ids.sort_unstable();
         hotel_ids.dedup();
         // The locks are taken in array order: a function scan yields its rows in order
-        // and nothing here sorts them.
-        let rows = sqlx::query(
-            "WITH rooms AS MATERIALIZED (
-                  SELECT count(*) AS locked
-                    FROM (SELECT pg_advisory_xact_lock(r.hotel, r.room_type)
-                            FROM unnest($4::int[], $5::int[]) AS r(hotel, room_type)
-                           WHERE $6) l
-             ), claims AS MATERIALIZED (
-                  SELECT u.ord, pg_try_advisory_xact_lock(u.lock_id) AS claimed, u.client, u.key
-                    FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY
-                         AS u(lock_id, client, key, ord)
-             )
-             SELECT 0::bigint AS ord, NULL::bool AS claimed, NULL::text AS request_hash,
-                    NULL::text AS state, NULL::jsonb AS outcome, h.state AS hotel_state
-               FROM rooms CROSS JOIN hotels h
-              WHERE h.hotel_id = ANY($7::bigint[])
-             UNION ALL
-             SELECT c.ord, c.claimed, k.request_hash, k.state, k.outcome, NULL
-               FROM claims c
-               LEFT JOIN idempotency_keys k
-                      ON k.client = c.client AND k.key = c.key
-                     AND k.created_at > now() - interval '24 hours'
-             ORDER BY ord",
-        )
-        .bind(&lock_ids)
-        .bind(&clients)
-        .bind(&keys)
-        .bind(&lock_hotels)
-        .bind(&lock_room_types)
-        .bind(lock)
-        .bind(&hotel_ids)
-        .fetch_all(&mut *self.conn)
-        .await?;
+        // and nothing here sorts them. Each key's record is probed by its primary key
+        // (the lateral subquery, which OFFSET 0 keeps from being flattened into a join):
+        // as a join, a generic plan made while the table was small read every record of
+        // the last day through `idempotency_keys_by_age` for every batch, and a hold
+        // slowed as the day's records grew (docs/scaling.md, finding 1).
+        let rows = sqlx::query(OPEN_SQL)
+            .bind(&lock_ids)
+            .bind(&clients)
+            .bind(&keys)
+            .bind(&lock_hotels)
+            .bind(&lock_room_types)
+            .bind(lock)
+            .bind(&hotel_ids)
+            .fetch_all(&mut *self.conn)
+            .await?;
         let mut opened = Opened {
             hotels: HashMap::with_capacity(hotel_ids.len()),
             claims: Vec::with_capacity(requests.len()),

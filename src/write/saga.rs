@@ -189,10 +189,14 @@ pub async fn lease_due(
     limit: i64,
 ) -> Result<Vec<DueSaga>, sqlx::Error> {
     let rows = sqlx::query(
+        // The state is written out, not bound: a generic plan (the write path's) can
+        // use the partial index `payment_sagas_open` only when its predicate is in the
+        // statement itself; with a parameter it scanned the table (see
+        // docs/scaling.md, finding 2).
         "UPDATE payment_sagas SET lease_until = $2, attempts = attempts + 1, updated_at = $1
           WHERE reservation_id IN (
                 SELECT reservation_id FROM payment_sagas
-                 WHERE state = $4 AND lease_until <= $1
+                 WHERE state = 'authorizing' AND lease_until <= $1
                  ORDER BY lease_until
                  LIMIT $3
                  FOR UPDATE SKIP LOCKED)
@@ -202,7 +206,6 @@ pub async fn lease_due(
     .bind(now)
     .bind(lease_until)
     .bind(limit)
-    .bind(SagaState::Authorizing.as_str())
     .fetch_all(pool)
     .await?;
     rows.iter()
