@@ -351,10 +351,7 @@ pub fn spawn_payment_workers(
             if let Err(e) = payments.deliver_outbox(config.batch).await {
                 tracing::warn!(error = %e, "payment outbox pass failed");
             }
-            tokio::select! {
-                _ = tokio::time::sleep(config.interval) => {}
-                _ = shutdown.changed() => {}
-            }
+            pause(config.interval, &mut shutdown).await;
         }
     })
 }
@@ -389,10 +386,7 @@ pub fn spawn_retention_worker(
             if more {
                 continue;
             }
-            tokio::select! {
-                _ = tokio::time::sleep(interval) => {}
-                _ = shutdown.changed() => {}
-            }
+            pause(interval, &mut shutdown).await;
         }
     })
 }
@@ -409,10 +403,7 @@ pub fn spawn_horizon_worker(
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            tokio::select! {
-                _ = tokio::time::sleep(interval) => {}
-                _ = shutdown.changed() => {}
-            }
+            pause(interval, &mut shutdown).await;
             if *shutdown.borrow() {
                 return;
             }
@@ -427,4 +418,13 @@ pub fn spawn_horizon_worker(
             }
         }
     })
+}
+
+/// Waits `interval`, or less if `shutdown` changes meanwhile (a worker's loop then
+/// checks it and stops).
+async fn pause(interval: std::time::Duration, shutdown: &mut watch::Receiver<bool>) {
+    tokio::select! {
+        _ = tokio::time::sleep(interval) => {}
+        _ = shutdown.changed() => {}
+    }
 }

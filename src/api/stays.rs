@@ -2,6 +2,8 @@
 //! house and no-shows per room type and night, and the overbooking allowance the
 //! observed no-shows suggest (see `queries::stays`).
 
+use std::collections::BTreeMap;
+
 use aggregates::{HotelId, StayDates};
 use axum::extract::State;
 use axum::Json;
@@ -14,7 +16,7 @@ use super::auth::Principal;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use super::AppState;
-use crate::queries::stays::{rate, NoShowReport, StaysRead};
+use crate::queries::stays::{rate, NoShowReport, StayNight, StaysRead};
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -97,6 +99,11 @@ pub async fn stays(
     ApiQuery(query): ApiQuery<StaysQuery>,
 ) -> Result<Json<StaysReport>, ApiError> {
     let (id, range, read) = read(&state, &principal, id, &query).await?;
+    let by_night: BTreeMap<(i64, NaiveDate), &StayNight> = read
+        .nights
+        .iter()
+        .map(|n| ((n.room_type_id, n.night), n))
+        .collect();
     let room_types = read
         .room_types
         .iter()
@@ -104,11 +111,7 @@ pub async fn stays(
             let days: Vec<StayDay> = range
                 .nights()
                 .map(|date| {
-                    let night = read
-                        .nights
-                        .iter()
-                        .find(|n| n.room_type_id == *room_type_id && n.night == date);
-                    night.map_or(
+                    by_night.get(&(*room_type_id, date)).map_or(
                         StayDay {
                             date,
                             arrivals: 0,

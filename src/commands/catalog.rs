@@ -359,10 +359,7 @@ impl CommandService {
                 false,
             )
             .await
-            .map_err(|e| match e {
-                AttemptError::Fatal(e) => e,
-                AttemptError::Conflict => CommandError::Contention { attempts: 1 },
-            })?;
+            .map_err(super::lifecycle::attempt_to_command)?;
         Ok(loaded.nights)
     }
 }

@@ -566,12 +566,20 @@ impl CommandService {
         &self,
         reservation_id: ReservationId,
     ) -> Result<Option<ReservationView>, CommandError> {
+        let loaded = self.stored_reservation(reservation_id).await?;
+        Ok(loaded.and_then(|l| ReservationView::of(&l.reservation, self.now())))
+    }
+
+    /// The reservation's inline state as of now, unlocked.
+    async fn stored_reservation(
+        &self,
+        reservation_id: ReservationId,
+    ) -> Result<Option<LoadedReservation>, CommandError> {
         let mut conn = self.pool.acquire().await?;
-        let loaded = Loader { conn: &mut conn }
+        Loader { conn: &mut conn }
             .reservation(reservation_id, false)
             .await
-            .map_err(attempt_to_command)?;
-        Ok(loaded.and_then(|l| ReservationView::of(&l.reservation, self.now())))
+            .map_err(attempt_to_command)
     }
 
     /// The payment ledger of a reservation as of now (read-your-writes, as
@@ -580,11 +588,7 @@ impl CommandService {
         &self,
         reservation_id: ReservationId,
     ) -> Result<Option<aggregates::Ledger>, CommandError> {
-        let mut conn = self.pool.acquire().await?;
-        let loaded = Loader { conn: &mut conn }
-            .reservation(reservation_id, false)
-            .await
-            .map_err(attempt_to_command)?;
+        let loaded = self.stored_reservation(reservation_id).await?;
         Ok(loaded.and_then(|l| l.reservation.ledger().map(std::borrow::Cow::into_owned)))
     }
 
@@ -773,7 +777,7 @@ pub(super) fn metadata(
     }
 }
 
-fn attempt_to_command(e: AttemptError) -> CommandError {
+pub(super) fn attempt_to_command(e: AttemptError) -> CommandError {
     match e {
         AttemptError::Conflict => CommandError::Contention { attempts: 1 },
         AttemptError::Fatal(e) => e,
