@@ -23,6 +23,19 @@ if [[ $SMALL == 1 ]]; then
   : "${HOTELS:=100}" "${NIGHTS:=120}" "${POINTS:=0 50000 150000}" "${REBUILD_POINTS:=0 150000}"
   : "${SECONDS_PER_RUN:=3}" "${SEARCH_HOTELS:=10}"
 fi
+# PG_OWN=1 (the default): the run gets a PostgreSQL of its own (initdb in a scratch
+# directory, on PG_OWN_PORT, stopped and removed at the end) configured as a chain's
+# database would be (PG_OWN_SETTINGS); PG_OWN=0: the server at PG_URL, as it is. A
+# stock configuration (128 MB of shared buffers, 1 GB between checkpoints) sizes the
+# database for a laptop: on the chain's 9.2M room-nights a hold touches pages no
+# buffer keeps, and each is written whole to the WAL after every checkpoint
+# (docs/scaling.md, finding 3).
+PG_OWN=${PG_OWN:-1}
+PG_OWN_PORT=${PG_OWN_PORT:-55432}
+PG_OWN_SETTINGS=${PG_OWN_SETTINGS:-shared_buffers=4GB effective_cache_size=16GB work_mem=64MB maintenance_work_mem=1GB max_wal_size=16GB min_wal_size=2GB checkpoint_timeout=30min checkpoint_completion_target=0.9 wal_compression=lz4 random_page_cost=1.1 max_connections=200}
+if [[ $PG_OWN == 1 ]]; then
+  PG_URL=postgres://postgres@127.0.0.1:$PG_OWN_PORT
+fi
 PG_URL=${PG_URL:-postgres://postgres@127.0.0.1:5432}
 REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379}
 DB_NAME=${DB_NAME:-loadgen_scale}
@@ -86,6 +99,32 @@ redis_bytes() {
     | redis-cli -u "$REDIS_URL" 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'
 }
 
+pg_dir=""
+pg_bin=$(find /usr/lib/postgresql -maxdepth 2 -name bin -type d 2>/dev/null | sort -V | tail -n 1)
+as_postgres() {
+  if [[ $(id -un) == postgres ]]; then "$@"; else runuser -u postgres -- "$@"; fi
+}
+
+# start_own_postgres: initdb (as the postgres user: initdb refuses root) and start.
+start_own_postgres() {
+  [[ -n $pg_bin ]] || { echo "PG_OWN=1 needs PostgreSQL's server binaries (initdb)"; exit 1; }
+  pg_dir=$(mktemp -d /tmp/scale-pg.XXXXXX)
+  chown postgres "$pg_dir" 2>/dev/null || true
+  as_postgres "$pg_bin/initdb" -D "$pg_dir/data" -U postgres --auth=trust -E UTF8 >"$run_dir/initdb.log"
+  local options="-p $PG_OWN_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories=$pg_dir"
+  for setting in $PG_OWN_SETTINGS; do options+=" -c $setting"; done
+  as_postgres "$pg_bin/pg_ctl" -D "$pg_dir/data" -o "$options" -l "$pg_dir/postgres.log" -w start >/dev/null
+  echo "PostgreSQL of the run at 127.0.0.1:$PG_OWN_PORT ($pg_dir): $PG_OWN_SETTINGS"
+}
+
+stop_own_postgres() {
+  [[ -n $pg_dir ]] || return 0
+  cp "$pg_dir/postgres.log" "$run_dir/postgres.log" 2>/dev/null || true
+  as_postgres "$pg_bin/pg_ctl" -D "$pg_dir/data" -m fast -w stop >/dev/null 2>&1 || true
+  [[ $KEEP_DB == 1 ]] || rm -rf "$pg_dir"
+  pg_dir=""
+}
+
 cleanup() {
   [[ -n $sampler_pid ]] && kill "$sampler_pid" 2>/dev/null
   if [[ -n $server_pid ]]; then
@@ -93,9 +132,11 @@ cleanup() {
     wait "$server_pid" 2>/dev/null || true
   fi
   if [[ $KEEP_DB != 1 ]]; then
-    psql_admin "DROP DATABASE IF EXISTS \"$DB_NAME\" WITH (FORCE)" 2>/dev/null || true
+    [[ -n $pg_dir ]] || psql_admin "DROP DATABASE IF EXISTS \"$DB_NAME\" WITH (FORCE)" 2>/dev/null || true
     clear_redis
   fi
+  # With KEEP_DB=1 the run's own PostgreSQL keeps running, for a person to look at.
+  [[ $KEEP_DB == 1 ]] || stop_own_postgres
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -104,7 +145,11 @@ if [[ $SKIP_BUILD != 1 ]]; then
   log "building release binaries"
   cargo build --release -p reservations -p loadgen
 fi
-psql_admin "DROP DATABASE IF EXISTS \"$DB_NAME\" WITH (FORCE)"
+if [[ $PG_OWN == 1 ]]; then
+  start_own_postgres
+else
+  psql_admin "DROP DATABASE IF EXISTS \"$DB_NAME\" WITH (FORCE)"
+fi
 clear_redis
 
 log "starting the server"
@@ -165,8 +210,10 @@ echo "catalog: $room_nights room-nights, $catalog_events events; written in $((t
 jq -nc --argjson events "$catalog_events" --argjson nights "$room_nights" \
   --argjson write_s "$((t2 - t0))" --argjson project_s "$((t3 - t2))" \
   --argjson hotels "$HOTELS" --argjson room_types "$ROOM_TYPES" --argjson n "$NIGHTS" \
+  --arg postgres "$(if [[ $PG_OWN == 1 ]]; then echo "own: $PG_OWN_SETTINGS"; else echo "as configured"; fi)" \
   '{kind:"catalog", hotels:$hotels, room_types:$room_types, nights:$n, room_nights:$nights,
-    events:$events, write_seconds:$write_s, projections_seconds:$project_s}' >>"$scale_jsonl"
+    events:$events, write_seconds:$write_s, projections_seconds:$project_s, postgres:$postgres}' \
+  >>"$scale_jsonl"
 
 grown() { echo $(($(psql_db "SELECT coalesce(max(global_position), 0) FROM events") - catalog_events)); }
 
@@ -282,7 +329,7 @@ for point in $POINTS; do
       bytes_per_hold: (if $holds > 0 then $db_since / $holds else null end),
       wal_bytes_per_hold: (if $holds > 0 then $wal_since / $holds else null end),
       redis_bytes:$redis, projection_lag_max_events:$lag_max,
-      spread:($spread.kinds.hold | {goodput, p50_ms, p99_ms}) + {invariant_ok:$spread.invariant_ok},
+      spread:(($spread.kinds.hold | {goodput, p50_ms, p99_ms}) + {invariant_ok:$spread.invariant_ok}),
       reads:($reads.kinds.read | {goodput, p50_ms, p99_ms}),
       search:($search.kinds.search | {goodput, p50_ms, p99_ms}),
       verify:{ok:$verify_ok, events:$verified, seconds:$verify_s, events_per_s:($verified / $verify_s)},
