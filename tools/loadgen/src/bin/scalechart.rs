@@ -18,7 +18,10 @@ use plotters::prelude::*;
 use serde_json::Value;
 
 #[derive(Parser)]
-#[command(name = "scalechart", about = "Draw a scale run's costs against history size")]
+#[command(
+    name = "scalechart",
+    about = "Draw a scale run's costs against history size"
+)]
 struct Args {
     /// The JSON lines `scripts/scale.sh` wrote.
     #[arg(long)]
@@ -220,7 +223,10 @@ fn draw(path: &std::path::Path, title: &str, points: &[Point]) -> anyhow::Result
         "bytes",
         x_max,
         &[
-            ("database (tables + indexes)", series(points, |p| p.bytes_per_hold)),
+            (
+                "database (tables + indexes)",
+                series(points, |p| p.bytes_per_hold),
+            ),
             ("WAL", series(points, |p| p.wal_per_hold)),
         ],
     )?;
@@ -355,7 +361,10 @@ fn main() -> anyhow::Result<()> {
         md.push_str(&format!(
             "Whole run: {} s; server peak RSS (VmHWM) {} MiB.\n",
             cell(number(end, &["seconds"]), 0),
-            cell(number(end, &["server_peak_rss_kb"]).map(|kb| kb / 1024.0), 0),
+            cell(
+                number(end, &["server_peak_rss_kb"]).map(|kb| kb / 1024.0),
+                0
+            ),
         ));
     }
     let table_path = args.out_dir.join("scale.md");
