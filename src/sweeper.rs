@@ -16,6 +16,7 @@
 
 use aggregates::ReservationId;
 use chrono::Duration;
+use futures::StreamExt;
 use uuid::Uuid;
 
 use crate::commands::CommandService;
@@ -26,11 +27,21 @@ use crate::error::CommandError;
 pub struct Swept {
     pub expired: usize,
     pub abandoned_requests: u64,
+    /// The pass found a full batch of lapsed holds: more may be waiting, and the next
+    /// pass should not wait for the interval.
+    pub more: bool,
 }
 
-/// Expires up to `limit` lapsed holds, and marks as abandoned the requests that have
-/// been in flight longer than `abandon_after` (their process died: the retry runs again
-/// instead of waiting forever on `request_in_flight`).
+/// Lapsed holds expired at once by one pass. Each expiry is its own transaction on its
+/// reservation and its nights; one after the other a pass was bound by round trips
+/// (see docs/scaling.md, finding 6), while holds made concurrently lapse concurrently.
+const EXPIRY_CONCURRENCY: usize = 8;
+
+/// Expires up to `limit` lapsed holds, [`EXPIRY_CONCURRENCY`] at a time, and marks as
+/// abandoned the requests that have been in flight longer than `abandon_after` (their
+/// process died: the retry runs again instead of waiting forever on
+/// `request_in_flight`). An expiry that fails does not stop the others; the first
+/// failure is returned once they have finished.
 pub async fn sweep_once(
     commands: &CommandService,
     limit: i64,
@@ -47,12 +58,29 @@ pub async fn sweep_once(
     .bind(limit)
     .fetch_all(commands.pool())
     .await?;
-    let mut swept = Swept::default();
-    for id in lapsed {
-        // `false`: another sweeper, a payment or a cancellation got there first.
-        if commands.expire_lapsed(ReservationId::from_uuid(id)).await? {
-            swept.expired += 1;
+    let mut swept = Swept {
+        more: i64::try_from(lapsed.len()).unwrap_or(i64::MAX) >= limit,
+        ..Swept::default()
+    };
+    let mut failed = None;
+    let mut expiries = futures::stream::iter(lapsed)
+        .map(|id| commands.expire_lapsed(ReservationId::from_uuid(id)))
+        .buffer_unordered(EXPIRY_CONCURRENCY);
+    while let Some(outcome) = expiries.next().await {
+        match outcome {
+            // `false`: another sweeper, a payment or a cancellation got there first.
+            Ok(recorded) => swept.expired += usize::from(recorded),
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
         }
+    }
+    drop(expiries);
+    if swept.expired > 0 {
+        metrics::counter!("holds_expired_by_sweeper_total").increment(swept.expired as u64);
+    }
+    if let Some(e) = failed {
+        return Err(e);
     }
     let abandoned = sqlx::query(
         "UPDATE idempotency_keys SET state = 'abandoned'
@@ -62,9 +90,6 @@ pub async fn sweep_once(
     .execute(commands.pool())
     .await?;
     swept.abandoned_requests = abandoned.rows_affected();
-    if swept.expired > 0 {
-        metrics::counter!("holds_expired_by_sweeper_total").increment(swept.expired as u64);
-    }
     Ok(swept)
 }
 

@@ -313,8 +313,10 @@ impl Default for PaymentWorkerConfig {
 }
 
 /// Runs the expiry sweeper, the payment recovery worker, the capture worker, the
-/// no-show worker and the payment outbox in one loop until `shutdown` turns true; a pass in progress finishes first. Safe in every
-/// server process at once (each step is; see their modules).
+/// no-show worker and the payment outbox in one loop until `shutdown` turns true; a
+/// pass in progress finishes first. A round that found a full batch of lapsed holds is
+/// followed by the next at once. Safe in every server process at once (each step is;
+/// see their modules).
 pub fn spawn_payment_workers(
     payments: crate::payments::PaymentService,
     config: PaymentWorkerConfig,
@@ -325,12 +327,19 @@ pub fn spawn_payment_workers(
             if *shutdown.borrow() {
                 return;
             }
-            if let Err(e) =
-                crate::sweeper::sweep_once(payments.commands(), config.batch, config.abandon_after)
-                    .await
+            let more_lapsed = match crate::sweeper::sweep_once(
+                payments.commands(),
+                config.batch,
+                config.abandon_after,
+            )
+            .await
             {
-                tracing::warn!(error = %e, "expiry sweeper pass failed");
-            }
+                Ok(swept) => swept.more,
+                Err(e) => {
+                    tracing::warn!(error = %e, "expiry sweeper pass failed");
+                    false
+                }
+            };
             if let Err(e) = payments.recover_due(config.batch).await {
                 tracing::warn!(error = %e, "payment recovery pass failed");
             }
@@ -351,7 +360,11 @@ pub fn spawn_payment_workers(
             if let Err(e) = payments.deliver_outbox(config.batch).await {
                 tracing::warn!(error = %e, "payment outbox pass failed");
             }
-            pause(config.interval, &mut shutdown).await;
+            // A backlog of lapsed holds is worked off at once, a batch per round, the
+            // other passes still taking their turn between batches.
+            if !more_lapsed {
+                pause(config.interval, &mut shutdown).await;
+            }
         }
     })
 }

@@ -884,6 +884,43 @@ async fn two_sweepers_expire_every_lapsed_hold_once_and_leave_live_ones() {
 }
 
 #[tokio::test]
+async fn a_backlog_of_lapsed_holds_larger_than_a_batch_says_there_is_more_until_it_is_gone() {
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 20, 20).await;
+    let mut lapsed = Vec::new();
+    for n in 0..12 {
+        lapsed.push(
+            app.hold_ok(WEB, &format!("old-{n}"), &hold_body(day(10), day(12), 1))
+                .await,
+        );
+    }
+    app.clock.advance(Duration::seconds(HOLD_TTL_SECONDS + 1));
+    let commands = app.payments.commands();
+
+    let mut passes = Vec::new();
+    loop {
+        let swept = sweep_once(commands, 5, Duration::seconds(120))
+            .await
+            .expect("sweep");
+        passes.push((swept.expired, swept.more));
+        if !swept.more || passes.len() > 5 {
+            break;
+        }
+    }
+
+    // 5 + 5 + 2: the first two passes were full, the third was not.
+    assert_eq!(passes, vec![(5, true), (5, true), (2, false)]);
+    for id in &lapsed {
+        assert_eq!(status_of(&app, id).await, "expired", "{id}");
+    }
+    for d in 10..12 {
+        assert_eq!(app.taken(day(d)).await, 0, "night {d} is free again");
+    }
+    assert_invariants_at(&app.db.pool, app.now()).await;
+    app.finish().await;
+}
+
+#[tokio::test]
 async fn fifty_concurrent_confirms_cancels_and_webhooks_end_in_one_state_with_one_authorization_kept(
 ) {
     let (app, id, total) = held_stay(2).await;
