@@ -73,6 +73,12 @@ pub struct Settings {
     #[arg(long, env = "GROUP_COMMIT_LANES", default_value_t = crate::commands::group::DEFAULT_LANES as u32,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub group_commit_lanes: u32,
+    /// Most nights the bulk inventory commands may be writing at once, over all
+    /// requests (inventory ranges, bulk ARI, the horizon); more wait their turn. Bounds
+    /// the server's memory under many concurrent year-long updates.
+    #[arg(long, env = "BULK_WRITE_NIGHTS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub bulk_write_nights: u32,
     /// Run the projection runners in this process (a standby if another process leads).
     #[arg(long, env = "RUN_PROJECTIONS", default_value_t = true, action = clap::ArgAction::Set)]
     pub run_projections: bool,
@@ -142,6 +148,7 @@ impl Settings {
             payment_webhook_secret: None,
             strategy: Strategy::Group,
             group_commit_lanes: crate::commands::group::DEFAULT_LANES as u32,
+            bulk_write_nights: 10_000,
             run_projections: true,
             projection_gather_ms: 20,
             db_max_connections: 20,
@@ -178,6 +185,7 @@ impl Settings {
         WriteConfig {
             strategy: self.strategy,
             group_lanes: self.group_commit_lanes as usize,
+            bulk_nights_in_flight: self.bulk_write_nights,
             hold_ttl: Duration::seconds(i64::from(self.hold_ttl_seconds)),
             ..WriteConfig::default()
         }

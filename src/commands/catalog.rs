@@ -114,6 +114,7 @@ impl CommandService {
             ))
             .into());
         }
+        let _room = self.bulk_room(range.night_count() as usize).await?;
         let now = self.now();
         let dates: Vec<NaiveDate> = range.nights().collect();
         let metadata = EventMetadata {
@@ -207,6 +208,7 @@ impl CommandService {
                 )));
             }
         }
+        let _room = self.bulk_room(total).await?;
         let wanted: Vec<WantedNights> = by_room_type
             .into_iter()
             .map(|(room_type_id, mut dates)| {

@@ -23,8 +23,10 @@ use std::sync::Arc;
 use aggregates::{BookingLimits, Rejection, Reservation};
 use chrono::{DateTime, Duration, Utc};
 use sqlx::PgPool;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::clock::{Clock, SystemClock};
+use crate::error::CommandError;
 use crate::write::{RetryPolicy, Strategy};
 
 pub use crate::view::{GuestView, ReservationView};
@@ -45,6 +47,13 @@ pub struct WriteConfig {
     pub max_inventory_nights: u32,
     /// Group commit: how many batches of holds may be in flight at once.
     pub group_lanes: usize,
+    /// Most nights the bulk inventory commands (inventory ranges, bulk ARI, the
+    /// horizon) may be writing at once, over all requests; more wait their turn. A
+    /// night being written costs about 2 KB of the server's memory (its loaded state,
+    /// events and SQL parameters), and PostgreSQL is saturated by a few such requests
+    /// already, so beyond this admitting more only grows memory (docs/scaling.md,
+    /// finding 7). A request larger than the budget runs alone.
+    pub bulk_nights_in_flight: u32,
 }
 
 impl Default for WriteConfig {
@@ -56,6 +65,7 @@ impl Default for WriteConfig {
             limits: BookingLimits::default(),
             max_inventory_nights: 800,
             group_lanes: group::DEFAULT_LANES,
+            bulk_nights_in_flight: 10_000,
         }
     }
 }
@@ -90,6 +100,9 @@ pub struct CommandService {
     config: WriteConfig,
     clock: Arc<dyn Clock>,
     group: Arc<group::GroupCommit>,
+    /// Nights the bulk inventory commands may still start writing (see
+    /// [`WriteConfig::bulk_nights_in_flight`]).
+    bulk_nights: Arc<Semaphore>,
 }
 
 impl CommandService {
@@ -100,6 +113,7 @@ impl CommandService {
     pub fn with_clock(pool: PgPool, config: WriteConfig, clock: Arc<dyn Clock>) -> Self {
         Self {
             group: Arc::new(group::GroupCommit::new(pool.clone(), config)),
+            bulk_nights: Arc::new(Semaphore::new(config.bulk_nights_in_flight.max(1) as usize)),
             pool,
             config,
             clock,
@@ -116,5 +130,22 @@ impl CommandService {
 
     pub fn now(&self) -> DateTime<Utc> {
         self.clock.now()
+    }
+
+    /// Waits until `nights` more nights may be written by a bulk command (all of the
+    /// budget for a request larger than it); the room is given back when the returned
+    /// permit is dropped. First come, first served: a large request is not overtaken
+    /// for ever by small ones.
+    async fn bulk_room(&self, nights: usize) -> Result<SemaphorePermit<'_>, CommandError> {
+        let budget = self.config.bulk_nights_in_flight.max(1);
+        let wanted = u32::try_from(nights).unwrap_or(u32::MAX).clamp(1, budget);
+        let asked = std::time::Instant::now();
+        let permit = self
+            .bulk_nights
+            .acquire_many(wanted)
+            .await
+            .map_err(|_| CommandError::Internal("the bulk write budget was closed".into()))?;
+        metrics::histogram!("bulk_write_wait_seconds").record(asked.elapsed().as_secs_f64());
+        Ok(permit)
     }
 }

@@ -503,6 +503,54 @@ async fn one_bulk_update_sets_a_year_of_inventory_weekend_restrictions_and_plan_
 }
 
 #[tokio::test]
+async fn bulk_updates_larger_and_smaller_than_the_write_budget_all_finish_exactly() {
+    // A budget of 50 nights: the 120-night updates run alone, the 30-night ones two at
+    // a time; none may wait for ever or be lost.
+    let app = spawn_app_with(|s| s.bulk_write_nights = 50).await;
+    app.seed_hotel(day(10), 1, 5).await;
+    let ranges: Vec<(u64, u64, i32)> = (0..8_u16)
+        .map(|n| {
+            let length = if n % 2 == 0 { 120 } else { 30 };
+            let start = 20 + u64::from(n) * 125;
+            (start, start + length, i32::from(10 + n))
+        })
+        .collect();
+
+    let answers = futures::future::join_all(ranges.iter().map(|&(start, end, rooms)| {
+        let app = &app;
+        async move {
+            app.put_ari(
+                HOTEL,
+                &json!({"updates": [{"room_type_id": KING, "start_date": day(start),
+                                     "end_date": day(end),
+                                     "inventory": {"total_rooms": rooms,
+                                                   "rate_cents": 10_000}}]}),
+            )
+            .await
+        }
+    }))
+    .await;
+
+    for (answer, &(start, end, _)) in answers.into_iter().zip(&ranges) {
+        assert_eq!(answer.assert_status(200)["nights"], end - start);
+    }
+    for &(start, end, rooms) in &ranges {
+        let set: Vec<(i32, i64)> = sqlx::query_as(
+            "SELECT total_rooms, count(*) FROM room_nights
+              WHERE night >= $1 AND night < $2 GROUP BY total_rooms",
+        )
+        .bind(day(start))
+        .bind(day(end))
+        .fetch_all(&app.db.pool)
+        .await
+        .expect("room nights");
+        let nights = i64::try_from(end - start).expect("nights");
+        assert_eq!(set, vec![(rooms, nights)]);
+    }
+    app.finish().await;
+}
+
+#[tokio::test]
 async fn a_bulk_update_with_one_bad_range_changes_nothing() {
     let app = spawn_app().await;
     app.seed_hotel(day(10), 10, 5).await;
