@@ -500,16 +500,26 @@ pub async fn rebuild<P: Projection>(
     let total = u64::try_from(total).unwrap_or(0);
     let mut checkpoint = Checkpoint::START;
     let mut applied = 0_u64;
-    // Catch up without holding anything the live runner needs.
-    loop {
-        let batch = log::read_after(&mut conn, checkpoint, batch_size).await?;
-        let Some(last) = batch.last() else { break };
+    // Catch up without holding anything the live runner needs. The next batch is read
+    // (and decoded) on a task of its own while this one is applied, so the log's read
+    // and the projection's writes overlap instead of taking turns.
+    let mut batch = log::read_after(&mut conn, checkpoint, batch_size).await?;
+    while let Some(last) = batch.last() {
+        let after = last.checkpoint();
+        let mut reader = conn;
+        let reading = tokio::spawn(async move {
+            let read = log::read_after(&mut reader, after, batch_size).await;
+            (reader, read)
+        });
         let mut tx = pool.begin().await?;
         projection.apply(&mut tx, next, &batch).await?;
         tx.commit().await?;
-        checkpoint = last.checkpoint();
+        checkpoint = after;
         applied += batch.len() as u64;
         progress(applied, total.max(applied));
+        let (reader, read) = reading.await?;
+        conn = reader;
+        batch = read?;
     }
     // Switch: lock the live checkpoint row (the live runner waits), apply what arrived
     // meanwhile, and move the checkpoint and the generation in one commit.
