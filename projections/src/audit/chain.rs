@@ -7,9 +7,10 @@
 //! Kept apart from [`super::verify`](mod@super::verify): this half runs in the runner, once per batch, and
 //! is what a change to the chain's format must change; verify only reads it back.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use sqlx::PgConnection;
@@ -21,6 +22,15 @@ use crate::log::StoredEvent;
 /// a new tag rather than a silent reinterpretation of old hashes.
 const CANONICAL_FORMAT: &str = "audit-v1";
 
+/// A JSON column as a reader has it: decoded (the runners' [`StoredEvent`]) or as the
+/// text PostgreSQL sent (verify, which needs nothing else of it). Both give the same
+/// canonical bytes.
+#[derive(Debug, Clone, Copy)]
+pub enum JsonRef<'a> {
+    Value(&'a Value),
+    Text(&'a str),
+}
+
 /// The columns of one event that the chain covers.
 #[derive(Debug, Clone, Copy)]
 pub struct EventFields<'a> {
@@ -31,8 +41,8 @@ pub struct EventFields<'a> {
     pub sequence: i64,
     pub event_type: &'a str,
     pub event_version: &'a str,
-    pub payload: &'a Value,
-    pub metadata: &'a Value,
+    pub payload: JsonRef<'a>,
+    pub metadata: JsonRef<'a>,
     pub recorded_at: DateTime<Utc>,
 }
 
@@ -46,8 +56,8 @@ impl<'a> From<&'a StoredEvent> for EventFields<'a> {
             sequence: e.sequence,
             event_type: &e.event_type,
             event_version: &e.event_version,
-            payload: &e.payload,
-            metadata: &e.metadata,
+            payload: JsonRef::Value(&e.payload),
+            metadata: JsonRef::Value(&e.metadata),
             recorded_at: e.recorded_at,
         }
     }
@@ -82,11 +92,62 @@ pub fn canonical_bytes(event: &EventFields<'_>) -> Result<Vec<u8>, serde_json::E
             .to_rfc3339_opts(SecondsFormat::Micros, true),
     )?;
     out.extend_from_slice(b",\"payload\":");
-    write_canonical(event.payload, &mut out)?;
+    write_json(event.payload, &mut out)?;
     out.extend_from_slice(b",\"metadata\":");
-    write_canonical(event.metadata, &mut out)?;
+    write_json(event.metadata, &mut out)?;
     out.push(b'}');
     Ok(out)
+}
+
+fn write_json(json: JsonRef<'_>, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    match json {
+        JsonRef::Value(value) => write_canonical(value, out),
+        JsonRef::Text(text) => write_canonical_text(text, out),
+    }
+}
+
+/// As [`write_canonical`] of the `Value` that `text` parses to, byte for byte, without
+/// building it: objects are read as their keys and the raw text of each value, strings
+/// borrowed from `text`; what cannot be borrowed (a key or string with an escape in it)
+/// and every other scalar goes through `Value`, so numbers and escapes are written
+/// exactly as the `Value` path writes them. Verify hashes every event of the log this
+/// way (see docs/scaling.md, finding 8).
+fn write_canonical_text(text: &str, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    match text.trim_start().as_bytes().first() {
+        Some(b'{') => match serde_json::from_str::<BTreeMap<&str, &RawValue>>(text) {
+            Ok(map) => {
+                out.push(b'{');
+                for (i, (key, item)) in map.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    serde_json::to_writer(&mut *out, key)?;
+                    out.push(b':');
+                    write_canonical_text(item.get(), out)?;
+                }
+                out.push(b'}');
+                Ok(())
+            }
+            Err(_) => write_canonical(&serde_json::from_str(text)?, out),
+        },
+        Some(b'[') => {
+            let items: Vec<&RawValue> = serde_json::from_str(text)?;
+            out.push(b'[');
+            for (i, item) in items.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical_text(item.get(), out)?;
+            }
+            out.push(b']');
+            Ok(())
+        }
+        Some(b'"') => match serde_json::from_str::<&str>(text) {
+            Ok(borrowed) => serde_json::to_writer(&mut *out, borrowed),
+            Err(_) => serde_json::to_writer(&mut *out, &serde_json::from_str::<Value>(text)?),
+        },
+        _ => serde_json::to_writer(&mut *out, &serde_json::from_str::<Value>(text)?),
+    }
 }
 
 /// Writes `value` as JSON with every object's keys in byte order.
@@ -264,8 +325,8 @@ mod tests {
             sequence: 3,
             event_type: "RoomsHeld",
             event_version: "1.0",
-            payload,
-            metadata,
+            payload: JsonRef::Value(payload),
+            metadata: JsonRef::Value(metadata),
             recorded_at: DateTime::parse_from_rfc3339("2027-06-01T12:00:00.123456Z")
                 .map(|t| t.with_timezone(&Utc))
                 .unwrap_or_default(),
@@ -319,5 +380,77 @@ mod tests {
         let mut later = base;
         later.recorded_at += chrono::Duration::microseconds(1);
         assert_ne!(chain_hash(&GENESIS_HASH, &later).unwrap_or_default(), hash);
+    }
+
+    fn canonical_of_text(text: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_canonical_text(text, &mut out).unwrap_or_default();
+        out
+    }
+
+    fn canonical_of_value(text: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        let value: Value = serde_json::from_str(text).unwrap_or_default();
+        write_canonical(&value, &mut out).unwrap_or_default();
+        out
+    }
+
+    #[test]
+    fn the_text_path_writes_what_the_value_path_writes_for_escapes_numbers_and_nesting() {
+        for text in [
+            r#"{"RoomsHeld": {"rooms": 1, "reservation_id": "x", "expires_at": "2027-06-01T12:00:00Z"}}"#,
+            r#"{"b": 1.0, "a": 1e3, "c": -0, "d": 12345678901234567890, "e": 0.1, "f": -1.5e-7}"#,
+            r#"{"k\u00e9y": "v\"al\\ue\n", "plain": "caf\u00e9 \ud83d\ude00", "t": "\t"}"#,
+            r#"{"z": [3, {"y": null, "x": [true, false]}, "s"], "a": {}}"#,
+            r#"{"dup": 1, "dup": 2}"#,
+            r#"[1, "two", {"b": 2, "a": 1}]"#,
+            r#""just a string""#,
+            "42",
+            "null",
+        ] {
+            let value_path = canonical_of_value(text);
+            assert!(!value_path.is_empty(), "{text}");
+            assert_eq!(
+                String::from_utf8_lossy(&canonical_of_text(text)),
+                String::from_utf8_lossy(&value_path),
+                "{text}"
+            );
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<u64>().prop_map(|n| json!(n)),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| json!(f)),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::btree_map(any::<String>(), inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever JSON PostgreSQL could hand back, in any key order and spacing, the
+        /// text path writes the bytes the `Value` path writes: a chain written by the
+        /// runners verifies when verify reads the text.
+        #[test]
+        fn the_text_path_and_the_value_path_agree_on_any_json(value in json_value()) {
+            let compact = serde_json::to_string(&value).unwrap_or_default();
+            let pretty = serde_json::to_string_pretty(&value).unwrap_or_default();
+            let expected = canonical_of_value(&compact);
+            proptest::prop_assert!(!expected.is_empty());
+            proptest::prop_assert_eq!(canonical_of_text(&compact), expected.clone());
+            proptest::prop_assert_eq!(canonical_of_text(&pretty), expected);
+        }
     }
 }

@@ -13,13 +13,12 @@ use futures::stream::BoxStream;
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::Value;
 use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::{PgConnection, PgPool, Postgres, Row, Transaction};
 use uuid::Uuid;
 
-use super::chain::{chain_hash, EventFields};
+use super::chain::{chain_hash, EventFields, JsonRef};
 use super::replay::{StreamReplay, TermsReplay};
 use super::{AuditLog, GENESIS_HASH, MAX_PROBLEMS, NAME};
 use crate::log::Checkpoint;
@@ -305,7 +304,7 @@ async fn check_chain(
     .await?;
     let mut events = sqlx::query(
         "SELECT global_position, transaction_id::text::bigint, aggregate_type, aggregate_id,
-                sequence, event_type, event_version, payload, metadata, recorded_at
+                sequence, event_type, event_version, payload::text, metadata::text, recorded_at
            FROM events e
           WHERE (e.transaction_id, e.global_position) <= ($1::text::xid8, $2)
           -- Qualified: unqualified, transaction_id would name the output column (the
@@ -357,8 +356,10 @@ async fn check_chain(
                 }
                 if event_key == Some((a.transaction_id, a.position)) {
                     let Some(row) = next_event.take() else { break };
-                    let payload: Value = row.try_get(7)?;
-                    let metadata: Value = row.try_get(8)?;
+                    // As text: the chain's canonical form is written from it directly
+                    // (`JsonRef::Text`), with no `Value` built (finding 8).
+                    let payload: &str = row.try_get(7)?;
+                    let metadata: &str = row.try_get(8)?;
                     let fields = EventFields {
                         position: p,
                         transaction_id: a.transaction_id,
@@ -367,8 +368,8 @@ async fn check_chain(
                         sequence: row.try_get(4)?,
                         event_type: row.try_get(5)?,
                         event_version: row.try_get(6)?,
-                        payload: &payload,
-                        metadata: &metadata,
+                        payload: JsonRef::Text(payload),
+                        metadata: JsonRef::Text(metadata),
                         recorded_at: row.try_get(9)?,
                     };
                     let named = (
