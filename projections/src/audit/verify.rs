@@ -266,16 +266,17 @@ struct AuditRow {
     hash: Vec<u8>,
 }
 
+/// Unchecked column types, as in the replay's loop: one call per audit row.
 fn audit_row(row: &PgRow) -> Result<AuditRow, sqlx::Error> {
     Ok(AuditRow {
-        seq: row.try_get(0)?,
-        position: row.try_get(1)?,
-        transaction_id: row.try_get(2)?,
-        aggregate_type: row.try_get(3)?,
-        aggregate_id: row.try_get(4)?,
-        sequence: row.try_get(5)?,
-        event_type: row.try_get(6)?,
-        hash: row.try_get(7)?,
+        seq: row.try_get_unchecked(0)?,
+        position: row.try_get_unchecked(1)?,
+        transaction_id: row.try_get_unchecked(2)?,
+        aggregate_type: row.try_get_unchecked(3)?,
+        aggregate_id: row.try_get_unchecked(4)?,
+        sequence: row.try_get_unchecked(5)?,
+        event_type: row.try_get_unchecked(6)?,
+        hash: row.try_get_unchecked(7)?,
     })
 }
 
@@ -320,7 +321,10 @@ async fn check_chain(
     let mut next_event = events.try_next().await?;
     loop {
         let event_key = match &next_event {
-            Some(row) => Some((row.try_get::<i64, _>(1)?, row.try_get::<i64, _>(0)?)),
+            Some(row) => Some((
+                row.try_get_unchecked::<i64, _>(1)?,
+                row.try_get_unchecked::<i64, _>(0)?,
+            )),
             None => None,
         };
         let audit_key = audit.next.as_ref().map(|a| (a.transaction_id, a.position));
@@ -358,19 +362,19 @@ async fn check_chain(
                     let Some(row) = next_event.take() else { break };
                     // As text: the chain's canonical form is written from it directly
                     // (`JsonRef::Text`), with no `Value` built (finding 8).
-                    let payload: &str = row.try_get(7)?;
-                    let metadata: &str = row.try_get(8)?;
+                    let payload: &str = row.try_get_unchecked(7)?;
+                    let metadata: &str = row.try_get_unchecked(8)?;
                     let fields = EventFields {
                         position: p,
                         transaction_id: a.transaction_id,
-                        aggregate_type: row.try_get(2)?,
-                        aggregate_id: row.try_get(3)?,
-                        sequence: row.try_get(4)?,
-                        event_type: row.try_get(5)?,
-                        event_version: row.try_get(6)?,
+                        aggregate_type: row.try_get_unchecked(2)?,
+                        aggregate_id: row.try_get_unchecked(3)?,
+                        sequence: row.try_get_unchecked(4)?,
+                        event_type: row.try_get_unchecked(5)?,
+                        event_version: row.try_get_unchecked(6)?,
                         payload: JsonRef::Text(payload),
                         metadata: JsonRef::Text(metadata),
-                        recorded_at: row.try_get(9)?,
+                        recorded_at: row.try_get_unchecked(9)?,
                     };
                     let named = (
                         fields.aggregate_type,
@@ -532,7 +536,7 @@ async fn check_streams(
     // collation, so that order is byte order, as the inline tables are read.
     let mut events = sqlx::query(
         "SELECT global_position, aggregate_type, aggregate_id, sequence, event_type,
-                event_version, payload
+                event_version, payload::text
            FROM events
           WHERE (transaction_id, global_position) <= ($1::text::xid8, $2)
           ORDER BY aggregate_type, aggregate_id, sequence",
@@ -555,10 +559,11 @@ async fn check_streams(
     // and what follows would mostly repeat the same problem.
     let mut broken = false;
     while let Some(row) = events.try_next().await? {
-        // Columns by index (the SELECT above): this loop runs once per event.
-        let position: i64 = row.try_get(0)?;
-        let aggregate_type: &str = row.try_get(1)?;
-        let aggregate_id: &str = row.try_get(2)?;
+        // Columns by index, their types unchecked (the SELECT above fixes them; a
+        // mismatch is a decode error, not a wrong value): this loop runs once per event.
+        let position: i64 = row.try_get_unchecked(0)?;
+        let aggregate_type: &str = row.try_get_unchecked(1)?;
+        let aggregate_id: &str = row.try_get_unchecked(2)?;
         let same = current
             .as_ref()
             .is_some_and(|s| s.aggregate_type == aggregate_type && s.aggregate_id == aggregate_id);
@@ -572,11 +577,11 @@ async fn check_streams(
         let Some(stream) = current.as_mut() else {
             continue;
         };
-        let sequence: i64 = row.try_get(3)?;
-        let event_type: &str = row.try_get(4)?;
-        let event_version: &str = row.try_get(5)?;
-        let payload: Json<Box<RawValue>> = row.try_get(6)?;
-        if let Err(problem) = stream.apply(sequence, event_type, event_version, payload.0.get()) {
+        let sequence: i64 = row.try_get_unchecked(3)?;
+        let event_type: &str = row.try_get_unchecked(4)?;
+        let event_version: &str = row.try_get_unchecked(5)?;
+        let payload: &str = row.try_get_unchecked(6)?;
+        if let Err(problem) = stream.apply(sequence, event_type, event_version, payload) {
             if !broken {
                 findings.report(
                     Some(position),
