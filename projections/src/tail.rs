@@ -207,8 +207,8 @@ mod tests {
             sequence: 1,
             event_type: "Test".into(),
             event_version: "1".into(),
-            payload: serde_json::Value::Null,
-            metadata: serde_json::Value::Null,
+            payload: serde_json::value::to_raw_value(&()).expect("json"),
+            metadata: serde_json::value::to_raw_value(&()).expect("json"),
             recorded_at: Utc::now(),
         };
         StoredEvent::decode(columns, &aggregates::EventDecoder::default())

@@ -524,8 +524,13 @@ pub struct EventOut {
 
 impl From<StoredEvent> for EventOut {
     fn from(e: StoredEvent) -> Self {
+        // The log's text of each column came from jsonb, so it parses; `Null` stands
+        // for what cannot happen rather than failing the whole page.
+        let parse = |raw: &serde_json::value::RawValue| {
+            serde_json::from_str::<serde_json::Value>(raw.get()).unwrap_or_default()
+        };
         // Stored payloads are cqrs-es's externally tagged enums: {"Type": {...}}.
-        let data = match e.payload {
+        let data = match parse(&e.payload) {
             serde_json::Value::Object(map) if map.len() == 1 => {
                 map.into_iter().next().map(|(_, v)| v).unwrap_or_default()
             }
@@ -538,7 +543,7 @@ impl From<StoredEvent> for EventOut {
             event_type: e.event_type,
             recorded_at: e.recorded_at,
             data,
-            metadata: e.metadata,
+            metadata: parse(&e.metadata),
         }
     }
 }

@@ -13,6 +13,14 @@ use super::{to_i32, OCCUPANCY};
 use crate::log::StoredEvent;
 use crate::runner::Projection;
 
+/// What the projection reads of an event's metadata: the command that wrote it (a
+/// night released by a cancellation counts as one).
+#[derive(serde::Deserialize)]
+struct CommandOf<'a> {
+    #[serde(borrow)]
+    command: Option<&'a str>,
+}
+
 /// Daily occupancy, revenue, holds and cancellations; see the module docs.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Occupancy;
@@ -525,12 +533,12 @@ impl Projection for Occupancy {
         for stored in batch {
             match stored.typed_for(OCCUPANCY)? {
                 TypedEvent::RoomNight { key, event } => {
-                    let by_cancellation = stored
-                        .metadata
-                        .get("command")
-                        .and_then(serde_json::Value::as_str)
-                        .and_then(CommandName::parse)
-                        == Some(CommandName::Cancel);
+                    let by_cancellation =
+                        serde_json::from_str::<CommandOf<'_>>(stored.metadata.get())
+                            .ok()
+                            .and_then(|m| m.command)
+                            .and_then(CommandName::parse)
+                            == Some(CommandName::Cancel);
                     events.push((NightKey::from(key), stored.sequence, event, by_cancellation));
                 }
                 TypedEvent::Hotel { .. } | TypedEvent::Reservation { .. } => {}

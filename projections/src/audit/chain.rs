@@ -56,8 +56,8 @@ impl<'a> From<&'a StoredEvent> for EventFields<'a> {
             sequence: e.sequence,
             event_type: &e.event_type,
             event_version: &e.event_version,
-            payload: JsonRef::Value(&e.payload),
-            metadata: JsonRef::Value(&e.metadata),
+            payload: JsonRef::Text(e.payload.get()),
+            metadata: JsonRef::Text(e.metadata.get()),
             recorded_at: e.recorded_at,
         }
     }
