@@ -22,15 +22,6 @@ use crate::log::StoredEvent;
 /// a new tag rather than a silent reinterpretation of old hashes.
 const CANONICAL_FORMAT: &str = "audit-v1";
 
-/// A JSON column as a reader has it: decoded (the runners' [`StoredEvent`]) or as the
-/// text PostgreSQL sent (verify, which needs nothing else of it). Both give the same
-/// canonical bytes.
-#[derive(Debug, Clone, Copy)]
-pub enum JsonRef<'a> {
-    Value(&'a Value),
-    Text(&'a str),
-}
-
 /// The columns of one event that the chain covers.
 #[derive(Debug, Clone, Copy)]
 pub struct EventFields<'a> {
@@ -41,8 +32,10 @@ pub struct EventFields<'a> {
     pub sequence: i64,
     pub event_type: &'a str,
     pub event_version: &'a str,
-    pub payload: JsonRef<'a>,
-    pub metadata: JsonRef<'a>,
+    /// The JSON columns as PostgreSQL's text of them (any key order and spacing: the
+    /// canonical form does not depend on either).
+    pub payload: &'a str,
+    pub metadata: &'a str,
     pub recorded_at: DateTime<Utc>,
 }
 
@@ -56,8 +49,8 @@ impl<'a> From<&'a StoredEvent> for EventFields<'a> {
             sequence: e.sequence,
             event_type: &e.event_type,
             event_version: &e.event_version,
-            payload: JsonRef::Text(e.payload.get()),
-            metadata: JsonRef::Text(e.metadata.get()),
+            payload: e.payload.get(),
+            metadata: e.metadata.get(),
             recorded_at: e.recorded_at,
         }
     }
@@ -92,26 +85,19 @@ pub fn canonical_bytes(event: &EventFields<'_>) -> Result<Vec<u8>, serde_json::E
             .to_rfc3339_opts(SecondsFormat::Micros, true),
     )?;
     out.extend_from_slice(b",\"payload\":");
-    write_json(event.payload, &mut out)?;
+    write_canonical_text(event.payload, &mut out)?;
     out.extend_from_slice(b",\"metadata\":");
-    write_json(event.metadata, &mut out)?;
+    write_canonical_text(event.metadata, &mut out)?;
     out.push(b'}');
     Ok(out)
-}
-
-fn write_json(json: JsonRef<'_>, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-    match json {
-        JsonRef::Value(value) => write_canonical(value, out),
-        JsonRef::Text(text) => write_canonical_text(text, out),
-    }
 }
 
 /// As [`write_canonical`] of the `Value` that `text` parses to, byte for byte, without
 /// building it: objects are read as their keys and the raw text of each value, strings
 /// borrowed from `text`; what cannot be borrowed (a key or string with an escape in it)
 /// and every other scalar goes through `Value`, so numbers and escapes are written
-/// exactly as the `Value` path writes them. Verify hashes every event of the log this
-/// way (see docs/scaling.md, finding 8).
+/// exactly as the `Value` path writes them (the chain's first rows were hashed from
+/// `Value`s; no reader builds one any more, see docs/scaling.md, finding 8).
 fn write_canonical_text(text: &str, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
     match text.trim_start().as_bytes().first() {
         Some(b'{') => match serde_json::from_str::<BTreeMap<&str, &RawValue>>(text) {
@@ -316,7 +302,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn fields<'a>(payload: &'a Value, metadata: &'a Value) -> EventFields<'a> {
+    fn fields<'a>(payload: &'a str, metadata: &'a str) -> EventFields<'a> {
         EventFields {
             position: 42,
             transaction_id: 7,
@@ -325,8 +311,8 @@ mod tests {
             sequence: 3,
             event_type: "RoomsHeld",
             event_version: "1.0",
-            payload: JsonRef::Value(payload),
-            metadata: JsonRef::Value(metadata),
+            payload,
+            metadata,
             recorded_at: DateTime::parse_from_rfc3339("2027-06-01T12:00:00.123456Z")
                 .map(|t| t.with_timezone(&Utc))
                 .unwrap_or_default(),
@@ -335,17 +321,11 @@ mod tests {
 
     #[test]
     fn canonical_bytes_do_not_depend_on_key_order() {
-        let a: Value = serde_json::from_str(
-            r#"{"RoomsHeld": {"rooms": 1, "reservation_id": "x", "nested": {"b": [1, {"z": 0, "a": 1}], "a": null}}}"#,
-        )
-        .unwrap_or_default();
-        let b: Value = serde_json::from_str(
-            r#"{"RoomsHeld": {"nested": {"a": null, "b": [1, {"a": 1, "z": 0}]}, "reservation_id": "x", "rooms": 1}}"#,
-        )
-        .unwrap_or_default();
-        let metadata = json!({"command": "hold_stay", "client": "web"});
-        let left = canonical_bytes(&fields(&a, &metadata)).unwrap_or_default();
-        let right = canonical_bytes(&fields(&b, &metadata)).unwrap_or_default();
+        let a = r#"{"RoomsHeld": {"rooms": 1, "reservation_id": "x", "nested": {"b": [1, {"z": 0, "a": 1}], "a": null}}}"#;
+        let b = r#"{"RoomsHeld": {"nested": {"a": null, "b": [1, {"a": 1, "z": 0}]}, "reservation_id": "x", "rooms": 1}}"#;
+        let metadata = r#"{"command": "hold_stay", "client": "web"}"#;
+        let left = canonical_bytes(&fields(a, metadata)).unwrap_or_default();
+        let right = canonical_bytes(&fields(b, metadata)).unwrap_or_default();
         assert!(!left.is_empty());
         assert_eq!(left, right);
         let text = String::from_utf8(left).unwrap_or_default();
@@ -363,15 +343,14 @@ mod tests {
 
     #[test]
     fn the_hash_covers_the_previous_hash_and_every_field() {
-        let payload = json!({"RoomsHeld": {"rooms": 1}});
-        let metadata = json!({});
-        let base = fields(&payload, &metadata);
+        let metadata = "{}";
+        let base = fields(r#"{"RoomsHeld": {"rooms": 1}}"#, metadata);
         let hash = chain_hash(&GENESIS_HASH, &base).unwrap_or_default();
         assert_ne!(hash, [0; 32]);
         assert_ne!(chain_hash(&[1; 32], &base).unwrap_or_default(), hash);
-        let changed = json!({"RoomsHeld": {"rooms": 2}});
+        let changed = r#"{"RoomsHeld": {"rooms": 2}}"#;
         assert_ne!(
-            chain_hash(&GENESIS_HASH, &fields(&changed, &metadata)).unwrap_or_default(),
+            chain_hash(&GENESIS_HASH, &fields(changed, metadata)).unwrap_or_default(),
             hash
         );
         let mut moved = base;

@@ -57,7 +57,7 @@ use sqlx::PgConnection;
 use crate::log::StoredEvent;
 use crate::runner::Projection;
 
-pub use chain::{append, canonical_bytes, chain_hash, EventFields, JsonRef};
+pub use chain::{append, canonical_bytes, chain_hash, EventFields};
 pub use verify::{catch_up_and_verify, verify, VerifyReport};
 
 /// The projection's name: its checkpoint row and its leadership lock.

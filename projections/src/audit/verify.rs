@@ -18,7 +18,7 @@ use sqlx::types::Json;
 use sqlx::{PgConnection, PgPool, Postgres, Row, Transaction};
 use uuid::Uuid;
 
-use super::chain::{chain_hash, EventFields, JsonRef};
+use super::chain::{chain_hash, EventFields};
 use super::replay::{StreamReplay, TermsReplay};
 use super::{AuditLog, GENESIS_HASH, MAX_PROBLEMS, NAME};
 use crate::log::Checkpoint;
@@ -361,7 +361,7 @@ async fn check_chain(
                 if event_key == Some((a.transaction_id, a.position)) {
                     let Some(row) = next_event.take() else { break };
                     // As text: the chain's canonical form is written from it directly
-                    // (`JsonRef::Text`), with no `Value` built (finding 8).
+                    // with no `Value` built (finding 8).
                     let payload: &str = row.try_get_unchecked(7)?;
                     let metadata: &str = row.try_get_unchecked(8)?;
                     let fields = EventFields {
@@ -372,8 +372,8 @@ async fn check_chain(
                         sequence: row.try_get_unchecked(4)?,
                         event_type: row.try_get_unchecked(5)?,
                         event_version: row.try_get_unchecked(6)?,
-                        payload: JsonRef::Text(payload),
-                        metadata: JsonRef::Text(metadata),
+                        payload,
+                        metadata,
                         recorded_at: row.try_get_unchecked(9)?,
                     };
                     let named = (
