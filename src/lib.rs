@@ -13,6 +13,10 @@
 //! - [`db`]: connecting, creating and migrating the database;
 //! - [`rate_limit`]: the per-guest hold limit in Redis (fails open when Redis is down);
 //! - [`demo`]: the demo catalog `reservations seed-demo` loads;
+//! - [`feed`]: the public shape of one recorded event (the event feed's item, the
+//!   relay's message body);
+//! - [`relay`]: the JetStream relay that publishes every committed event once, in
+//!   commit order, and a consumer that rebuilds occupancy from the stream;
 //! - [`workers`]: the registry of read-side projections (names, runners, rebuild,
 //!   status) that `serve` runs beside the API, and the audit log runner.
 
@@ -22,9 +26,11 @@ pub mod commands;
 pub mod db;
 pub mod demo;
 pub mod error;
+pub mod feed;
 pub mod payments;
 pub mod queries;
 pub mod rate_limit;
+pub mod relay;
 pub mod startup;
 pub mod sweeper;
 pub mod telemetry;

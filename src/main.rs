@@ -64,6 +64,34 @@ enum Command {
     /// Reports from the read side.
     #[command(subcommand)]
     Report(ReportCommand),
+    /// Consumers of the JetStream stream the relay publishes (NATS_URL).
+    #[command(subcommand)]
+    Jetstream(JetstreamCommand),
+}
+
+#[derive(Subcommand)]
+enum JetstreamCommand {
+    /// Rebuild the occupancy projection from the JetStream stream alone (every
+    /// message it holds now) into DATABASE_URL, a database of its own (created and
+    /// migrated if missing; its occupancy tables are replaced).
+    Occupancy {
+        #[arg(long, env = "NATS_URL", default_value = "nats://127.0.0.1:4222")]
+        nats_url: String,
+        #[arg(long, env = "NATS_STREAM", default_value = "RESERVATION_EVENTS")]
+        nats_stream: String,
+        #[arg(
+            long,
+            env = "NATS_SUBJECT_PREFIX",
+            default_value = "reservations.events"
+        )]
+        nats_subject_prefix: String,
+        #[arg(
+            long,
+            env = "DATABASE_URL",
+            default_value = "postgres://localhost/occupancy_from_jetstream"
+        )]
+        database_url: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -183,6 +211,28 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Projections(command) => projections_command(command).await?,
         Command::Report(command) => report_command(command).await?,
+        Command::Jetstream(JetstreamCommand::Occupancy {
+            nats_url,
+            nats_stream,
+            nats_subject_prefix,
+            database_url,
+        }) => {
+            let target =
+                reservations::relay::RelayTarget::parse(&nats_stream, &nats_subject_prefix)
+                    .map_err(anyhow::Error::msg)?;
+            let pool = reservations::db::connect_and_migrate(&database_url, 2).await?;
+            let context = reservations::relay::connect(&nats_url).await?;
+            let consumed =
+                reservations::relay::occupancy_from_stream(&context, &target, &pool).await?;
+            pool.close().await;
+            println!(
+                "occupancy rebuilt from {} messages of {nats_stream} (last log position {})",
+                consumed.messages,
+                consumed
+                    .last_position
+                    .map_or_else(|| "none".to_owned(), |p| p.to_string())
+            );
+        }
         Command::Audit {
             command:
                 AuditCommand::Verify {

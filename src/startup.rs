@@ -132,6 +132,20 @@ pub struct Settings {
     #[arg(long, env = "INVENTORY_HORIZON_DAYS", default_value_t = 365,
           value_parser = clap::value_parser!(u32).range(0..=730))]
     pub inventory_horizon_days: u32,
+    /// NATS with JetStream: every committed event is published once, in commit order,
+    /// to `NATS_STREAM` on `{NATS_SUBJECT_PREFIX}.{hotel_id}`. Unset: no relay.
+    #[arg(long, env = "NATS_URL")]
+    pub nats_url: Option<String>,
+    /// The JetStream stream the relay publishes to (created if missing).
+    #[arg(long, env = "NATS_STREAM", default_value = "RESERVATION_EVENTS")]
+    pub nats_stream: String,
+    /// The relay's subjects: `{prefix}.{hotel_id}`.
+    #[arg(
+        long,
+        env = "NATS_SUBJECT_PREFIX",
+        default_value = "reservations.events"
+    )]
+    pub nats_subject_prefix: String,
 }
 
 impl Settings {
@@ -161,6 +175,9 @@ impl Settings {
             no_show_grace_minutes: 240,
             retention_days: 30,
             inventory_horizon_days: 365,
+            nats_url: None,
+            nats_stream: "RESERVATION_EVENTS".into(),
+            nats_subject_prefix: "reservations.events".into(),
         }
     }
 
@@ -234,6 +251,19 @@ impl Application {
                 (table, Some(token))
             }
         };
+        // The relay's target is checked before anything connects: a bad name is a
+        // setting to fix, not something to retry.
+        let relay_target = match &settings.nats_url {
+            Some(url) if !url.trim().is_empty() => Some((
+                url.clone(),
+                crate::relay::RelayTarget::parse(
+                    &settings.nats_stream,
+                    &settings.nats_subject_prefix,
+                )
+                .map_err(anyhow::Error::msg)?,
+            )),
+            _ => None,
+        };
         let pool =
             crate::db::connect_and_migrate(&settings.database_url, settings.db_max_connections)
                 .await
@@ -281,12 +311,20 @@ impl Application {
             stopped.clone(),
         ))];
         if settings.run_projections {
+            let relay = match relay_target {
+                Some((url, target)) => Some(crate::relay::JetStreamRelay::new(
+                    crate::relay::connect(&url).await?,
+                    target,
+                )),
+                None => None,
+            };
             workers.extend(spawn_runners(
                 pool.clone(),
                 availability.as_ref().map(|cache| RedisModel {
                     redis: cache.redis.clone(),
                     keys: cache.reader.keys().clone(),
                 }),
+                relay,
                 RunnerConfig {
                     gather: std::time::Duration::from_millis(settings.projection_gather_ms),
                     ..RunnerConfig::default()

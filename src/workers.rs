@@ -13,6 +13,8 @@ use projections::analytics::{Occupancy, ReservationsView, OCCUPANCY, RESERVATION
 use projections::audit::AuditLog;
 use projections::availability::{AvailabilityProjection, Keys};
 use projections::{Checkpoint, RunnerConfig, Tail};
+
+use crate::relay::JetStreamRelay;
 use redis::aio::ConnectionManager;
 use sqlx::PgPool;
 use tokio::sync::watch;
@@ -71,16 +73,27 @@ pub struct RedisModel {
 }
 
 /// Starts the runner of every projection: availability (when Redis is configured), the
-/// reservations view, occupancy and the audit log, all reading the log through one
-/// shared [`Tail`] so that each event is read from the database once, not four times.
+/// reservations view, occupancy, the audit log and the JetStream relay (when NATS is
+/// configured), all reading the log through one shared [`Tail`] so that each event is
+/// read from the database once, not five times.
 pub fn spawn_runners(
     pool: PgPool,
     availability: Option<RedisModel>,
+    relay: Option<JetStreamRelay>,
     config: RunnerConfig,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
     let tail = Tail::default();
-    let mut runners = Vec::with_capacity(4);
+    let mut runners = Vec::with_capacity(5);
+    if let Some(relay) = relay {
+        runners.push(tokio::spawn(projections::run_sharing(
+            pool.clone(),
+            relay,
+            config,
+            tail.clone(),
+            shutdown.clone(),
+        )));
+    }
     if let Some(model) = availability {
         runners.push(spawn_availability_runner(
             pool.clone(),

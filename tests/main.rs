@@ -27,7 +27,9 @@
 //! - [`analytics`]: daily occupancy and the reservations view, their rebuilds and the CLI;
 //! - [`audit`]: the hash-chained audit log and `verify`;
 //! - [`ops`]: liveness, readiness, metrics, OpenAPI;
-//! - [`outage`]: PostgreSQL going away under a running server.
+//! - [`outage`]: PostgreSQL going away under a running server;
+//! - [`relay`]: the JetStream relay (every event once, in commit order, through a crash)
+//!   and occupancy rebuilt from the stream alone.
 //!
 //! [`support`] is the shared harness, and `tests/fixtures/` holds the data tests read.
 //!
@@ -58,5 +60,6 @@ mod payments;
 mod rate_limit;
 mod rate_plans;
 mod read_side;
+mod relay;
 mod search;
 mod validation;

@@ -119,6 +119,11 @@ impl StoredEvent {
         }
     }
 
+    /// The event `columns` store, decoded as every reader of the log decodes it.
+    pub fn from_columns(columns: EventColumns) -> Self {
+        Self::decode(columns, &DECODER)
+    }
+
     /// What the event decodes to, or why it does not.
     pub fn typed(&self) -> Result<&TypedEvent, &DecodeError> {
         self.typed.as_ref()

@@ -1,6 +1,7 @@
 //! Reservations: hold, look up, cancel, check in and out, no-show, change dates, and a
 //! reservation's history.
 
+pub use crate::feed::EventOut;
 use aggregates::{
     Cents, Guest, GuestCount, HotelId, RatePlanId, Rejection, ReservationId, RoomCount, RoomTypeId,
     StayDates,
@@ -9,7 +10,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
-use projections::log::StoredEvent;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -502,50 +502,6 @@ pub async fn change_dates(
         )
         .await?;
     Ok(Json(view.into()))
-}
-
-/// One recorded event.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct EventOut {
-    /// Global position in the log.
-    pub position: i64,
-    /// `{aggregate_type}/{aggregate_id}`.
-    #[schema(example = "reservation/812:0193f3c6-5b0e-7a51-9a0e-2c1c1f8b4a10")]
-    pub stream: String,
-    /// Sequence of the event within its stream.
-    pub version: i64,
-    #[serde(rename = "type")]
-    #[schema(example = "ReservationHeld")]
-    pub event_type: String,
-    pub recorded_at: DateTime<Utc>,
-    pub data: serde_json::Value,
-    pub metadata: serde_json::Value,
-}
-
-impl From<StoredEvent> for EventOut {
-    fn from(e: StoredEvent) -> Self {
-        // The log's text of each column came from jsonb, so it parses; `Null` stands
-        // for what cannot happen rather than failing the whole page.
-        let parse = |raw: &serde_json::value::RawValue| {
-            serde_json::from_str::<serde_json::Value>(raw.get()).unwrap_or_default()
-        };
-        // Stored payloads are cqrs-es's externally tagged enums: {"Type": {...}}.
-        let data = match parse(&e.payload) {
-            serde_json::Value::Object(map) if map.len() == 1 => {
-                map.into_iter().next().map(|(_, v)| v).unwrap_or_default()
-            }
-            other => other,
-        };
-        Self {
-            position: e.position,
-            stream: format!("{}/{}", e.aggregate_type, e.aggregate_id),
-            version: e.sequence,
-            event_type: e.event_type,
-            recorded_at: e.recorded_at,
-            data,
-            metadata: parse(&e.metadata),
-        }
-    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
