@@ -34,7 +34,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the HTTP API (creates and migrates the database first).
-    Serve(Settings),
+    Serve(Box<Settings>),
     /// Create the database if missing and apply every migration.
     Migrate {
         #[arg(
@@ -181,7 +181,7 @@ async fn main() -> anyhow::Result<()> {
     reservations::telemetry::init_tracing(cli.log_json);
     match cli.command {
         Command::Serve(settings) => {
-            let app = Application::build(settings.clone()).await?;
+            let app = Application::build((*settings).clone()).await?;
             if let Some(token) = app.generated_admin_token() {
                 // Printed once, on purpose: there is no other way to learn it.
                 println!("No API_TOKENS configured; generated admin token: {token}");

@@ -132,6 +132,15 @@ pub struct Settings {
     #[arg(long, env = "INVENTORY_HORIZON_DAYS", default_value_t = 365,
           value_parser = clap::value_parser!(u32).range(0..=730))]
     pub inventory_horizon_days: u32,
+    /// A streaming replica of DATABASE_URL: look-ups that may be as old as their
+    /// `as_of` read it (hotel pages, availability and search from PostgreSQL, analytics,
+    /// reservation lists, the event feed). Unset: the primary serves them.
+    #[arg(long, env = "READ_DATABASE_URL")]
+    pub read_database_url: Option<String>,
+    /// The oldest `as_of` the replica may answer with; staler, the primary answers.
+    #[arg(long, env = "REPLICA_MAX_STALENESS_MS", default_value_t = 5_000,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub replica_max_staleness_ms: u64,
     /// NATS with JetStream: every committed event is published once, in commit order,
     /// to `NATS_STREAM` on `{NATS_SUBJECT_PREFIX}.{hotel_id}`. Unset: no relay.
     #[arg(long, env = "NATS_URL")]
@@ -175,6 +184,8 @@ impl Settings {
             no_show_grace_minutes: 240,
             retention_days: 30,
             inventory_horizon_days: 365,
+            read_database_url: None,
+            replica_max_staleness_ms: 5_000,
             nats_url: None,
             nats_stream: "RESERVATION_EVENTS".into(),
             nats_subject_prefix: "reservations.events".into(),
@@ -332,7 +343,31 @@ impl Application {
                 stopped.clone(),
             ));
         }
-        let queries = Queries::new(pool.clone(), availability.clone(), Arc::clone(&clock));
+        let mut queries = Queries::new(pool.clone(), availability.clone(), Arc::clone(&clock));
+        if let Some(url) = settings
+            .read_database_url
+            .as_deref()
+            .filter(|u| !u.trim().is_empty())
+        {
+            // Lazy: a replica that is down at start is read once it is up, and until
+            // then the primary answers.
+            let replica_pool = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(settings.db_max_connections)
+                .acquire_timeout(std::time::Duration::from_secs(2))
+                .connect_lazy(url)
+                .context("READ_DATABASE_URL")?;
+            let replica = crate::queries::Replica::new(
+                replica_pool,
+                crate::queries::ReplicaConfig {
+                    max_staleness: std::time::Duration::from_millis(
+                        settings.replica_max_staleness_ms,
+                    ),
+                    ..Default::default()
+                },
+            );
+            workers.push(replica.spawn_monitor(pool.clone(), Arc::clone(&clock), stopped.clone()));
+            queries = queries.with_replica(replica);
+        }
         let commands =
             CommandService::with_clock(write_pool.clone(), settings.write_config(), clock);
         let payments = PaymentService::new(

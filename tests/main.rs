@@ -28,6 +28,8 @@
 //! - [`audit`]: the hash-chained audit log and `verify`;
 //! - [`ops`]: liveness, readiness, metrics, OpenAPI;
 //! - [`outage`]: PostgreSQL going away under a running server;
+//! - [`replica`]: reads from a streaming replica, consistency tokens, a replica dying
+//!   under load;
 //! - [`relay`]: the JetStream relay (every event once, in commit order, through a crash)
 //!   and occupancy rebuilt from the stream alone.
 //!
@@ -61,5 +63,6 @@ mod rate_limit;
 mod rate_plans;
 mod read_side;
 mod relay;
+mod replica;
 mod search;
 mod validation;

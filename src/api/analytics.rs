@@ -18,7 +18,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody};
-use super::extract::{ApiPath, ApiQuery};
+use super::extract::{ApiPath, ApiQuery, Consistency};
 use super::reservations::{GuestOut, ReservationOut};
 use super::AppState;
 use crate::queries::{OccupancyRow, ReservationFilter};
@@ -181,13 +181,18 @@ pub(crate) fn report_range(
 pub async fn occupancy(
     State(state): State<AppState>,
     principal: Principal,
+    consistency: Consistency,
     ApiPath(id): ApiPath<i64>,
     ApiQuery(query): ApiQuery<OccupancyQuery>,
 ) -> Result<Json<OccupancyReport>, ApiError> {
     let (id, range) = report_range(&principal, id, query.start_date, query.end_date)?;
+    let nights = &range;
     let read = state
         .queries
-        .occupancy(id, &range)
+        .on_replica(
+            consistency.0,
+            |q| async move { q.occupancy(id, nights).await },
+        )
         .await?
         .ok_or_else(|| ApiError::not_found("no such hotel"))?;
     let (room_types, rows, as_of) = (read.room_types, read.rows, read.as_of);
@@ -317,6 +322,7 @@ fn text_filter(field: &str, value: Option<String>, max: usize) -> Result<Option<
 pub async fn list_reservations(
     State(state): State<AppState>,
     principal: Principal,
+    consistency: Consistency,
     ApiQuery(query): ApiQuery<ReservationSearch>,
 ) -> Result<Json<ReservationList>, ApiError> {
     let asked_channel = text_filter("channel", query.channel, 200)?;
@@ -357,15 +363,19 @@ pub async fn list_reservations(
         ));
     }
 
+    let filter = &ReservationFilter {
+        channel,
+        guest_email,
+        hotel_id,
+        night: query.date,
+        limit,
+    };
     let page = state
         .queries
-        .reservations(&ReservationFilter {
-            channel,
-            guest_email,
-            hotel_id,
-            night: query.date,
-            limit,
-        })
+        .on_replica(
+            consistency.0,
+            |q| async move { q.reservations(filter).await },
+        )
         .await?;
     let now = page.now;
     Ok(Json(ReservationList {

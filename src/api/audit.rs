@@ -13,7 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody};
-use super::extract::ApiQuery;
+use super::extract::{ApiQuery, Consistency};
 use super::reservations::EventOut;
 use super::AppState;
 use crate::queries::FeedError;
@@ -47,6 +47,7 @@ pub struct EventFeed {
 pub async fn feed(
     State(state): State<AppState>,
     principal: Principal,
+    consistency: Consistency,
     ApiQuery(query): ApiQuery<FeedQuery>,
 ) -> Result<Json<EventFeed>, ApiError> {
     principal.require(&[Role::Auditor, Role::Admin])?;
@@ -63,7 +64,7 @@ pub async fn feed(
     }
     let page = state
         .queries
-        .feed(after, limit)
+        .on_replica(consistency.0, |q| async move { q.feed(after, limit).await })
         .await
         .map_err(|e| match e {
             FeedError::UnknownPosition(_) => ApiError::new(

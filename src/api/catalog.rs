@@ -14,7 +14,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody};
-use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::extract::{ApiJson, ApiPath, ApiQuery, Consistency};
 use super::rate_plans::RatePlanOut;
 use super::search::{stay_query, OfferOut};
 use super::AppState;
@@ -251,10 +251,14 @@ pub async fn put_inventory(
     Ok(Json(InventorySet { nights }))
 }
 
-async fn load_hotel(state: &AppState, id: HotelId) -> Result<Hotel, ApiError> {
+async fn load_hotel(
+    state: &AppState,
+    id: HotelId,
+    consistency: Consistency,
+) -> Result<Hotel, ApiError> {
     state
         .queries
-        .hotel(id)
+        .on_replica(consistency.0, |q| async move { q.hotel(id).await })
         .await?
         .ok_or_else(|| ApiError::not_found("no such hotel"))
 }
@@ -269,9 +273,10 @@ async fn load_hotel(state: &AppState, id: HotelId) -> Result<Hotel, ApiError> {
 pub async fn get_hotel(
     State(state): State<AppState>,
     _principal: Principal,
+    consistency: Consistency,
     ApiPath(id): ApiPath<i64>,
 ) -> Result<Json<HotelOut>, ApiError> {
-    let hotel = load_hotel(&state, hotel_id(id)?).await?;
+    let hotel = load_hotel(&state, hotel_id(id)?, consistency).await?;
     hotel_out(&hotel)
 }
 
@@ -314,12 +319,13 @@ pub(crate) fn city_filter(raw: &str) -> Result<&str, ApiError> {
 pub async fn search_hotels(
     State(state): State<AppState>,
     _principal: Principal,
+    consistency: Consistency,
     ApiQuery(query): ApiQuery<CitySearch>,
 ) -> Result<Json<HotelList>, ApiError> {
     let city = city_filter(&query.city)?;
     let hotels = state
         .queries
-        .hotels_in(city)
+        .on_replica(consistency.0, |q| async move { q.hotels_in(city).await })
         .await?
         .iter()
         .filter_map(HotelOut::of)
@@ -502,6 +508,7 @@ pub struct Availability {
 pub async fn availability(
     State(state): State<AppState>,
     _principal: Principal,
+    consistency: Consistency,
     ApiPath(id): ApiPath<i64>,
     ApiQuery(query): ApiQuery<AvailabilityQuery>,
 ) -> Result<Json<Availability>, ApiError> {
@@ -514,9 +521,13 @@ pub async fn availability(
         query.guests,
     )?;
     let (rooms, guests) = (stay_query.rooms.get(), stay_query.guests.get());
+    let asked = &stay_query;
     let answer = state
         .queries
-        .availability(id, &stay_query)
+        .on_replica(
+            consistency.0,
+            |q| async move { q.availability(id, asked).await },
+        )
         .await?
         .ok_or_else(|| ApiError::not_found("no such hotel"))?;
     let largest = answer.room_types.iter().map(|rt| rt.max_occupancy).max();

@@ -7,6 +7,7 @@ use axum::http::request::Parts;
 use axum::http::StatusCode;
 
 use super::error::ApiError;
+use crate::queries::Lsn;
 use crate::write::IdempotencyKey;
 
 /// `axum::Json`, answering bad bodies in the contract's shape.
@@ -95,3 +96,33 @@ fn invalid_key() -> ApiError {
         "Idempotency-Key must be 1 to 255 printable ASCII characters",
     )
 }
+
+/// The `Consistency-Token` header: a token a write answered (with a read replica
+/// configured). A read that presents it is answered from data that includes that
+/// write (see `queries::replica`); without it, the replica answers as of its `as_of`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Consistency(pub Option<Lsn>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Consistency {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        let Some(value) = parts.headers.get(CONSISTENCY_TOKEN) else {
+            return Ok(Self(None));
+        };
+        value
+            .to_str()
+            .ok()
+            .and_then(Lsn::parse)
+            .map(|token| Self(Some(token)))
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "invalid_consistency_token",
+                    "Consistency-Token must be a token a write answered, such as 16/B374D848",
+                )
+            })
+    }
+}
+
+/// The header a write answers and a read may present.
+pub const CONSISTENCY_TOKEN: &str = "consistency-token";

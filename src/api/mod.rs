@@ -200,6 +200,10 @@ pub fn router(state: AppState) -> Router {
         .route("/openapi.json", get(ops::openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            consistency_token,
+        ))
         .with_state(state)
         .layer(DefaultBodyLimit::max(64 * 1024))
         .layer(middleware::from_fn(record_request))
@@ -238,6 +242,34 @@ async fn method_not_allowed() -> ApiError {
         "method_not_allowed",
         "this endpoint does not accept that method",
     )
+}
+
+/// With a read replica, every write that succeeded answers `Consistency-Token`: the
+/// primary's WAL position after its commit, which a later read (to any server) may
+/// present to be answered from data that includes the write (see `queries::replica`).
+async fn consistency_token(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let writes = !request.method().is_safe();
+    let mut response = next.run(request).await;
+    if writes && response.status().is_success() && state.queries.replica().is_some() {
+        match crate::queries::replica::current_lsn(&state.pool).await {
+            Ok(lsn) => {
+                if let Ok(value) = axum::http::HeaderValue::from_str(&lsn.to_string()) {
+                    response
+                        .headers_mut()
+                        .insert(extract::CONSISTENCY_TOKEN, value);
+                }
+            }
+            // The write stands; a read without a token is answered as of its `as_of`.
+            Err(e) => {
+                tracing::warn!(error = %e, "no consistency token: the primary's WAL position is unreadable")
+            }
+        }
+    }
+    response
 }
 
 /// Counts requests by route and status, with a latency histogram.

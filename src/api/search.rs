@@ -18,7 +18,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::auth::Principal;
 use super::catalog::city_filter;
 use super::error::{ApiError, ErrorBody};
-use super::extract::ApiQuery;
+use super::extract::{ApiQuery, Consistency};
 use super::AppState;
 use crate::queries::{CitySearch, StayQuery, MAX_SEARCH_LIMIT};
 
@@ -146,6 +146,7 @@ pub fn stay_query(
 pub async fn search(
     State(state): State<AppState>,
     _principal: Principal,
+    consistency: Consistency,
     ApiQuery(params): ApiQuery<SearchParams>,
 ) -> Result<Json<SearchOut>, ApiError> {
     let city = city_filter(&params.city)?;
@@ -168,13 +169,14 @@ pub async fn search(
                 )
             })?,
     };
+    let search = &CitySearch {
+        city: city.to_owned(),
+        stay,
+        limit,
+    };
     let answer = state
         .queries
-        .search(&CitySearch {
-            city: city.to_owned(),
-            stay,
-            limit,
-        })
+        .on_replica(consistency.0, |q| async move { q.search(search).await })
         .await?;
     Ok(Json(SearchOut {
         start_date: stay.stay.start(),

@@ -14,7 +14,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::analytics::report_range;
 use super::auth::Principal;
 use super::error::{ApiError, ErrorBody};
-use super::extract::{ApiPath, ApiQuery};
+use super::extract::{ApiPath, ApiQuery, Consistency};
 use super::AppState;
 use crate::queries::stays::{rate, NoShowReport, StayNight, StaysRead};
 
@@ -71,13 +71,15 @@ pub struct StaysReport {
 async fn read(
     state: &AppState,
     principal: &Principal,
+    consistency: Consistency,
     id: i64,
     query: &StaysQuery,
 ) -> Result<(HotelId, StayDates, StaysRead), ApiError> {
     let (id, range) = report_range(principal, id, query.start_date, query.end_date)?;
+    let nights = &range;
     let read = state
         .queries
-        .stays(id, &range)
+        .on_replica(consistency.0, |q| async move { q.stays(id, nights).await })
         .await?
         .ok_or_else(|| ApiError::not_found("no such hotel"))?;
     Ok((id, range, read))
@@ -95,10 +97,11 @@ async fn read(
 pub async fn stays(
     State(state): State<AppState>,
     principal: Principal,
+    consistency: Consistency,
     ApiPath(id): ApiPath<i64>,
     ApiQuery(query): ApiQuery<StaysQuery>,
 ) -> Result<Json<StaysReport>, ApiError> {
-    let (id, range, read) = read(&state, &principal, id, &query).await?;
+    let (id, range, read) = read(&state, &principal, consistency, id, &query).await?;
     let by_night: BTreeMap<(i64, NaiveDate), &StayNight> = read
         .nights
         .iter()
@@ -215,6 +218,7 @@ impl From<NoShowReport> for RoomTypeNoShows {
 pub async fn no_shows(
     State(state): State<AppState>,
     principal: Principal,
+    consistency: Consistency,
     ApiPath(id): ApiPath<i64>,
     ApiQuery(query): ApiQuery<StaysQuery>,
 ) -> Result<Json<NoShowsReport>, ApiError> {
@@ -225,7 +229,7 @@ pub async fn no_shows(
             "risk: between 0 and 1, exclusive",
         ));
     }
-    let (id, range, read) = read(&state, &principal, id, &query).await?;
+    let (id, range, read) = read(&state, &principal, consistency, id, &query).await?;
     Ok(Json(NoShowsReport {
         hotel_id: id.get(),
         start_date: range.start(),

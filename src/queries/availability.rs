@@ -88,6 +88,8 @@ pub enum Source {
     Cache,
     /// The write side's rows, as of now.
     Database,
+    /// The write side's rows on the read replica, as of what it has replayed.
+    Replica,
 }
 
 impl Source {
@@ -95,6 +97,7 @@ impl Source {
         match self {
             Source::Cache => "cache",
             Source::Database => "database",
+            Source::Replica => "replica",
         }
     }
 }
@@ -363,9 +366,10 @@ impl Queries {
                 .get(&(id.get(), room_type.get(), date))
                 .map(StoredNight::view)
         });
+        let (source, as_of) = self.database_as_of(now);
         Ok(Some(StayAvailability {
-            source: Source::Database,
-            as_of: now,
+            source,
+            as_of,
             room_types,
             offers,
         }))

@@ -7,7 +7,7 @@
 
 use projections::log::{self, Checkpoint, StoredEvent};
 
-use super::{Queries, QueryError};
+use super::{Fallback, Queries, QueryError, ReplicaFailure};
 
 /// A page of the feed.
 #[derive(Debug, Clone)]
@@ -24,6 +24,17 @@ pub enum FeedError {
     UnknownPosition(i64),
     #[error(transparent)]
     Query(#[from] QueryError),
+}
+
+/// A replica that has not replayed `after` yet is behind the caller, not wrong: the
+/// primary answers.
+impl ReplicaFailure for FeedError {
+    fn on_replica(&self) -> Option<Fallback> {
+        match self {
+            FeedError::UnknownPosition(_) => Some(Fallback::BehindToken),
+            FeedError::Query(e) => e.on_replica(),
+        }
+    }
 }
 
 impl From<sqlx::Error> for FeedError {

@@ -21,12 +21,15 @@ mod events;
 mod hotels;
 mod memo;
 mod occupancy;
+pub mod replica;
 mod reservations;
 mod search;
 pub mod stays;
 
+use std::future::Future;
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Postgres};
 
 use crate::clock::Clock;
@@ -39,6 +42,7 @@ pub use availability::{
 };
 pub use events::{EventPage, FeedError};
 pub use occupancy::{OccupancyRead, OccupancyRow};
+pub use replica::{Fallback, Lsn, Replica, ReplicaConfig};
 pub use reservations::{ReservationFilter, ReservationPage};
 pub use search::{CitySearch, HotelOffers, SearchAnswer, MAX_SEARCH_LIMIT};
 pub use stays::{StayNight, StaysRead};
@@ -66,13 +70,31 @@ impl From<AttemptError> for QueryError {
     }
 }
 
+/// What a read that failed on the replica means for where to read it next.
+pub trait ReplicaFailure {
+    /// `Some`: read it again from the primary, counted under this reason.
+    fn on_replica(&self) -> Option<Fallback>;
+}
+
+impl ReplicaFailure for QueryError {
+    fn on_replica(&self) -> Option<Fallback> {
+        match self {
+            QueryError::Database(_) => Some(Fallback::Failed),
+            QueryError::Corrupt(_) => None,
+        }
+    }
+}
+
 /// The handle read handlers share: the pool, the availability read model (if Redis is
-/// usable) and the clock.
+/// usable), the read replica (if configured) and the clock.
 #[derive(Clone)]
 pub struct Queries {
     pool: PgPool,
     availability: Option<AvailabilityCache>,
     clock: Arc<dyn Clock>,
+    replica: Option<Replica>,
+    /// Set on the handle that reads the replica: its answers are as of this time.
+    replica_as_of: Option<DateTime<Utc>>,
 }
 
 impl Queries {
@@ -85,11 +107,77 @@ impl Queries {
             pool,
             availability,
             clock,
+            replica: None,
+            replica_as_of: None,
         }
+    }
+
+    /// Reads that may be as old as their `as_of` go to `replica` (see [`replica`]).
+    pub fn with_replica(mut self, replica: Replica) -> Self {
+        self.replica = Some(replica);
+        self
+    }
+
+    pub fn replica(&self) -> Option<&Replica> {
+        self.replica.as_ref()
     }
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// Runs `read` against the replica when it may answer (fresh enough, and past the
+    /// caller's `token`), else against the primary; a read the replica fails is read
+    /// again from the primary, so a replica never turns into an error.
+    pub async fn on_replica<T, E, F, Fut>(&self, token: Option<Lsn>, read: F) -> Result<T, E>
+    where
+        F: Fn(Queries) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: ReplicaFailure,
+    {
+        if let Some(replica) = &self.replica {
+            match replica.admit(token, self.clock.now()).await {
+                Ok(as_of) => {
+                    let on_replica = Queries {
+                        pool: replica.pool().clone(),
+                        availability: self.availability.clone(),
+                        clock: Arc::clone(&self.clock),
+                        replica: None,
+                        replica_as_of: Some(as_of),
+                    };
+                    match read(on_replica).await {
+                        Err(e) => match e.on_replica() {
+                            Some(reason) => {
+                                if reason == Fallback::Failed {
+                                    replica.failed();
+                                }
+                                metrics::counter!("replica_fallbacks_total", "reason" => reason.as_str())
+                                    .increment(1);
+                            }
+                            None => return Err(e),
+                        },
+                        answer => {
+                            metrics::counter!("replica_reads_total").increment(1);
+                            return answer;
+                        }
+                    }
+                }
+                Err(reason) => {
+                    metrics::counter!("replica_fallbacks_total", "reason" => reason.as_str())
+                        .increment(1);
+                }
+            }
+        }
+        read(self.clone()).await
+    }
+
+    /// The `as_of` and source of an answer read from PostgreSQL at `now`: the replica's
+    /// `as_of` on the handle that reads it.
+    fn database_as_of(&self, now: DateTime<Utc>) -> (Source, DateTime<Utc>) {
+        match self.replica_as_of {
+            Some(as_of) => (Source::Replica, as_of),
+            None => (Source::Database, now),
+        }
     }
 
     /// Starts the read-only transaction a read-model request reads in: the generation

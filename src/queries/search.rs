@@ -190,9 +190,10 @@ impl Queries {
                 (*id, hotel, offers)
             })
             .collect();
+        let (source, as_of) = self.database_as_of(now);
         Ok(SearchAnswer {
-            source: Source::Database,
-            as_of: now,
+            source,
+            as_of,
             hotels: rank(answered, search.limit),
         })
     }

@@ -24,8 +24,13 @@ pub struct TestDb {
 impl TestDb {
     /// Creates and migrates a database of its own for one test.
     pub async fn new() -> Self {
+        Self::on(&server_url()).await
+    }
+
+    /// As [`TestDb::new`], on the PostgreSQL server at `server`.
+    pub async fn on(server: &str) -> Self {
         let name = format!("rsv_test_{}", uuid::Uuid::new_v4().simple());
-        let options = PgConnectOptions::from_str(&server_url()).expect("TEST_DATABASE_URL");
+        let options = PgConnectOptions::from_str(server).expect("a server URL");
         let url = options.clone().database(&name).to_url_lossy().to_string();
         let pool = reservations::db::connect_and_migrate(&url, 20)
             .await

@@ -78,7 +78,15 @@ pub async fn spawn_app_configured(
     adjust: impl FnOnce(&mut Settings),
     gateway: SimulatedConfig,
 ) -> TestApp {
-    let db = TestDb::new().await;
+    spawn_app_on(TestDb::new().await, adjust, gateway).await
+}
+
+/// As [`spawn_app_configured`], on a given database.
+pub async fn spawn_app_on(
+    db: TestDb,
+    adjust: impl FnOnce(&mut Settings),
+    gateway: SimulatedConfig,
+) -> TestApp {
     let mut settings = Settings::for_database(&db.url);
     settings.listen_addr = "127.0.0.1:0".into();
     settings.api_tokens = Some(TOKENS.into());

@@ -2,16 +2,19 @@
 //! (`db`), the hotel most tests book and typed helpers to book it through the command
 //! API (`domain`), the invariant checks every race ends with (`invariants`), the HTTP
 //! harness — a server per test and a typed client for every endpoint (`http`) — and the
-//! analytics runners for tests that read the read side (`runners`).
+//! analytics runners for tests that read the read side (`runners`), and a PostgreSQL
+//! primary with a streaming replica of a test's own (`replica`).
 
 mod db;
 mod domain;
 mod http;
 mod invariants;
+mod replica;
 mod runners;
 
 pub use db::*;
 pub use domain::*;
 pub use http::*;
 pub use invariants::*;
+pub use replica::*;
 pub use runners::*;

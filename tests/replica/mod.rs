@@ -1,0 +1,226 @@
+//! The read replica (`READ_DATABASE_URL`), on a primary and streaming replica of the
+//! test's own: reads that may be as old as `as_of` go to the replica, a write's
+//! `Consistency-Token` makes a read see that write, and a replica that dies mid-load
+//! costs no failed request.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+use tokio::sync::watch;
+
+use crate::support::*;
+
+/// A server on a fresh database of `pair`'s primary, reading `pair`'s replica.
+async fn app_on(pair: &ReplicaPair) -> TestApp {
+    let db = TestDb::on(&pair.primary_url()).await;
+    let replica_url = pair.replica_url(&db.name);
+    spawn_app_on(
+        db,
+        |settings| settings.read_database_url = Some(replica_url),
+        test_gateway(),
+    )
+    .await
+}
+
+async fn replica_pool(pair: &ReplicaPair, database: &str) -> PgPool {
+    PgPoolOptions::new()
+        .max_connections(2)
+        .connect(&pair.replica_url(database))
+        .await
+        .expect("the replica")
+}
+
+/// Waits until the replica has replayed everything the primary has written.
+async fn wait_replayed(app: &TestApp, replica: &PgPool) {
+    let target: String = sqlx::query_scalar("SELECT pg_current_wal_lsn()::text")
+        .fetch_one(&app.db.pool)
+        .await
+        .expect("primary position");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let caught_up: bool =
+            sqlx::query_scalar("SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn")
+                .bind(&target)
+                .fetch_one(replica)
+                .await
+                .expect("replica position");
+        if caught_up {
+            // And the server's monitor has seen it (it samples every 100 ms).
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the replica never caught up"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn hotel_name(reply: &Reply) -> String {
+    reply.assert_status(200);
+    reply.str("name")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reads_go_to_the_replica_and_a_writes_consistency_token_sees_the_write() {
+    // Arrange: a hotel on both; then the replica stops replaying.
+    let pair = ReplicaPair::start();
+    let app = app_on(&pair).await;
+    app.seed_hotel(day(1), 10, 5).await;
+    let replica = replica_pool(&pair, &app.db.name).await;
+    wait_replayed(&app, &replica).await;
+    sqlx::query("SELECT pg_wal_replay_pause()")
+        .execute(&replica)
+        .await
+        .expect("pause replay");
+
+    // Act: rename the hotel, then read it with and without the write's token.
+    let renamed = app
+        .put_hotel(
+            HOTEL,
+            &json!({"name": "Hotel Tejo Novo", "city": "Lisbon", "timezone": "Europe/Lisbon"}),
+        )
+        .await;
+    let token = renamed
+        .headers
+        .get("consistency-token")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let without_token = app.get_hotel(WEB, HOTEL).await;
+    let with_token = app
+        .send(
+            app.request(Method::GET, &format!("/v1/hotels/{HOTEL}"), Some(WEB))
+                .header("Consistency-Token", token.clone().unwrap_or_default()),
+        )
+        .await;
+    let availability = app.availability(WEB, HOTEL, day(2), day(4), Some(1)).await;
+    let bad_token = app
+        .send(
+            app.request(Method::GET, &format!("/v1/hotels/{HOTEL}"), Some(WEB))
+                .header("Consistency-Token", "yesterday"),
+        )
+        .await;
+    sqlx::query("SELECT pg_wal_replay_resume()")
+        .execute(&replica)
+        .await
+        .expect("resume replay");
+    wait_replayed(&app, &replica).await;
+    let after_replay = app.get_hotel(WEB, HOTEL).await;
+    let read = app.get(&format!("/v1/hotels/{HOTEL}"), Some(WEB)).await;
+
+    // Assert
+    renamed.assert_status(200);
+    assert!(token.is_some(), "a write answers a consistency token");
+    assert_eq!(
+        hotel_name(&without_token),
+        "Hotel Tejo",
+        "read from the paused replica"
+    );
+    assert_eq!(
+        hotel_name(&with_token),
+        "Hotel Tejo Novo",
+        "the token's write is seen"
+    );
+    availability.assert_status(200);
+    assert_eq!(availability.json["source"], "replica");
+    bad_token.assert_error(400, "invalid_consistency_token");
+    assert_eq!(hotel_name(&after_replay), "Hotel Tejo Novo");
+    assert!(
+        read.headers.get("consistency-token").is_none(),
+        "reads answer no token"
+    );
+    replica.close().await;
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replica_killed_mid_load_costs_no_failed_request() {
+    // Arrange
+    let pair = ReplicaPair::start();
+    let app = app_on(&pair).await;
+    app.seed_hotel(day(1), 30, 50).await;
+    let replica = replica_pool(&pair, &app.db.name).await;
+    wait_replayed(&app, &replica).await;
+    replica.close().await;
+    let (stop, stopped) = watch::channel(false);
+    let readers: Vec<_> = (0..8)
+        .map(|n| {
+            let stopped = stopped.clone();
+            let client = app.client.clone();
+            let base = app.address.clone();
+            tokio::spawn(async move {
+                let mut statuses = Vec::new();
+                let mut i = 0_u64;
+                while !*stopped.borrow() {
+                    i += 1;
+                    let from = day(1 + (i + n) % 20);
+                    let path = match i % 3 {
+                        0 => format!("/v1/hotels/{HOTEL}"),
+                        1 => format!(
+                            "/v1/hotels/{HOTEL}/availability?start_date={from}&end_date={}",
+                            plus_days(from, 2)
+                        ),
+                        _ => format!(
+                            "/v1/availability?city=Lisbon&start_date={from}&end_date={}",
+                            plus_days(from, 2)
+                        ),
+                    };
+                    let status = client
+                        .get(format!("{base}{path}"))
+                        .bearer_auth(WEB)
+                        .send()
+                        .await
+                        .map(|r| r.status().as_u16())
+                        .unwrap_or(0);
+                    statuses.push(status);
+                }
+                statuses
+            })
+        })
+        .collect();
+
+    // Act: the replica dies while they read, and holds are written meanwhile.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    pair.kill_replica();
+    for n in 0..10 {
+        app.hold(WEB, &format!("during-{n}"), &hold_body(day(3), day(5), 1))
+            .await
+            .assert_status(201);
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let _ = stop.send(true);
+    let mut statuses = Vec::new();
+    for reader in readers {
+        statuses.extend(reader.await.expect("reader"));
+    }
+    let metrics = app.get("/metrics", None).await;
+
+    // Assert
+    assert!(statuses.len() > 50, "{} reads", statuses.len());
+    let failed: Vec<&u16> = statuses.iter().filter(|s| **s != 200).collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {} reads failed: {failed:?}",
+        failed.len(),
+        statuses.len()
+    );
+    // (The recorder is the process's: the other replica test only falls back behind
+    // a token, never for a replica that is down.)
+    let fallbacks = metrics
+        .text
+        .lines()
+        .filter(|l| l.starts_with("replica_fallbacks_total"))
+        .filter(|l| l.contains("reason=\"failed\"") || l.contains("reason=\"down\""))
+        .count();
+    assert!(fallbacks > 0, "falling back is counted:\n{}", metrics.text);
+    assert!(
+        metrics.text.contains("replica_reads_total"),
+        "the replica served reads"
+    );
+    assert_invariants(&app.db.pool).await;
+    app.finish().await;
+}
