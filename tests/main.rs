@@ -28,6 +28,7 @@
 //! - [`audit`]: the hash-chained audit log and `verify`;
 //! - [`ops`]: liveness, readiness, metrics, OpenAPI;
 //! - [`outage`]: PostgreSQL going away under a running server;
+//! - [`servers`]: three server processes on one primary racing for the last rooms;
 //! - [`replica`]: reads from a streaming replica, consistency tokens, a replica dying
 //!   under load;
 //! - [`relay`]: the JetStream relay (every event once, in commit order, through a crash)
@@ -65,4 +66,5 @@ mod read_side;
 mod relay;
 mod replica;
 mod search;
+mod servers;
 mod validation;

@@ -8,7 +8,6 @@
 //! and `NATS_SUBJECT_PREFIX` settings) and deletes the stream when it passes.
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -319,30 +318,18 @@ async fn a_batch_published_but_never_checkpointed_is_not_stored_twice() {
     db.drop_database().await;
 }
 
-/// A `reservations serve` process on `port`, relaying to `target`.
-fn serve(db: &TestDb, target: &RelayTarget, port: u16) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_reservations"))
-        .arg("serve")
-        .env("DATABASE_URL", &db.url)
-        .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
-        .env("API_TOKENS", TOKENS)
-        .env("NATS_URL", nats_url())
-        .env("NATS_STREAM", target.stream())
-        .env("NATS_SUBJECT_PREFIX", target.subject_prefix())
-        .env("HOLD_LIMIT_PER_GUEST", "0")
-        .env("PROJECTION_GATHER_MS", "5")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the server")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+/// A `reservations serve` process relaying to `target`.
+async fn serve(db: &TestDb, target: &RelayTarget) -> ServerProcess {
+    ServerProcess::start(
+        db,
+        &[
+            ("NATS_URL", nats_url()),
+            ("NATS_STREAM", target.stream().to_owned()),
+            ("NATS_SUBJECT_PREFIX", target.subject_prefix().to_owned()),
+            ("PROJECTION_GATHER_MS", "5".to_owned()),
+        ],
+    )
+    .await
 }
 
 /// Holds posted by `clients` tasks to the server at `port` until `stop`; the number
@@ -394,10 +381,9 @@ async fn a_relaying_server_killed_mid_load_leaves_every_event_in_the_stream_once
     hotel_with_rooms(&db.service(Strategy::Group), day(1), 22, 10_000).await;
     let target = own_target();
     let context = jetstream_context().await;
-    let first_port = free_port();
-    let mut first = serve(&db, &target, first_port);
+    let mut first = serve(&db, &target).await;
     let (stop, stopped) = watch::channel(false);
-    let load = tokio::spawn(hold_load(first_port, 8, stopped));
+    let load = tokio::spawn(hold_load(first.port, 8, stopped));
 
     // Act: kill -9 while holds are committed and relayed, then a second server.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -418,21 +404,18 @@ async fn a_relaying_server_killed_mid_load_leaves_every_event_in_the_stream_once
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    first.kill().expect("kill -9");
-    first.wait().expect("reaped");
+    first.kill();
     let _ = stop.send(true);
     let before_kill = load.await.expect("load");
-    let second_port = free_port();
-    let mut second = serve(&db, &target, second_port);
+    let mut second = serve(&db, &target).await;
     let (stop, stopped) = watch::channel(false);
-    let load = tokio::spawn(hold_load(second_port, 8, stopped));
+    let load = tokio::spawn(hold_load(second.port, 8, stopped));
     tokio::time::sleep(Duration::from_secs(2)).await;
     let _ = stop.send(true);
     let after_kill = load.await.expect("load");
     wait_visible(&db.pool).await;
     wait_relayed(&db.pool).await;
-    second.kill().expect("stop");
-    second.wait().expect("reaped");
+    second.kill();
 
     // Assert: every acknowledged hold is in the log, and the log in the stream once.
     let held: i64 =

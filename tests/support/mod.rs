@@ -3,12 +3,14 @@
 //! API (`domain`), the invariant checks every race ends with (`invariants`), the HTTP
 //! harness — a server per test and a typed client for every endpoint (`http`) — and the
 //! analytics runners for tests that read the read side (`runners`), and a PostgreSQL
-//! primary with a streaming replica of a test's own (`replica`).
+//! primary with a streaming replica of a test's own (`replica`), and `reservations serve`
+//! as a process of its own (`process`).
 
 mod db;
 mod domain;
 mod http;
 mod invariants;
+mod process;
 mod replica;
 mod runners;
 
@@ -16,5 +18,6 @@ pub use db::*;
 pub use domain::*;
 pub use http::*;
 pub use invariants::*;
+pub use process::*;
 pub use replica::*;
 pub use runners::*;

@@ -1,0 +1,73 @@
+//! `reservations serve` as a process of its own, on a free port, for the tests that
+//! need several servers or kill one (`kill -9`): started with the test tokens and the
+//! environment given, waited for until it answers, killed when dropped.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::{TestDb, TOKENS};
+
+pub struct ServerProcess {
+    child: Child,
+    pub port: u16,
+}
+
+impl ServerProcess {
+    /// A server on `db` with `env` on top of the test settings; returns once it
+    /// answers `/healthz`.
+    pub async fn start(db: &TestDb, env: &[(&str, String)]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_reservations"));
+        command
+            .arg("serve")
+            .env("DATABASE_URL", &db.url)
+            .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
+            .env("API_TOKENS", TOKENS)
+            .env("HOLD_LIMIT_PER_GUEST", "0")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let child = command.spawn().expect("start the server");
+        let server = Self { child, port };
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("client");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let up = client
+                .get(server.url("/healthz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if up {
+                return server;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "the server never answered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// `kill -9`: no shutdown, no last batch, connections dropped by the kernel.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
