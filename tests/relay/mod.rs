@@ -40,6 +40,13 @@ fn own_target() -> RelayTarget {
     .expect("target")
 }
 
+async fn delete_stream(context: &jetstream::Context, target: &RelayTarget) {
+    context
+        .delete_stream(target.stream())
+        .await
+        .expect("delete the test's stream");
+}
+
 async fn jetstream_context() -> jetstream::Context {
     let client = async_nats::connect(nats_url())
         .await
@@ -124,32 +131,7 @@ async fn stream_messages(context: &jetstream::Context, target: &RelayTarget) -> 
 
 /// Waits until the relay's checkpoint stands on the last event of the log.
 async fn wait_relayed(pool: &PgPool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let last: Option<(i64, i64)> = sqlx::query_as(
-            "SELECT transaction_id::text::bigint, global_position FROM events
-              ORDER BY transaction_id DESC, global_position DESC LIMIT 1",
-        )
-        .fetch_optional(pool)
-        .await
-        .expect("last event");
-        let checkpoint: Option<(i64, i64)> = sqlx::query_as(
-            "SELECT transaction_id::text::bigint, global_position FROM projection_checkpoints
-              WHERE name = $1",
-        )
-        .bind(RELAY)
-        .fetch_optional(pool)
-        .await
-        .expect("checkpoint");
-        if last.is_some() && checkpoint == last {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the relay did not catch up: log ends at {last:?}, checkpoint {checkpoint:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_checkpoints(pool, &[RELAY]).await;
 }
 
 /// The stream holds every event of the log exactly once, in commit order, each on its
@@ -264,10 +246,7 @@ async fn every_committed_event_reaches_jetstream_once_in_commit_order_and_rebuil
         "the workload confirmed and cancelled rooms: {expected:?}"
     );
     assert_eq!(occupancy_of(&downstream.pool).await, expected);
-    context
-        .delete_stream(target.stream())
-        .await
-        .expect("delete");
+    delete_stream(&context, &target).await;
     downstream.drop_database().await;
     db.drop_database().await;
 }
@@ -311,10 +290,7 @@ async fn a_batch_published_but_never_checkpointed_is_not_stored_twice() {
 
     // Assert
     assert_stream_is_the_log(&db.pool, &context, &target).await;
-    context
-        .delete_stream(target.stream())
-        .await
-        .expect("delete");
+    delete_stream(&context, &target).await;
     db.drop_database().await;
 }
 
@@ -432,10 +408,7 @@ async fn a_relaying_server_killed_mid_load_leaves_every_event_in_the_stream_once
         "{held} holds in the log"
     );
     assert_stream_is_the_log(&db.pool, &context, &target).await;
-    context
-        .delete_stream(target.stream())
-        .await
-        .expect("delete");
+    delete_stream(&context, &target).await;
     db.drop_database().await;
 }
 
@@ -487,9 +460,6 @@ async fn a_stream_that_ends_with_an_event_the_log_does_not_hold_stops_the_relay(
             .await
             .expect("checkpoint");
     assert_eq!(checkpoint.unwrap_or(0), 0);
-    context
-        .delete_stream(target.stream())
-        .await
-        .expect("delete");
+    delete_stream(&context, &target).await;
     db.drop_database().await;
 }

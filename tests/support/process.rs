@@ -50,7 +50,10 @@ impl ServerProcess {
             if up {
                 return server;
             }
-            assert!(tokio::time::Instant::now() < deadline, "the server never answered");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the server never answered"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }

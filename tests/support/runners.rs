@@ -76,7 +76,12 @@ pub async fn wait_visible(pool: &PgPool) {
 
 /// Waits until both analytics checkpoints stand on the last event of the log.
 pub async fn wait_caught_up(pool: &PgPool) {
-    let deadline = tokio::time::Instant::now() + StdDuration::from_secs(30);
+    wait_checkpoints(pool, &["reservations_view", "occupancy"]).await;
+}
+
+/// Waits until the checkpoints of `names` all stand on the last event of the log.
+pub async fn wait_checkpoints(pool: &PgPool, names: &[&str]) {
+    let deadline = tokio::time::Instant::now() + StdDuration::from_secs(60);
     loop {
         let last: Option<(i64, i64)> = sqlx::query_as(
             "SELECT transaction_id::text::bigint, global_position FROM events
@@ -87,19 +92,20 @@ pub async fn wait_caught_up(pool: &PgPool) {
         .expect("last event");
         let checkpoints: Vec<(i64, i64)> = sqlx::query_as(
             "SELECT transaction_id::text::bigint, global_position FROM projection_checkpoints
-              WHERE name IN ('reservations_view', 'occupancy')",
+              WHERE name = ANY($1)",
         )
+        .bind(names)
         .fetch_all(pool)
         .await
         .expect("checkpoints");
         if let Some(last) = last {
-            if checkpoints.len() == 2 && checkpoints.iter().all(|c| *c == last) {
+            if checkpoints.len() == names.len() && checkpoints.iter().all(|c| *c == last) {
                 return;
             }
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "projections did not catch up: log ends at {last:?}, checkpoints {checkpoints:?}"
+            "{names:?} did not catch up: log ends at {last:?}, checkpoints {checkpoints:?}"
         );
         tokio::time::sleep(StdDuration::from_millis(20)).await;
     }
