@@ -521,13 +521,9 @@ pub async fn availability(
         query.guests,
     )?;
     let (rooms, guests) = (stay_query.rooms.get(), stay_query.guests.get());
-    let asked = &stay_query;
     let answer = state
         .queries
-        .on_replica(
-            consistency.0,
-            |q| async move { q.availability(id, asked).await },
-        )
+        .availability(id, &stay_query, consistency.0)
         .await?
         .ok_or_else(|| ApiError::not_found("no such hotel"))?;
     let largest = answer.room_types.iter().map(|rt| rt.max_occupancy).max();

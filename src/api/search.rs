@@ -169,14 +169,16 @@ pub async fn search(
                 )
             })?,
     };
-    let search = &CitySearch {
-        city: city.to_owned(),
-        stay,
-        limit,
-    };
     let answer = state
         .queries
-        .on_replica(consistency.0, |q| async move { q.search(search).await })
+        .search(
+            &CitySearch {
+                city: city.to_owned(),
+                stay,
+                limit,
+            },
+            consistency.0,
+        )
         .await?;
     Ok(Json(SearchOut {
         start_date: stay.stay.start(),

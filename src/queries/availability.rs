@@ -31,7 +31,7 @@ use projections::availability::Reader;
 use sqlx::Row;
 
 use super::memo::OfferMemo;
-use super::{Queries, QueryError};
+use super::{Lsn, Queries, QueryError};
 
 /// How long a read waits for Redis before asking PostgreSQL instead.
 const CACHE_TIMEOUT: Duration = Duration::from_millis(300);
@@ -297,14 +297,23 @@ impl Queries {
     /// Remaining rooms, rates, restrictions and prices per plan on every night of the
     /// stay, per room type of the hotel, and the offers it can be booked as; `None` if
     /// there is no such hotel.
+    ///
+    /// When PostgreSQL answers, the replica may (past `token`): a read the Redis model
+    /// answers never waits for the replica.
     pub async fn availability(
         &self,
         hotel: HotelId,
         query: &StayQuery,
+        token: Option<Lsn>,
     ) -> Result<Option<StayAvailability>, QueryError> {
         let answer = match self.cached_availability(hotel, query).await {
             Some(answer) => Some(answer),
-            None => self.database_availability(hotel, query).await?,
+            None => {
+                self.on_replica(token, |q| async move {
+                    q.database_availability(hotel, query).await
+                })
+                .await?
+            }
         };
         if let Some(answer) = &answer {
             metrics::counter!("availability_reads_total", "source" => answer.source.as_str())

@@ -24,7 +24,7 @@ use projections::availability::{HotelFields, Interner};
 
 use super::availability::{today_at, within_timeout, Source, StayQuery, StoredNight};
 use super::memo::Question;
-use super::{Queries, QueryError};
+use super::{Lsn, Queries, QueryError};
 
 /// Most hotels one search answers with.
 pub const MAX_SEARCH_LIMIT: usize = 100;
@@ -81,11 +81,19 @@ fn rank(mut offers: Vec<(i64, &Hotel, Vec<Offer>)>, limit: usize) -> Vec<HotelOf
 }
 
 impl Queries {
-    /// The offers of a city's hotels for a stay.
-    pub async fn search(&self, search: &CitySearch) -> Result<SearchAnswer, QueryError> {
+    /// The offers of a city's hotels for a stay. When PostgreSQL answers, the replica
+    /// may (past `token`).
+    pub async fn search(
+        &self,
+        search: &CitySearch,
+        token: Option<Lsn>,
+    ) -> Result<SearchAnswer, QueryError> {
         let answer = match self.cached_search(search).await {
             Some(answer) => answer,
-            None => self.database_search(search).await?,
+            None => {
+                self.on_replica(token, |q| async move { q.database_search(search).await })
+                    .await?
+            }
         };
         metrics::counter!("search_reads_total", "source" => answer.source.as_str()).increment(1);
         Ok(answer)
