@@ -6,30 +6,36 @@
 //! its backend, five round trips, three statements to start and plan, a commit that
 //! waits for the WAL flush. A flash sale is every client on the same nights: row locks
 //! (pessimistic) make them queue one transaction at a time, each paying all of that for
-//! one booking, and optimistic retries are worse. Spread load meets the same price in
-//! another form: on a small machine, dozens of backends each committing one booking
-//! spend the CPU on themselves. So holds are handed to a few **lanes** (a room always
-//! to the same one, by a hash of its hotel and room type): each lane runs one
-//! transaction at a time and takes everything that queued meanwhile into the next one,
-//! whatever rooms it is for. That transaction claims every request's idempotency key,
-//! takes the locks of every room in the batch in one fixed order, reads all their
-//! nights in one statement, decides the holds one after the other in memory, and writes
-//! all of them in one statement. A refused hold (sold out) is refused alone; the others
-//! are unaffected. A batch the database refuses (or whose state cannot be used) is run
-//! again one hold at a time, so one hold that cannot be written never fails its
-//! neighbours; an unreachable database fails the batch at once.
+//! one booking, and optimistic retries are worse. So holds are handed to a few **lanes**
+//! (a hotel always to the same one, by a hash of its id): each lane runs one
+//! transaction at a time and takes what queued meanwhile for the oldest waiting hold's
+//! hotel into the next one, whatever its room types. That transaction claims every
+//! request's idempotency key, takes the locks of every room in the batch in one fixed
+//! order, reads all their nights in one statement, decides the holds one after the
+//! other in memory, and writes all of them in one statement. A refused hold (sold out)
+//! is refused alone; the others are unaffected. A batch the database refuses (or whose
+//! state cannot be used) is run again one hold at a time, so one hold that cannot be
+//! written never fails its neighbours; an unreachable database fails the batch at once.
+//!
+//! **A batch never holds two hotels.** Every transaction on the write side touches one
+//! `hotel_id`, the key a sharded log would be distributed by: a batch that spanned
+//! hotels would become a distributed transaction the day hotels live on different
+//! nodes. Holds of other hotels that queued behind wait for their own batch, oldest
+//! first, so none waits longer than the batches ahead of it. Spread load (every hold a
+//! different hotel) therefore gets batches of about one, and its throughput comes from
+//! the lanes running side by side, with PostgreSQL flushing their commits' WAL together.
 //!
 //! Correctness is the pessimistic strategy's: the same `(hotel, room type)` advisory
 //! locks order batches with every other writer of those nights (in this process or
 //! another), so several server processes each batching their own requests stay exact.
 //! A lane's worker exits when its queue has been idle for a while.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aggregates::{booking, Decision, Nights, Reservation, ReservationId};
+use aggregates::{booking, Decision, HotelId, Nights, Reservation, ReservationId};
 use chrono::{DateTime, NaiveDate, Utc};
 use tokio::sync::{mpsc, oneshot};
 
@@ -101,6 +107,9 @@ pub struct GroupCommit {
 pub const DEFAULT_LANES: usize = 2;
 /// Most holds decided in one transaction.
 const MAX_BATCH: usize = 256;
+/// Most holds a worker takes off its queue to sort into batches by hotel: enough for
+/// several batches, few enough that sorting them stays cheap.
+const MAX_WAITING: usize = 4 * MAX_BATCH;
 /// A worker with nothing to do for this long stops (the next hold starts a new one).
 const IDLE: Duration = Duration::from_secs(5);
 
@@ -115,13 +124,13 @@ impl GroupCommit {
         }
     }
 
-    /// The lane of a room: always the same, so one room's holds are never in two
-    /// batches at once (they would only queue on its lock).
-    fn lane(&self, room: Room) -> usize {
-        // A fixed hasher (not a random one): the same room maps to the same lane in
+    /// The lane of a hotel: always the same, so one room's holds are never in two
+    /// batches at once (they would only queue on its lock), and a hotel's room types
+    /// can share a batch.
+    fn lane(&self, hotel: HotelId) -> usize {
+        // A fixed hasher (not a random one): the same hotel maps to the same lane in
         // every process, which keeps the lanes' load the same from run to run.
-        let hash =
-            BuildHasherDefault::<DefaultHasher>::default().hash_one((room.0.get(), room.1.get()));
+        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(hotel.get());
         (hash % self.lanes as u64) as usize
     }
 
@@ -133,7 +142,7 @@ impl GroupCommit {
             reply,
             queued_at: Instant::now(),
         };
-        let lane = self.lane(job.room());
+        let lane = self.lane(job.room().0);
         {
             // Sending under the lock: a worker only retires under it, after checking its
             // queue is empty, so no job is ever sent to a worker that has gone.
@@ -158,26 +167,31 @@ impl GroupCommit {
 }
 
 async fn worker(group: Arc<GroupCommit>, lane: usize, mut jobs: mpsc::UnboundedReceiver<HoldJob>) {
+    // Holds taken off the queue that are not in a batch yet (other hotels' than the
+    // batch being formed), oldest first.
+    let mut waiting: VecDeque<HoldJob> = VecDeque::new();
     loop {
-        let first = match tokio::time::timeout(IDLE, jobs.recv()).await {
-            Ok(Some(job)) => job,
-            Ok(None) => return,
-            Err(_) => {
-                let mut queues = group.queues.lock().unwrap_or_else(|e| e.into_inner());
-                if jobs.is_empty() {
-                    queues.remove(&lane);
-                    return;
+        if waiting.is_empty() {
+            match tokio::time::timeout(IDLE, jobs.recv()).await {
+                Ok(Some(job)) => waiting.push_back(job),
+                Ok(None) => return,
+                Err(_) => {
+                    let mut queues = group.queues.lock().unwrap_or_else(|e| e.into_inner());
+                    if jobs.is_empty() {
+                        queues.remove(&lane);
+                        return;
+                    }
+                    continue;
                 }
-                continue;
             }
-        };
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
+        }
+        while waiting.len() < MAX_WAITING {
             match jobs.try_recv() {
-                Ok(job) => batch.push(job),
+                Ok(job) => waiting.push_back(job),
                 Err(_) => break,
             }
         }
+        let batch = one_hotel(&mut waiting, |job| job.room().0, MAX_BATCH);
         let started = Instant::now();
         metrics::histogram!("group_commit_batch_size").record(batch.len() as f64);
         for job in &batch {
@@ -217,6 +231,25 @@ async fn worker(group: Arc<GroupCommit>, lane: usize, mut jobs: mpsc::UnboundedR
             }
         }
     }
+}
+
+/// Takes the next batch out of `waiting`: the oldest hold's hotel's holds, in arrival
+/// order, at most `max`; the others stay, in their order.
+fn one_hotel<T>(waiting: &mut VecDeque<T>, hotel_of: impl Fn(&T) -> HotelId, max: usize) -> Vec<T> {
+    let Some(hotel) = waiting.front().map(&hotel_of) else {
+        return Vec::new();
+    };
+    let mut batch = Vec::new();
+    let mut rest = VecDeque::with_capacity(waiting.len());
+    for item in waiting.drain(..) {
+        if batch.len() < max && hotel_of(&item) == hotel {
+            batch.push(item);
+        } else {
+            rest.push_back(item);
+        }
+    }
+    *waiting = rest;
+    batch
 }
 
 /// Decides and writes a batch in one transaction (retried whole on a lost race);
@@ -411,4 +444,64 @@ fn latest_now(batch: &[HoldJob]) -> DateTime<Utc> {
         .map(|j| j.hold.now)
         .max()
         .unwrap_or_else(Utc::now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hotel(id: i64) -> HotelId {
+        HotelId::parse(id).expect("a valid hotel id")
+    }
+
+    /// Holds as (hotel, arrival number).
+    fn waiting(hotels: &[i64]) -> VecDeque<(HotelId, usize)> {
+        hotels
+            .iter()
+            .enumerate()
+            .map(|(n, &h)| (hotel(h), n))
+            .collect()
+    }
+
+    fn arrivals(items: &[(HotelId, usize)]) -> Vec<usize> {
+        items.iter().map(|&(_, n)| n).collect()
+    }
+
+    #[test]
+    fn a_batch_is_the_oldest_holds_hotel_in_arrival_order() {
+        let mut queue = waiting(&[7, 3, 7, 9, 7, 3]);
+
+        let batch = one_hotel(&mut queue, |&(h, _)| h, MAX_BATCH);
+
+        assert_eq!(arrivals(&batch), vec![0, 2, 4]);
+        assert_eq!(arrivals(queue.make_contiguous()), vec![1, 3, 5]);
+    }
+
+    #[test]
+    fn the_holds_left_behind_form_the_next_batches_oldest_first() {
+        let mut queue = waiting(&[7, 3, 7, 9, 7, 3]);
+        let mut batches = Vec::new();
+        while !queue.is_empty() {
+            batches.push(arrivals(&one_hotel(&mut queue, |&(h, _)| h, MAX_BATCH)));
+        }
+
+        assert_eq!(batches, vec![vec![0, 2, 4], vec![1, 5], vec![3]]);
+    }
+
+    #[test]
+    fn a_full_batch_leaves_its_hotels_later_holds_in_order() {
+        let mut queue = waiting(&[5, 5, 5, 6, 5]);
+
+        let batch = one_hotel(&mut queue, |&(h, _)| h, 2);
+
+        assert_eq!(arrivals(&batch), vec![0, 1]);
+        assert_eq!(arrivals(queue.make_contiguous()), vec![2, 3, 4]);
+    }
+
+    #[test]
+    fn an_empty_queue_gives_an_empty_batch() {
+        let mut queue = waiting(&[]);
+
+        assert!(one_hotel(&mut queue, |&(h, _)| h, MAX_BATCH).is_empty());
+    }
 }

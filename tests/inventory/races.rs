@@ -260,10 +260,11 @@ async fn three_hotels(svc: &CommandService) -> Vec<Room> {
     rooms
 }
 
-/// Group commit batches holds of different rooms into one transaction, each lane
-/// locking its batch's rooms in one order. Two servers with different lane counts map
-/// the same rooms to different lanes, so their batches meet on shared rooms in every
-/// combination: they must queue (never deadlock), and never oversell.
+/// Group commit batches holds of one hotel's different rooms into one transaction,
+/// each lane locking its batch's rooms in one order, and never puts two hotels in one
+/// transaction. Two servers with different lane counts map the same hotels to
+/// different lanes, so their batches meet on shared rooms in every combination: they
+/// must queue (never deadlock), and never oversell.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_servers_batching_holds_of_six_rooms_never_oversell() {
     let db = TestDb::new().await;
@@ -290,6 +291,16 @@ async fn two_servers_batching_holds_of_six_rooms_never_oversell() {
     .await
     .expect("rooms per transaction");
     assert!(most_rooms > 1, "no transaction held stays of two rooms");
+    // ... and none touched two hotels.
+    let (most_hotels,): (i64,) = sqlx::query_as(
+        "SELECT coalesce(max(n), 0) FROM (
+             SELECT count(DISTINCT split_part(aggregate_id, ':', 1)) AS n
+               FROM events WHERE event_type = 'RoomsHeld' GROUP BY transaction_id) t",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .expect("hotels per transaction");
+    assert_eq!(most_hotels, 1, "a transaction held stays of two hotels");
     db.drop_database().await;
 }
 
