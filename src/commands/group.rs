@@ -102,9 +102,11 @@ pub struct GroupCommit {
     queues: Mutex<HashMap<usize, mpsc::UnboundedSender<HoldJob>>>,
 }
 
-/// Lanes when none are configured: enough to keep a small machine's cores busy while
-/// one lane waits for its commit, few enough that batches form.
-pub const DEFAULT_LANES: usize = 2;
+/// Lanes when none are configured: with batches of one hotel, spread load gets a
+/// transaction per hold, and its throughput comes from lanes side by side; four were
+/// the best of 2, 4, 8 and 16 on two cores, on spread and hot alike (docs/scaling.md,
+/// "Group commit within one hotel").
+pub const DEFAULT_LANES: usize = 4;
 /// Most holds decided in one transaction.
 const MAX_BATCH: usize = 256;
 /// Most holds a worker takes off its queue to sort into batches by hotel: enough for
