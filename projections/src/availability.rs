@@ -74,6 +74,15 @@ pub const NAME: &str = "availability";
 /// A Redis connection that connects lazily and fails fast, so a Redis outage costs
 /// readers a fallback, not a hang.
 pub fn connect(url: &str) -> anyhow::Result<ConnectionManager> {
+    // Several comma-separated URLs name a Redis Cluster's nodes; the model's keys are
+    // not laid out for a cluster yet (a cluster connection refuses a pipeline across
+    // slots), so say so rather than fail on the URL's syntax.
+    if url.contains(',') {
+        anyhow::bail!(
+            "REDIS_URL names several nodes (a Redis Cluster), which this version does not \
+             support yet; give one node's URL"
+        );
+    }
     let client = redis::Client::open(url)?;
     let config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(Duration::from_millis(250)))
@@ -551,6 +560,16 @@ impl Projection for AvailabilityProjection {
 mod tests {
     use super::*;
     use aggregates::restrictions::NightRestrictions;
+
+    #[test]
+    fn a_cluster_url_is_refused_with_what_is_missing() {
+        let error = connect("redis://127.0.0.1:7000,redis://127.0.0.1:7001")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+
+        assert!(error.contains("Redis Cluster"), "{error}");
+    }
 
     #[test]
     fn night_fields_name_the_date() {
