@@ -36,7 +36,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use redis::aio::ConnectionManager;
+use projections::redis_conn::RedisConn;
 use sha2::{Digest, Sha256};
 
 /// How long a limit check (or the release of a refused hold) may wait for Redis before
@@ -76,7 +76,7 @@ return {0, 0, tonumber(oldest[2]) + window - now}
 /// The per-guest hold limit, shared by every handler (cheap to clone).
 #[derive(Clone)]
 pub struct HoldLimiter {
-    redis: ConnectionManager,
+    redis: RedisConn,
     prefix: String,
     limit: u32,
     window: Duration,
@@ -120,7 +120,7 @@ pub struct Ticket {
 impl HoldLimiter {
     /// A limit of `limit` holds per guest per channel within `window`, with its keys
     /// under the prefix of the deployment whose database is `database`.
-    pub fn new(redis: ConnectionManager, database: &str, limit: u32, window: Duration) -> Self {
+    pub fn new(redis: RedisConn, database: &str, limit: u32, window: Duration) -> Self {
         Self {
             redis,
             prefix: format!("rsv:{database}:holds"),
@@ -314,12 +314,7 @@ mod tests {
 
     #[tokio::test]
     async fn keys_share_the_deployment_prefix_and_ignore_the_case_of_the_email() {
-        let client = redis::Client::open("redis://127.0.0.1:1").expect("a well-formed url");
-        let redis = ConnectionManager::new_lazy_with_config(
-            client,
-            redis::aio::ConnectionManagerConfig::new(),
-        )
-        .expect("a lazy connection");
+        let redis = projections::redis_conn::connect("redis://127.0.0.1:1").expect("a lazy connection");
         let limiter = HoldLimiter::new(redis, "rsv_db", 3, Duration::from_secs(900));
 
         let key = limiter.key("web", "Ana@Example.com");

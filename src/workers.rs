@@ -15,7 +15,7 @@ use projections::availability::{AvailabilityProjection, Keys};
 use projections::{Checkpoint, RunnerConfig, Tail};
 
 use crate::relay::JetStreamRelay;
-use redis::aio::ConnectionManager;
+use projections::redis_conn::RedisConn;
 use sqlx::PgPool;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -68,7 +68,7 @@ impl FromStr for ProjectionName {
 /// The Redis availability model's connection and key names.
 #[derive(Clone)]
 pub struct RedisModel {
-    pub redis: ConnectionManager,
+    pub redis: RedisConn,
     pub keys: Keys,
 }
 
@@ -117,7 +117,7 @@ pub fn spawn_runners(
 /// Starts the Redis availability projection, reading the log through `tail`.
 pub fn spawn_availability_runner(
     pool: PgPool,
-    redis: ConnectionManager,
+    redis: RedisConn,
     keys: Keys,
     config: RunnerConfig,
     tail: &Tail,

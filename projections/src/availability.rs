@@ -56,12 +56,12 @@ use std::time::Duration;
 use aggregates::restrictions::RestrictionSet;
 use aggregates::{Cents, Hotel, HotelEvent, RatePlanId, RoomNightEvent, TypedEvent};
 use chrono::{NaiveDate, Utc};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 
 use crate::log::{Checkpoint, StoredEvent};
+use crate::redis_conn::{Parts, RedisConn};
 use crate::runner::Projection;
 
 pub use field::CachedRoomNight;
@@ -71,58 +71,71 @@ pub use read::{CachedAvailability, CachedDay, CachedHotelDays, CityFields, Hotel
 
 pub const NAME: &str = "availability";
 
-/// A Redis connection that connects lazily and fails fast, so a Redis outage costs
-/// readers a fallback, not a hang.
-pub fn connect(url: &str) -> anyhow::Result<ConnectionManager> {
-    // Several comma-separated URLs name a Redis Cluster's nodes; the model's keys are
-    // not laid out for a cluster yet (a cluster connection refuses a pipeline across
-    // slots), so say so rather than fail on the URL's syntax.
-    if url.contains(',') {
-        anyhow::bail!(
-            "REDIS_URL names several nodes (a Redis Cluster), which this version does not \
-             support yet; give one node's URL"
-        );
-    }
-    let client = redis::Client::open(url)?;
-    let config = ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(Duration::from_millis(250)))
-        .set_response_timeout(Some(Duration::from_millis(250)))
-        .set_number_of_retries(1)
-        .set_max_delay(Duration::from_millis(100));
-    Ok(ConnectionManager::new_lazy_with_config(client, config)?)
+/// A connection to the model's Redis (a single server, or a cluster's nodes when
+/// `url` names several); see [`crate::redis_conn`].
+pub fn connect(url: &str) -> anyhow::Result<RedisConn> {
+    crate::redis_conn::connect(url)
 }
+
+/// How many buckets a deployment's hotels fall into (see [`Keys`]).
+pub const BUCKETS: i64 = 256;
 
 /// The key names of one deployment: every key starts with its prefix, so several
 /// deployments (or test databases) can share one Redis.
+///
+/// On a Redis Cluster, keys are placed by their hash tag (the part in braces):
+/// - a generation's `current` and `meta` share the deployment's tag, so the script that
+///   marks a generation ready, and a read's check of the generation, are one slot;
+/// - a hotel's hash carries the tag of its bucket (`{b17}`: the hotel id modulo
+///   [`BUCKETS`]), so everything a read of one hotel needs is one slot, and each bucket
+///   has a marker key in that slot (`mark:{b17}`), written when a generation is
+///   created. A node that comes back empty loses the markers of its buckets with their
+///   hotels, which the runner notices (a batch touching them, or its idle check) and
+///   answers by rebuilding, as it does for a single server that lost its data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
     prefix: String,
+    tag: String,
 }
 
 impl Keys {
     pub fn new(prefix: impl Into<String>) -> Self {
-        Self {
-            prefix: prefix.into(),
-        }
+        let prefix = prefix.into();
+        let tag = prefix.replace(['{', '}'], "");
+        Self { prefix, tag }
     }
 
-    /// The prefix for the deployment whose PostgreSQL database is `database`. `avail4`
-    /// is the fourth layout (catalogs as aggregates, city sets, a night's terms in its
-    /// counters' field); keys of the earlier ones are left unread.
+    /// The prefix for the deployment whose PostgreSQL database is `database`. `avail5`
+    /// is the fifth layout (catalogs as aggregates, city sets, a night's terms in its
+    /// counters' field, hash tags for a cluster); keys of the earlier ones are left
+    /// unread.
     pub fn for_database(database: &str) -> Self {
-        Self::new(format!("rsv:{database}:avail4"))
+        Self::new(format!("rsv:{database}:avail5"))
     }
 
     fn current(&self) -> String {
-        format!("{}:current", self.prefix)
+        format!("{}:{{{}}}:current", self.prefix, self.tag)
     }
 
     fn meta(&self, generation: i32) -> String {
-        format!("{}:g{generation}:meta", self.prefix)
+        format!("{}:{{{}}}:g{generation}:meta", self.prefix, self.tag)
     }
 
     fn hotel(&self, generation: i32, hotel: i64) -> String {
-        format!("{}:g{generation}:hotel:{hotel}", self.prefix)
+        format!(
+            "{}:g{generation}:hotel:{{b{}}}:{hotel}",
+            self.prefix,
+            bucket(hotel)
+        )
+    }
+
+    /// The marker of a bucket's slot (see the type's doc).
+    fn mark(&self, generation: i32, bucket: i64) -> String {
+        format!("{}:g{generation}:mark:{{b{bucket}}}", self.prefix)
+    }
+
+    fn marks(&self, generation: i32) -> Vec<String> {
+        (0..BUCKETS).map(|b| self.mark(generation, b)).collect()
     }
 
     /// The set of a city's hotels; cities match whatever their case.
@@ -130,9 +143,15 @@ impl Keys {
         format!("{}:g{generation}:city:{}", self.prefix, city_key(city))
     }
 
+    /// Every key of a generation but its `meta`.
     fn generation_pattern(&self, generation: i32) -> String {
         format!("{}:g{generation}:*", self.prefix)
     }
+}
+
+/// The bucket of a hotel: its keys' hash tag.
+pub fn bucket(hotel: i64) -> i64 {
+    hotel.rem_euclid(BUCKETS)
 }
 
 /// How a city is named in its set's key: trimmed and lower-cased, so "Lisbon" and
@@ -307,15 +326,38 @@ type TouchedNights<'a> =
 /// A batch's events on hotels, per hotel, in stream order.
 type TouchedHotels<'a> = BTreeMap<i64, Vec<(&'a StoredEvent, &'a HotelEvent)>>;
 
+/// How long a batch's writes may wait to be copied to a cluster's replicas.
+const REPLICA_WAIT: Duration = Duration::from_millis(500);
+
+/// A hash's fields as read.
+type StoredFields = Vec<Option<String>>;
+
+/// What a batch reads of one bucket before writing: its marker, then the touched
+/// nights' fields and the touched hotels' catalogs.
+#[derive(Default)]
+struct BucketReads {
+    nights: Vec<(i64, NaiveDate)>,
+    hotels: Vec<i64>,
+}
+
 /// The projection that keeps availability in Redis.
 pub struct AvailabilityProjection {
-    redis: ConnectionManager,
+    redis: RedisConn,
     keys: Keys,
+    /// On a cluster, how many replicas every batch's writes wait for (`WAIT`) before
+    /// its checkpoint commits: a master that fails over to a replica must not take
+    /// writes the checkpoint already counts with it. Learned from the cluster (at most
+    /// one), again after a wait that fell short; `None` until then.
+    replicas: Option<usize>,
 }
 
 impl AvailabilityProjection {
-    pub fn new(redis: ConnectionManager, keys: Keys) -> Self {
-        Self { redis, keys }
+    pub fn new(redis: RedisConn, keys: Keys) -> Self {
+        Self {
+            redis,
+            keys,
+            replicas: None,
+        }
     }
 
     /// Queues the write of one night of one hotel: `stored` is its field as read.
@@ -351,10 +393,11 @@ impl AvailabilityProjection {
         }
     }
 
-    /// Queues the writes of one hotel's catalog and its city set.
+    /// Queues the writes of one hotel's catalog (into its bucket's `write`) and of its
+    /// city sets (each a part of its own: a city's set has a slot of its own).
     fn write_catalog(
         &self,
-        write: &mut redis::Pipeline,
+        (write, cities): (&mut redis::Pipeline, &mut Parts),
         generation: i32,
         hotel_id: i64,
         events: &[(&StoredEvent, &HotelEvent)],
@@ -367,12 +410,21 @@ impl AvailabilityProjection {
         };
         let old_city = hotel.details().map(|d| city_key(d.city()));
         let mut sequence = stored_seq.unwrap_or(0);
+        let city_write = |cities: &mut Parts, add: bool, city: &str| {
+            let mut part = redis::pipe();
+            if add {
+                part.sadd(self.keys.city(generation, city), hotel_id);
+            } else {
+                part.srem(self.keys.city(generation, city), hotel_id);
+            }
+            cities.push(part);
+        };
         if !apply_catalog(&mut hotel, &mut sequence, events) {
             metrics::counter!("availability_gaps_total").increment(1);
             tracing::error!(%key, "availability: hotel stream gap; catalog dropped from cache");
             write.hdel(&key, &[CATALOG, CATALOG_SEQ]);
             if let Some(old) = old_city {
-                write.srem(self.keys.city(generation, &old), hotel_id);
+                city_write(cities, false, &old);
             }
             return Ok(());
         }
@@ -381,10 +433,10 @@ impl AvailabilityProjection {
             .as_ref()
             .filter(|old| Some(*old) != new_city.as_ref())
         {
-            write.srem(self.keys.city(generation, old), hotel_id);
+            city_write(cities, false, old);
         }
         if let Some(new) = new_city {
-            write.sadd(self.keys.city(generation, &new), hotel_id);
+            city_write(cities, true, &new);
         }
         write.hset_multiple(
             &key,
@@ -395,11 +447,41 @@ impl AvailabilityProjection {
         );
         Ok(())
     }
-}
 
-/// What the projection reads before writing: per touched night its field, per touched
-/// hotel its catalog.
-type StoredFields = Vec<Option<String>>;
+    /// On a cluster, waits until the writes sent so far are on the replicas; fails (and
+    /// the batch is retried, its checkpoint not saved) when they are not.
+    async fn wait_for_replicas(&mut self) -> anyhow::Result<()> {
+        if !self.redis.is_cluster() {
+            return Ok(());
+        }
+        let wanted = match self.replicas {
+            Some(wanted) => wanted,
+            None => {
+                let wanted = self.redis.replicas_per_master(1).await?;
+                self.replicas = Some(wanted);
+                wanted
+            }
+        };
+        if wanted == 0 {
+            return Ok(());
+        }
+        // Without a key, `WAIT` goes to every master and answers the fewest replicas
+        // that acknowledged this connection's writes there.
+        let copied: i64 = redis::cmd("WAIT")
+            .arg(wanted)
+            .arg(REPLICA_WAIT.as_millis() as u64)
+            .query_async(&mut self.redis)
+            .await?;
+        if copied < wanted as i64 {
+            // A replica is gone (or the cluster is failing over): ask the cluster again
+            // before the batch is retried.
+            self.replicas = None;
+            metrics::counter!("availability_replica_wait_short_total").increment(1);
+            anyhow::bail!("availability: writes copied to {copied} of {wanted} replicas");
+        }
+        Ok(())
+    }
+}
 
 impl Projection for AvailabilityProjection {
     fn name(&self) -> &'static str {
@@ -412,12 +494,6 @@ impl Projection for AvailabilityProjection {
         generation: i32,
         batch: &[StoredEvent],
     ) -> anyhow::Result<()> {
-        // Never write into storage that lost its data (Redis restarted empty): fail,
-        // and the runner rebuilds the generation from position zero.
-        let intact: bool = self.redis.exists(self.keys.meta(generation)).await?;
-        if !intact {
-            anyhow::bail!("availability storage of generation {generation} lost its data");
-        }
         let mut nights: TouchedNights = BTreeMap::new();
         let mut hotels: TouchedHotels = BTreeMap::new();
         for stored in batch {
@@ -437,69 +513,131 @@ impl Projection for AvailabilityProjection {
                 TypedEvent::Reservation { .. } => {}
             }
         }
-        // The current values of the touched fields: nights, then catalogs.
-        let mut read = redis::pipe();
-        for (hotel, night) in nights.keys() {
-            read.hmget(self.keys.hotel(generation, *hotel), &[night_field(*night)]);
+        let mut buckets: BTreeMap<i64, BucketReads> = BTreeMap::new();
+        for night in nights.keys() {
+            buckets.entry(bucket(night.0)).or_default().nights.push(*night);
         }
         for hotel in hotels.keys() {
-            read.hmget(self.keys.hotel(generation, *hotel), &[CATALOG_SEQ, CATALOG]);
+            buckets.entry(bucket(*hotel)).or_default().hotels.push(*hotel);
         }
-        let expected = nights.len() + hotels.len();
-        let current: Vec<StoredFields> = if expected == 0 {
-            Vec::new()
-        } else {
-            read.query_async(&mut self.redis).await?
-        };
-        if current.len() != expected {
-            anyhow::bail!(
-                "availability: {} values for {expected} fields",
-                current.len()
-            );
-        }
-        let (stored_nights, stored_hotels) = current.split_at(nights.len());
 
-        let mut write = redis::pipe();
-        write.atomic();
-        for ((night, by_type), stored) in nights.iter().zip(stored_nights) {
-            let field = stored.first().and_then(|v| v.as_deref()).map(str::as_bytes);
-            self.write_night(&mut write, generation, *night, by_type, field);
+        // Never write into storage that lost its data (Redis restarted empty, or a
+        // cluster's node did): fail, and the runner rebuilds the generation from
+        // position zero. Read with it the current values of the touched fields.
+        let mut read = Parts::new();
+        let mut meta = redis::pipe();
+        meta.exists(self.keys.meta(generation));
+        read.push(meta);
+        for (b, touched) in &buckets {
+            let mut part = redis::pipe();
+            part.exists(self.keys.mark(generation, *b));
+            for (hotel, night) in &touched.nights {
+                part.hmget(self.keys.hotel(generation, *hotel), &[night_field(*night)]);
+            }
+            for hotel in &touched.hotels {
+                part.hmget(self.keys.hotel(generation, *hotel), &[CATALOG_SEQ, CATALOG]);
+            }
+            read.push(part);
         }
-        for ((hotel, events), stored) in hotels.iter().zip(stored_hotels) {
+        let expected = read.len();
+        let mut replies = self.redis.query_parts(read, false).await?.into_iter();
+        if replies.len() != expected {
+            anyhow::bail!("availability: {} replies for {expected} reads", replies.len());
+        }
+        let intact = |reply: Option<redis::Value>| -> anyhow::Result<()> {
+            let exists: bool = redis::from_redis_value(reply.unwrap_or(redis::Value::Nil))?;
+            if !exists {
+                anyhow::bail!("availability storage of generation {generation} lost its data");
+            }
+            Ok(())
+        };
+        intact(replies.next())?;
+        let mut stored_nights: BTreeMap<(i64, NaiveDate), Option<String>> = BTreeMap::new();
+        let mut stored_hotels: BTreeMap<i64, StoredFields> = BTreeMap::new();
+        for touched in buckets.values() {
+            intact(replies.next())?;
+            for night in &touched.nights {
+                let fields: StoredFields =
+                    redis::from_redis_value(replies.next().unwrap_or(redis::Value::Nil))?;
+                stored_nights.insert(*night, fields.into_iter().next().flatten());
+            }
+            for hotel in &touched.hotels {
+                let fields: StoredFields =
+                    redis::from_redis_value(replies.next().unwrap_or(redis::Value::Nil))?;
+                stored_hotels.insert(*hotel, fields);
+            }
+        }
+
+        let mut writes: BTreeMap<i64, redis::Pipeline> = BTreeMap::new();
+        let mut cities = Parts::new();
+        for (night, by_type) in &nights {
+            let field = stored_nights
+                .get(night)
+                .and_then(|v| v.as_deref())
+                .map(str::as_bytes);
+            let write = writes.entry(bucket(night.0)).or_insert_with(redis::pipe);
+            self.write_night(write, generation, *night, by_type, field);
+        }
+        for (hotel, events) in &hotels {
+            let stored = stored_hotels.get(hotel);
             let seq = stored
-                .first()
+                .and_then(|s| s.first())
                 .and_then(|v| v.as_deref())
                 .map(str::parse::<i64>)
                 .transpose()?;
-            let catalog = stored.get(1).and_then(|v| v.as_deref());
-            self.write_catalog(&mut write, generation, *hotel, events, (seq, catalog))?;
+            let catalog = stored.and_then(|s| s.get(1)).and_then(|v| v.as_deref());
+            let write = writes.entry(bucket(*hotel)).or_insert_with(redis::pipe);
+            self.write_catalog((write, &mut cities), generation, *hotel, events, (seq, catalog))?;
         }
+        let mut write = Parts::new();
+        for part in writes.into_values() {
+            write.push(part);
+        }
+        let mut position = redis::pipe();
         if let Some(last) = batch.last() {
-            write.hset(self.keys.meta(generation), "position", last.position);
+            position.hset(self.keys.meta(generation), "position", last.position);
         }
-        let _: () = write.query_async(&mut self.redis).await?;
+        if self.redis.is_cluster() {
+            // Each bucket's writes are a transaction of their own, and the position
+            // moves only once they are all written and copied: a batch cut short is
+            // applied again, and each night and catalog skips the events it has.
+            write.extend(cities);
+            let _ = self.redis.query_parts(write, true).await?;
+            self.wait_for_replicas().await?;
+            let mut last = Parts::new();
+            last.push(position);
+            let _ = self.redis.query_parts(last, false).await?;
+        } else {
+            write.extend(cities);
+            write.push(position);
+            let _ = self.redis.query_parts(write, true).await?;
+        }
         Ok(())
     }
 
     async fn clear(&mut self, _conn: &mut PgConnection, generation: i32) -> anyhow::Result<()> {
-        let pattern = self.keys.generation_pattern(generation);
-        let mut keys: Vec<String> = Vec::new();
-        {
-            let mut iter: redis::AsyncIter<'_, String> = self.redis.scan_match(&pattern).await?;
-            while let Some(key) = futures::StreamExt::next(&mut iter).await {
-                keys.push(key?);
-            }
-        }
+        let keys = self
+            .redis
+            .scan_keys(&self.keys.generation_pattern(generation))
+            .await?;
         for chunk in keys.chunks(500) {
             let _: () = self.redis.unlink(chunk).await?;
         }
-        let _: () = self
-            .redis
-            .hset_multiple(
-                self.keys.meta(generation),
-                &[("ready", "0"), ("position", "0")],
-            )
-            .await?;
+        let _: () = self.redis.del(self.keys.meta(generation)).await?;
+        let mut fresh = Parts::new();
+        let mut meta = redis::pipe();
+        meta.hset_multiple(
+            self.keys.meta(generation),
+            &[("ready", "0"), ("position", "0")],
+        );
+        fresh.push(meta);
+        for b in 0..BUCKETS {
+            let mut mark = redis::pipe();
+            mark.set(self.keys.mark(generation, b), 1);
+            fresh.push(mark);
+        }
+        let _ = self.redis.query_parts(fresh, false).await?;
+        self.wait_for_replicas().await?;
         Ok(())
     }
 
@@ -514,12 +652,17 @@ impl Projection for AvailabilityProjection {
         // Every batch moves `meta`'s position before its checkpoint commits, so a model
         // behind its checkpoint has lost writes: Redis restarted empty (no `meta`), was
         // restored from an older snapshot, or was left by an older binary while a newer
-        // one moved the checkpoint on. Resuming would skip the events in between.
+        // one moved the checkpoint on. Resuming would skip the events in between. On a
+        // cluster, a node that came back empty took its buckets' markers with it.
         let position: Option<i64> = self
             .redis
             .hget(self.keys.meta(generation), "position")
             .await?;
-        Ok(position.is_some_and(|p| p >= checkpoint.position))
+        if position.is_none_or(|p| p < checkpoint.position) {
+            return Ok(false);
+        }
+        let marks: i64 = self.redis.exists(self.keys.marks(generation)).await?;
+        Ok(marks == BUCKETS)
     }
 
     async fn caught_up(
@@ -529,7 +672,7 @@ impl Projection for AvailabilityProjection {
         as_of: chrono::DateTime<Utc>,
     ) -> anyhow::Result<()> {
         // Only mark ready a generation whose marker still exists: an empty Redis must
-        // not be declared caught up.
+        // not be declared caught up. (`meta` and `current` share a slot.)
         let script = redis::Script::new(
             r"if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
               redis.call('HSET', KEYS[1], 'ready', '1', 'as_of', ARGV[1], 'position', ARGV[2])
@@ -560,16 +703,6 @@ impl Projection for AvailabilityProjection {
 mod tests {
     use super::*;
     use aggregates::restrictions::NightRestrictions;
-
-    #[test]
-    fn a_cluster_url_is_refused_with_what_is_missing() {
-        let error = connect("redis://127.0.0.1:7000,redis://127.0.0.1:7001")
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-
-        assert!(error.contains("Redis Cluster"), "{error}");
-    }
 
     #[test]
     fn night_fields_name_the_date() {
@@ -717,9 +850,58 @@ mod tests {
     #[test]
     fn cities_are_keyed_whatever_their_case_and_surrounding_spaces() {
         let keys = Keys::for_database("db");
-        assert_eq!(keys.city(2, "Lisbon"), "rsv:db:avail4:g2:city:lisbon");
+        assert_eq!(keys.city(2, "Lisbon"), "rsv:db:avail5:g2:city:lisbon");
         assert_eq!(keys.city(2, " LISBON "), keys.city(2, "lisbon"));
-        assert_eq!(keys.city(2, "São Paulo"), "rsv:db:avail4:g2:city:são paulo");
+        assert_eq!(keys.city(2, "São Paulo"), "rsv:db:avail5:g2:city:são paulo");
+    }
+
+    /// The slot Redis Cluster puts a key in: CRC16 (XMODEM) of its hash tag (the part in
+    /// the first braces, if not empty) or of the whole key, modulo 16384.
+    fn slot(key: &str) -> u16 {
+        let bytes = key.as_bytes();
+        let hashed = match key.find('{') {
+            Some(open) => match key[open + 1..].find('}') {
+                Some(len) if len > 0 => &bytes[open + 1..open + 1 + len],
+                _ => bytes,
+            },
+            None => bytes,
+        };
+        let mut crc: u16 = 0;
+        for byte in hashed {
+            crc ^= u16::from(*byte) << 8;
+            for _ in 0..8 {
+                crc = if crc & 0x8000 != 0 {
+                    (crc << 1) ^ 0x1021
+                } else {
+                    crc << 1
+                };
+            }
+        }
+        crc % 16384
+    }
+
+    #[test]
+    fn what_one_read_or_one_script_needs_is_one_slot_of_a_cluster() {
+        // The slot function agrees with the cluster specification's own example.
+        assert_eq!(slot("123456789"), 0x31C3);
+        let keys = Keys::for_database("rsv_test_1");
+
+        // A generation's pointer and marker, which the ready script touches together
+        assert_eq!(slot(&keys.current()), slot(&keys.meta(3)));
+        assert_eq!(slot(&keys.meta(3)), slot(&keys.meta(4)));
+        // A hotel's hash and its bucket's marker, in every generation
+        for hotel in [1, 812, 813, 2_000_001] {
+            let mark = keys.mark(3, bucket(hotel));
+            assert_eq!(slot(&keys.hotel(3, hotel)), slot(&mark));
+            assert_eq!(slot(&keys.hotel(4, hotel)), slot(&mark));
+        }
+        // Hotels of different buckets spread over the slots
+        let slots: std::collections::BTreeSet<u16> =
+            (0..BUCKETS).map(|hotel| slot(&keys.hotel(3, hotel))).collect();
+        assert!(slots.len() > 200, "{} slots", slots.len());
+        // A prefix with braces of its own does not break the deployment's tag
+        let odd = Keys::new("rsv:{odd}:avail5");
+        assert_eq!(slot(&odd.current()), slot(&odd.meta(1)));
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod audit;
 pub mod availability;
 pub mod catch_up;
 pub mod log;
+pub mod redis_conn;
 pub mod runner;
 pub mod tail;
 

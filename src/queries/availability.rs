@@ -40,12 +40,12 @@ const CACHE_TIMEOUT: Duration = Duration::from_millis(300);
 #[derive(Clone)]
 pub struct AvailabilityCache {
     /// The projection's and the hold limit's connection.
-    pub redis: redis::aio::ConnectionManager,
+    pub redis: projections::redis_conn::RedisConn,
     /// The readers' connections, taken in turn. Each is multiplexed, and its replies are
     /// parsed by one task in arrival order: with one connection a search's replies (one
     /// per hotel of the city) queue behind the others' on one core, so there is one a
     /// core (see docs/benchmarks.md, finding 33).
-    reads: Arc<[redis::aio::ConnectionManager]>,
+    reads: Arc<[projections::redis_conn::RedisConn]>,
     next: Arc<AtomicUsize>,
     /// The reader every request shares (the generation it last found current, and the
     /// catalogs it has decoded).
@@ -72,7 +72,7 @@ impl AvailabilityCache {
     }
 
     /// The connection for the next read.
-    pub fn read_connection(&self) -> redis::aio::ConnectionManager {
+    pub fn read_connection(&self) -> projections::redis_conn::RedisConn {
         let turn = self.next.fetch_add(1, Ordering::Relaxed);
         match self.reads.get(turn % self.reads.len().max(1)) {
             Some(connection) => connection.clone(),

@@ -689,7 +689,7 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
 
 /// Every key of the deployment on `db` in `redis`, dumped (`DUMP`), to restore later.
 async fn snapshot_keys(
-    redis: &mut redis::aio::ConnectionManager,
+    redis: &mut projections::redis_conn::RedisConn,
     db: &str,
 ) -> Vec<(String, Vec<u8>)> {
     let keys: Vec<String> = redis::cmd("KEYS")

@@ -10,6 +10,10 @@
 //! - Either way, catalogs whose `catalog_seq` this process has not decoded yet are
 //!   fetched in one more pipeline: after a catalog change, once per process.
 //!
+//! On a Redis Cluster each round trip is one request per slot, all sent at once: the
+//! generation's keys share a slot, and so do a hotel's (see [`Keys`]); a city's hotels
+//! are fanned out by bucket and merged back in id order.
+//!
 //! Decoding is what a read costs once the round trips are bounded: a hotel's catalog is
 //! a few hundred bytes to kilobytes of JSON, and a city search reads fifty of them. So
 //! the reader keeps each hotel's decoded `Hotel` with the sequence it reflects and
@@ -27,10 +31,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use aggregates::booking::NightView;
 use aggregates::{Cents, Hotel, RoomTypeId};
 use chrono::{DateTime, NaiveDate, Utc};
-use redis::aio::ConnectionManager;
+use redis::Value;
 
 use super::field::{decode_night, CachedRoomNight, Interner};
-use super::{night_field, CachedNight, Keys, NightTerms, CATALOG, CATALOG_SEQ};
+use super::{bucket, night_field, CachedNight, Keys, NightTerms, CATALOG, CATALOG_SEQ};
+use crate::redis_conn::{Parts, RedisConn};
 
 /// Most hotels whose decoded catalogs a reader keeps; past it the cache starts afresh.
 const MAX_CATALOGS: usize = 20_000;
@@ -134,14 +139,14 @@ impl Reader {
     /// it cannot read): the caller then asks PostgreSQL. Errors mean Redis failed.
     pub async fn read(
         &self,
-        redis: &mut ConnectionManager,
+        redis: &mut RedisConn,
         hotel: i64,
         dates: &[NaiveDate],
     ) -> anyhow::Result<Option<CachedAvailability>> {
         let fields = hotel_fields(dates);
         let Some((generation, meta, values)) = self
-            .at_current(redis, |generation, pipe| {
-                pipe.hmget(self.keys.hotel(generation, hotel), &fields);
+            .at_current(redis, |generation, part| {
+                part.hmget(self.keys.hotel(generation, hotel), &fields);
             })
             .await?
         else {
@@ -170,13 +175,13 @@ impl Reader {
     /// [`Self::read`], and also when any of the city's hotels cannot be read.
     pub async fn read_city_fields(
         &self,
-        redis: &mut ConnectionManager,
+        redis: &mut RedisConn,
         city: &str,
         dates: &[NaiveDate],
     ) -> anyhow::Result<Option<CityFields>> {
         let Some((generation, meta, members)) = self
-            .at_current(redis, |generation, pipe| {
-                pipe.smembers(self.keys.city(generation, city));
+            .at_current(redis, |generation, part| {
+                part.smembers(self.keys.city(generation, city));
             })
             .await?
         else {
@@ -196,44 +201,54 @@ impl Reader {
             }));
         }
         let fields = hotel_fields(dates);
-        let mut pipe = redis::pipe();
-        // MGET answers with an array, as every HMGET does, so the replies share a type.
-        pipe.mget(&[self.keys.current()]);
-        for id in &ids {
-            pipe.hmget(self.keys.hotel(generation, *id), &fields);
-        }
-        let replies: Vec<Fields> = pipe.query_async(redis).await?;
-        if replies.len() != ids.len() + 1 || !same_generation(replies.first(), generation) {
+        let (order, replies) = self
+            .hotels_at(redis, generation, &ids, |part, id| {
+                part.hmget(self.keys.hotel(generation, id), &fields);
+            })
+            .await?;
+        let Some(replies) = replies else {
             return Ok(None);
-        }
+        };
         let mut read = Vec::with_capacity(ids.len());
-        for (id, values) in ids.iter().zip(replies.into_iter().skip(1)) {
-            match Pending::of(*id, values, dates) {
+        for (id, values) in order.into_iter().zip(replies) {
+            match Pending::of(id, values, dates) {
                 Some(hotel) => read.push(hotel),
                 None => return Ok(None),
             }
         }
+        read.sort_unstable_by_key(|hotel| hotel.hotel_id);
         let hotels = self.with_catalogs(redis, generation, read).await?;
         Ok(hotels.map(|hotels| CityFields { as_of, hotels }))
     }
 
     /// One round trip under the generation readers use: the current generation, its
-    /// `meta`, and what `add` asks of it. `None` when there is no current generation,
-    /// or it moved twice in a row (rebuilds switching faster than reads: PostgreSQL
-    /// answers).
+    /// `meta`, and what `add` asks of it (keys of one slot). `None` when there is no
+    /// current generation, or it moved twice in a row (rebuilds switching faster than
+    /// reads: PostgreSQL answers).
     async fn at_current(
         &self,
-        redis: &mut ConnectionManager,
+        redis: &mut RedisConn,
         add: impl Fn(i32, &mut redis::Pipeline),
-    ) -> anyhow::Result<Option<(i32, Meta, redis::Value)>> {
+    ) -> anyhow::Result<Option<(i32, Meta, Value)>> {
         let mut generation = self.generation.load(Ordering::Relaxed);
         for _ in 0..2 {
-            let mut pipe = redis::pipe();
-            pipe.get(self.keys.current())
+            let mut parts = Parts::new();
+            let mut global = redis::pipe();
+            global
+                .get(self.keys.current())
                 .hmget(self.keys.meta(generation), &["ready", "as_of"]);
-            add(generation, &mut pipe);
-            let (current, meta, value): (Option<i32>, Meta, redis::Value) =
-                pipe.query_async(redis).await?;
+            parts.push(global);
+            let mut asked = redis::pipe();
+            add(generation, &mut asked);
+            parts.push(asked);
+            let mut replies = redis.query_parts(parts, false).await?.into_iter();
+            let (Some(current), Some(meta), Some(value)) =
+                (replies.next(), replies.next(), replies.next())
+            else {
+                return Ok(None);
+            };
+            let current: Option<i32> = redis::from_redis_value(current)?;
+            let meta: Meta = redis::from_redis_value(meta)?;
             let Some(current) = current else {
                 return Ok(None);
             };
@@ -246,12 +261,52 @@ impl Reader {
         Ok(None)
     }
 
+    /// One command per hotel of `ids` (`add`), a part per bucket, with the current
+    /// generation checked in the same round trip: each hotel's reply, in the order of
+    /// the ids answered first. `None` replies when the generation moved meanwhile.
+    async fn hotels_at(
+        &self,
+        redis: &mut RedisConn,
+        generation: i32,
+        ids: &[i64],
+        add: impl Fn(&mut redis::Pipeline, i64),
+    ) -> anyhow::Result<(Vec<i64>, Option<Vec<Fields>>)> {
+        let mut by_bucket: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
+        for id in ids {
+            by_bucket.entry(bucket(*id)).or_default().push(*id);
+        }
+        let mut parts = Parts::new();
+        let mut check = redis::pipe();
+        // MGET answers with an array, as every HMGET does, so the replies share a type.
+        check.mget(&[self.keys.current()]);
+        parts.push(check);
+        let mut order = Vec::with_capacity(ids.len());
+        for hotels in by_bucket.into_values() {
+            let mut part = redis::pipe();
+            for id in hotels {
+                add(&mut part, id);
+                order.push(id);
+            }
+            parts.push(part);
+        }
+        let replies: Vec<Fields> = redis
+            .query_parts(parts, false)
+            .await?
+            .into_iter()
+            .map(redis::from_redis_value)
+            .collect::<Result<_, _>>()?;
+        if replies.len() != order.len() + 1 || !same_generation(replies.first(), generation) {
+            return Ok((order, None));
+        }
+        Ok((order, Some(replies.into_iter().skip(1).collect())))
+    }
+
     /// Attaches each hotel's catalog: the decoded one this process keeps when its
     /// sequence is the stored one, else read (all of them in one round trip) and kept.
     /// `None` when a catalog cannot be read or the generation moved meanwhile.
     async fn with_catalogs(
         &self,
-        redis: &mut ConnectionManager,
+        redis: &mut RedisConn,
         generation: i32,
         pending: Vec<Pending>,
     ) -> anyhow::Result<Option<Vec<HotelFields>>> {
@@ -269,23 +324,27 @@ impl Reader {
             .filter(|i| found.get(*i).is_some_and(Option::is_none))
             .collect();
         if !missing.is_empty() {
-            let mut pipe = redis::pipe();
-            pipe.mget(&[self.keys.current()]);
+            let mut wanted: Vec<i64> = Vec::with_capacity(missing.len());
             for i in &missing {
                 if let Some(p) = pending.get(*i) {
-                    pipe.hmget(
-                        self.keys.hotel(generation, p.hotel_id),
-                        &[CATALOG_SEQ, CATALOG],
-                    );
+                    wanted.push(p.hotel_id);
                 }
             }
-            let replies: Vec<Fields> = pipe.query_async(redis).await?;
-            if replies.len() != missing.len() + 1 || !same_generation(replies.first(), generation) {
+            let (order, replies) = self
+                .hotels_at(redis, generation, &wanted, |part, id| {
+                    part.hmget(self.keys.hotel(generation, id), &[CATALOG_SEQ, CATALOG]);
+                })
+                .await?;
+            let Some(replies) = replies else {
                 return Ok(None);
-            }
+            };
+            let replies: HashMap<i64, Fields> = order.into_iter().zip(replies).collect();
             metrics::counter!("availability_catalog_decodes_total").increment(missing.len() as u64);
             let mut cache = self.catalogs.lock().unwrap_or_else(PoisonError::into_inner);
-            for (i, reply) in missing.iter().zip(replies.iter().skip(1)) {
+            for i in &missing {
+                let Some(reply) = pending.get(*i).and_then(|p| replies.get(&p.hotel_id)) else {
+                    return Ok(None);
+                };
                 let (Some(Some(seq)), Some(Some(json))) = (reply.first(), reply.get(1)) else {
                     return Ok(None);
                 };

@@ -1,0 +1,357 @@
+//! One Redis handle for the read model and the hold limit, whether `REDIS_URL` names a
+//! single server or the nodes of a Redis Cluster (several comma-separated URLs).
+//!
+//! Both kinds answer every single-key command the same way, so the callers' commands do
+//! not change; what differs is what may share a round trip. A single server takes any
+//! pipeline; a cluster takes a pipeline only when all its keys hash to one slot. So
+//! whatever spans keys is written as [`Parts`] (each part keeps to one slot: the hash
+//! tags of `availability::Keys` put a hotel's keys, and a generation's `current` and
+//! `meta`, in one slot each) and [`RedisConn::query_parts`] sends them as one pipeline
+//! to a single server (one round trip, as before the cluster) and concurrently to a
+//! cluster (one round trip of latency, one request per slot, multiplexed on one
+//! connection per node).
+//!
+//! Both connect lazily and fail fast, so a Redis outage (or a cluster failing over)
+//! costs readers a fallback to PostgreSQL, not a hang, and the server starts without it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::{ClusterClient, ClusterClientBuilder, ClusterConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
+use tokio::sync::OnceCell;
+
+/// How long a connection attempt and a reply may take before the caller gives up.
+const TIMEOUT: Duration = Duration::from_millis(250);
+
+/// A connection to a single Redis or to a Redis Cluster (cheap to clone: clones share
+/// the connection).
+#[derive(Clone)]
+pub enum RedisConn {
+    Single(ConnectionManager),
+    Cluster(Cluster),
+}
+
+/// A Redis Cluster's connection, made on first use (and tried again on the next use
+/// while no node answers).
+#[derive(Clone)]
+pub struct Cluster {
+    client: Arc<ClusterClient>,
+    connection: Arc<OnceCell<ClusterConnection>>,
+}
+
+impl Cluster {
+    async fn connection(&self) -> RedisResult<ClusterConnection> {
+        let connection = self
+            .connection
+            .get_or_try_init(|| {
+                let config = ClusterConfig::new()
+                    .set_connection_timeout(TIMEOUT)
+                    .set_response_timeout(TIMEOUT);
+                self.client.get_async_connection_with_config(config)
+            })
+            .await?;
+        Ok(connection.clone())
+    }
+}
+
+/// Connects to `url`: one URL is a single server, several comma-separated URLs are
+/// nodes of one Redis Cluster (any of them; the client learns the rest).
+pub fn connect(url: &str) -> anyhow::Result<RedisConn> {
+    let nodes: Vec<&str> = url
+        .split(',')
+        .map(str::trim)
+        .filter(|node| !node.is_empty())
+        .collect();
+    match nodes.as_slice() {
+        [] => anyhow::bail!("REDIS_URL is empty"),
+        [single] => {
+            let client = redis::Client::open(*single)?;
+            let config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(TIMEOUT))
+                .set_response_timeout(Some(TIMEOUT))
+                .set_number_of_retries(1)
+                .set_max_delay(Duration::from_millis(100));
+            Ok(RedisConn::Single(
+                ConnectionManager::new_lazy_with_config(client, config)?,
+            ))
+        }
+        several => {
+            // One retry, soon: while a master fails over, a read answered from
+            // PostgreSQL at once beats one that waits for the cluster to settle.
+            let client = ClusterClientBuilder::new(several.to_vec())
+                .retries(1)
+                .min_retry_wait(10)
+                .max_retry_wait(100)
+                .build()?;
+            Ok(RedisConn::Cluster(Cluster {
+                client: Arc::new(client),
+                connection: Arc::new(OnceCell::new()),
+            }))
+        }
+    }
+}
+
+/// Pipelines that each keep to one hash slot, sent together (see the module's doc).
+#[derive(Default)]
+pub struct Parts {
+    parts: Vec<Pipeline>,
+}
+
+impl Parts {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a part; its commands' keys must hash to one slot.
+    pub fn push(&mut self, part: Pipeline) {
+        if !part.is_empty() {
+            self.parts.push(part);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// Adds every part of `other`, after these.
+    pub fn extend(&mut self, other: Parts) {
+        self.parts.extend(other.parts);
+    }
+
+    /// The number of replies the parts expect, in all.
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(Pipeline::len).sum()
+    }
+}
+
+impl RedisConn {
+    pub fn is_cluster(&self) -> bool {
+        matches!(self, RedisConn::Cluster(_))
+    }
+
+    /// Sends `parts` and answers every command's reply, in the order the parts and
+    /// their commands were added. On a single server the parts travel as one pipeline,
+    /// a transaction when `atomic`; on a cluster each part is sent on its own (a
+    /// transaction of its own when `atomic`), all at once.
+    pub async fn query_parts(&mut self, parts: Parts, atomic: bool) -> RedisResult<Vec<Value>> {
+        match self {
+            RedisConn::Single(connection) => {
+                let mut all = redis::pipe();
+                if atomic {
+                    all.atomic();
+                }
+                for part in &parts.parts {
+                    for command in part.cmd_iter() {
+                        all.add_command(command.clone());
+                    }
+                }
+                if all.is_empty() {
+                    return Ok(Vec::new());
+                }
+                all.query_async(connection).await
+            }
+            RedisConn::Cluster(cluster) => {
+                let connection = cluster.connection().await?;
+                let sent = parts.parts.into_iter().map(|mut part| {
+                    let mut connection = connection.clone();
+                    async move {
+                        if atomic {
+                            part.atomic();
+                        }
+                        part.query_async::<Vec<Value>>(&mut connection).await
+                    }
+                });
+                let replies = futures::future::try_join_all(sent).await?;
+                Ok(replies.into_iter().flatten().collect())
+            }
+        }
+    }
+
+    /// Every key matching `pattern`, on every master of a cluster.
+    pub async fn scan_keys(&mut self, pattern: &str) -> RedisResult<Vec<String>> {
+        match self {
+            RedisConn::Single(connection) => {
+                let mut keys = Vec::new();
+                let mut iter: redis::AsyncIter<'_, String> =
+                    redis::AsyncCommands::scan_match(connection, pattern).await?;
+                while let Some(key) = futures::StreamExt::next(&mut iter).await {
+                    keys.push(key?);
+                }
+                Ok(keys)
+            }
+            RedisConn::Cluster(cluster) => {
+                let mut connection = cluster.connection().await?;
+                let mut keys = Vec::new();
+                for (host, port) in masters(&mut connection).await? {
+                    let mut cursor: u64 = 0;
+                    loop {
+                        let mut scan = redis::cmd("SCAN");
+                        scan.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000);
+                        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                            host: host.clone(),
+                            port,
+                        });
+                        let reply = connection.route_command(scan, route).await?;
+                        let (next, page): (u64, Vec<String>) = redis::from_redis_value(reply)?;
+                        keys.extend(page);
+                        if next == 0 {
+                            break;
+                        }
+                        cursor = next;
+                    }
+                }
+                Ok(keys)
+            }
+        }
+    }
+
+    /// The fewest replicas that every master of a cluster has, at most `cap`: what a
+    /// write may wait to be copied to (`WAIT`). Zero on a single server.
+    pub async fn replicas_per_master(&mut self, cap: usize) -> RedisResult<usize> {
+        let RedisConn::Cluster(cluster) = self else {
+            return Ok(0);
+        };
+        let mut connection = cluster.connection().await?;
+        let nodes = cluster_nodes(&mut connection).await?;
+        let fewest = nodes
+            .iter()
+            .filter(|node| node.master && node.healthy)
+            .map(|master| {
+                nodes
+                    .iter()
+                    .filter(|n| n.healthy && n.master_id.as_deref() == Some(&master.id))
+                    .count()
+            })
+            .min()
+            .unwrap_or(0);
+        Ok(fewest.min(cap))
+    }
+}
+
+/// One line of `CLUSTER NODES`, as far as it matters here.
+struct Node {
+    id: String,
+    host: String,
+    port: u16,
+    master: bool,
+    healthy: bool,
+    /// The master a replica copies.
+    master_id: Option<String>,
+}
+
+async fn cluster_nodes(connection: &mut ClusterConnection) -> RedisResult<Vec<Node>> {
+    let reply = connection
+        .route_command(
+            redis::cmd("CLUSTER").arg("NODES").clone(),
+            RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
+        )
+        .await?;
+    let text: String = redis::from_redis_value(reply)?;
+    Ok(text.lines().filter_map(parse_node).collect())
+}
+
+/// `<id> <ip:port@cport[,hostname]> <flags> <master id or -> ...`
+fn parse_node(line: &str) -> Option<Node> {
+    let mut fields = line.split_whitespace();
+    let id = fields.next()?.to_owned();
+    let address = fields.next()?;
+    let flags = fields.next()?;
+    let master_id = fields.next()?;
+    let (host, rest) = address.rsplit_once(':')?;
+    let port = rest.split(['@', ',']).next()?.parse().ok()?;
+    let flags: Vec<&str> = flags.split(',').collect();
+    let healthy = !flags
+        .iter()
+        .any(|f| matches!(*f, "fail" | "fail?" | "handshake" | "noaddr"));
+    Some(Node {
+        id,
+        host: host.to_owned(),
+        port,
+        master: flags.contains(&"master"),
+        healthy,
+        master_id: (master_id != "-").then(|| master_id.to_owned()),
+    })
+}
+
+/// The healthy masters' addresses.
+async fn masters(connection: &mut ClusterConnection) -> RedisResult<Vec<(String, u16)>> {
+    Ok(cluster_nodes(connection)
+        .await?
+        .into_iter()
+        .filter(|node| node.master && node.healthy)
+        .map(|node| (node.host, node.port))
+        .collect())
+}
+
+impl ConnectionLike for RedisConn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            RedisConn::Single(connection) => connection.req_packed_command(cmd),
+            RedisConn::Cluster(cluster) => Box::pin(async move {
+                let mut connection = cluster.connection().await?;
+                connection.req_packed_command(cmd).await
+            }),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            RedisConn::Single(connection) => connection.req_packed_commands(pipeline, offset, count),
+            RedisConn::Cluster(cluster) => Box::pin(async move {
+                let mut connection = cluster.connection().await?;
+                connection
+                    .req_packed_commands(pipeline, offset, count)
+                    .await
+            }),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            RedisConn::Single(connection) => connection.get_db(),
+            RedisConn::Cluster(_) => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_nodes_lines_are_read_for_masters_and_their_replicas() {
+        let text = "\
+07c3 127.0.0.1:30004@40004 slave e7d1 0 1426238317239 4 connected
+67ed 127.0.0.1:30002@40002 master - 0 1426238316232 2 connected 5461-10922
+e7d1 127.0.0.1:30001@40001,node-1 myself,master - 0 0 1 connected 0-5460
+6ec2 127.0.0.1:30005@40005 master,fail - 1426238316232 1426238316232 5 disconnected";
+        let nodes: Vec<Node> = text.lines().filter_map(parse_node).collect();
+
+        assert_eq!(nodes.len(), 4);
+        assert_eq!(nodes[0].master_id.as_deref(), Some("e7d1"));
+        assert!(!nodes[0].master && nodes[0].healthy);
+        assert_eq!((nodes[2].host.as_str(), nodes[2].port), ("127.0.0.1", 30001));
+        assert!(nodes[2].master && nodes[2].healthy);
+        assert!(!nodes[3].healthy);
+    }
+
+    #[tokio::test]
+    async fn one_url_is_a_single_server_and_several_are_a_cluster() {
+        let single = connect("redis://127.0.0.1:6379").expect("single");
+        let cluster =
+            connect("redis://127.0.0.1:7000, redis://127.0.0.1:7001").expect("cluster URLs");
+
+        assert!(!single.is_cluster());
+        assert!(cluster.is_cluster());
+        assert!(connect(" , ").is_err());
+    }
+}
