@@ -314,7 +314,8 @@ mod tests {
 
     #[tokio::test]
     async fn keys_share_the_deployment_prefix_and_ignore_the_case_of_the_email() {
-        let redis = projections::redis_conn::connect("redis://127.0.0.1:1").expect("a lazy connection");
+        let redis =
+            projections::redis_conn::connect("redis://127.0.0.1:1").expect("a lazy connection");
         let limiter = HoldLimiter::new(redis, "rsv_db", 3, Duration::from_secs(900));
 
         let key = limiter.key("web", "Ana@Example.com");

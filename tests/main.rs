@@ -29,6 +29,8 @@
 //! - [`ops`]: liveness, readiness, metrics, OpenAPI;
 //! - [`outage`]: PostgreSQL going away under a running server;
 //! - [`servers`]: three server processes on one primary racing for the last rooms;
+//! - [`cluster`]: the availability model and the hold limit on a Redis Cluster of the
+//!   test's own, a master killed under load and a master that loses its data;
 //! - [`replica`]: reads from a streaming replica, consistency tokens, a replica dying
 //!   under load;
 //! - [`relay`]: the JetStream relay (every event once, in commit order, through a crash)
@@ -53,6 +55,7 @@ mod analytics;
 mod audit;
 mod auth;
 mod catalog;
+mod cluster;
 mod event_log;
 mod holds;
 mod idempotency;

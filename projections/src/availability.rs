@@ -327,7 +327,7 @@ type TouchedNights<'a> =
 type TouchedHotels<'a> = BTreeMap<i64, Vec<(&'a StoredEvent, &'a HotelEvent)>>;
 
 /// How long a batch's writes may wait to be copied to a cluster's replicas.
-const REPLICA_WAIT: Duration = Duration::from_millis(500);
+const REPLICA_WAIT: Duration = Duration::from_millis(200);
 
 /// A hash's fields as read.
 type StoredFields = Vec<Option<String>>;
@@ -515,10 +515,18 @@ impl Projection for AvailabilityProjection {
         }
         let mut buckets: BTreeMap<i64, BucketReads> = BTreeMap::new();
         for night in nights.keys() {
-            buckets.entry(bucket(night.0)).or_default().nights.push(*night);
+            buckets
+                .entry(bucket(night.0))
+                .or_default()
+                .nights
+                .push(*night);
         }
         for hotel in hotels.keys() {
-            buckets.entry(bucket(*hotel)).or_default().hotels.push(*hotel);
+            buckets
+                .entry(bucket(*hotel))
+                .or_default()
+                .hotels
+                .push(*hotel);
         }
 
         // Never write into storage that lost its data (Redis restarted empty, or a
@@ -542,7 +550,10 @@ impl Projection for AvailabilityProjection {
         let expected = read.len();
         let mut replies = self.redis.query_parts(read, false).await?.into_iter();
         if replies.len() != expected {
-            anyhow::bail!("availability: {} replies for {expected} reads", replies.len());
+            anyhow::bail!(
+                "availability: {} replies for {expected} reads",
+                replies.len()
+            );
         }
         let intact = |reply: Option<redis::Value>| -> anyhow::Result<()> {
             let exists: bool = redis::from_redis_value(reply.unwrap_or(redis::Value::Nil))?;
@@ -587,7 +598,13 @@ impl Projection for AvailabilityProjection {
                 .transpose()?;
             let catalog = stored.and_then(|s| s.get(1)).and_then(|v| v.as_deref());
             let write = writes.entry(bucket(*hotel)).or_insert_with(redis::pipe);
-            self.write_catalog((write, &mut cities), generation, *hotel, events, (seq, catalog))?;
+            self.write_catalog(
+                (write, &mut cities),
+                generation,
+                *hotel,
+                events,
+                (seq, catalog),
+            )?;
         }
         let mut write = Parts::new();
         for part in writes.into_values() {
@@ -599,14 +616,15 @@ impl Projection for AvailabilityProjection {
         }
         if self.redis.is_cluster() {
             // Each bucket's writes are a transaction of their own, and the position
-            // moves only once they are all written and copied: a batch cut short is
-            // applied again, and each night and catalog skips the events it has.
+            // moves only once they are all written; then all of it is copied to the
+            // replicas before the checkpoint commits. A batch cut short is applied
+            // again, and each night and catalog skips the events it has.
             write.extend(cities);
             let _ = self.redis.query_parts(write, true).await?;
-            self.wait_for_replicas().await?;
             let mut last = Parts::new();
             last.push(position);
             let _ = self.redis.query_parts(last, false).await?;
+            self.wait_for_replicas().await?;
         } else {
             write.extend(cities);
             write.push(position);
@@ -896,8 +914,9 @@ mod tests {
             assert_eq!(slot(&keys.hotel(4, hotel)), slot(&mark));
         }
         // Hotels of different buckets spread over the slots
-        let slots: std::collections::BTreeSet<u16> =
-            (0..BUCKETS).map(|hotel| slot(&keys.hotel(3, hotel))).collect();
+        let slots: std::collections::BTreeSet<u16> = (0..BUCKETS)
+            .map(|hotel| slot(&keys.hotel(3, hotel)))
+            .collect();
         assert!(slots.len() > 200, "{} slots", slots.len());
         // A prefix with braces of its own does not break the deployment's tag
         let odd = Keys::new("rsv:{odd}:avail5");

@@ -14,7 +14,7 @@
 //! Both connect lazily and fail fast, so a Redis outage (or a cluster failing over)
 //! costs readers a fallback to PostgreSQL, not a hang, and the server starts without it.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
@@ -27,6 +27,21 @@ use tokio::sync::OnceCell;
 /// How long a connection attempt and a reply may take before the caller gives up.
 const TIMEOUT: Duration = Duration::from_millis(250);
 
+/// How long any request to a cluster may take, retries included (a `WAIT` for the
+/// replicas among them): while a master fails over, a request for its slots can wait
+/// on a connection that will never answer.
+const CLUSTER_TIMEOUT: Duration = Duration::from_secs(2);
+
+async fn bounded<T>(request: impl std::future::Future<Output = RedisResult<T>>) -> RedisResult<T> {
+    match tokio::time::timeout(CLUSTER_TIMEOUT, request).await {
+        Ok(reply) => reply,
+        Err(_) => Err(redis::RedisError::from((
+            redis::ErrorKind::Io,
+            "the cluster did not answer in time",
+        ))),
+    }
+}
+
 /// A connection to a single Redis or to a Redis Cluster (cheap to clone: clones share
 /// the connection).
 #[derive(Clone)]
@@ -36,25 +51,59 @@ pub enum RedisConn {
 }
 
 /// A Redis Cluster's connection, made on first use (and tried again on the next use
-/// while no node answers).
+/// while no node answers), and made anew after a request fails: a connection that saw
+/// a master die can keep waiting on it after the cluster has promoted its replica, and
+/// a fresh one learns the cluster as it is now.
 #[derive(Clone)]
 pub struct Cluster {
     client: Arc<ClusterClient>,
-    connection: Arc<OnceCell<ClusterConnection>>,
+    connection: Arc<std::sync::Mutex<Arc<OnceCell<ClusterConnection>>>>,
 }
 
 impl Cluster {
-    async fn connection(&self) -> RedisResult<ClusterConnection> {
-        let connection = self
-            .connection
+    fn cell(&self) -> Arc<OnceCell<ClusterConnection>> {
+        Arc::clone(
+            &self
+                .connection
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    async fn connection(
+        &self,
+    ) -> RedisResult<(Arc<OnceCell<ClusterConnection>>, ClusterConnection)> {
+        let cell = self.cell();
+        let connection = cell
             .get_or_try_init(|| {
                 let config = ClusterConfig::new()
                     .set_connection_timeout(TIMEOUT)
                     .set_response_timeout(TIMEOUT);
-                self.client.get_async_connection_with_config(config)
+                bounded(self.client.get_async_connection_with_config(config))
             })
-            .await?;
-        Ok(connection.clone())
+            .await?
+            .clone();
+        Ok((cell, connection))
+    }
+
+    /// Sends `request` on the connection; when it fails, the connection it used is
+    /// dropped (unless another failure already replaced it).
+    async fn send<T, F>(&self, request: impl FnOnce(ClusterConnection) -> F) -> RedisResult<T>
+    where
+        F: std::future::Future<Output = RedisResult<T>>,
+    {
+        let (cell, connection) = self.connection().await?;
+        let reply = bounded(request(connection)).await;
+        if reply.is_err() {
+            let mut current = self
+                .connection
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if Arc::ptr_eq(&current, &cell) {
+                *current = Arc::new(OnceCell::new());
+            }
+        }
+        reply
     }
 }
 
@@ -75,9 +124,9 @@ pub fn connect(url: &str) -> anyhow::Result<RedisConn> {
                 .set_response_timeout(Some(TIMEOUT))
                 .set_number_of_retries(1)
                 .set_max_delay(Duration::from_millis(100));
-            Ok(RedisConn::Single(
-                ConnectionManager::new_lazy_with_config(client, config)?,
-            ))
+            Ok(RedisConn::Single(ConnectionManager::new_lazy_with_config(
+                client, config,
+            )?))
         }
         several => {
             // One retry, soon: while a master fails over, a read answered from
@@ -89,7 +138,7 @@ pub fn connect(url: &str) -> anyhow::Result<RedisConn> {
                 .build()?;
             Ok(RedisConn::Cluster(Cluster {
                 client: Arc::new(client),
-                connection: Arc::new(OnceCell::new()),
+                connection: Arc::new(std::sync::Mutex::new(Arc::new(OnceCell::new()))),
             }))
         }
     }
@@ -155,17 +204,20 @@ impl RedisConn {
                 all.query_async(connection).await
             }
             RedisConn::Cluster(cluster) => {
-                let connection = cluster.connection().await?;
-                let sent = parts.parts.into_iter().map(|mut part| {
-                    let mut connection = connection.clone();
-                    async move {
-                        if atomic {
-                            part.atomic();
-                        }
-                        part.query_async::<Vec<Value>>(&mut connection).await
-                    }
-                });
-                let replies = futures::future::try_join_all(sent).await?;
+                let replies = cluster
+                    .send(|connection| {
+                        let sent = parts.parts.into_iter().map(|mut part| {
+                            let mut connection = connection.clone();
+                            async move {
+                                if atomic {
+                                    part.atomic();
+                                }
+                                part.query_async::<Vec<Value>>(&mut connection).await
+                            }
+                        });
+                        futures::future::try_join_all(sent)
+                    })
+                    .await?;
                 Ok(replies.into_iter().flatten().collect())
             }
         }
@@ -184,18 +236,22 @@ impl RedisConn {
                 Ok(keys)
             }
             RedisConn::Cluster(cluster) => {
-                let mut connection = cluster.connection().await?;
+                let (_, mut connection) = cluster.connection().await?;
                 let mut keys = Vec::new();
                 for (host, port) in masters(&mut connection).await? {
                     let mut cursor: u64 = 0;
                     loop {
                         let mut scan = redis::cmd("SCAN");
-                        scan.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000);
+                        scan.arg(cursor)
+                            .arg("MATCH")
+                            .arg(pattern)
+                            .arg("COUNT")
+                            .arg(1000);
                         let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
                             host: host.clone(),
                             port,
                         });
-                        let reply = connection.route_command(scan, route).await?;
+                        let reply = bounded(connection.route_command(scan, route)).await?;
                         let (next, page): (u64, Vec<String>) = redis::from_redis_value(reply)?;
                         keys.extend(page);
                         if next == 0 {
@@ -215,7 +271,7 @@ impl RedisConn {
         let RedisConn::Cluster(cluster) = self else {
             return Ok(0);
         };
-        let mut connection = cluster.connection().await?;
+        let (_, mut connection) = cluster.connection().await?;
         let nodes = cluster_nodes(&mut connection).await?;
         let fewest = nodes
             .iter()
@@ -244,12 +300,11 @@ struct Node {
 }
 
 async fn cluster_nodes(connection: &mut ClusterConnection) -> RedisResult<Vec<Node>> {
-    let reply = connection
-        .route_command(
-            redis::cmd("CLUSTER").arg("NODES").clone(),
-            RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
-        )
-        .await?;
+    let reply = bounded(connection.route_command(
+        redis::cmd("CLUSTER").arg("NODES").clone(),
+        RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
+    ))
+    .await?;
     let text: String = redis::from_redis_value(reply)?;
     Ok(text.lines().filter_map(parse_node).collect())
 }
@@ -292,8 +347,9 @@ impl ConnectionLike for RedisConn {
         match self {
             RedisConn::Single(connection) => connection.req_packed_command(cmd),
             RedisConn::Cluster(cluster) => Box::pin(async move {
-                let mut connection = cluster.connection().await?;
-                connection.req_packed_command(cmd).await
+                cluster
+                    .send(|mut connection| async move { connection.req_packed_command(cmd).await })
+                    .await
             }),
         }
     }
@@ -305,11 +361,16 @@ impl ConnectionLike for RedisConn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
-            RedisConn::Single(connection) => connection.req_packed_commands(pipeline, offset, count),
+            RedisConn::Single(connection) => {
+                connection.req_packed_commands(pipeline, offset, count)
+            }
             RedisConn::Cluster(cluster) => Box::pin(async move {
-                let mut connection = cluster.connection().await?;
-                connection
-                    .req_packed_commands(pipeline, offset, count)
+                cluster
+                    .send(|mut connection| async move {
+                        connection
+                            .req_packed_commands(pipeline, offset, count)
+                            .await
+                    })
                     .await
             }),
         }
@@ -339,7 +400,10 @@ e7d1 127.0.0.1:30001@40001,node-1 myself,master - 0 0 1 connected 0-5460
         assert_eq!(nodes.len(), 4);
         assert_eq!(nodes[0].master_id.as_deref(), Some("e7d1"));
         assert!(!nodes[0].master && nodes[0].healthy);
-        assert_eq!((nodes[2].host.as_str(), nodes[2].port), ("127.0.0.1", 30001));
+        assert_eq!(
+            (nodes[2].host.as_str(), nodes[2].port),
+            ("127.0.0.1", 30001)
+        );
         assert!(nodes[2].master && nodes[2].healthy);
         assert!(!nodes[3].healthy);
     }

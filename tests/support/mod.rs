@@ -4,8 +4,9 @@
 //! harness — a server per test and a typed client for every endpoint (`http`) — and the
 //! analytics runners for tests that read the read side (`runners`), and a PostgreSQL
 //! primary with a streaming replica of a test's own (`replica`), and `reservations serve`
-//! as a process of its own (`process`).
+//! as a process of its own (`process`), and a Redis Cluster of a test's own (`cluster`).
 
+mod cluster;
 mod db;
 mod domain;
 mod http;
@@ -14,6 +15,7 @@ mod process;
 mod replica;
 mod runners;
 
+pub use cluster::*;
 pub use db::*;
 pub use domain::*;
 pub use http::*;
