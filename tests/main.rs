@@ -31,6 +31,8 @@
 //! - [`servers`]: three server processes on one primary racing for the last rooms;
 //! - [`cluster`]: the availability model and the hold limit on a Redis Cluster of the
 //!   test's own, a master killed under load and a master that loses its data;
+//! - [`deployment`]: the contract walked on two servers over a primary and its replica,
+//!   a Redis Cluster and JetStream, every read on the server that did not write;
 //! - [`replica`]: reads from a streaming replica, consistency tokens, a replica dying
 //!   under load;
 //! - [`relay`]: the JetStream relay (every event once, in commit order, through a crash)
@@ -56,6 +58,7 @@ mod audit;
 mod auth;
 mod catalog;
 mod cluster;
+mod deployment;
 mod event_log;
 mod holds;
 mod idempotency;
