@@ -15,7 +15,7 @@
 //! reservation's commands are serialized by its row lock, so a hold expires once.
 
 use aggregates::ReservationId;
-use chrono::Duration;
+use chrono::{DateTime, Days, Duration, NaiveDate, Utc};
 use futures::StreamExt;
 use uuid::Uuid;
 
@@ -188,6 +188,10 @@ pub struct Retained {
     pub payment_webhooks: u64,
     pub payment_outbox: u64,
     pub payment_sagas: u64,
+    /// Confirmed allocations of nights long past (see [`compact_allocations`]).
+    pub allocations: u64,
+    /// Whether the allocations' pass has room types left to visit.
+    pub allocations_unfinished: bool,
 }
 
 /// Deletes, a batch per table, what no decision or answer needs any more:
@@ -245,5 +249,114 @@ pub async fn retention_once(
             kept_until,
         )
         .await?,
+        ..compact_allocations(commands, ROOM_TYPES_PER_PASS).await?
+    })
+}
+
+/// Room types whose past allocations one retention pass deletes.
+const ROOM_TYPES_PER_PASS: i64 = 500;
+
+/// The first night whose allocations are kept at `now`: every stay that includes an
+/// earlier night ended a day ago or more wherever its hotel is (a stay has at most the
+/// booking limit's nights, and a hotel's date is at most a day from UTC's).
+pub fn allocations_kept_from(now: DateTime<Utc>, max_nights: u32) -> NaiveDate {
+    let days = u64::from(max_nights) + 2;
+    now.date_naive()
+        .checked_sub_days(Days::new(days))
+        .unwrap_or(NaiveDate::MIN)
+}
+
+/// One step of compacting the allocations of nights long past: the confirmed
+/// allocations (a lapsed hold waits for the sweeper, which records its lapse) of
+/// nights before [`allocations_kept_from`], for the next `room_types` room types in key
+/// order. Nothing will release or move those rooms again, so the rows serve no
+/// decision; the nights' counters stay, and the events from which `audit verify`
+/// replays the allocations stay in the log (migration 21 explains the bookkeeping).
+///
+/// Safe in several processes at once: the bookkeeping row is locked for the step, and
+/// a process that finds it locked does nothing this time.
+pub async fn compact_allocations(
+    commands: &CommandService,
+    room_types: i64,
+) -> Result<Retained, CommandError> {
+    let cutoff = allocations_kept_from(commands.now(), commands.config().limits.max_nights);
+    let mut tx = commands.pool().begin().await.map_err(CommandError::from)?;
+    let state: Option<(Option<NaiveDate>, Option<NaiveDate>, i64, i64)> = sqlx::query_as(
+        "SELECT compacted_before, target_before, after_hotel_id, after_room_type_id
+           FROM allocation_compaction FOR UPDATE SKIP LOCKED",
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((compacted, target, after_hotel, after_room_type)) = state else {
+        return Ok(Retained::default());
+    };
+    let (target, after) = match target {
+        Some(target) => (target, (after_hotel, after_room_type)),
+        None if compacted.is_none_or(|c| c < cutoff) => {
+            // A new pass up to today's cutoff. It is recorded before any row goes, so
+            // verify stops comparing those nights' allocations first.
+            sqlx::query(
+                "UPDATE allocation_compaction
+                    SET target_before = $1, after_hotel_id = 0, after_room_type_id = 0",
+            )
+            .bind(cutoff)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            return Ok(Retained {
+                allocations_unfinished: true,
+                ..Retained::default()
+            });
+        }
+        None => return Ok(Retained::default()),
+    };
+    let batch: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT hotel_id, room_type_id FROM room_types
+          WHERE (hotel_id, room_type_id) > ($1, $2)
+          ORDER BY hotel_id, room_type_id LIMIT $3",
+    )
+    .bind(after.0)
+    .bind(after.1)
+    .bind(room_types)
+    .fetch_all(&mut *tx)
+    .await?;
+    let Some(last) = batch.last().copied() else {
+        sqlx::query(
+            "UPDATE allocation_compaction
+                SET compacted_before = target_before, target_before = NULL,
+                    after_hotel_id = 0, after_room_type_id = 0",
+        )
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        return Ok(Retained::default());
+    };
+    let (hotels, types): (Vec<i64>, Vec<i64>) = batch.into_iter().unzip();
+    let deleted = sqlx::query(
+        "DELETE FROM room_night_allocations a
+          USING unnest($1::bigint[], $2::bigint[]) AS t(hotel_id, room_type_id)
+          WHERE a.hotel_id = t.hotel_id AND a.room_type_id = t.room_type_id
+            AND a.night < $3 AND a.expires_at IS NULL",
+    )
+    .bind(&hotels)
+    .bind(&types)
+    .bind(target)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    sqlx::query("UPDATE allocation_compaction SET after_hotel_id = $1, after_room_type_id = $2")
+        .bind(last.0)
+        .bind(last.1)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    if deleted > 0 {
+        metrics::counter!("retention_deleted_total", "table" => "room_night_allocations")
+            .increment(deleted);
+    }
+    Ok(Retained {
+        allocations: deleted,
+        allocations_unfinished: true,
+        ..Retained::default()
     })
 }

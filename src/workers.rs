@@ -403,6 +403,7 @@ pub fn spawn_retention_worker(
                         || full(done.payment_webhooks)
                         || full(done.payment_outbox)
                         || full(done.payment_sagas)
+                        || done.allocations_unfinished
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "retention pass failed");

@@ -1007,3 +1007,78 @@ async fn http_verify_judges_each_hold_by_the_restrictions_and_plans_in_force_bef
     );
     app.finish().await;
 }
+
+#[tokio::test]
+async fn allocations_of_nights_long_past_are_compacted_and_the_history_still_verifies() {
+    use reservations::sweeper::{retention_once, Retention};
+    // Arrange: a confirmed stay, a hold never confirmed and a later confirmed stay.
+    let app = spawn_app().await;
+    let first = plus_days(Utc::now().date_naive(), 3);
+    app.seed_hotel(first, 10, 5).await;
+    let stay = |start: u64, guest: &str| {
+        json!({"hotel_id": HOTEL, "room_type_id": KING, "start_date": plus_days(first, start),
+               "end_date": plus_days(first, start + 2), "rooms": 1,
+               "guest": {"name": "Guest", "email": guest}})
+    };
+    let early = app
+        .hold_ok(WEB, "early", &stay(0, "early@example.com"))
+        .await;
+    app.confirm(WEB, "early-pay", &early, "tok_ok")
+        .await
+        .assert_status(200);
+    let held = app.hold_ok(WEB, "held", &stay(1, "held@example.com")).await;
+    let late = app.hold_ok(WEB, "late", &stay(5, "late@example.com")).await;
+    app.confirm(WEB, "late-pay", &late, "tok_ok")
+        .await
+        .assert_status(200);
+    let allocations = |id: String| {
+        let pool = app.db.pool.clone();
+        async move {
+            count(
+                &pool,
+                &format!(
+                    "SELECT count(*) FROM room_night_allocations WHERE reservation_id = '{id}'"
+                ),
+            )
+            .await
+        }
+    };
+    let nights_before = night_rows(&app.db.pool).await;
+
+    // Act: 36 days after the first night, the last stay that could include the first
+    // four nights ended long ago (stays are at most 30 nights): retention compacts them.
+    app.clock.set(app.now() + chrono::Duration::days(39));
+    let mut passes = 0;
+    let mut deleted = 0;
+    loop {
+        let done = retention_once(app.payments.commands(), Retention::default())
+            .await
+            .expect("pass");
+        deleted += done.allocations;
+        passes += 1;
+        if !done.allocations_unfinished {
+            break;
+        }
+        assert!(passes < 10, "the pass never finishes");
+    }
+
+    // Assert: the early stay's confirmed allocations are gone; the unconfirmed hold's
+    // wait for the sweeper to record its lapse; the later stay's nights are kept; the
+    // nights' counters are untouched; and the whole history still verifies.
+    assert_eq!(deleted, 2);
+    assert_eq!(allocations(early).await, 0);
+    assert_eq!(allocations(held).await, 2);
+    assert_eq!(allocations(late).await, 2);
+    assert_eq!(night_rows(&app.db.pool).await, nights_before);
+    let report = verify(&app.db.pool).await;
+    assert!(report.ok, "{report:#?}");
+    // And the next pass has nothing to do until the cutoff moves on.
+    let again = retention_once(app.payments.commands(), Retention::default())
+        .await
+        .expect("pass");
+    assert_eq!(
+        (again.allocations, again.allocations_unfinished),
+        (0, false)
+    );
+    app.finish().await;
+}

@@ -1591,7 +1591,14 @@ async fn retention_deletes_what_no_answer_needs_any_more_and_keeps_what_a_person
     let none = retention_once(app.payments.commands(), small)
         .await
         .expect("pass");
-    assert_eq!(none, Default::default());
+    // (Whether the allocations' compaction has a pass under way is its own business.)
+    assert_eq!(
+        reservations::sweeper::Retained {
+            allocations_unfinished: false,
+            ..none
+        },
+        Default::default()
+    );
 
     // Two days on, the idempotency records go (a batch at a time), the rest stays
     app.clock.set(app.now() + Duration::days(2));
