@@ -325,6 +325,7 @@ impl Projection for JetStreamRelay {
     /// created again and the whole log published into it from position zero.
     async fn storage_intact(
         &mut self,
+        _conn: &mut PgConnection,
         _generation: i32,
         checkpoint: Checkpoint,
     ) -> anyhow::Result<bool> {

@@ -326,6 +326,20 @@ type TouchedNights<'a> =
 /// A batch's events on hotels, per hotel, in stream order.
 type TouchedHotels<'a> = BTreeMap<i64, Vec<(&'a StoredEvent, &'a HotelEvent)>>;
 
+/// The field of a generation's `meta` naming the PostgreSQL timeline it was built on.
+const TIMELINE: &str = "timeline";
+
+/// The timeline the primary writes on (the first eight hex digits of its current WAL
+/// file's name): it changes when a replica is promoted or a backup is restored into a
+/// new primary, never otherwise.
+async fn timeline(conn: &mut PgConnection) -> anyhow::Result<String> {
+    Ok(
+        sqlx::query_scalar("SELECT substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)")
+            .fetch_one(conn)
+            .await?,
+    )
+}
+
 /// How long a batch's writes may wait to be copied to a cluster's replicas.
 const REPLICA_WAIT: Duration = Duration::from_millis(200);
 
@@ -633,7 +647,7 @@ impl Projection for AvailabilityProjection {
         Ok(())
     }
 
-    async fn clear(&mut self, _conn: &mut PgConnection, generation: i32) -> anyhow::Result<()> {
+    async fn clear(&mut self, conn: &mut PgConnection, generation: i32) -> anyhow::Result<()> {
         let keys = self
             .redis
             .scan_keys(&self.keys.generation_pattern(generation))
@@ -644,9 +658,10 @@ impl Projection for AvailabilityProjection {
         let _: () = self.redis.del(self.keys.meta(generation)).await?;
         let mut fresh = Parts::new();
         let mut meta = redis::pipe();
+        let line = timeline(conn).await?;
         meta.hset_multiple(
             self.keys.meta(generation),
-            &[("ready", "0"), ("position", "0")],
+            &[("ready", "0"), ("position", "0"), (TIMELINE, line.as_str())],
         );
         fresh.push(meta);
         for b in 0..BUCKETS {
@@ -661,11 +676,31 @@ impl Projection for AvailabilityProjection {
 
     async fn storage_intact(
         &mut self,
+        conn: &mut PgConnection,
         generation: i32,
         checkpoint: Checkpoint,
     ) -> anyhow::Result<bool> {
         if checkpoint == Checkpoint::START {
             return Ok(true);
+        }
+        // A model built from another line of the log's history: PostgreSQL failed over
+        // to a replica (or was restored), which starts a new timeline and hands out
+        // again the positions of whatever it had not replayed. The model may hold
+        // events the log no longer has, and nothing about it looks behind: it is
+        // rebuilt from the log as it now is (docs/scaling.md, the failover rule).
+        let recorded: Option<String> = self
+            .redis
+            .hget(self.keys.meta(generation), TIMELINE)
+            .await?;
+        let Some(recorded) = recorded else {
+            return Ok(false);
+        };
+        if recorded != timeline(conn).await? {
+            tracing::warn!(
+                generation,
+                "availability: the model was built on another timeline of PostgreSQL; rebuilding"
+            );
+            return Ok(false);
         }
         // Every batch moves `meta`'s position before its checkpoint commits, so a model
         // behind its checkpoint has lost writes: Redis restarted empty (no `meta`), was

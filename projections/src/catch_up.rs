@@ -83,7 +83,10 @@ async fn apply_until<P: Projection>(
 ) -> anyhow::Result<Checkpoint> {
     let name = projection.name();
     let (mut generation, mut checkpoint) = load_checkpoint(leader, name).await?;
-    if !projection.storage_intact(generation, checkpoint).await? {
+    if !projection
+        .storage_intact(leader, generation, checkpoint)
+        .await?
+    {
         anyhow::bail!("{name}: its storage lost data; the projection runner rebuilds it");
     }
     while checkpoint < target {

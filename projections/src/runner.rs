@@ -59,8 +59,10 @@ pub trait Projection: Send + 'static {
     /// Whether the storage of `generation` still holds what the checkpoint says was
     /// applied. `false` (say, Redis restarted empty) makes the runner clear it and start
     /// again from position zero.
+    /// `conn` is the runner's own connection to the primary.
     fn storage_intact(
         &mut self,
+        _conn: &mut PgConnection,
         _generation: i32,
         _checkpoint: Checkpoint,
     ) -> impl Future<Output = anyhow::Result<bool>> + Send {
@@ -320,7 +322,10 @@ async fn follow<P: Projection>(
     if checkpoint == Checkpoint::START {
         // Starting from nothing: make sure the storage is empty and marked as ours.
         projection.clear(leader, generation).await?;
-    } else if !projection.storage_intact(generation, checkpoint).await? {
+    } else if !projection
+        .storage_intact(leader, generation, checkpoint)
+        .await?
+    {
         tracing::warn!(
             projection = name,
             generation,
@@ -380,7 +385,10 @@ async fn follow<P: Projection>(
                 );
                 continue;
             }
-            if !projection.storage_intact(generation, checkpoint).await? {
+            if !projection
+                .storage_intact(leader, generation, checkpoint)
+                .await?
+            {
                 return Err(anyhow::anyhow!("{name}: storage lost its data"));
             }
             if let Some(as_of) = horizon.advance(leader).await? {

@@ -88,6 +88,7 @@ impl Projection for Recorder {
 
     async fn storage_intact(
         &mut self,
+        _conn: &mut PgConnection,
         _generation: i32,
         _checkpoint: Checkpoint,
     ) -> anyhow::Result<bool> {

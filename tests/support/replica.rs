@@ -169,6 +169,24 @@ impl ReplicaPair {
         );
     }
 
+    /// Stops the primary at once, as a crash would.
+    pub fn kill_primary(&self) {
+        as_postgres(
+            &self.bin,
+            "pg_ctl",
+            &["-D", &self.data("primary"), "-m", "immediate", "-w", "stop"],
+        );
+    }
+
+    /// Promotes the (running) replica to a primary of its own, on a new timeline.
+    pub fn promote_replica(&self) {
+        as_postgres(
+            &self.bin,
+            "pg_ctl",
+            &["-D", &self.data("replica"), "-w", "promote"],
+        );
+    }
+
     pub fn primary_url(&self) -> String {
         format!(
             "postgres://postgres@127.0.0.1:{}/postgres",
