@@ -94,7 +94,7 @@ impl Cluster {
     {
         let (cell, connection) = self.connection().await?;
         let reply = bounded(request(connection)).await;
-        if reply.is_err() {
+        if reply.as_ref().is_err_and(connection_may_be_stale) {
             let mut current = self
                 .connection
                 .lock()
@@ -105,6 +105,18 @@ impl Cluster {
         }
         reply
     }
+}
+
+/// Whether a failed request says the connection may no longer see the cluster as it is
+/// (a node gone, a slot moved, a timeout), rather than that the command itself was
+/// refused (a script not loaded yet, which the caller answers by sending it, a wrong
+/// type, a syntax error): only then is the connection made anew.
+fn connection_may_be_stale(error: &redis::RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    !matches!(
+        error.kind(),
+        ErrorKind::Server(ServerErrorKind::NoScript | ServerErrorKind::ResponseError)
+    )
 }
 
 /// Connects to `url`: one URL is a single server, several comma-separated URLs are
