@@ -71,13 +71,26 @@ stop_server() {
   server_pid=""
 }
 
+# Deletes the relay's stream: a JetStream API request, written in NATS's own text
+# protocol (no NATS client needed here).
+delete_stream() {
+  local address=${NATS_URL#nats://}
+  local host=${address%:*} port=${address##*:}
+  {
+    exec 3<>"/dev/tcp/$host/$port" || return 0
+    printf 'CONNECT {"verbose":false}\r\nPUB $JS.API.STREAM.DELETE.%s 0\r\n\r\nPING\r\n' "$STREAM" >&3
+    timeout 5 grep -q -m 1 PONG <&3 || true
+    exec 3>&-
+  } 2>/dev/null || true
+}
+
 cleanup() {
   stop_server
   for pid in "${redis_pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
   for name in replica primary; do
     [[ -d $scratch/$name ]] && as_postgres "$pg_bin/pg_ctl" -D "$scratch/$name" -m immediate -w stop >/dev/null 2>&1 || true
   done
-  if command -v nats >/dev/null 2>&1; then nats --server "$NATS_URL" stream rm -f "$STREAM" >/dev/null 2>&1 || true; fi
+  delete_stream
   rm -rf "$scratch"
 }
 trap cleanup EXIT
