@@ -78,14 +78,7 @@ async fn left_in_database(app: &TestApp, hotel: i64) -> Vec<i64> {
         .await
         .into_iter()
         .filter(|((h, t, _), _)| *h == hotel && *t == KING)
-        .map(|(_, row)| {
-            aggregates::room_night::rooms_left(
-                i64::from(row.total_rooms),
-                i64::from(row.allowance),
-                i64::from(row.confirmed),
-                i64::from(row.held),
-            )
-        })
+        .map(|(_, row)| row.rooms_left())
         .collect()
 }
 

@@ -471,12 +471,7 @@ async fn the_contract_holds_on_two_servers_over_a_replica_a_redis_cluster_and_je
         let expected: Vec<i64> = (0..3)
             .map(|d| {
                 let row = &rows[&(TEJO, KING, plus_days(first, d))];
-                aggregates::room_night::rooms_left(
-                    i64::from(row.total_rooms),
-                    i64::from(row.allowance),
-                    i64::from(row.confirmed),
-                    i64::from(row.held),
-                )
+                row.rooms_left()
             })
             .collect();
         if body["source"] == "cache" && left == expected {

@@ -20,6 +20,18 @@ pub struct NightRow {
     pub version: i64,
 }
 
+impl NightRow {
+    /// What the night can still sell, by the domain's own rule.
+    pub fn rooms_left(&self) -> i64 {
+        aggregates::room_night::rooms_left(
+            i64::from(self.total_rooms),
+            i64::from(self.allowance),
+            i64::from(self.confirmed),
+            i64::from(self.held),
+        )
+    }
+}
+
 pub async fn night_rows(pool: &PgPool) -> BTreeMap<(i64, i64, NaiveDate), NightRow> {
     sqlx::query(
         "SELECT hotel_id, room_type_id, night, total_rooms, overbooking_allowance,
