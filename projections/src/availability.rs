@@ -908,29 +908,8 @@ mod tests {
         assert_eq!(keys.city(2, "São Paulo"), "rsv:db:avail5:g2:city:são paulo");
     }
 
-    /// The slot Redis Cluster puts a key in: CRC16 (XMODEM) of its hash tag (the part in
-    /// the first braces, if not empty) or of the whole key, modulo 16384.
     fn slot(key: &str) -> u16 {
-        let bytes = key.as_bytes();
-        let hashed = match key.find('{') {
-            Some(open) => match key[open + 1..].find('}') {
-                Some(len) if len > 0 => &bytes[open + 1..open + 1 + len],
-                _ => bytes,
-            },
-            None => bytes,
-        };
-        let mut crc: u16 = 0;
-        for byte in hashed {
-            crc ^= u16::from(*byte) << 8;
-            for _ in 0..8 {
-                crc = if crc & 0x8000 != 0 {
-                    (crc << 1) ^ 0x1021
-                } else {
-                    crc << 1
-                };
-            }
-        }
-        crc % 16384
+        crate::redis_conn::slot(key.as_bytes())
     }
 
     #[test]

@@ -58,6 +58,89 @@ pub enum RedisConn {
 pub struct Cluster {
     client: Arc<ClusterClient>,
     connection: Arc<std::sync::Mutex<Arc<OnceCell<ClusterConnection>>>>,
+    /// Which master serves which slots, as `CLUSTER SLOTS` last said: reads are grouped
+    /// by node with it (see [`RedisConn::query_parts`]). Forgotten with the connection.
+    slots: Arc<std::sync::Mutex<Option<Arc<SlotMap>>>>,
+}
+
+/// Slot ranges and the master serving each: `(first, last, host, port)`, by `first`.
+#[derive(Debug, Default)]
+struct SlotMap(Vec<(u16, u16, String, u16)>);
+
+impl SlotMap {
+    fn node(&self, slot: u16) -> Option<(&str, u16)> {
+        let at = self.0.partition_point(|(first, ..)| *first <= slot);
+        let (first, last, host, port) = self.0.get(at.checked_sub(1)?)?;
+        (*first <= slot && slot <= *last).then_some((host.as_str(), *port))
+    }
+
+    /// `CLUSTER SLOTS`: `[[first, last, [host, port, id, ...], replicas...], ...]`.
+    fn parse(reply: Value) -> Option<Self> {
+        let Value::Array(ranges) = reply else {
+            return None;
+        };
+        let mut map = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            let Value::Array(fields) = range else {
+                return None;
+            };
+            let mut fields = fields.into_iter();
+            let (Some(Value::Int(first)), Some(Value::Int(last)), Some(Value::Array(master))) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                return None;
+            };
+            let mut master = master.into_iter();
+            let host = match master.next()? {
+                Value::BulkString(bytes) => String::from_utf8(bytes).ok()?,
+                Value::SimpleString(text) => text,
+                _ => return None,
+            };
+            let Some(Value::Int(port)) = master.next() else {
+                return None;
+            };
+            map.push((
+                u16::try_from(first).ok()?,
+                u16::try_from(last).ok()?,
+                host,
+                u16::try_from(port).ok()?,
+            ));
+        }
+        map.sort_unstable_by_key(|(first, ..)| *first);
+        Some(Self(map))
+    }
+}
+
+/// The slot of `key` in a Redis Cluster: CRC16 (XMODEM) of its hash tag (the text
+/// between the first `{` and the next `}`, when not empty) or of the whole key, modulo
+/// 16384, as the cluster specification defines it.
+pub fn slot(key: &[u8]) -> u16 {
+    let tagged = key.iter().position(|b| *b == b'{').and_then(|open| {
+        let rest = key.get(open + 1..)?;
+        let len = rest.iter().position(|b| *b == b'}')?;
+        (len > 0).then(|| rest.get(..len)).flatten()
+    });
+    let mut crc: u16 = 0;
+    for byte in tagged.unwrap_or(key) {
+        crc ^= u16::from(*byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc % 16384
+}
+
+/// The key of a command whose first argument after its name is its key (every command
+/// the model and the hold limit send in a part).
+fn first_key(command: &Cmd) -> Option<&[u8]> {
+    match command.args_iter().nth(1)? {
+        redis::Arg::Simple(key) => Some(key),
+        _ => None,
+    }
 }
 
 impl Cluster {
@@ -86,6 +169,112 @@ impl Cluster {
         Ok((cell, connection))
     }
 
+    /// The slot map, asked of the cluster when not known.
+    async fn slot_map(&self) -> RedisResult<Arc<SlotMap>> {
+        if let Some(map) = self
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+        {
+            return Ok(map);
+        }
+        let reply = self
+            .send(|mut connection| async move {
+                connection
+                    .route_command(
+                        redis::cmd("CLUSTER").arg("SLOTS").clone(),
+                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
+                    )
+                    .await
+            })
+            .await?;
+        let map = Arc::new(SlotMap::parse(reply).ok_or_else(|| {
+            redis::RedisError::from((redis::ErrorKind::Parse, "unreadable CLUSTER SLOTS"))
+        })?);
+        *self.slots.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&map));
+        Ok(map)
+    }
+
+    /// Reads (no transaction) grouped by the node serving their slots: one pipeline a
+    /// node, so a city search's fifty hotels cost a request per master, not one per
+    /// bucket. A node's pipeline may span its slots since it is not a transaction. A
+    /// reply that says a slot moved (the map is stale: a failover, a resharding)
+    /// fails the read, and the map and the connection are made anew for the next.
+    async fn read_by_node(&self, parts: Parts) -> RedisResult<Vec<Value>> {
+        let map = self.slot_map().await?;
+        let mut nodes: Vec<((String, u16), Pipeline, Vec<usize>)> = Vec::new();
+        let mut index = 0;
+        for part in &parts.parts {
+            let node = part
+                .cmd_iter()
+                .next()
+                .and_then(first_key)
+                .and_then(|key| map.node(slot(key)))
+                .map(|(host, port)| (host.to_owned(), port))
+                .ok_or_else(|| {
+                    redis::RedisError::from((
+                        redis::ErrorKind::Client,
+                        "a part without a served slot",
+                    ))
+                })?;
+            let at = match nodes.iter().position(|(n, ..)| *n == node) {
+                Some(at) => at,
+                None => {
+                    nodes.push((node, redis::pipe(), Vec::new()));
+                    nodes.len() - 1
+                }
+            };
+            let Some((_, pipe, indexes)) = nodes.get_mut(at) else {
+                continue;
+            };
+            for command in part.cmd_iter() {
+                pipe.add_command(command.clone());
+                indexes.push(index);
+                index += 1;
+            }
+        }
+        let replies = self
+            .send(|connection| {
+                let sent = nodes.into_iter().map(|((host, port), pipe, indexes)| {
+                    let mut connection = connection.clone();
+                    async move {
+                        let count = pipe.len();
+                        let route = SingleNodeRoutingInfo::ByAddress { host, port };
+                        let values = connection.route_pipeline(pipe, 0, count, route).await?;
+                        if let Some(moved) = values.iter().find_map(|value| match value {
+                            Value::ServerError(error)
+                                if matches!(
+                                    error.kind(),
+                                    Some(
+                                        redis::ServerErrorKind::Moved
+                                            | redis::ServerErrorKind::Ask
+                                            | redis::ServerErrorKind::TryAgain
+                                            | redis::ServerErrorKind::ClusterDown
+                                    )
+                                ) =>
+                            {
+                                Some(error.clone())
+                            }
+                            _ => None,
+                        }) {
+                            return Err(redis::RedisError::from(moved));
+                        }
+                        Ok::<_, redis::RedisError>(indexes.into_iter().zip(values))
+                    }
+                });
+                futures::future::try_join_all(sent)
+            })
+            .await?;
+        let mut ordered: Vec<Value> = vec![Value::Nil; index];
+        for (at, value) in replies.into_iter().flatten() {
+            if let Some(slot) = ordered.get_mut(at) {
+                *slot = value;
+            }
+        }
+        Ok(ordered)
+    }
+
     /// Sends `request` on the connection; when it fails, the connection it used is
     /// dropped (unless another failure already replaced it).
     async fn send<T, F>(&self, request: impl FnOnce(ClusterConnection) -> F) -> RedisResult<T>
@@ -101,6 +290,7 @@ impl Cluster {
                 .unwrap_or_else(PoisonError::into_inner);
             if Arc::ptr_eq(&current, &cell) {
                 *current = Arc::new(OnceCell::new());
+                *self.slots.lock().unwrap_or_else(PoisonError::into_inner) = None;
             }
         }
         reply
@@ -151,6 +341,7 @@ pub fn connect(url: &str) -> anyhow::Result<RedisConn> {
             Ok(RedisConn::Cluster(Cluster {
                 client: Arc::new(client),
                 connection: Arc::new(std::sync::Mutex::new(Arc::new(OnceCell::new()))),
+                slots: Arc::new(std::sync::Mutex::new(None)),
             }))
         }
     }
@@ -196,8 +387,8 @@ impl RedisConn {
 
     /// Sends `parts` and answers every command's reply, in the order the parts and
     /// their commands were added. On a single server the parts travel as one pipeline,
-    /// a transaction when `atomic`; on a cluster each part is sent on its own (a
-    /// transaction of its own when `atomic`), all at once.
+    /// a transaction when `atomic`; on a cluster, reads go as one pipeline per node
+    /// serving their slots, and a transaction's parts each on its own, all at once.
     pub async fn query_parts(&mut self, parts: Parts, atomic: bool) -> RedisResult<Vec<Value>> {
         match self {
             RedisConn::Single(connection) => {
@@ -215,6 +406,7 @@ impl RedisConn {
                 }
                 all.query_async(connection).await
             }
+            RedisConn::Cluster(cluster) if !atomic => cluster.read_by_node(parts).await,
             RedisConn::Cluster(cluster) => {
                 let replies = cluster
                     .send(|connection| {
@@ -418,6 +610,45 @@ e7d1 127.0.0.1:30001@40001,node-1 myself,master - 0 0 1 connected 0-5460
         );
         assert!(nodes[2].master && nodes[2].healthy);
         assert!(!nodes[3].healthy);
+    }
+
+    #[test]
+    fn slots_follow_the_cluster_specification_and_its_hash_tags() {
+        assert_eq!(slot(b"123456789"), 0x31C3);
+        assert_eq!(slot(b"user:{1000}:a"), slot(b"{1000}"));
+        assert_eq!(slot(b"{a}{b}"), slot(b"a"));
+    }
+
+    #[test]
+    fn the_slot_map_names_the_master_of_every_served_slot() {
+        let node = |host: &str, port: i64| {
+            Value::Array(vec![
+                Value::BulkString(host.as_bytes().to_vec()),
+                Value::Int(port),
+                Value::BulkString(b"id".to_vec()),
+            ])
+        };
+        let range = |first: i64, last: i64, port: i64| {
+            Value::Array(vec![
+                Value::Int(first),
+                Value::Int(last),
+                node("127.0.0.1", port),
+                node("127.0.0.1", port + 3),
+            ])
+        };
+        let map = SlotMap::parse(Value::Array(vec![
+            range(5461, 10922, 7001),
+            range(0, 5460, 7000),
+            range(10923, 16383, 7002),
+        ]))
+        .expect("a map");
+
+        assert_eq!(map.node(0), Some(("127.0.0.1", 7000)));
+        assert_eq!(map.node(5461), Some(("127.0.0.1", 7001)));
+        assert_eq!(map.node(16383), Some(("127.0.0.1", 7002)));
+        let gap = SlotMap::parse(Value::Array(vec![range(0, 10, 7000)])).expect("a map");
+        assert_eq!(gap.node(11), None);
+        assert!(SlotMap::parse(Value::Int(1)).is_none());
     }
 
     #[tokio::test]
