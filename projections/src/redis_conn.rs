@@ -8,8 +8,9 @@
 //! tags of `availability::Keys` put a hotel's keys, and a generation's `current` and
 //! `meta`, in one slot each) and [`RedisConn::query_parts`] sends them as one pipeline
 //! to a single server (one round trip, as before the cluster) and concurrently to a
-//! cluster (one round trip of latency, one request per slot, multiplexed on one
-//! connection per node).
+//! cluster: reads as one pipeline per master serving their slots (a pipeline that is
+//! not a transaction may span the slots of one node), a transaction's parts one per
+//! slot. One round trip of latency either way.
 //!
 //! Both connect lazily and fail fast, so a Redis outage (or a cluster failing over)
 //! costs readers a fallback to PostgreSQL, not a hang, and the server starts without it.

@@ -10,9 +10,9 @@
 //! - Either way, catalogs whose `catalog_seq` this process has not decoded yet are
 //!   fetched in one more pipeline: after a catalog change, once per process.
 //!
-//! On a Redis Cluster each round trip is one request per slot, all sent at once: the
+//! On a Redis Cluster each round trip is one pipeline per master, all sent at once: the
 //! generation's keys share a slot, and so do a hotel's (see [`Keys`]); a city's hotels
-//! are fanned out by bucket and merged back in id order.
+//! are fanned out to the masters serving their buckets and merged back in id order.
 //!
 //! Decoding is what a read costs once the round trips are bounded: a hotel's catalog is
 //! a few hundred bytes to kilobytes of JSON, and a city search reads fifty of them. So
