@@ -276,6 +276,12 @@ pub struct RunArgs {
     /// Hotels a search asks for (`limit`).
     #[arg(long, default_value_t = 20)]
     pub limit: u32,
+    /// `spread`: hold at this many hotels at a time, a window that moves on by as many
+    /// hotels every second (0: every hotel of the catalog at once). A chain's bookings
+    /// are not spread evenly over its hotels at every moment, and a few hotels at a
+    /// time let group commit batch their holds: `scale.sh` grows its history this way.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(i64).range(0..=1_000_000))]
+    pub hotel_window: i64,
     #[command(flatten)]
     pub catalog: Catalog,
 }

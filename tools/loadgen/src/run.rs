@@ -35,6 +35,9 @@ struct Plan {
     deadline: Instant,
     first_hotel: i64,
     last_hotel: i64,
+    /// `--hotel-window`: hotels held at a time (0: all), and when the window started.
+    hotel_window: i64,
+    started: Instant,
     room_types: i64,
     first: NaiveDate,
     /// Possible first nights of a stay: 0..starts.
@@ -71,9 +74,21 @@ enum Op {
 }
 
 impl Plan {
+    /// A hotel to hold at: any of the catalog's, or one of the window's (see
+    /// `--hotel-window`).
+    fn hold_hotel(&self, rng: &mut StdRng) -> i64 {
+        let hotels = self.last_hotel - self.first_hotel + 1;
+        if self.hotel_window <= 0 || self.hotel_window >= hotels {
+            return rng.gen_range(self.first_hotel..=self.last_hotel);
+        }
+        let second = i64::try_from(self.started.elapsed().as_secs()).unwrap_or(0);
+        let start = second.wrapping_mul(self.hotel_window).rem_euclid(hotels);
+        self.first_hotel + (start + rng.gen_range(0..self.hotel_window)) % hotels
+    }
+
     fn next(&self, rng: &mut StdRng) -> Op {
         let random_hold = |rng: &mut StdRng| Op::Hold {
-            hotel: rng.gen_range(self.first_hotel..=self.last_hotel),
+            hotel: self.hold_hotel(rng),
             room_type: rng.gen_range(1..=self.room_types),
             start: self.night(rng.gen_range(0..self.starts)),
         };
@@ -561,6 +576,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
         deadline: measure_from + Duration::from_secs_f64(args.seconds),
         first_hotel: args.catalog.first_hotel,
         last_hotel: args.catalog.last_hotel(),
+        hotel_window: args.hotel_window,
+        started: begin,
         room_types: args.catalog.room_types,
         first,
         starts: args.catalog.nights - STAY_NIGHTS + 1,
@@ -794,6 +811,8 @@ mod tests {
             deadline: now,
             first_hotel: 2_000_001,
             last_hotel: 2_000_050,
+            hotel_window: 0,
+            started: Instant::now(),
             room_types: 3,
             first: NaiveDate::from_ymd_opt(2027, 1, 4).expect("date"),
             starts: 10,
@@ -807,6 +826,37 @@ mod tests {
             limit: 20,
             offer_totals: vec![(1, 45_000), (2, 40_500), (3, 51_750)],
         }
+    }
+
+    #[test]
+    fn a_hotel_window_holds_at_its_hotels_and_moves_on_every_second() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let windowed = |window: i64, started: Instant| Plan {
+            hotel_window: window,
+            started,
+            ..search_plan()
+        };
+
+        // Started now: the first 4 of the 50 hotels
+        let plan = windowed(4, Instant::now());
+        let hotels: std::collections::BTreeSet<i64> =
+            (0..400).map(|_| plan.hold_hotel(&mut rng)).collect();
+        assert_eq!(hotels, (2_000_001..=2_000_004).collect());
+
+        // 13 seconds on: hotels 53..56 of 50, i.e. the window wraps to 3..6
+        let Some(earlier) = Instant::now().checked_sub(Duration::from_secs(13)) else {
+            return;
+        };
+        let plan = windowed(4, earlier);
+        let hotels: std::collections::BTreeSet<i64> =
+            (0..400).map(|_| plan.hold_hotel(&mut rng)).collect();
+        assert_eq!(hotels, (2_000_003..=2_000_006).collect());
+
+        // No window: every hotel
+        let plan = windowed(0, Instant::now());
+        let hotels: std::collections::BTreeSet<i64> =
+            (0..2_000).map(|_| plan.hold_hotel(&mut rng)).collect();
+        assert_eq!(hotels.len(), 50);
     }
 
     #[test]
