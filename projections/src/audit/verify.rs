@@ -672,10 +672,7 @@ impl InlineNights<'_> {
             }
         }
         let compacted = self.compacted_before.is_some_and(|before| {
-            id.rsplit(':')
-                .next()
-                .and_then(|night| chrono::NaiveDate::parse_from_str(night, "%Y-%m-%d").ok())
-                .is_some_and(|night| night < before)
+            aggregates::contract::parse_room_night_stream_id(id).is_ok_and(|key| key.night < before)
         });
         if compacted {
             return Ok(());
