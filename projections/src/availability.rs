@@ -628,19 +628,18 @@ impl Projection for AvailabilityProjection {
         if let Some(last) = batch.last() {
             position.hset(self.keys.meta(generation), "position", last.position);
         }
+        write.extend(cities);
         if self.redis.is_cluster() {
             // Each bucket's writes are a transaction of their own, and the position
             // moves only once they are all written; then all of it is copied to the
             // replicas before the checkpoint commits. A batch cut short is applied
             // again, and each night and catalog skips the events it has.
-            write.extend(cities);
             let _ = self.redis.query_parts(write, true).await?;
             let mut last = Parts::new();
             last.push(position);
             let _ = self.redis.query_parts(last, false).await?;
             self.wait_for_replicas().await?;
         } else {
-            write.extend(cities);
             write.push(position);
             let _ = self.redis.query_parts(write, true).await?;
         }
@@ -683,35 +682,28 @@ impl Projection for AvailabilityProjection {
         if checkpoint == Checkpoint::START {
             return Ok(true);
         }
-        // A model built from another line of the log's history: PostgreSQL failed over
-        // to a replica (or was restored), which starts a new timeline and hands out
-        // again the positions of whatever it had not replayed. The model may hold
-        // events the log no longer has, and nothing about it looks behind: it is
-        // rebuilt from the log as it now is (docs/scaling.md, the failover rule).
-        let recorded: Option<String> = self
-            .redis
-            .hget(self.keys.meta(generation), TIMELINE)
-            .await?;
-        let Some(recorded) = recorded else {
-            return Ok(false);
-        };
-        if recorded != timeline(conn).await? {
-            tracing::warn!(
-                generation,
-                "availability: the model was built on another timeline of PostgreSQL; rebuilding"
-            );
-            return Ok(false);
-        }
         // Every batch moves `meta`'s position before its checkpoint commits, so a model
         // behind its checkpoint has lost writes: Redis restarted empty (no `meta`), was
         // restored from an older snapshot, or was left by an older binary while a newer
         // one moved the checkpoint on. Resuming would skip the events in between. On a
         // cluster, a node that came back empty took its buckets' markers with it.
-        let position: Option<i64> = self
+        let (recorded, position): (Option<String>, Option<i64>) = self
             .redis
-            .hget(self.keys.meta(generation), "position")
+            .hmget(self.keys.meta(generation), &[TIMELINE, "position"])
             .await?;
         if position.is_none_or(|p| p < checkpoint.position) {
+            return Ok(false);
+        }
+        // A model built from another line of the log's history: PostgreSQL failed over
+        // to a replica (or was restored), which starts a new timeline and hands out
+        // again the positions of whatever it had not replayed. The model may hold
+        // events the log no longer has, and nothing about it looks behind: it is
+        // rebuilt from the log as it now is (docs/scaling.md, the failover rule).
+        if recorded.as_deref() != Some(timeline(conn).await?.as_str()) {
+            tracing::warn!(
+                generation,
+                "availability: the model was built on another timeline of PostgreSQL; rebuilding"
+            );
             return Ok(false);
         }
         let marks: i64 = self.redis.exists(self.keys.marks(generation)).await?;
