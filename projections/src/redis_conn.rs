@@ -366,13 +366,13 @@ impl Parts {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.parts.is_empty()
-    }
-
     /// Adds every part of `other`, after these.
     pub fn extend(&mut self, other: Parts) {
         self.parts.extend(other.parts);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
     }
 
     /// The number of replies the parts expect, in all.
@@ -414,10 +414,9 @@ impl RedisConn {
                         let sent = parts.parts.into_iter().map(|mut part| {
                             let mut connection = connection.clone();
                             async move {
-                                if atomic {
-                                    part.atomic();
-                                }
-                                part.query_async::<Vec<Value>>(&mut connection).await
+                                part.atomic()
+                                    .query_async::<Vec<Value>>(&mut connection)
+                                    .await
                             }
                         });
                         futures::future::try_join_all(sent)

@@ -201,16 +201,16 @@ impl Reader {
             }));
         }
         let fields = hotel_fields(dates);
-        let (order, replies) = self
+        let Some(replies) = self
             .hotels_at(redis, generation, &ids, |part, id| {
                 part.hmget(self.keys.hotel(generation, id), &fields);
             })
-            .await?;
-        let Some(replies) = replies else {
+            .await?
+        else {
             return Ok(None);
         };
         let mut read = Vec::with_capacity(ids.len());
-        for (id, values) in order.into_iter().zip(replies) {
+        for (id, values) in replies {
             match Pending::of(id, values, dates) {
                 Some(hotel) => read.push(hotel),
                 None => return Ok(None),
@@ -262,15 +262,15 @@ impl Reader {
     }
 
     /// One command per hotel of `ids` (`add`), a part per bucket, with the current
-    /// generation checked in the same round trip: each hotel's reply, in the order of
-    /// the ids answered first. `None` replies when the generation moved meanwhile.
+    /// generation checked in the same round trip: each hotel with its reply (grouped by
+    /// bucket, not in the order of `ids`). `None` when the generation moved meanwhile.
     async fn hotels_at(
         &self,
         redis: &mut RedisConn,
         generation: i32,
         ids: &[i64],
         add: impl Fn(&mut redis::Pipeline, i64),
-    ) -> anyhow::Result<(Vec<i64>, Option<Vec<Fields>>)> {
+    ) -> anyhow::Result<Option<Vec<(i64, Fields)>>> {
         let mut by_bucket: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
         for id in ids {
             by_bucket.entry(bucket(*id)).or_default().push(*id);
@@ -296,9 +296,11 @@ impl Reader {
             .map(redis::from_redis_value)
             .collect::<Result<_, _>>()?;
         if replies.len() != order.len() + 1 || !same_generation(replies.first(), generation) {
-            return Ok((order, None));
+            return Ok(None);
         }
-        Ok((order, Some(replies.into_iter().skip(1).collect())))
+        Ok(Some(
+            order.into_iter().zip(replies.into_iter().skip(1)).collect(),
+        ))
     }
 
     /// Attaches each hotel's catalog: the decoded one this process keeps when its
@@ -330,15 +332,15 @@ impl Reader {
                     wanted.push(p.hotel_id);
                 }
             }
-            let (order, replies) = self
+            let Some(replies) = self
                 .hotels_at(redis, generation, &wanted, |part, id| {
                     part.hmget(self.keys.hotel(generation, id), &[CATALOG_SEQ, CATALOG]);
                 })
-                .await?;
-            let Some(replies) = replies else {
+                .await?
+            else {
                 return Ok(None);
             };
-            let replies: HashMap<i64, Fields> = order.into_iter().zip(replies).collect();
+            let replies: HashMap<i64, Fields> = replies.into_iter().collect();
             metrics::counter!("availability_catalog_decodes_total").increment(missing.len() as u64);
             let mut cache = self.catalogs.lock().unwrap_or_else(PoisonError::into_inner);
             for i in &missing {
