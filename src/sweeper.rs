@@ -280,7 +280,7 @@ pub async fn compact_allocations(
     room_types: i64,
 ) -> Result<Retained, CommandError> {
     let cutoff = allocations_kept_from(commands.now(), commands.config().limits.max_nights);
-    let mut tx = commands.pool().begin().await.map_err(CommandError::from)?;
+    let mut tx = commands.pool().begin().await?;
     let state: Option<(Option<NaiveDate>, Option<NaiveDate>, i64, i64)> = sqlx::query_as(
         "SELECT compacted_before, target_before, after_hotel_id, after_room_type_id
            FROM allocation_compaction FOR UPDATE SKIP LOCKED",
