@@ -11,6 +11,8 @@
 //! - [`startup`]: configuration and the `Application` (build on a port, run until
 //!   stopped);
 //! - [`db`]: connecting, creating and migrating the database;
+//! - [`privacy`]: guests' personal data sealed under a key per guest, opened for whoever
+//!   may read it, erased by destroying the key (docs/privacy.md);
 //! - [`rate_limit`]: the per-guest hold limit in Redis (fails open when Redis is down);
 //! - [`demo`]: the demo catalog `reservations seed-demo` loads;
 //! - [`feed`]: the public shape of one recorded event (the event feed's item, the
@@ -28,6 +30,7 @@ pub mod demo;
 pub mod error;
 pub mod feed;
 pub mod payments;
+pub mod privacy;
 pub mod queries;
 pub mod rate_limit;
 pub mod relay;

@@ -67,6 +67,28 @@ enum Command {
     /// Consumers of the JetStream stream the relay publishes (NATS_URL).
     #[command(subcommand)]
     Jetstream(JetstreamCommand),
+    /// Guests' personal data (docs/privacy.md).
+    #[command(subcommand)]
+    Guests(GuestsCommand),
+}
+
+#[derive(Subcommand)]
+enum GuestsCommand {
+    /// Erase every guest whose stays all ended more than YEARS years ago (their keys
+    /// destroyed, their reservations recording GuestErased), as `POST
+    /// /v1/guests/erase` erases one. Without --apply, only lists how many there are.
+    EraseEnded {
+        #[arg(long)]
+        years: u32,
+        #[arg(long)]
+        apply: bool,
+        #[arg(
+            long,
+            env = "DATABASE_URL",
+            default_value = "postgres://localhost/reservations"
+        )]
+        database_url: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -210,6 +232,42 @@ async fn main() -> anyhow::Result<()> {
             println!("demo catalog loaded: hotels 812 (Lisbon), 813 (Porto), 901 (Paris); {nights} room-nights");
         }
         Command::Projections(command) => projections_command(command).await?,
+        Command::Guests(GuestsCommand::EraseEnded {
+            years,
+            apply,
+            database_url,
+        }) => {
+            let pool = reservations::db::connect_and_migrate(&database_url, 4).await?;
+            let settings = Settings::for_database(&database_url);
+            let commands = CommandService::new(pool.clone(), settings.write_config());
+            let today = chrono::Utc::now().date_naive();
+            let cutoff = today
+                .checked_sub_months(chrono::Months::new(years.saturating_mul(12)))
+                .context("the cutoff date")?;
+            if apply {
+                let caller = reservations::commands::Caller::Staff("retention".to_owned());
+                let done = reservations::commands::erase::erase_stays_ended_before(
+                    &commands, None, &caller, cutoff,
+                )
+                .await?;
+                let reservations: usize = done.iter().map(|e| e.reservations).sum();
+                println!(
+                    "erased {} guests whose stays ended before {cutoff} ({reservations} reservations)",
+                    done.len()
+                );
+            } else {
+                let guests =
+                    reservations::commands::erase::guests_whose_stays_ended_before(
+                        &commands, cutoff,
+                    )
+                    .await?;
+                println!(
+                    "{} guests' stays all ended before {cutoff}; run with --apply to erase them",
+                    guests.len()
+                );
+            }
+            pool.close().await;
+        }
         Command::Report(command) => report_command(command).await?,
         Command::Jetstream(JetstreamCommand::Occupancy {
             nats_url,

@@ -20,10 +20,10 @@
 //! - **The time comes from the server's clock**, passed in by the caller, never from
 //!   Redis `TIME`: the window then moves with the clock every other rule uses (and tests
 //!   can move it).
-//! - **Keys** are `rsv:{database}:holds:{channel}:{hash of the e-mail}`: under the same
-//!   per-deployment prefix as the availability model, with the e-mail hashed (no guest
-//!   address is stored in Redis, and no character of it can break the key) and the
-//!   channel name escaped.
+//! - **Keys** are `rsv:{database}:holds:{channel}:{guest id}`: under the same
+//!   per-deployment prefix as the availability model, the guest named by their keyed id
+//!   (no address is stored in Redis, nor a bare hash of one that a guess could confirm;
+//!   an erasure finds and deletes the guest's keys by it) and the channel name escaped.
 //! - **Fail open**: when Redis is down, slow (a short timeout, well under a second) or
 //!   answers an error, the hold is allowed, a warning is logged (at most every few
 //!   seconds) and `hold_rate_limit_unavailable_total` counts it. The limit protects
@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
+use aggregates::GuestId;
 use chrono::{DateTime, Utc};
 use projections::redis_conn::RedisConn;
 use sha2::{Digest, Sha256};
@@ -89,8 +90,8 @@ pub struct HoldLimiter {
 pub struct HoldAttempt<'a> {
     /// The channel that will own the reservation.
     pub channel: &'a str,
-    /// The guest's e-mail (compared without regard to case).
-    pub email: &'a str,
+    /// The guest (the keyed id of their e-mail, see [`crate::privacy`]).
+    pub guest: &'a GuestId,
     /// The scope of the idempotency key (the calling token).
     pub scope: &'a str,
     /// The request's Idempotency-Key.
@@ -146,19 +147,28 @@ impl HoldLimiter {
     }
 
     /// The Redis key of a guest's counted holds on a channel.
-    pub fn key(&self, channel: &str, email: &str) -> String {
-        format!(
-            "{}:{}:{}",
-            self.prefix,
-            escape(channel),
-            hash_hex(email.to_lowercase().as_bytes(), 16)
-        )
+    pub fn key(&self, channel: &str, guest: &GuestId) -> String {
+        format!("{}:{}:{guest}", self.prefix, escape(channel))
+    }
+
+    /// Forgets every hold counted for `guest`, on every channel (their erasure); how
+    /// many channels' counts there were.
+    pub async fn forget(&self, guest: &GuestId) -> redis::RedisResult<usize> {
+        let mut redis = self.redis.clone();
+        let keys = redis.scan_keys(&format!("{}:*:{guest}", self.prefix)).await?;
+        for key in &keys {
+            redis::cmd("DEL")
+                .arg(key)
+                .query_async::<()>(&mut redis)
+                .await?;
+        }
+        Ok(keys.len())
     }
 
     /// Counts the hold if the guest has allowance left at `now`, in one atomic step.
     /// Never fails: when Redis cannot answer, the hold is allowed.
     pub async fn admit(&self, attempt: HoldAttempt<'_>, now: DateTime<Utc>) -> Admission {
-        let key = self.key(attempt.channel, attempt.email);
+        let key = self.key(attempt.channel, attempt.guest);
         let member = member(attempt.scope, attempt.idempotency_key);
         let window_ms = i64::try_from(self.window.as_millis()).unwrap_or(i64::MAX);
         let mut invocation = ADMIT.prepare_invoke();
@@ -313,16 +323,15 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn keys_share_the_deployment_prefix_and_ignore_the_case_of_the_email() {
+    async fn keys_share_the_deployment_prefix_and_name_the_guest_by_id() {
         let redis =
             projections::redis_conn::connect("redis://127.0.0.1:1").expect("a lazy connection");
         let limiter = HoldLimiter::new(redis, "rsv_db", 3, Duration::from_secs(900));
+        let guest = GuestId::from_digest([9; 16]);
 
-        let key = limiter.key("web", "Ana@Example.com");
+        let key = limiter.key("web", &guest);
 
-        assert!(key.starts_with("rsv:rsv_db:holds:web:"), "{key}");
-        assert_eq!(key, limiter.key("web", "ana@example.com"));
-        assert_ne!(key, limiter.key("mobile", "ana@example.com"));
-        assert!(!key.contains('@'), "{key}");
+        assert_eq!(key, "rsv:rsv_db:holds:web:g_09090909090909090909090909090909");
+        assert_ne!(key, limiter.key("mobile", &guest));
     }
 }

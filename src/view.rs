@@ -3,10 +3,15 @@
 //! alone, so the commands and the queries share it without depending on each other.
 
 use aggregates::rate_plan::CancellationPolicy;
-use aggregates::{Cents, PaymentStatus, Reservation, ReservationStatus};
+use aggregates::{Cents, Guest, PaymentStatus, Personal, Reservation, ReservationStatus};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+/// What a reader not entitled to personal data is shown in its place ([`GuestView`]).
+pub const SEALED_TEXT: &str = "[sealed]";
+/// What anyone is shown in place of erased personal data.
+pub const ERASED_TEXT: &str = "[erased]";
 
 /// A reservation as clients see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,7 +23,11 @@ pub struct ReservationView {
     pub end_date: NaiveDate,
     pub nights: u32,
     pub rooms: u32,
-    pub guest: GuestView,
+    /// As the reservation carries it: in the clear right after a hold, sealed after a
+    /// load (the API opens it for whoever may read it, see [`crate::privacy`]), or
+    /// erased. Outcomes stored before sealing hold it in the clear, untagged.
+    #[serde(deserialize_with = "stored_guest")]
+    pub guest: Personal<Guest>,
     pub channel: String,
     pub total_cents: Cents,
     pub status: ReservationStatus,
@@ -84,10 +93,44 @@ fn one_guest() -> u32 {
     1
 }
 
+/// A guest as an answer shows them: in the clear to whoever may read them, otherwise
+/// [`SEALED_TEXT`], and [`ERASED_TEXT`] to anyone once erased.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GuestView {
     pub name: String,
     pub email: String,
+}
+
+impl GuestView {
+    pub fn of(guest: &Personal<Guest>) -> Self {
+        let shown = |text: &str| Self {
+            name: text.to_owned(),
+            email: text.to_owned(),
+        };
+        match guest {
+            Personal::Clear(guest) => Self {
+                name: guest.name().to_owned(),
+                email: guest.email().to_owned(),
+            },
+            Personal::Sealed(_) => shown(SEALED_TEXT),
+            Personal::Erased => shown(ERASED_TEXT),
+        }
+    }
+}
+
+/// A stored outcome's guest: tagged, or in the clear as outcomes stored before sealing
+/// wrote it.
+fn stored_guest<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Personal<Guest>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Stored {
+        Tagged(Personal<Guest>),
+        Untagged(Guest),
+    }
+    Ok(match Stored::deserialize(d)? {
+        Stored::Tagged(guest) => guest,
+        Stored::Untagged(guest) => Personal::Clear(guest),
+    })
 }
 
 impl ReservationView {
@@ -102,10 +145,7 @@ impl ReservationView {
             end_date: d.stay.end(),
             nights: d.stay.night_count(),
             rooms: d.rooms.get(),
-            guest: GuestView {
-                name: d.guest.name().to_owned(),
-                email: d.guest.email().to_owned(),
-            },
+            guest: d.guest.clone(),
             channel: d.channel.clone(),
             total_cents: d.total_cents,
             status: reservation.status_at(now)?,

@@ -17,6 +17,8 @@
 //! - [`validation`]: malformed and invalid requests (the table in
 //!   `tests/fixtures/malformed.json`);
 //! - [`auth`]: tokens, roles and channels;
+//! - [`privacy`]: guests' personal data sealed at rest, opened for whoever may read
+//!   it, exported, and erased by destroying its key (the history still verifies);
 //! - [`rate_limit`]: the per-guest hold limit;
 //! - [`rate_plans`]: rate plans, restrictions, occupancy and bulk ARI updates, and a
 //!   restriction set while holds race;
@@ -66,6 +68,7 @@ mod inventory;
 mod ops;
 mod outage;
 mod payments;
+mod privacy;
 mod rate_limit;
 mod rate_plans;
 mod read_side;

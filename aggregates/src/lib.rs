@@ -10,6 +10,8 @@
 //!   `confirmed + held <= total_rooms + overbooking_allowance`.
 //! - [`reservation::Reservation`]: one guest's stay and its lifecycle.
 //! - [`hotel::Hotel`]: the catalog: hotels, room types and rate plans.
+//! - [`personal`]: a guest's personal data, in the clear, sealed or erased: the domain
+//!   carries it and never reads it (docs/privacy.md).
 //! - [`restrictions`], [`rate_plan`]: the rules of restrictions and of plans' prices and
 //!   cancellation policies, which the decisions in [`booking`] apply.
 //! - [`contract`]: what crosses crates — aggregate type names, stream ids, event type
@@ -26,6 +28,7 @@
 pub mod booking;
 pub mod contract;
 pub mod hotel;
+pub mod personal;
 pub mod rate_plan;
 pub mod reservation;
 pub mod restrictions;
@@ -36,6 +39,7 @@ pub use booking::{Decision, Nights, Rejection};
 pub use contract::{
     AggregateType, CommandName, DecodeError, EventDecoder, StreamIdError, StreamKey, TypedEvent,
 };
+pub use personal::{GuestId, Personal, Sealed};
 pub use hotel::{Hotel, HotelCommand, HotelDetails, HotelEvent, RatePlan, RoomTypeDetails};
 pub use reservation::{
     CancelledBy, Increment, Ledger, Payment, PaymentStatus, Reservation, ReservationCommand,

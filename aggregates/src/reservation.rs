@@ -30,6 +30,7 @@ use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::contract::AggregateType;
+use crate::personal::Personal;
 use crate::rate_plan::CancellationPolicy;
 use crate::types::{
     Cents, Guest, GuestCount, HotelId, RatePlanId, ReservationId, RoomCount, RoomTypeId, StayDates,
@@ -96,7 +97,8 @@ pub struct ReservationDetails {
     pub room_type_id: RoomTypeId,
     pub stay: StayDates,
     pub rooms: RoomCount,
-    pub guest: Guest,
+    /// Sealed by the write side before it is stored (see [`crate::personal`]).
+    pub guest: Personal<Guest>,
     pub channel: String,
     pub total_cents: Cents,
     pub hold_expires_at: DateTime<Utc>,
@@ -229,6 +231,9 @@ pub enum ReservationCommand {
     },
     /// Record that the hold lapsed (the sweeper, or whoever finds it lapsed).
     Expire { now: DateTime<Utc> },
+    /// Record that the guest's personal data was erased (its key destroyed), in
+    /// whatever state the reservation is; once recorded, a repeat changes nothing.
+    EraseGuest { now: DateTime<Utc> },
     /// The guest has arrived: a confirmed stay, from its arrival date to the day before
     /// its departure, `today` being the date at the hotel.
     CheckIn {
@@ -279,7 +284,9 @@ pub enum ReservationEvent {
     },
     ReservationCancelled {
         cancelled_at: DateTime<Utc>,
-        reason: String,
+        /// What the canceller wrote: free text, so personal data, sealed like the
+        /// guest's name.
+        reason: Personal<String>,
         by: CancelledBy,
         /// What is given back of the payment (0 when nothing was paid).
         #[serde(default)]
@@ -326,6 +333,12 @@ pub enum ReservationEvent {
     /// The nights held for a move that did not happen went back to sale.
     DateChangeReleased {
         released_at: DateTime<Utc>,
+    },
+    /// The guest's personal data was erased: the key that sealed it is destroyed, and
+    /// the reservation carries it as erased from now on. It records no personal data
+    /// itself; the rest of the reservation (its stay, status and money) is unchanged.
+    GuestErased {
+        erased_at: DateTime<Utc>,
     },
     /// The gateway increased the authorization by `amount_cents` (a dearer move).
     AuthorizationIncreased {
@@ -757,7 +770,7 @@ impl Reservation {
                         let keep = Cents::new(charge.get() - refund_cents.get());
                         let mut events = vec![ReservationEvent::ReservationCancelled {
                             cancelled_at: now,
-                            reason,
+                            reason: Personal::Clear(reason),
                             by,
                             refund_cents,
                         }];
@@ -766,6 +779,14 @@ impl Reservation {
                     }
                     status => Err(ReservationError::InvalidState { status }),
                 }
+            }
+            ReservationCommand::EraseGuest { now } => {
+                let (details, _) = self.existing()?;
+                Ok(if details.guest.is_erased() {
+                    Vec::new()
+                } else {
+                    vec![ReservationEvent::GuestErased { erased_at: now }]
+                })
             }
             ReservationCommand::Expire { now } => {
                 let (details, status) = self.existing()?;
@@ -1065,6 +1086,12 @@ impl Reservation {
             ReservationEvent::DateChangeReleased { released_at } => {
                 self.pending_move = None;
                 self.updated_at = Some(*released_at);
+            }
+            ReservationEvent::GuestErased { erased_at } => {
+                if let Some(details) = self.details.as_mut() {
+                    details.guest = Personal::Erased;
+                }
+                self.updated_at = Some(*erased_at);
             }
             ReservationEvent::AuthorizationIncreased {
                 amount_cents,

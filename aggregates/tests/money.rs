@@ -100,7 +100,7 @@ impl Model {
             room_type_id: RoomTypeId::parse(1).unwrap(),
             stay,
             rooms: RoomCount::parse(1).unwrap(),
-            guest: Guest::parse("Ana", "ana@example.com").unwrap(),
+            guest: aggregates::Personal::Clear(Guest::parse("Ana", "ana@example.com").unwrap()),
             channel: "web".to_owned(),
             total_cents: Cents::new(40_000),
             hold_expires_at: start_time() + Duration::minutes(15),

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use aggregates::{HotelId, ReservationStatus, StayDates};
+use aggregates::{Guest, HotelId, Personal, ReservationId, ReservationStatus, StayDates};
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
@@ -19,8 +19,10 @@ use utoipa::{IntoParams, ToSchema};
 use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery, Consistency};
-use super::reservations::{GuestOut, ReservationOut};
+use super::reservations::{reads_personal_data, ReservationOut};
 use super::AppState;
+use crate::commands::GuestView;
+use crate::privacy::{Binding, Field};
 use crate::queries::{OccupancyRow, ReservationFilter};
 
 /// The longest range one occupancy request may ask for (a year and a bit).
@@ -257,7 +259,7 @@ pub struct ReservationList {
 }
 
 /// A view row as clients see reservations (a lapsed hold reads as expired).
-fn reservation_out(row: ReservationRow, now: DateTime<Utc>) -> ReservationOut {
+fn reservation_out(row: ReservationRow, guest: &Personal<Guest>, now: DateTime<Utc>) -> ReservationOut {
     let cancellation_policy = row.cancellation_policy();
     // As the write side shows it: a hold past its expiry is expired, whether or not
     // the sweeper has recorded that yet.
@@ -274,10 +276,7 @@ fn reservation_out(row: ReservationRow, now: DateTime<Utc>) -> ReservationOut {
         end_date: row.end_date,
         nights: u32::try_from((row.end_date - row.start_date).num_days()).unwrap_or(0),
         rooms: u32::try_from(row.rooms).unwrap_or(0),
-        guest: GuestOut {
-            name: row.guest_name,
-            email: row.guest_email,
-        },
+        guest: GuestView::of(guest).into(),
         channel: row.channel,
         total_cents: row.total_cents,
         status,
@@ -363,9 +362,22 @@ pub async fn list_reservations(
         ));
     }
 
+    // Sealed guests are found by their id; guests of older rows by their e-mail.
+    let guest_id = match &guest_email {
+        Some(email) => Some(
+            state
+                .commands
+                .privacy()
+                .guest_id_in(state.commands.pool(), email)
+                .await?
+                .to_string(),
+        ),
+        None => None,
+    };
     let filter = &ReservationFilter {
         channel,
         guest_email,
+        guest_id,
         hotel_id,
         night: query.date,
         limit,
@@ -378,11 +390,28 @@ pub async fn list_reservations(
         )
         .await?;
     let now = page.now;
+    let mut guests: Vec<Personal<Guest>> = page.rows.iter().map(ReservationRow::guest).collect();
+    if reads_personal_data(&principal) {
+        let mut opening: Vec<(Binding, &mut Personal<Guest>)> = page
+            .rows
+            .iter()
+            .zip(guests.iter_mut())
+            .map(|(row, guest)| {
+                let binding = Binding {
+                    reservation: ReservationId::from_uuid(row.reservation_id),
+                    field: Field::Guest,
+                };
+                (binding, guest)
+            })
+            .collect();
+        state.commands.privacy().open_all(&mut opening).await?;
+    }
     Ok(Json(ReservationList {
         reservations: page
             .rows
             .into_iter()
-            .map(|r| reservation_out(r, now))
+            .zip(&guests)
+            .map(|(row, guest)| reservation_out(row, guest, now))
             .collect(),
         as_of: page.as_of,
     }))

@@ -280,6 +280,26 @@ impl From<QueryError> for ApiError {
     }
 }
 
+impl From<crate::privacy::PrivacyError> for ApiError {
+    fn from(e: crate::privacy::PrivacyError) -> Self {
+        match e {
+            crate::privacy::PrivacyError::Keys(crate::privacy::KeyStoreError::Database(e)) => {
+                database(e)
+            }
+            // Loud, never other data: stored personal data that does not open under its
+            // live key was altered (or its key was).
+            e => {
+                tracing::error!(error = %e, "personal data does not open");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "an internal error occurred; it has been logged",
+                )
+            }
+        }
+    }
+}
+
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
         database(e)

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod catalog;
 pub mod error;
 pub mod extract;
+pub mod guests;
 pub mod ops;
 pub mod payments;
 pub mod rate_plans;
@@ -91,6 +92,7 @@ pub struct AppStateInner {
         reservations::change_dates, reservations::events,
         payments::confirm, payments::webhook,
         audit::feed, audit_verify::verify,
+        guests::erase, guests::export,
         analytics::occupancy, analytics::list_reservations, stays::stays, stays::no_shows,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi,
     ),
@@ -101,6 +103,7 @@ pub struct AppStateInner {
         (name = "reservations", description = "The reservation lifecycle (channel)"),
         (name = "payments", description = "The payment gateway's callback (signed, no bearer token)"),
         (name = "audit", description = "Event history (auditor)"),
+        (name = "guests", description = "A guest's data: its export and its erasure (admin)"),
         (name = "analytics", description = "Occupancy, revenue and reservation look-ups from the read side (admin, auditor; a channel sees its own reservations)"),
         (name = "operations", description = "Health, readiness, metrics"),
     )
@@ -190,7 +193,9 @@ pub fn router(state: AppState) -> Router {
             get(reservations::events),
         )
         .route("/v1/events", get(audit::feed))
-        .route("/v1/audit/verify", get(audit_verify::verify));
+        .route("/v1/audit/verify", get(audit_verify::verify))
+        .route("/v1/guests/erase", post(guests::erase))
+        .route("/v1/guests/export", get(guests::export));
 
     Router::new()
         .merge(v1)

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, Idempotency};
-use super::reservations::{caller, client_scope, reservation_id, ReservationOut};
+use super::reservations::{answer, caller, client_scope, reservation_id, ReservationOut};
 use super::AppState;
 use crate::payments::gateway::PaymentToken;
 use crate::payments::{signature, PaymentResult, WebhookNotice, WebhookResult, WebhookStatus};
@@ -63,12 +63,12 @@ pub async fn confirm(
     Ok(match reply.result {
         PaymentResult::Confirmed => (
             StatusCode::OK,
-            Json(ReservationOut::from(reply.reservation)),
+            Json(answer(&state, &principal, reply.reservation).await?),
         )
             .into_response(),
         PaymentResult::Pending => (
             StatusCode::ACCEPTED,
-            Json(ReservationOut::from(reply.reservation)),
+            Json(answer(&state, &principal, reply.reservation).await?),
         )
             .into_response(),
         PaymentResult::Declined => ApiError::new(

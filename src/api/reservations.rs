@@ -18,7 +18,8 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, Idempotency};
 use super::rate_plans::PolicyOut;
 use super::AppState;
-use crate::commands::{Caller, HoldRequest, ReservationView, StayAction};
+use crate::commands::{Caller, GuestView, HoldRequest, ReservationView, StayAction};
+use crate::privacy::{Binding, Field};
 use crate::error::CommandError;
 use crate::rate_limit::{retry_after_seconds, Admission, HoldAttempt, HoldLimiter};
 use crate::write::IdempotencyKey;
@@ -140,6 +141,38 @@ pub struct GuestOut {
     pub email: String,
 }
 
+/// Whether `principal` may read the guests of the reservations it may see: the channel
+/// that owns one (the handlers check the owner) and staff; an auditor reads the history,
+/// not the people in it.
+pub(crate) fn reads_personal_data(principal: &Principal) -> bool {
+    matches!(principal.role, Role::Admin | Role::Channel)
+}
+
+/// The answer about a reservation for `principal`: its guest opened if they may read it.
+pub(crate) async fn answer(
+    state: &AppState,
+    principal: &Principal,
+    mut view: ReservationView,
+) -> Result<ReservationOut, ApiError> {
+    if reads_personal_data(principal) {
+        let binding = Binding {
+            reservation: ReservationId::from_uuid(view.reservation_id),
+            field: Field::Guest,
+        };
+        state.commands.privacy().open(binding, &mut view.guest).await?;
+    }
+    Ok(view.into())
+}
+
+impl From<GuestView> for GuestOut {
+    fn from(g: GuestView) -> Self {
+        Self {
+            name: g.name,
+            email: g.email,
+        }
+    }
+}
+
 impl From<ReservationView> for ReservationOut {
     fn from(v: ReservationView) -> Self {
         Self {
@@ -150,10 +183,7 @@ impl From<ReservationView> for ReservationOut {
             end_date: v.end_date,
             nights: v.nights,
             rooms: v.rooms,
-            guest: GuestOut {
-                name: v.guest.name,
-                email: v.guest.email,
-            },
+            guest: GuestView::of(&v.guest).into(),
             channel: v.channel,
             total_cents: v.total_cents.get(),
             status: v.status.as_str().to_owned(),
@@ -234,9 +264,14 @@ pub async fn create(
     let scope = client_scope(&principal);
     let ticket = match &state.hold_limiter {
         Some(limiter) => {
+            let guest = state
+                .commands
+                .privacy()
+                .guest_id_in(state.commands.pool(), request.guest.email())
+                .await?;
             let attempt = HoldAttempt {
                 channel: &principal.name,
-                email: request.guest.email(),
+                guest: &guest,
                 scope: &scope,
                 idempotency_key: key.as_str(),
             };
@@ -264,7 +299,10 @@ pub async fn create(
     if let (Err(_), false, Some((limiter, ticket))) = (&result, in_flight, ticket) {
         limiter.release(ticket).await;
     }
-    Ok((StatusCode::CREATED, Json(result?.into())))
+    Ok((
+        StatusCode::CREATED,
+        Json(answer(&state, &principal, result?).await?),
+    ))
 }
 
 /// A hold's outcome as `bookings_total` labels it.
@@ -319,7 +357,7 @@ pub async fn get(
         .await?
         .ok_or_else(|| ApiError::not_found("no such reservation"))?;
     check_owner(&principal, &view.channel)?;
-    Ok(Json(view.into()))
+    Ok(Json(answer(&state, &principal, view).await?))
 }
 
 fn check_owner(principal: &Principal, channel: &str) -> Result<(), ApiError> {
@@ -377,7 +415,7 @@ pub async fn cancel(
         .commands
         .cancel_as(&caller, &client_scope(&principal), key, id, reason)
         .await?;
-    Ok(Json(ReservationOut::from(view)))
+    Ok(Json(answer(&state, &principal, view).await?))
 }
 
 /// Check the guest of a confirmed reservation in (hotel staff), from its arrival date
@@ -457,7 +495,7 @@ async fn staff_action(
         .commands
         .stay_action(&caller, &client_scope(principal), key, id, action)
         .await?;
-    Ok(Json(ReservationOut::from(view)))
+    Ok(Json(answer(state, principal, view).await?))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -501,7 +539,7 @@ pub async fn change_dates(
             body.expected_total_cents.map(Cents::new),
         )
         .await?;
-    Ok(Json(view.into()))
+    Ok(Json(answer(&state, &principal, view).await?))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -529,7 +567,15 @@ pub async fn events(
         .await?
         .ok_or_else(|| ApiError::not_found("no such reservation"))?;
     check_owner(&principal, &channel)?;
-    let events = events.into_iter().map(EventOut::from).collect();
+    let mut events: Vec<EventOut> = events.into_iter().map(EventOut::from).collect();
+    // The owner and staff read the guest and the reasons; an auditor reads them sealed.
+    if reads_personal_data(&principal) {
+        let mut data: Vec<(ReservationId, &str, &mut serde_json::Value)> = events
+            .iter_mut()
+            .map(|e| (id, e.event_type.as_str(), &mut e.data))
+            .collect();
+        state.commands.privacy().open_events(&mut data).await?;
+    }
     Ok(Json(ReservationEvents {
         reservation_id: id.as_uuid(),
         events,

@@ -85,7 +85,7 @@ impl CommandService {
                 let events = hotel.decide(command.clone()).map_err(Rejection::from)?;
                 let mut writer = Writer::new(&metadata)?;
                 let after = writer.hotel(&mut tx, &hotel, version, &events).await?;
-                writer.flush(&mut tx).await?;
+                writer.flush(&mut tx, &self.privacy).await?;
                 Ok(after)
             }
             .await;
@@ -157,7 +157,7 @@ impl CommandService {
                 )?;
                 let mut writer = Writer::new(&metadata)?;
                 writer.queue_nights(&nights, &decision)?;
-                writer.flush(&mut tx).await?;
+                writer.flush(&mut tx, &self.privacy).await?;
                 Ok(range.night_count())
             }
             .await;
@@ -262,7 +262,7 @@ impl CommandService {
                         .collect();
                     writer.queue_nights_of(room, &decisions)?;
                 }
-                writer.flush(&mut tx).await?;
+                writer.flush(&mut tx, &self.privacy).await?;
                 Ok(decided.nights_per_update)
             }
             .await;

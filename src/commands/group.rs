@@ -42,6 +42,7 @@ use tokio::sync::{mpsc, oneshot};
 use sqlx::PgPool;
 
 use super::{HoldRequest, Outcome, ReservationView, WriteConfig};
+use crate::privacy::Privacy;
 use crate::error::CommandError;
 use crate::write::{
     idempotency, settle, with_retries, AttemptError, EventMetadata, LoadedNights, Loader,
@@ -98,6 +99,7 @@ impl HoldJob {
 pub struct GroupCommit {
     pool: PgPool,
     config: WriteConfig,
+    privacy: Privacy,
     lanes: usize,
     queues: Mutex<HashMap<usize, mpsc::UnboundedSender<HoldJob>>>,
 }
@@ -117,10 +119,11 @@ const IDLE: Duration = Duration::from_secs(5);
 
 impl GroupCommit {
     /// `config.group_lanes` transactions at most in flight at once (at least one).
-    pub fn new(pool: PgPool, config: WriteConfig) -> Self {
+    pub fn new(pool: PgPool, config: WriteConfig, privacy: Privacy) -> Self {
         Self {
             pool,
             config,
+            privacy,
             lanes: config.group_lanes.max(1),
             queues: Mutex::default(),
         }
@@ -262,7 +265,7 @@ async fn run_batch(
 ) -> Result<Vec<Result<Outcome, CommandError>>, CommandError> {
     with_retries(group.config.retry, |_| async {
         let mut tx = group.pool.begin().await?;
-        let result = attempt(&group.config, &mut tx, batch).await;
+        let result = attempt(&group.config, &group.privacy, &mut tx, batch).await;
         settle(tx, result).await
     })
     .await
@@ -307,6 +310,7 @@ struct RoomWork {
 
 async fn attempt(
     config: &WriteConfig,
+    privacy: &Privacy,
     tx: &mut sqlx::PgConnection,
     batch: &[HoldJob],
 ) -> Result<Vec<Result<Outcome, CommandError>>, AttemptError> {
@@ -433,7 +437,7 @@ async fn attempt(
             work.decided.iter().map(|(m, d)| (m, d)).collect();
         writer.queue_nights_of(&work.loaded, &refs)?;
     }
-    writer.flush(&mut *tx).await?;
+    writer.flush(&mut *tx, privacy).await?;
     Ok(outcomes)
 }
 

@@ -25,6 +25,7 @@ use uuid::Uuid;
 use super::group::Hold;
 use super::{Caller, CommandService, Outcome, ReservationView};
 use crate::error::CommandError;
+use crate::privacy::Privacy;
 use crate::write::{
     idempotency, outbox, settle, with_retries, AttemptError, EventMetadata, IdempotencyKey,
     LoadedNights, LoadedReservation, Loader, RequestFingerprint, Strategy, WantedNights, Writer,
@@ -200,6 +201,7 @@ impl CommandService {
         finish(
             tx,
             Decided {
+                privacy: &self.privacy,
                 metadata: &hold.metadata,
                 fingerprint: Some(&hold.fingerprint),
                 nights: &nights,
@@ -545,6 +547,27 @@ impl CommandService {
         .await
     }
 
+    /// Records that the guest of a reservation was erased (their keys are destroyed
+    /// already, see [`super::erase`]): `true` if this call recorded it, `false`
+    /// if it was recorded before.
+    pub async fn erase_guest_of(
+        &self,
+        caller: &Caller,
+        reservation_id: ReservationId,
+    ) -> Result<bool, CommandError> {
+        self.recorded(ReservationCommand {
+            caller,
+            scope: "erasure",
+            key: None,
+            command: CommandName::EraseGuest,
+            request: &reservation_id,
+            reservation_id,
+            extra_stay: None,
+            decide: |l: Loaded<'_>| booking::erase_guest(l.reservation, l.now),
+        })
+        .await
+    }
+
     /// Records that a hold lapsed and drops it from its nights.
     pub async fn expire_hold(
         &self,
@@ -729,6 +752,7 @@ impl CommandService {
         let outcome = finish(
             tx,
             Decided {
+                privacy: &self.privacy,
                 metadata,
                 fingerprint,
                 nights: &nights,
@@ -786,6 +810,7 @@ pub(super) fn attempt_to_command(e: AttemptError) -> CommandError {
 
 /// What a decision is written with.
 struct Decided<'a> {
+    privacy: &'a Privacy,
     metadata: &'a EventMetadata,
     fingerprint: Option<&'a RequestFingerprint>,
     nights: &'a LoadedNights,
@@ -821,7 +846,7 @@ async fn finish(
     if let Some(fingerprint) = with.fingerprint {
         writer.queue_idempotency(fingerprint, &outcome)?;
     }
-    writer.flush(conn).await?;
+    writer.flush(conn, with.privacy).await?;
     if let Some((after, events)) = written {
         outbox::enqueue(conn, &after, &events, with.now).await?;
     }

@@ -15,6 +15,7 @@
 //! configuration), not the service, so no reference cycle keeps either alive.
 
 mod catalog;
+pub mod erase;
 pub mod group;
 mod lifecycle;
 
@@ -27,6 +28,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::CommandError;
+use crate::privacy::Privacy;
 use crate::write::{RetryPolicy, Strategy};
 
 pub use crate::view::{GuestView, ReservationView};
@@ -100,6 +102,8 @@ pub struct CommandService {
     config: WriteConfig,
     clock: Arc<dyn Clock>,
     group: Arc<group::GroupCommit>,
+    /// The guests' keys: the writer seals personal data with them.
+    privacy: Privacy,
     /// Nights the bulk inventory commands may still start writing (see
     /// [`WriteConfig::bulk_nights_in_flight`]).
     bulk_nights: Arc<Semaphore>,
@@ -111,8 +115,14 @@ impl CommandService {
     }
 
     pub fn with_clock(pool: PgPool, config: WriteConfig, clock: Arc<dyn Clock>) -> Self {
+        let privacy = Privacy::postgres(pool.clone());
         Self {
-            group: Arc::new(group::GroupCommit::new(pool.clone(), config)),
+            group: Arc::new(group::GroupCommit::new(
+                pool.clone(),
+                config,
+                privacy.clone(),
+            )),
+            privacy,
             bulk_nights: Arc::new(Semaphore::new(config.bulk_nights_in_flight.max(1) as usize)),
             pool,
             config,
@@ -126,6 +136,10 @@ impl CommandService {
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    pub fn privacy(&self) -> &Privacy {
+        &self.privacy
     }
 
     pub fn now(&self) -> DateTime<Utc> {

@@ -16,8 +16,11 @@ use crate::write::Loader;
 #[derive(Debug, Clone, Default)]
 pub struct ReservationFilter {
     pub channel: Option<String>,
-    /// Lower-case, as the domain stores e-mails.
+    /// Lower-case, as the domain stores e-mails: finds the guests held before sealing.
     pub guest_email: Option<String>,
+    /// The guest's id: finds the sealed guests (given with `guest_email`, either may
+    /// match).
+    pub guest_id: Option<String>,
     pub hotel_id: Option<i64>,
     /// Reservations whose stay includes this night.
     pub night: Option<NaiveDate>,
@@ -72,6 +75,29 @@ impl Queries {
         Ok(Some((details.channel.clone(), events)))
     }
 
+    /// The reservations that name a guest, newest first, from the reservations view:
+    /// sealed ones by the guest's id, those held before sealing by their e-mail.
+    pub async fn guest_reservations(
+        &self,
+        guest_id: &str,
+        email: Option<&str>,
+    ) -> Result<Vec<uuid::Uuid>, QueryError> {
+        let mut tx = self.snapshot().await?;
+        let (generation, _) = served_state(&mut tx, RESERVATIONS_VIEW).await?;
+        let ids = sqlx::query_scalar(
+            "SELECT reservation_id FROM reservations_view
+              WHERE generation = $1 AND (guest_id = $2 OR guest_email = $3)
+              ORDER BY created_at DESC, reservation_id",
+        )
+        .bind(generation)
+        .bind(guest_id)
+        .bind(email)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(ids)
+    }
+
     /// Reservations matching `filter`, newest first, from the reservations view.
     pub async fn reservations(
         &self,
@@ -86,15 +112,28 @@ impl Queries {
                     guest_name, guest_email, channel, total_cents, hold_expires_at, created_at,
                     updated_at, version, rate_plan_id, guests, cancellation_policy,
                     payment_status, authorized_cents, captured_cents, refunded_cents,
-                    paid_before_ledger, released_from
+                    paid_before_ledger, released_from, guest, guest_id
                FROM reservations_view WHERE generation = ",
         );
         sql.push_bind(generation);
         if let Some(channel) = &filter.channel {
             sql.push(" AND channel = ").push_bind(channel);
         }
-        if let Some(email) = &filter.guest_email {
-            sql.push(" AND guest_email = ").push_bind(email);
+        match (&filter.guest_id, &filter.guest_email) {
+            (Some(id), Some(email)) => {
+                sql.push(" AND (guest_id = ")
+                    .push_bind(id)
+                    .push(" OR guest_email = ")
+                    .push_bind(email)
+                    .push(")");
+            }
+            (Some(id), None) => {
+                sql.push(" AND guest_id = ").push_bind(id);
+            }
+            (None, Some(email)) => {
+                sql.push(" AND guest_email = ").push_bind(email);
+            }
+            (None, None) => {}
         }
         if let Some(hotel_id) = filter.hotel_id {
             sql.push(" AND hotel_id = ").push_bind(hotel_id);

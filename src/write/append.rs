@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 
 use aggregates::{
-    CommandName, Decision, Hotel, HotelEvent, Reservation, ReservationEvent, ReservationId,
-    RoomNight, RoomNightEvent,
+    CommandName, Decision, Guest, Hotel, HotelEvent, Personal, Reservation, ReservationEvent,
+    ReservationId, RoomNight, RoomNightEvent,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use cqrs_es::{Aggregate, DomainEvent};
@@ -15,8 +15,10 @@ use serde::Serialize;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
+use super::seal::{self, Owner, Slot};
 use super::{AttemptError, LoadedNights, LoadedReservation};
 use crate::error::CommandError;
+use crate::privacy::{self, Binding, Field, Privacy};
 
 /// Who caused the events and under which request; stored with every event of a
 /// command (postgres-es's metadata is a map of strings).
@@ -43,6 +45,9 @@ struct EventRow {
     event_version: String,
     payload: serde_json::Value,
     metadata: serde_json::Value,
+    /// A reservation event's reservation and its guest (after the events): what its
+    /// personal data is sealed under.
+    owner: Option<(ReservationId, Owner)>,
 }
 
 #[derive(Default)]
@@ -58,6 +63,7 @@ impl EventBatch {
         first_sequence: i64,
         events: &[E],
         metadata: &serde_json::Value,
+        owner: Option<&(ReservationId, Owner)>,
     ) -> Result<(), AttemptError> {
         for (offset, event) in events.iter().enumerate() {
             self.rows.push(EventRow {
@@ -68,6 +74,7 @@ impl EventBatch {
                 event_version: event.event_version(),
                 payload: serde_json::to_value(event).map_err(internal)?,
                 metadata: metadata.clone(),
+                owner: owner.cloned(),
             });
         }
         Ok(())
@@ -179,6 +186,7 @@ impl Writer {
                         sequence + 1,
                         events,
                         metadata,
+                        None,
                     )?;
                     sequence += events.len() as i64;
                     for event in events {
@@ -251,20 +259,31 @@ impl Writer {
             details.hotel_id,
             details.reservation_id,
         );
+        let owner = (details.reservation_id, Owner::of(&details.guest));
         self.events.push(
             Reservation::TYPE,
             &stream_id,
             version + 1,
             events,
             &self.metadata,
+            Some(&owner),
         )?;
         let new_version = version + events.len() as i64;
+        let guest = if version == 0 {
+            Some(&details.guest)
+        } else {
+            // A row's guest changes only when it is erased.
+            events
+                .iter()
+                .any(|e| matches!(e, ReservationEvent::GuestErased { .. }))
+                .then_some(&details.guest)
+        };
         let rows = if version == 0 {
             &mut self.new_reservations
         } else {
             &mut self.changed_reservations
         };
-        rows.push(&after, stream_id, version, new_version)?;
+        rows.push(&after, stream_id, version, new_version, guest)?;
         Ok(Some(after))
     }
 
@@ -310,6 +329,7 @@ impl Writer {
             version + 1,
             events,
             &self.metadata,
+            None,
         )?;
         let new_version = version + events.len() as i64;
         let state = serde_json::to_value(&after).map_err(internal)?;
@@ -373,8 +393,13 @@ impl Writer {
     /// primary key rejects a stream version someone appended first) and idempotency
     /// records (refused if the key was completed meanwhile). Any lost race rolls the
     /// whole transaction back as `Conflict`.
-    pub async fn flush(self, conn: &mut PgConnection) -> Result<(), AttemptError> {
-        let mut rows = self.events.rows;
+    /// Writes everything queued, its personal data sealed first (see [`super::seal`]).
+    pub async fn flush(
+        mut self,
+        conn: &mut PgConnection,
+        privacy: &Privacy,
+    ) -> Result<(), AttemptError> {
+        let mut rows = std::mem::take(&mut self.events.rows);
         // A fixed order (sorted stream ids) so concurrent writers meet in the same order.
         rows.sort_by(|a, b| {
             (a.aggregate_type, &a.aggregate_id, a.sequence).cmp(&(
@@ -394,6 +419,12 @@ impl Writer {
         if nothing {
             return Ok(());
         }
+        let slots = personal_slots(
+            &mut rows,
+            &mut self.new_reservations,
+            &mut self.idempotency,
+        )?;
+        seal::seal(&mut *conn, privacy, slots).await?;
         let types: Vec<&str> = rows.iter().map(|r| r.aggregate_type).collect();
         let ids: Vec<&str> = rows.iter().map(|r| r.aggregate_id.as_str()).collect();
         let sequences: Vec<i64> = rows.iter().map(|r| r.sequence).collect();
@@ -455,8 +486,9 @@ impl Writer {
             .bind(&nr.end_date)
             .bind(&nr.rooms)
             .bind(&nr.status)
-            .bind(&nr.guest_name)
-            .bind(&nr.guest_email)
+            .bind(&nr.guest)
+            // $39: the changed reservations' guests (the parameters of their unnest)
+            .bind(&cr.guest)
             .bind(&nr.channel)
             .bind(&nr.total_cents)
             .bind(&nr.hold_expires_at)
@@ -558,22 +590,27 @@ WITH nights_updated AS (
     RETURNING 1
 ), reservations_inserted AS (
     INSERT INTO reservations (reservation_id, stream_id, hotel_id, room_type_id,
-           start_date, end_date, rooms, status, guest_name, guest_email, channel,
+           start_date, end_date, rooms, status, guest, channel,
            total_cents, hold_expires_at, created_at, updated_at, state, version)
     SELECT * FROM unnest($30::uuid[], $31::text[], $32::bigint[], $33::bigint[],
-                         $34::date[], $35::date[], $36::int[], $37::text[], $38::text[],
-                         $39::text[], $40::text[], $41::bigint[], $42::timestamptz[],
+                         $34::date[], $35::date[], $36::int[], $37::text[], $38::jsonb[],
+                         $40::text[], $41::bigint[], $42::timestamptz[],
                          $43::timestamptz[], $44::timestamptz[], $45::jsonb[], $46::bigint[])
     RETURNING 1
 ), reservations_changed AS (
     UPDATE reservations AS r
        SET start_date = c.start_date, end_date = c.end_date, status = c.status,
            total_cents = c.total_cents, updated_at = c.updated_at, state = c.state,
-           version = c.new_version
+           version = c.new_version,
+           -- An erased guest: the row keeps nothing of them, sealed or in the clear.
+           guest = coalesce(c.guest, r.guest),
+           guest_name = CASE WHEN c.guest IS NULL THEN r.guest_name END,
+           guest_email = CASE WHEN c.guest IS NULL THEN r.guest_email END
       FROM unnest($47::uuid[], $48::date[], $49::date[], $50::text[], $51::bigint[],
-                  $52::timestamptz[], $53::jsonb[], $54::bigint[], $55::bigint[])
+                  $52::timestamptz[], $53::jsonb[], $54::bigint[], $55::bigint[],
+                  $39::jsonb[])
            AS c(reservation_id, start_date, end_date, status, total_cents, updated_at,
-                state, new_version, expected)
+                state, new_version, expected, guest)
      WHERE r.reservation_id = c.reservation_id AND r.version = c.expected
     RETURNING 1
 ), events_appended AS (
@@ -601,6 +638,88 @@ SELECT (SELECT count(*) FROM nights_updated) AS nights_updated,
        (SELECT count(*) FROM reservations_changed) AS reservations_changed,
        (SELECT count(*) FROM events_appended) AS events_appended,
        (SELECT count(*) FROM idempotency_written) AS idempotency_written";
+
+/// Every personal value in the clear that the queued writes hold: the guest and the
+/// reason in reservation events, a new row's guest, the guest in a stored answer.
+fn personal_slots<'a>(
+    events: &'a mut [EventRow],
+    new_reservations: &'a mut ReservationRows,
+    idempotency: &'a mut IdempotencyRows,
+) -> Result<Vec<Slot<'a>>, AttemptError> {
+    let mut slots = Vec::new();
+    for row in events.iter_mut() {
+        let EventRow {
+            owner,
+            event_type,
+            payload,
+            ..
+        } = row;
+        let Some((reservation, owner)) = owner else {
+            continue;
+        };
+        let Some((field, value)) =
+            privacy::event_slot(event_type, payload).filter(|(_, value)| seal::is_clear(value))
+        else {
+            continue;
+        };
+        slots.push(Slot {
+            value,
+            binding: Binding {
+                reservation: *reservation,
+                field,
+            },
+            owner: owner.clone(),
+        });
+    }
+    for (id, guest) in new_reservations.id.iter().zip(&mut new_reservations.guest) {
+        if let Some(value) = guest.as_mut().filter(|value| seal::is_clear(value)) {
+            let owner = clear_email(value)?;
+            slots.push(Slot {
+                value,
+                binding: Binding {
+                    reservation: ReservationId::from_uuid(*id),
+                    field: Field::Guest,
+                },
+                owner,
+            });
+        }
+    }
+    // A stored answer is an `Outcome`: `{"Ok": <the reservation's view>}` or a rejection.
+    for outcome in &mut idempotency.outcome {
+        let Some(view) = outcome.get_mut("Ok") else {
+            continue;
+        };
+        let Some(reservation) = view
+            .get("reservation_id")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|id| Uuid::parse_str(id).ok())
+        else {
+            continue;
+        };
+        if let Some(value) = view.get_mut("guest").filter(|value| seal::is_clear(value)) {
+            let owner = clear_email(value)?;
+            slots.push(Slot {
+                value,
+                binding: Binding {
+                    reservation: ReservationId::from_uuid(reservation),
+                    field: Field::Guest,
+                },
+                owner,
+            });
+        }
+    }
+    Ok(slots)
+}
+
+/// The owner of a guest in the clear: the guest's e-mail.
+fn clear_email(value: &serde_json::Value) -> Result<Owner, AttemptError> {
+    value
+        .get("clear")
+        .and_then(|guest| guest.get("email"))
+        .and_then(serde_json::Value::as_str)
+        .map(|email| Owner::Email(email.to_owned()))
+        .ok_or_else(|| internal("a guest in the clear without an e-mail"))
+}
 
 /// `room_nights` rows to write, column by column.
 #[derive(Default)]
@@ -725,8 +844,9 @@ struct ReservationRows {
     end_date: Vec<NaiveDate>,
     rooms: Vec<i32>,
     status: Vec<&'static str>,
-    guest_name: Vec<String>,
-    guest_email: Vec<String>,
+    /// The guest as the row stores it (sealed at flush); on a changed row, `None` when
+    /// it did not change.
+    guest: Vec<Option<serde_json::Value>>,
     channel: Vec<String>,
     total_cents: Vec<i64>,
     hold_expires_at: Vec<DateTime<Utc>>,
@@ -744,6 +864,7 @@ impl ReservationRows {
         stream_id: String,
         expected: i64,
         new_version: i64,
+        guest: Option<&Personal<Guest>>,
     ) -> Result<(), AttemptError> {
         let (Some(details), Some(status)) = (after.details(), after.recorded_status()) else {
             return Err(internal("a reservation without details or status"));
@@ -756,8 +877,8 @@ impl ReservationRows {
         self.end_date.push(details.stay.end());
         self.rooms.push(to_i32(details.rooms.get())?);
         self.status.push(status.as_str());
-        self.guest_name.push(details.guest.name().to_owned());
-        self.guest_email.push(details.guest.email().to_owned());
+        self.guest
+            .push(guest.map(serde_json::to_value).transpose().map_err(internal)?);
         self.channel.push(details.channel.clone());
         self.total_cents.push(details.total_cents.get());
         self.hold_expires_at.push(details.hold_expires_at);

@@ -24,6 +24,7 @@ mod load;
 pub mod outbox;
 mod reservation_row;
 pub mod saga;
+mod seal;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};

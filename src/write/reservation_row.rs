@@ -8,7 +8,8 @@
 //! is: a key present in the JSON is kept.
 
 use aggregates::{
-    Cents, Guest, HotelId, Reservation, ReservationId, RoomCount, RoomTypeId, StayDates,
+    Cents, Guest, HotelId, Personal, Reservation, ReservationId, RoomCount, RoomTypeId,
+    StayDates,
 };
 use chrono::NaiveDate;
 use serde_json::{Map, Value};
@@ -29,7 +30,7 @@ const DETAIL_COLUMNS: [&str; 8] = [
 
 /// The columns [`restore`] reads, for the loader's SELECT.
 pub const COLUMNS: &str = "state, version, reservation_id, hotel_id, room_type_id, start_date,
-    end_date, rooms, status, guest_name, guest_email, channel, total_cents";
+    end_date, rooms, status, guest, guest_name, guest_email, channel, total_cents";
 
 /// The aggregate's JSON without what the columns say.
 pub fn slim(reservation: &Reservation) -> Result<Value, serde_json::Error> {
@@ -43,6 +44,23 @@ pub fn slim(reservation: &Reservation) -> Result<Value, serde_json::Error> {
         }
     }
     Ok(state)
+}
+
+/// The row's guest as the aggregate carries it: the `guest` column (sealed, or erased),
+/// or, on a row written before personal data was sealed, its name and e-mail in the
+/// clear.
+fn guest(row: &PgRow) -> Result<Value, String> {
+    let column = |e: sqlx::Error| e.to_string();
+    if let Some(guest) = row.try_get::<Option<Value>, _>("guest").map_err(column)? {
+        return Ok(guest);
+    }
+    let name: Option<&str> = row.try_get("guest_name").map_err(column)?;
+    let email: Option<&str> = row.try_get("guest_email").map_err(column)?;
+    let (Some(name), Some(email)) = (name, email) else {
+        return Err("a reservation row without its guest".to_owned());
+    };
+    let guest = Guest::parse(name, email).map_err(|e| format!("{}: {}", e.field, e.message))?;
+    serde_json::to_value(Personal::Clear(guest)).map_err(|e| e.to_string())
 }
 
 /// The aggregate of a row: its `state` with the columns put back.
@@ -85,16 +103,7 @@ pub fn restore(row: &PgRow) -> Result<Reservation, String> {
                     .map_err(invalid)?,
             ))?,
         ),
-        (
-            "guest",
-            json(serde_json::to_value(
-                Guest::parse(
-                    row.try_get::<&str, _>("guest_name").map_err(column)?,
-                    row.try_get::<&str, _>("guest_email").map_err(column)?,
-                )
-                .map_err(invalid)?,
-            ))?,
-        ),
+        ("guest", guest(row)?),
         (
             "channel",
             Value::String(row.try_get("channel").map_err(column)?),
@@ -118,7 +127,13 @@ pub fn restore(row: &PgRow) -> Result<Reservation, String> {
         .as_object_mut()
         .ok_or_else(|| "the details are not an object".to_owned())?;
     for (key, value) in details {
-        held.entry(key).or_insert(value);
+        if key == "guest" {
+            // A whole state stored before sealing has its guest in the old shape; the
+            // columns say it either way.
+            held.insert(key.to_owned(), value);
+        } else {
+            held.entry(key).or_insert(value);
+        }
     }
     serde_json::from_value(state).map_err(|e| e.to_string())
 }

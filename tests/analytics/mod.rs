@@ -539,8 +539,9 @@ async fn generation_rows(pool: &PgPool, generation: i32) -> BTreeMap<&'static st
         (
             "reservations_view",
             "reservation_id, hotel_id, room_type_id, start_date, end_date, rooms, status,
-             guest_name, guest_email, channel, total_cents, hold_expires_at, created_at,
-             updated_at, version, rate_plan_id, guests, cancellation_policy",
+             guest_name, guest_email, guest, guest_id, channel, total_cents,
+             hold_expires_at, created_at, updated_at, version, rate_plan_id, guests,
+             cancellation_policy",
         ),
         (
             "occupancy_daily",
@@ -1198,7 +1199,7 @@ async fn the_migration_fills_the_plans_of_rows_written_before_it() {
             room_type_id: king(),
             stay: stay(day(12), day(13)),
             rooms: aggregates::RoomCount::parse(1).expect("rooms"),
-            guest: guest(9),
+            guest: aggregates::Personal::Clear(guest(9)),
             channel: "web".to_owned(),
             total_cents: aggregates::Cents::new(18_000),
             hold_expires_at: chrono::Utc::now() + Duration::minutes(15),

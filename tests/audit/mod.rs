@@ -889,7 +889,7 @@ fn held_event(
         room_type_id: king(),
         stay: dates,
         rooms: aggregates::RoomCount::parse(1).expect("rooms"),
-        guest: guest(9),
+        guest: aggregates::Personal::Clear(guest(9)),
         channel: "web".to_owned(),
         total_cents: aggregates::Cents::new(18_000),
         hold_expires_at: created_at + chrono::Duration::minutes(15),

@@ -957,12 +957,19 @@ async fn a_hold_that_cannot_be_written_fails_alone_not_its_batch() {
         },
     );
     hotel_with_rooms(&svc, day(30), 3, 50).await;
-    sqlx::raw_sql(
+    // The row holds the guest sealed: the trigger knows them by their id.
+    let poisoned = svc
+        .privacy()
+        .guest_id_in(&db.pool, "guest7@example.com")
+        .await
+        .expect("guest id");
+    sqlx::raw_sql(&format!(
         "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
          BEGIN RAISE EXCEPTION 'refused by the test'; END $$;
          CREATE TRIGGER refuse_poison BEFORE INSERT ON reservations FOR EACH ROW
-           WHEN (NEW.guest_email = 'guest7@example.com') EXECUTE FUNCTION refuse_poison();",
-    )
+           WHEN (NEW.guest -> 'sealed' ->> 'guest' = '{poisoned}')
+           EXECUTE FUNCTION refuse_poison();"
+    ))
     .execute(&db.pool)
     .await
     .expect("trigger");

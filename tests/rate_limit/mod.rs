@@ -41,14 +41,18 @@ fn hold_for(email: &str, night: u64) -> Value {
 const ANA: &str = "ana@example.com";
 const BOB: &str = "bob@example.com";
 
-/// Reservations in the database for a guest on a channel.
+/// Reservations of a guest on a channel (the guest's export, which reads them back
+/// from the sealed rows).
 async fn reservations_of(app: &TestApp, email: &str, channel: &str) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM reservations WHERE guest_email = $1 AND channel = $2")
-        .bind(email)
-        .bind(channel)
-        .fetch_one(&app.db.pool)
-        .await
-        .expect("count reservations")
+    let export = app
+        .get(&format!("/v1/guests/export?email={email}"), Some(ADMIN))
+        .await;
+    export.assert_status(200)["reservations"]
+        .as_array()
+        .expect("reservations")
+        .iter()
+        .filter(|r| r["reservation"]["channel"] == channel)
+        .count() as i64
 }
 
 /// The `Retry-After` header as whole seconds.

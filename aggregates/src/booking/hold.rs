@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use super::nights::{decide_nights, RoomType};
 use super::{check_room_type, Decision, Nights, Rejection, SaleTerms};
 use crate::hotel::Hotel;
+use crate::personal::Personal;
 use crate::reservation::{Reservation, ReservationCommand, ReservationDetails};
 use crate::room_night::RoomNightCommand;
 use crate::types::{
@@ -83,7 +84,7 @@ pub fn hold_stay(
             room_type_id: cmd.room_type_id,
             stay: cmd.stay,
             rooms: cmd.rooms,
-            guest: cmd.guest,
+            guest: Personal::Clear(cmd.guest),
             channel: cmd.channel,
             total_cents,
             hold_expires_at: cmd.hold_expires_at,

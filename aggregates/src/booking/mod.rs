@@ -22,6 +22,7 @@ mod cancel;
 mod change_dates;
 mod check_in;
 mod confirm;
+mod erase;
 mod expire;
 mod hold;
 mod horizon;
@@ -53,6 +54,7 @@ pub use check_in::{check_in, check_out, record_lapsed_no_show, record_no_show};
 pub use confirm::{
     apply_authorization, capture_payment, confirm, decline_payment, record_increment,
 };
+pub use erase::erase_guest;
 pub use expire::expire_hold;
 pub use hold::{hold_stay, HoldStay};
 pub use horizon::{missing_range, roll_forward, TEMPLATE_NIGHTS};

@@ -9,8 +9,8 @@
 //! **Upcasting.** Before a payload is deserialized, every [`EventUpcaster`] that says it
 //! can upcast the event's (type, version) rewrites it, in order, as cqrs-es's own event
 //! stores do: an event whose shape changed is read through the upcaster from its old
-//! version into the current enum. Production has none yet ([`upcasters`] is empty),
-//! but every read goes through them.
+//! version into the current enum ([`upcasters`]: the reservation events of 1.x, whose
+//! personal data was stored in the clear).
 //!
 //! **Cost.** Most events need no upcaster: their payload is deserialized from the
 //! borrowed value (`T::deserialize(&Value)`), without copying its maps (see
@@ -19,7 +19,9 @@
 
 use std::borrow::Cow;
 
-use cqrs_es::persist::{EventUpcaster, SerializedEvent};
+use cqrs_es::persist::{
+    EventUpcaster, SemanticVersionEventUpcaster, SemanticVersionEventUpcasterFunc, SerializedEvent,
+};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -31,12 +33,45 @@ use crate::reservation::ReservationEvent;
 use crate::room_night::{RoomNightEvent, RoomNightKey};
 use crate::types::{HotelId, ReservationId};
 
-/// The upcasters production reads the log through: none yet. A change of an event's
-/// shape bumps its enum's `VERSION` and adds one here (e.g. a
-/// `cqrs_es::persist::SemanticVersionEventUpcaster` for the event type and the new
-/// version), so that the events already stored read as the new shape.
+/// The upcasters production reads the log through. A change of an event's shape bumps
+/// its enum's `VERSION` and adds one here (a `SemanticVersionEventUpcaster` for the event
+/// type and the new version), so that the events already stored read as the new shape.
+///
+/// Reservation events 2.0: personal data became [`Personal`](crate::personal::Personal)
+/// (docs/privacy.md). A 1.x `ReservationHeld`'s guest and a 1.x `ReservationCancelled`'s
+/// reason were stored in the clear and read as `{"clear": ...}`; every other reservation
+/// event type kept its shape and is read as it is, at 2.0 (verify compares the version a
+/// payload was read as with the build's).
 pub fn upcasters() -> Vec<Box<dyn EventUpcaster>> {
-    Vec::new()
+    ReservationEventType::ALL
+        .iter()
+        .map(|kind| {
+            let upcast: Box<SemanticVersionEventUpcasterFunc> = match kind {
+                ReservationEventType::ReservationHeld => {
+                    Box::new(|payload| clear_field(payload, "ReservationHeld", "guest"))
+                }
+                ReservationEventType::ReservationCancelled => {
+                    Box::new(|payload| clear_field(payload, "ReservationCancelled", "reason"))
+                }
+                _ => Box::new(|payload| payload),
+            };
+            Box::new(SemanticVersionEventUpcaster::new(
+                kind.as_str(),
+                ReservationEvent::VERSION,
+                upcast,
+            )) as Box<dyn EventUpcaster>
+        })
+        .collect()
+}
+
+/// `payload[tag][field]`, stored in the clear before personal data was typed, as the
+/// `{"clear": ...}` it reads as now.
+fn clear_field(mut payload: Value, tag: &str, field: &str) -> Value {
+    if let Some(slot) = payload.get_mut(tag).and_then(|event| event.get_mut(field)) {
+        let clear = slot.take();
+        *slot = serde_json::json!({ "clear": clear });
+    }
+    payload
 }
 
 /// A stored event, decoded: its stream, parsed, and its event, typed.

@@ -101,7 +101,7 @@ event_types! {
 
 event_types! {
     /// The event types of [`ReservationEvent`].
-    ReservationEvent => ReservationEventType, version "1.0" {
+    ReservationEvent => ReservationEventType, version "2.0" {
         ReservationHeld,
         ReservationConfirmed,
         ReservationCancelled,
@@ -118,6 +118,7 @@ event_types! {
         PaymentRefunded,
         DateChangeHeld,
         DateChangeReleased,
+        GuestErased,
     }
 }
 

@@ -96,10 +96,11 @@ pub enum CommandName {
     RecordIncrement,
     HoldDateChange,
     ReleaseDateChange,
+    EraseGuest,
 }
 
 impl CommandName {
-    pub const ALL: [Self; 21] = [
+    pub const ALL: [Self; 22] = [
         Self::SetHotel,
         Self::SetRoomType,
         Self::SetInventory,
@@ -121,6 +122,7 @@ impl CommandName {
         Self::RecordIncrement,
         Self::HoldDateChange,
         Self::ReleaseDateChange,
+        Self::EraseGuest,
     ];
 
     /// The name stored in `metadata.command` and hashed into idempotency records.
@@ -147,6 +149,7 @@ impl CommandName {
             Self::RecordIncrement => "record_increment",
             Self::HoldDateChange => "hold_date_change",
             Self::ReleaseDateChange => "release_date_change",
+            Self::EraseGuest => "erase_guest",
         }
     }
 
@@ -210,7 +213,8 @@ mod tests {
             | CommandName::CapturePayment
             | CommandName::RecordIncrement
             | CommandName::HoldDateChange
-            | CommandName::ReleaseDateChange => 21,
+            | CommandName::ReleaseDateChange
+            | CommandName::EraseGuest => 22,
         }
     }
 

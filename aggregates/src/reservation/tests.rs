@@ -1,5 +1,6 @@
 //! The given/when/then tests of `Reservation`.
 
+use crate::personal::Personal;
 use super::*;
 use chrono::{NaiveDate, TimeZone};
 use cqrs_es::test::TestFramework;
@@ -35,7 +36,7 @@ fn details() -> ReservationDetails {
         room_type_id: RoomTypeId::parse(3).expect("valid id"),
         stay: stay(10, 12),
         rooms: RoomCount::parse(2).expect("valid count"),
-        guest: Guest::parse("Ana Lima", "ana@example.com").expect("valid guest"),
+        guest: Personal::Clear(Guest::parse("Ana Lima", "ana@example.com").expect("valid guest")),
         channel: "direct".to_owned(),
         total_cents: Cents::new(48_000),
         hold_expires_at: at(15),
@@ -62,7 +63,7 @@ fn confirmed_at(minutes: i64) -> ReservationEvent {
 fn cancelled_at(minutes: i64) -> ReservationEvent {
     ReservationEvent::ReservationCancelled {
         cancelled_at: at(minutes),
-        reason: "plans changed".to_owned(),
+        reason: Personal::Clear("plans changed".to_owned()),
         by: CancelledBy::Guest,
         refund_cents: Cents::new(0),
     }
@@ -219,7 +220,7 @@ fn cancelling_a_confirmed_reservation_cancels_it_even_after_the_hold_time() {
         })
         .then_expect_events(vec![ReservationEvent::ReservationCancelled {
             cancelled_at: at(600),
-            reason: "overbooked".to_owned(),
+            reason: Personal::Clear("overbooked".to_owned()),
             by: CancelledBy::Hotel,
             refund_cents: Cents::new(0),
         }]);
@@ -573,7 +574,7 @@ fn a_decline_cannot_undo_a_confirmation() {
 fn cancelling_before_the_capture_voids_the_authorization() {
     let cancelled = ReservationEvent::ReservationCancelled {
         cancelled_at: at(30),
-        reason: "plans changed".into(),
+        reason: Personal::Clear("plans changed".into()),
         by: CancelledBy::Hotel,
         refund_cents: Cents::new(48_000),
     };
@@ -624,7 +625,7 @@ fn a_payment_confirmed_before_the_ledger_reads_as_captured_at_once() {
         .then_expect_events(vec![
             ReservationEvent::ReservationCancelled {
                 cancelled_at: at(30),
-                reason: "overbooked".into(),
+                reason: Personal::Clear("overbooked".into()),
                 by: CancelledBy::Hotel,
                 refund_cents: Cents::new(48_000),
             },
@@ -662,7 +663,7 @@ fn a_stay_can_be_cancelled_until_its_arrival_date_has_ended_at_the_hotel() {
         .when(on_arrival)
         .then_expect_events(vec![ReservationEvent::ReservationCancelled {
             cancelled_at: at(600),
-            reason: "plans changed".to_owned(),
+            reason: Personal::Clear("plans changed".to_owned()),
             by: CancelledBy::Guest,
             refund_cents: Cents::new(0),
         }]);

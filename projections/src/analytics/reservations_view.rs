@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use aggregates::rate_plan::CancellationPolicy;
-use aggregates::{PaymentStatus, ReservationEvent, ReservationStatus, TypedEvent};
+use aggregates::{Guest, PaymentStatus, Personal, ReservationEvent, ReservationStatus, TypedEvent};
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::types::Json;
 use sqlx::PgConnection;
@@ -16,6 +16,10 @@ use uuid::Uuid;
 use super::{to_i32, RESERVATIONS_VIEW};
 use crate::log::StoredEvent;
 use crate::runner::Projection;
+
+/// The guest columns of a row: the sealed (or erased) value, the guest's id, and the
+/// name and e-mail of a guest in the clear.
+type GuestColumns = (Option<Json<Personal<Guest>>>, Option<String>, Option<String>, Option<String>);
 
 /// One row per reservation; see the module docs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -32,8 +36,10 @@ pub struct ReservationRow {
     pub end_date: NaiveDate,
     pub rooms: i32,
     pub status: String,
-    pub guest_name: String,
-    pub guest_email: String,
+    /// The guest in the clear: rows of stays held before personal data was sealed, until
+    /// their guest is erased.
+    pub guest_name: Option<String>,
+    pub guest_email: Option<String>,
     pub channel: String,
     pub total_cents: i64,
     pub hold_expires_at: DateTime<Utc>,
@@ -57,9 +63,40 @@ pub struct ReservationRow {
     pub paid_before_ledger: bool,
     /// Checked out or a no-show: the first of its nights given back to sale.
     pub released_from: Option<NaiveDate>,
+    /// The guest as the event carries it (`Personal<Guest>`: sealed, or erased); `None`
+    /// on rows whose guest is in the clear columns above.
+    pub guest: Option<Json<Personal<Guest>>>,
+    /// The sealed guest's id, for the look-up by guest (gone once erased).
+    pub guest_id: Option<String>,
 }
 
 impl ReservationRow {
+    /// The guest, as the reservation carries it (in the clear on older rows).
+    pub fn guest(&self) -> Personal<Guest> {
+        if let Some(Json(guest)) = &self.guest {
+            return guest.clone();
+        }
+        match (&self.guest_name, &self.guest_email) {
+            (Some(name), Some(email)) => Guest::parse(name, email)
+                .map_or(Personal::Erased, Personal::Clear),
+            _ => Personal::Erased,
+        }
+    }
+
+    /// The columns of a row's guest: `(guest, guest_id, name, email)`.
+    fn guest_columns(guest: &Personal<Guest>) -> GuestColumns {
+        match guest {
+            Personal::Clear(g) => (None, None, Some(g.name().to_owned()), Some(g.email().to_owned())),
+            Personal::Sealed(sealed) => (
+                Some(Json(guest.clone())),
+                Some(sealed.guest.as_str().to_owned()),
+                None,
+                None,
+            ),
+            Personal::Erased => (Some(Json(Personal::Erased)), None, None, None),
+        }
+    }
+
     /// The cancellation policy the stay was sold under.
     pub fn cancellation_policy(&self) -> CancellationPolicy {
         self.cancellation_policy
@@ -98,7 +135,7 @@ pub const LOAD_VIEW_ROWS: &str = "SELECT v.reservation_id, v.hotel_id, v.room_ty
         v.channel, v.total_cents, v.hold_expires_at, v.created_at, v.updated_at, v.version,
         v.rate_plan_id, v.guests, v.cancellation_policy, v.payment_status,
         v.authorized_cents, v.captured_cents, v.refunded_cents, v.paid_before_ledger,
-        v.released_from
+        v.released_from, v.guest, v.guest_id
    FROM unnest($2::uuid[]) AS k (id)
   CROSS JOIN LATERAL (
         SELECT * FROM reservations_view r
@@ -110,12 +147,13 @@ const INSERT_VIEW_ROWS: &str = "INSERT INTO reservations_view (generation, reser
         hotel_id, room_type_id, start_date, end_date, rooms, status, guest_name, guest_email,
         channel, total_cents, hold_expires_at, created_at, updated_at, version,
         rate_plan_id, guests, cancellation_policy, payment_status, authorized_cents,
-        captured_cents, refunded_cents, paid_before_ledger, released_from)
+        captured_cents, refunded_cents, paid_before_ledger, released_from, guest, guest_id)
      SELECT $1, * FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::date[],
             $6::date[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
             $12::bigint[], $13::timestamptz[], $14::timestamptz[], $15::timestamptz[],
             $16::bigint[], $17::bigint[], $18::int[], $19::jsonb[], $20::text[],
-            $21::bigint[], $22::bigint[], $23::bigint[], $24::bool[], $25::date[])";
+            $21::bigint[], $22::bigint[], $23::bigint[], $24::bool[], $25::date[],
+            $26::jsonb[], $27::text[])";
 
 /// Rows of the reservations view that exist, bound as [`INSERT_VIEW_ROWS`] binds them.
 /// The plan, guests and policy are fixed when the stay is held, but an update writes
@@ -132,18 +170,19 @@ const UPDATE_VIEW_ROWS: &str = "UPDATE reservations_view AS v
             cancellation_policy = u.cancellation_policy,
             payment_status = u.payment_status, authorized_cents = u.authorized_cents,
             captured_cents = u.captured_cents, refunded_cents = u.refunded_cents,
-            paid_before_ledger = u.paid_before_ledger, released_from = u.released_from
+            paid_before_ledger = u.paid_before_ledger, released_from = u.released_from,
+            guest = u.guest, guest_id = u.guest_id
        FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::date[], $6::date[],
                    $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
                    $12::bigint[], $13::timestamptz[], $14::timestamptz[],
                    $15::timestamptz[], $16::bigint[], $17::bigint[], $18::int[],
                    $19::jsonb[], $20::text[], $21::bigint[], $22::bigint[],
-                   $23::bigint[], $24::bool[], $25::date[])
+                   $23::bigint[], $24::bool[], $25::date[], $26::jsonb[], $27::text[])
             AS u (reservation_id, hotel_id, room_type_id, start_date, end_date, rooms,
                   status, guest_name, guest_email, channel, total_cents, hold_expires_at,
                   created_at, updated_at, version, rate_plan_id, guests,
                   cancellation_policy, payment_status, authorized_cents, captured_cents,
-                  refunded_cents, paid_before_ledger, released_from)
+                  refunded_cents, paid_before_ledger, released_from, guest, guest_id)
       WHERE v.generation = $1 AND v.reservation_id = u.reservation_id";
 
 impl ReservationsView {
@@ -158,6 +197,8 @@ impl ReservationsView {
             if rows.get(&id).is_some_and(|row| row.version >= sequence) {
                 return Ok(false);
             }
+            let (guest, guest_id, guest_name, guest_email) =
+                ReservationRow::guest_columns(&details.guest);
             rows.insert(
                 id,
                 ReservationRow {
@@ -168,8 +209,8 @@ impl ReservationsView {
                     end_date: details.stay.end(),
                     rooms: to_i32(i64::from(details.rooms.get()), "rooms")?,
                     status: ReservationStatus::Held.as_str().to_owned(),
-                    guest_name: details.guest.name().to_owned(),
-                    guest_email: details.guest.email().to_owned(),
+                    guest_name,
+                    guest_email,
                     channel: details.channel.clone(),
                     total_cents: details.total_cents.get(),
                     hold_expires_at: details.hold_expires_at,
@@ -185,6 +226,8 @@ impl ReservationsView {
                     refunded_cents: 0,
                     paid_before_ledger: false,
                     released_from: None,
+                    guest,
+                    guest_id,
                 },
             );
             return Ok(true);
@@ -309,6 +352,12 @@ impl ReservationsView {
             ReservationEvent::LatePaymentRefunded { refunded_at, .. } => {
                 row.updated_at = refunded_at;
             }
+            // Nothing of the guest stays, sealed or in the clear, nor their id.
+            ReservationEvent::GuestErased { erased_at } => {
+                (row.guest, row.guest_id, row.guest_name, row.guest_email) =
+                    ReservationRow::guest_columns(&Personal::Erased);
+                row.updated_at = erased_at;
+            }
         }
         row.restate_payment();
         Ok(true)
@@ -368,6 +417,8 @@ impl ReservationsView {
             .bind(column!(refunded_cents))
             .bind(column!(paid_before_ledger))
             .bind(column!(released_from))
+            .bind(column!(guest))
+            .bind(column!(guest_id))
             .execute(&mut *tx)
             .await?;
         Ok(())

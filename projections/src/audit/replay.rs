@@ -356,6 +356,15 @@ pub fn check_reservation_event(
         ReservationEvent::DateChangeReleased { .. } => {
             &[Confirmed, Cancelled, CheckedIn, CheckedOut, NoShow]
         }
+        // In any state, once: a second would mean the erasure was recorded twice.
+        ReservationEvent::GuestErased { .. } => {
+            if reservation.details().is_some_and(|d| d.guest.is_erased()) {
+                return Err("GuestErased for a guest already erased".to_owned());
+            }
+            &[
+                Held, Confirmed, Cancelled, Expired, Declined, CheckedIn, CheckedOut, NoShow,
+            ]
+        }
         // Money moves only on a paid stay, within what the card allows.
         ReservationEvent::AuthorizationIncreased { .. } => {
             check_money(reservation, event)?;
@@ -649,7 +658,7 @@ mod tests {
             )
             .expect("stay"),
             rooms: aggregates::RoomCount::parse(1).expect("rooms"),
-            guest: aggregates::Guest::parse("Ana", "ana@example.com").expect("guest"),
+            guest: aggregates::Personal::Clear(aggregates::Guest::parse("Ana", "ana@example.com").expect("guest")),
             channel: "web".to_owned(),
             total_cents: aggregates::Cents::new(36_000),
             hold_expires_at: at(15),
@@ -681,7 +690,7 @@ mod tests {
         };
         let cancelled = ReservationEvent::ReservationCancelled {
             cancelled_at: at(6),
-            reason: "plans".to_owned(),
+            reason: aggregates::Personal::Clear("plans".to_owned()),
             by: aggregates::CancelledBy::Guest,
             refund_cents: aggregates::Cents::new(0),
         };
@@ -766,7 +775,7 @@ mod tests {
         };
         let cancelled = ReservationEvent::ReservationCancelled {
             cancelled_at: at(55),
-            reason: "plans".to_owned(),
+            reason: aggregates::Personal::Clear("plans".to_owned()),
             by: aggregates::CancelledBy::Hotel,
             refund_cents: aggregates::Cents::new(0),
         };

@@ -1,5 +1,6 @@
 //! `cancel`.
 
+use crate::personal::Personal;
 use super::*;
 
 #[test]
@@ -19,7 +20,7 @@ fn cancelling_a_held_stay_releases_every_night() {
         decision.reservation,
         vec![ReservationEvent::ReservationCancelled {
             cancelled_at: at(5),
-            reason: "plans".into(),
+            reason: Personal::Clear("plans".into()),
             by: CancelledBy::Guest,
             refund_cents: Cents::new(0),
         }]

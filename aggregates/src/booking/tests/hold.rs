@@ -1,5 +1,6 @@
 //! `hold_stay`, and the price of a stay at the base rate.
 
+use crate::personal::Personal;
 use super::*;
 
 #[test]
@@ -39,7 +40,7 @@ fn holding_a_stay_holds_every_night_at_the_sum_of_the_rates_times_the_rooms() {
             room_type_id: king(),
             stay: stay(10, 13),
             rooms: rooms(2),
-            guest: guest(),
+            guest: Personal::Clear(guest()),
             channel: "direct".to_owned(),
             total_cents: Cents::new(2 * (10_000 + 12_000 + 14_000)),
             hold_expires_at: at(15),

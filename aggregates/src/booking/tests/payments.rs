@@ -1,5 +1,6 @@
 //! Payments and refunds: the refund policy, `apply_authorization`, `decline_payment`.
 
+use crate::personal::Personal;
 use super::*;
 
 fn lisbon() -> TimeZone {
@@ -178,7 +179,7 @@ fn cancelling_a_paid_stay_refunds_by_the_policy_and_releases_its_nights() {
         vec![
             ReservationEvent::ReservationCancelled {
                 cancelled_at: hours_before_check_in(30),
-                reason: "plans".into(),
+                reason: Personal::Clear("plans".into()),
                 by: CancelledBy::Guest,
                 refund_cents: Cents::new(22_000),
             },

@@ -2,6 +2,7 @@
 //! capture at the deadline (or at once, or at check-in), void before it, refund after
 //! it, the no-show's fee, and date changes that reprice a paid stay.
 
+use crate::personal::Personal;
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use cqrs_es::test::TestFramework;
 use uuid::Uuid;
@@ -48,7 +49,7 @@ fn placed_under(policy: CancellationPolicy) -> ReservationEvent {
         room_type_id: RoomTypeId::parse(3).expect("valid id"),
         stay: stay(10, 12),
         rooms: RoomCount::parse(1).expect("valid count"),
-        guest: Guest::parse("Ana Lima", "ana@example.com").expect("valid guest"),
+        guest: Personal::Clear(Guest::parse("Ana Lima", "ana@example.com").expect("valid guest")),
         channel: "direct".to_owned(),
         total_cents: cents(48_000),
         hold_expires_at: at(1),
@@ -105,7 +106,7 @@ fn cancel(hours: i64, refund_percent: u8) -> ReservationCommand {
 fn cancelled(hours: i64, refund: i64) -> ReservationEvent {
     ReservationEvent::ReservationCancelled {
         cancelled_at: at(hours),
-        reason: "plans changed".to_owned(),
+        reason: Personal::Clear("plans changed".to_owned()),
         by: CancelledBy::Guest,
         refund_cents: cents(refund),
     }
