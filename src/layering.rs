@@ -72,7 +72,10 @@ fn the_write_side_names_nothing_but_its_error_type_and_the_privacy_layer() {
     let graph = graph();
     // The key store is written in the command's transaction and the writer seals with
     // it; the privacy layer itself names nothing that could name the write side.
-    for (module, allowed) in [("write", &["error", "privacy"][..]), ("privacy", &["error", "view"][..])] {
+    for (module, allowed) in [
+        ("write", &["error", "privacy"][..]),
+        ("privacy", &["error", "view"][..]),
+    ] {
         let named = names(&graph, module);
         let allowed: BTreeSet<String> = allowed.iter().map(|s| s.to_string()).collect();
         assert!(

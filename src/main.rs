@@ -256,11 +256,10 @@ async fn main() -> anyhow::Result<()> {
                     done.len()
                 );
             } else {
-                let guests =
-                    reservations::commands::erase::guests_whose_stays_ended_before(
-                        &commands, cutoff,
-                    )
-                    .await?;
+                let guests = reservations::commands::erase::guests_whose_stays_ended_before(
+                    &commands, cutoff,
+                )
+                .await?;
                 println!(
                     "{} guests' stays all ended before {cutoff}; run with --apply to erase them",
                     guests.len()

@@ -155,7 +155,9 @@ impl HoldLimiter {
     /// many channels' counts there were.
     pub async fn forget(&self, guest: &GuestId) -> redis::RedisResult<usize> {
         let mut redis = self.redis.clone();
-        let keys = redis.scan_keys(&format!("{}:*:{guest}", self.prefix)).await?;
+        let keys = redis
+            .scan_keys(&format!("{}:*:{guest}", self.prefix))
+            .await?;
         for key in &keys {
             redis::cmd("DEL")
                 .arg(key)
@@ -331,7 +333,10 @@ mod tests {
 
         let key = limiter.key("web", &guest);
 
-        assert_eq!(key, "rsv:rsv_db:holds:web:g_09090909090909090909090909090909");
+        assert_eq!(
+            key,
+            "rsv:rsv_db:holds:web:g_09090909090909090909090909090909"
+        );
         assert_ne!(key, limiter.key("mobile", &guest));
     }
 }

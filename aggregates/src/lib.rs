@@ -39,8 +39,8 @@ pub use booking::{Decision, Nights, Rejection};
 pub use contract::{
     AggregateType, CommandName, DecodeError, EventDecoder, StreamIdError, StreamKey, TypedEvent,
 };
-pub use personal::{GuestId, Personal, Sealed};
 pub use hotel::{Hotel, HotelCommand, HotelDetails, HotelEvent, RatePlan, RoomTypeDetails};
+pub use personal::{GuestId, Personal, Sealed};
 pub use reservation::{
     CancelledBy, Increment, Ledger, Payment, PaymentStatus, Reservation, ReservationCommand,
     ReservationDetails, ReservationEvent, ReservationStatus,

@@ -88,12 +88,10 @@ impl GuestId {
     }
 
     pub fn parse(text: &str) -> Result<Self, InvalidInput> {
-        let well_formed = text
-            .strip_prefix(Self::PREFIX)
-            .is_some_and(|hex| {
-                hex.len() == Self::HEX_DIGITS
-                    && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-            });
+        let well_formed = text.strip_prefix(Self::PREFIX).is_some_and(|hex| {
+            hex.len() == Self::HEX_DIGITS
+                && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        });
         if well_formed {
             Ok(Self(text.to_owned()))
         } else {
@@ -180,7 +178,10 @@ mod tests {
             data: "AAAA".into(),
         });
         let json = serde_json::to_value(&sealed).expect("json");
-        assert_eq!(json["sealed"]["guest"], "g_01010101010101010101010101010101");
+        assert_eq!(
+            json["sealed"]["guest"],
+            "g_01010101010101010101010101010101"
+        );
         let back: Personal<String> = serde_json::from_value(json).expect("back");
         assert_eq!(back, sealed);
     }

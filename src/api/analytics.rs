@@ -259,7 +259,11 @@ pub struct ReservationList {
 }
 
 /// A view row as clients see reservations (a lapsed hold reads as expired).
-fn reservation_out(row: ReservationRow, guest: &Personal<Guest>, now: DateTime<Utc>) -> ReservationOut {
+fn reservation_out(
+    row: ReservationRow,
+    guest: &Personal<Guest>,
+    now: DateTime<Utc>,
+) -> ReservationOut {
     let cancellation_policy = row.cancellation_policy();
     // As the write side shows it: a hold past its expiry is expired, whether or not
     // the sweeper has recorded that yet.

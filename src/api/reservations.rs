@@ -19,8 +19,8 @@ use super::extract::{ApiJson, ApiPath, Idempotency};
 use super::rate_plans::PolicyOut;
 use super::AppState;
 use crate::commands::{Caller, GuestView, HoldRequest, ReservationView, StayAction};
-use crate::privacy::{Binding, Field};
 use crate::error::CommandError;
+use crate::privacy::{Binding, Field};
 use crate::rate_limit::{retry_after_seconds, Admission, HoldAttempt, HoldLimiter};
 use crate::write::IdempotencyKey;
 
@@ -159,7 +159,11 @@ pub(crate) async fn answer(
             reservation: ReservationId::from_uuid(view.reservation_id),
             field: Field::Guest,
         };
-        state.commands.privacy().open(binding, &mut view.guest).await?;
+        state
+            .commands
+            .privacy()
+            .open(binding, &mut view.guest)
+            .await?;
     }
     Ok(view.into())
 }

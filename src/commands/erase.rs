@@ -80,7 +80,7 @@ pub async fn erase(
     let mut tx = pool.begin().await.map_err(db)?;
     let destroyed = privacy
         .store()
-        .destroy(&mut *tx, &guest_id)
+        .destroy(&mut tx, &guest_id)
         .await
         .map_err(|e| CommandError::Internal(e.to_string()))?;
     tx.commit().await.map_err(db)?;

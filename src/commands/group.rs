@@ -42,8 +42,8 @@ use tokio::sync::{mpsc, oneshot};
 use sqlx::PgPool;
 
 use super::{HoldRequest, Outcome, ReservationView, WriteConfig};
-use crate::privacy::Privacy;
 use crate::error::CommandError;
+use crate::privacy::Privacy;
 use crate::write::{
     idempotency, settle, with_retries, AttemptError, EventMetadata, LoadedNights, Loader,
     RequestFingerprint, Room, WantedNights, Writer,

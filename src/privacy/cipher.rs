@@ -212,7 +212,10 @@ mod tests {
             field: Field::CancelReason,
             ..binding(1)
         };
-        assert_eq!(open::<String>(&sealed, &key, reason), Err(OpenError::Tampered));
+        assert_eq!(
+            open::<String>(&sealed, &key, reason),
+            Err(OpenError::Tampered)
+        );
         let other = GuestKey::generate(guest());
         assert_eq!(
             open::<String>(&sealed, &other, binding(1)),
@@ -225,11 +228,17 @@ mod tests {
             data: STANDARD.encode(bytes),
             ..sealed.clone()
         };
-        assert_eq!(open::<String>(&altered, &key, binding(1)), Err(OpenError::Tampered));
+        assert_eq!(
+            open::<String>(&altered, &key, binding(1)),
+            Err(OpenError::Tampered)
+        );
         let truncated = Sealed {
             data: "AAAA".into(),
             ..sealed
         };
-        assert_eq!(open::<String>(&truncated, &key, binding(1)), Err(OpenError::Malformed));
+        assert_eq!(
+            open::<String>(&truncated, &key, binding(1)),
+            Err(OpenError::Malformed)
+        );
     }
 }

@@ -85,10 +85,14 @@ fn key_of(row: &sqlx::postgres::PgRow) -> Result<(Uuid, KeyState), KeyStoreError
     let bytes: Option<Vec<u8>> = row.try_get("key")?;
     let state = match bytes {
         None => KeyState::Destroyed,
-        Some(bytes) => KeyState::Live(
-            GuestKey::from_stored(id, guest, &bytes)
-                .ok_or_else(|| corrupt(&format!("key {id} is not {} bytes", super::cipher::KEY_BYTES)))?,
-        ),
+        Some(bytes) => {
+            KeyState::Live(GuestKey::from_stored(id, guest, &bytes).ok_or_else(|| {
+                corrupt(&format!(
+                    "key {id} is not {} bytes",
+                    super::cipher::KEY_BYTES
+                ))
+            })?)
+        }
     };
     Ok((id, state))
 }

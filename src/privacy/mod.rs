@@ -150,11 +150,16 @@ pub fn event_field(event_type: &str) -> Option<(ReservationEventType, Field, &'s
     }
 }
 
-/// The personal value in a reservation event's payload, if it has one.
+/// The personal value in a reservation event's payload, if it has one: the payload as
+/// stored (`{"<event type>": {...}}`) or its data as the API shows it (untagged).
 pub fn event_slot<'a>(event_type: &str, payload: &'a mut Value) -> Option<(Field, &'a mut Value)> {
     let (kind, field, key) = event_field(event_type)?;
-    let value = payload.get_mut(kind.as_str())?.get_mut(key)?;
-    Some((field, value))
+    let data = if payload.get(kind.as_str()).is_some() {
+        payload.get_mut(kind.as_str())?
+    } else {
+        payload
+    };
+    Some((field, data.get_mut(key)?))
 }
 
 impl Privacy {
@@ -205,13 +210,15 @@ pub fn open_with<T: DeserializeOwned>(
             continue;
         };
         let opened = match keys.get(&sealed.key) {
-            Some(KeyState::Live(key)) => Personal::Clear(cipher::open(sealed, key, *binding).map_err(
-                |error| PrivacyError::Open {
-                    reservation: binding.reservation,
-                    field: binding.field,
-                    error,
-                },
-            )?),
+            Some(KeyState::Live(key)) => {
+                Personal::Clear(cipher::open(sealed, key, *binding).map_err(|error| {
+                    PrivacyError::Open {
+                        reservation: binding.reservation,
+                        field: binding.field,
+                        error,
+                    }
+                })?)
+            }
             // Destroyed, or a key this store never had (its row removed by hand): the
             // value can never be opened, which is what an erasure means.
             Some(KeyState::Destroyed) | None => Personal::Erased,

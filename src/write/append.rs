@@ -419,11 +419,7 @@ impl Writer {
         if nothing {
             return Ok(());
         }
-        let slots = personal_slots(
-            &mut rows,
-            &mut self.new_reservations,
-            &mut self.idempotency,
-        )?;
+        let slots = personal_slots(&mut rows, &mut self.new_reservations, &mut self.idempotency)?;
         seal::seal(&mut *conn, privacy, slots).await?;
         let types: Vec<&str> = rows.iter().map(|r| r.aggregate_type).collect();
         let ids: Vec<&str> = rows.iter().map(|r| r.aggregate_id.as_str()).collect();
@@ -877,8 +873,12 @@ impl ReservationRows {
         self.end_date.push(details.stay.end());
         self.rooms.push(to_i32(details.rooms.get())?);
         self.status.push(status.as_str());
-        self.guest
-            .push(guest.map(serde_json::to_value).transpose().map_err(internal)?);
+        self.guest.push(
+            guest
+                .map(serde_json::to_value)
+                .transpose()
+                .map_err(internal)?,
+        );
         self.channel.push(details.channel.clone());
         self.total_cents.push(details.total_cents.get());
         self.hold_expires_at.push(details.hold_expires_at);

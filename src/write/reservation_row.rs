@@ -8,8 +8,7 @@
 //! is: a key present in the JSON is kept.
 
 use aggregates::{
-    Cents, Guest, HotelId, Personal, Reservation, ReservationId, RoomCount, RoomTypeId,
-    StayDates,
+    Cents, Guest, HotelId, Personal, Reservation, ReservationId, RoomCount, RoomTypeId, StayDates,
 };
 use chrono::NaiveDate;
 use serde_json::{Map, Value};

@@ -51,11 +51,15 @@ pub(super) struct Slot<'a> {
 
 /// Whether `value` is a personal value in the clear.
 pub(super) fn is_clear(value: &Value) -> bool {
-    value.as_object().is_some_and(|o| o.len() == 1 && o.contains_key("clear"))
+    value
+        .as_object()
+        .is_some_and(|o| o.len() == 1 && o.contains_key("clear"))
 }
 
 fn failed(e: impl std::fmt::Display) -> AttemptError {
-    AttemptError::Fatal(CommandError::Internal(format!("sealing personal data: {e}")))
+    AttemptError::Fatal(CommandError::Internal(format!(
+        "sealing personal data: {e}"
+    )))
 }
 
 impl From<PrivacyError> for AttemptError {
@@ -97,8 +101,13 @@ pub(super) async fn seal(
     for slot in slots {
         let key = match &slot.owner {
             Owner::Email(email) => {
-                let id = ids.get(email).ok_or_else(|| failed("a guest without an id"))?;
-                Some(live.get(id).ok_or_else(|| failed(format!("no key for {id}")))?)
+                let id = ids
+                    .get(email)
+                    .ok_or_else(|| failed("a guest without an id"))?;
+                Some(
+                    live.get(id)
+                        .ok_or_else(|| failed(format!("no key for {id}")))?,
+                )
             }
             Owner::Key(key) => match known.get(key) {
                 Some(KeyState::Live(key)) => Some(key),

@@ -75,9 +75,14 @@ async fn bookings(app: &TestApp) -> (Vec<String>, String) {
     let cancelled = app
         .hold_ok(WEB, "z-3", &hold_at(PORTO, 10, ZELDA_NAME, ZELDA_EMAIL))
         .await;
-    app.cancel(WEB, "z-3-cancel", &cancelled, &json!({"reason": ZELDA_REASON}))
-        .await
-        .assert_status(200);
+    app.cancel(
+        WEB,
+        "z-3-cancel",
+        &cancelled,
+        &json!({"reason": ZELDA_REASON}),
+    )
+    .await
+    .assert_status(200);
     let porto_held = app
         .hold_ok(MOBILE, "z-4", &hold_at(PORTO, 30, ZELDA_NAME, ZELDA_EMAIL))
         .await;
@@ -119,7 +124,9 @@ async fn plaintext_anywhere(pool: &PgPool, texts: &[&str]) -> Vec<String> {
                 .await
                 .unwrap_or_else(|e| panic!("{sql}: {e}"));
             if hits > 0 {
-                found.push(format!("{schema}.{table}.{column} contains {text:?} ({hits} rows)"));
+                found.push(format!(
+                    "{schema}.{table}.{column} contains {text:?} ({hits} rows)"
+                ));
             }
         }
     }
@@ -185,16 +192,28 @@ async fn an_erased_guest_leaves_no_readable_trace_and_the_history_still_verifies
 
     // Sealed at rest from the first write: nothing of either guest is stored in the
     // clear, though both read back to their channel.
-    assert_eq!(plaintext_anywhere(&app.db.pool, &ZELDA_TEXTS).await, Vec::<String>::new());
-    assert_eq!(plaintext_anywhere(&app.db.pool, &["stayer"]).await, Vec::<String>::new());
+    assert_eq!(
+        plaintext_anywhere(&app.db.pool, &ZELDA_TEXTS).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        plaintext_anywhere(&app.db.pool, &["stayer"]).await,
+        Vec::<String>::new()
+    );
     let read = app.get_reservation(WEB, &zelda[0]).await;
-    assert_eq!(read.assert_status(200)["guest"], json!({"name": ZELDA_NAME, "email": ZELDA_EMAIL}));
+    assert_eq!(
+        read.assert_status(200)["guest"],
+        json!({"name": ZELDA_NAME, "email": ZELDA_EMAIL})
+    );
     // An auditor reads the history, not the people in it.
     let audited = app.get_reservation(AUDITOR, &zelda[0]).await;
     assert_eq!(audited.assert_status(200)["guest"]["name"], "[sealed]");
     // The export has all four, the reason opened.
     let export = app
-        .get(&format!("/v1/guests/export?email={}", ZELDA_EMAIL.to_uppercase()), Some(ADMIN))
+        .get(
+            &format!("/v1/guests/export?email={}", ZELDA_EMAIL.to_uppercase()),
+            Some(ADMIN),
+        )
         .await;
     let exported = export.assert_status(200)["reservations"]
         .as_array()
@@ -206,12 +225,19 @@ async fn an_erased_guest_leaves_no_readable_trace_and_the_history_still_verifies
         .all(|r| r["reservation"]["guest"]["email"] == ZELDA_EMAIL));
     assert!(export.text.contains(ZELDA_REASON), "{}", export.text);
     assert!(!export.text.contains(BOB_NAME));
-    let verified = audit::catch_up_and_verify(&app.db.pool, WAIT).await.expect("verify");
+    let verified = audit::catch_up_and_verify(&app.db.pool, WAIT)
+        .await
+        .expect("verify");
     assert!(verified.ok, "{:?}", verified.problems);
 
     // Act
     let erased = app
-        .post_json("/v1/guests/erase", ADMIN, "erase-zelda", &json!({"email": ZELDA_EMAIL}))
+        .post_json(
+            "/v1/guests/erase",
+            ADMIN,
+            "erase-zelda",
+            &json!({"email": ZELDA_EMAIL}),
+        )
         .await;
 
     // Assert
@@ -231,10 +257,7 @@ async fn an_erased_guest_leaves_no_readable_trace_and_the_history_still_verifies
         );
         let history = app.reservation_events(owner, id).await;
         let history = history.assert_status(200);
-        assert_eq!(
-            history["events"][0]["data"]["ReservationHeld"]["guest"], "erased",
-            "{history}"
-        );
+        assert_eq!(history["events"][0]["data"]["guest"], "erased", "{history}");
         assert!(history["events"]
             .as_array()
             .expect("events")
@@ -246,18 +269,30 @@ async fn an_erased_guest_leaves_no_readable_trace_and_the_history_still_verifies
     assert_eq!(confirmed.assert_status(200)["status"], "confirmed");
     // The other guest reads as before.
     let other = app.get_reservation(WEB, &bob).await;
-    assert_eq!(other.assert_status(200)["guest"], json!({"name": BOB_NAME, "email": BOB_EMAIL}));
+    assert_eq!(
+        other.assert_status(200)["guest"],
+        json!({"name": BOB_NAME, "email": BOB_EMAIL})
+    );
     let list = app
-        .get(&format!("/v1/reservations?guest_email={ZELDA_EMAIL}"), Some(ADMIN))
+        .get(
+            &format!("/v1/reservations?guest_email={ZELDA_EMAIL}"),
+            Some(ADMIN),
+        )
         .await;
     assert_eq!(list.assert_status(200)["reservations"], json!([]));
     let export = app
-        .get(&format!("/v1/guests/export?email={ZELDA_EMAIL}"), Some(ADMIN))
+        .get(
+            &format!("/v1/guests/export?email={ZELDA_EMAIL}"),
+            Some(ADMIN),
+        )
         .await;
     assert_eq!(export.assert_status(200)["reservations"], json!([]));
     // Nothing readable of her anywhere: PostgreSQL (every text and JSON column of every
     // table) and Redis (every key of the deployment, and what it holds).
-    assert_eq!(plaintext_anywhere(&app.db.pool, &ZELDA_TEXTS).await, Vec::<String>::new());
+    assert_eq!(
+        plaintext_anywhere(&app.db.pool, &ZELDA_TEXTS).await,
+        Vec::<String>::new()
+    );
     let guest_id = body["guest_id"].as_str().expect("guest id").to_owned();
     let redis = redis_contents(&app.db).await;
     assert!(
@@ -274,21 +309,40 @@ async fn an_erased_guest_leaves_no_readable_trace_and_the_history_still_verifies
     .expect("keys");
     assert_eq!(keys_left, 0);
     // The chain, computed over what is stored, still verifies.
-    let verified = audit::catch_up_and_verify(&app.db.pool, WAIT).await.expect("verify");
+    let verified = audit::catch_up_and_verify(&app.db.pool, WAIT)
+        .await
+        .expect("verify");
     assert!(verified.ok, "{:?}", verified.problems);
     // A rebuild of the view from the log matches what the runner left.
     runners.stop().await;
     let incremental = view_rows(&app.db.pool, 1).await;
-    workers::rebuild(&app.db.pool, None, ProjectionName::ReservationsView, 1_000, |_, _| {})
-        .await
-        .expect("rebuild");
+    workers::rebuild(
+        &app.db.pool,
+        None,
+        ProjectionName::ReservationsView,
+        1_000,
+        |_, _| {},
+    )
+    .await
+    .expect("rebuild");
     assert_eq!(view_rows(&app.db.pool, 2).await, incremental);
     // A repeat destroys and records nothing more.
     let again = app
-        .post_json("/v1/guests/erase", ADMIN, "erase-zelda-2", &json!({"guest_id": guest_id}))
+        .post_json(
+            "/v1/guests/erase",
+            ADMIN,
+            "erase-zelda-2",
+            &json!({"guest_id": guest_id}),
+        )
         .await;
     let again = again.assert_status(200);
-    assert_eq!((again["keys_destroyed"].clone(), again["reservations_recorded"].clone()), (json!(0), json!(0)));
+    assert_eq!(
+        (
+            again["keys_destroyed"].clone(),
+            again["reservations_recorded"].clone()
+        ),
+        (json!(0), json!(0))
+    );
     app.finish().await;
 }
 
@@ -297,23 +351,41 @@ async fn a_guest_who_books_again_after_an_erasure_gets_a_new_key() {
     // Arrange
     let app = spawn_app().await;
     app.seed_hotel(day(1), 30, 5).await;
-    let before = app.hold_ok(WEB, "first", &hold_at(HOTEL, 5, "Ana Lima", "ana@example.com")).await;
-    app.post_json("/v1/guests/erase", ADMIN, "erase", &json!({"email": "ana@example.com"}))
-        .await
-        .assert_status(200);
+    let before = app
+        .hold_ok(
+            WEB,
+            "first",
+            &hold_at(HOTEL, 5, "Ana Lima", "ana@example.com"),
+        )
+        .await;
+    app.post_json(
+        "/v1/guests/erase",
+        ADMIN,
+        "erase",
+        &json!({"email": "ana@example.com"}),
+    )
+    .await
+    .assert_status(200);
 
     // Act
-    let after = app.hold_ok(WEB, "second", &hold_at(HOTEL, 8, "Ana Lima", "ana@example.com")).await;
+    let after = app
+        .hold_ok(
+            WEB,
+            "second",
+            &hold_at(HOTEL, 8, "Ana Lima", "ana@example.com"),
+        )
+        .await;
 
     // Assert
     let old = app.get_reservation(WEB, &before).await;
     assert_eq!(old.assert_status(200)["guest"]["email"], "[erased]");
     let new = app.get_reservation(WEB, &after).await;
     assert_eq!(new.assert_status(200)["guest"]["email"], "ana@example.com");
-    let keys: Vec<(bool,)> = sqlx::query_as("SELECT key IS NOT NULL FROM privacy.guest_keys ORDER BY created_at")
-        .fetch_all(&app.db.pool)
-        .await
-        .expect("keys");
+    let keys: Vec<(bool,)> =
+        sqlx::query_as("SELECT key IS NOT NULL FROM privacy.guest_keys ORDER BY created_at")
+            .fetch_all(&app.db.pool)
+            .await
+            .expect("keys");
     assert_eq!(keys, vec![(false,), (true,)]);
     app.finish().await;
 }
@@ -323,8 +395,12 @@ async fn an_altered_sealed_value_fails_loudly_and_verify_names_the_event() {
     // Arrange
     let app = spawn_app().await;
     app.seed_hotel(day(1), 30, 5).await;
-    let id = app.hold_ok(WEB, "h", &hold_at(HOTEL, 5, BOB_NAME, BOB_EMAIL)).await;
-    let verified = audit::catch_up_and_verify(&app.db.pool, WAIT).await.expect("verify");
+    let id = app
+        .hold_ok(WEB, "h", &hold_at(HOTEL, 5, BOB_NAME, BOB_EMAIL))
+        .await;
+    let verified = audit::catch_up_and_verify(&app.db.pool, WAIT)
+        .await
+        .expect("verify");
     assert!(verified.ok, "{:?}", verified.problems);
     let position: i64 = sqlx::query_scalar(
         "SELECT global_position FROM events WHERE event_type = 'ReservationHeld'",
@@ -357,10 +433,19 @@ async fn an_altered_sealed_value_fails_loudly_and_verify_names_the_event() {
         assert!(!reply.text.contains("Bob"), "{}", reply.text);
     }
     // An auditor, who opens nothing, still reads it sealed.
-    app.reservation_events(AUDITOR, &id).await.assert_status(200);
-    let report = audit::catch_up_and_verify(&app.db.pool, WAIT).await.expect("verify");
+    app.reservation_events(AUDITOR, &id)
+        .await
+        .assert_status(200);
+    let report = audit::catch_up_and_verify(&app.db.pool, WAIT)
+        .await
+        .expect("verify");
     assert!(!report.ok);
-    assert_eq!(report.first_bad_position, Some(position), "{:?}", report.problems);
+    assert_eq!(
+        report.first_bad_position,
+        Some(position),
+        "{:?}",
+        report.problems
+    );
     app.finish().await;
 }
 
@@ -368,9 +453,14 @@ async fn an_altered_sealed_value_fails_loudly_and_verify_names_the_event() {
 async fn only_staff_erase_and_export_and_a_guest_is_named_once() {
     let app = spawn_app().await;
     for token in [WEB, AUDITOR] {
-        app.post_json("/v1/guests/erase", token, "e", &json!({"email": "ana@example.com"}))
-            .await
-            .assert_error(403, "forbidden");
+        app.post_json(
+            "/v1/guests/erase",
+            token,
+            "e",
+            &json!({"email": "ana@example.com"}),
+        )
+        .await
+        .assert_error(403, "forbidden");
         app.get("/v1/guests/export?email=ana@example.com", Some(token))
             .await
             .assert_error(403, "forbidden");
@@ -404,12 +494,20 @@ async fn retention_erases_the_guests_whose_stays_all_ended_before_the_cutoff() {
     let app = spawn_app().await;
     app.seed_hotel(day(1), 60, 5).await;
     let ana = [
-        app.hold_ok(WEB, "a1", &hold_at(HOTEL, 5, "Ana Lima", "ana@example.com")).await,
-        app.hold_ok(WEB, "a2", &hold_at(HOTEL, 10, "Ana Lima", "ana@example.com")).await,
+        app.hold_ok(WEB, "a1", &hold_at(HOTEL, 5, "Ana Lima", "ana@example.com"))
+            .await,
+        app.hold_ok(
+            WEB,
+            "a2",
+            &hold_at(HOTEL, 10, "Ana Lima", "ana@example.com"),
+        )
+        .await,
     ];
     let bob = [
-        app.hold_ok(WEB, "b1", &hold_at(HOTEL, 5, BOB_NAME, BOB_EMAIL)).await,
-        app.hold_ok(WEB, "b2", &hold_at(HOTEL, 40, BOB_NAME, BOB_EMAIL)).await,
+        app.hold_ok(WEB, "b1", &hold_at(HOTEL, 5, BOB_NAME, BOB_EMAIL))
+            .await,
+        app.hold_ok(WEB, "b2", &hold_at(HOTEL, 40, BOB_NAME, BOB_EMAIL))
+            .await,
     ];
     let commands = reservations::commands::CommandService::new(
         app.db.pool.clone(),
@@ -418,14 +516,10 @@ async fn retention_erases_the_guests_whose_stays_all_ended_before_the_cutoff() {
     let caller = reservations::commands::Caller::Staff("retention".into());
 
     // Act
-    let done = reservations::commands::erase::erase_stays_ended_before(
-        &commands,
-        None,
-        &caller,
-        day(20),
-    )
-    .await
-    .expect("retention");
+    let done =
+        reservations::commands::erase::erase_stays_ended_before(&commands, None, &caller, day(20))
+            .await
+            .expect("retention");
 
     // Assert
     assert_eq!(done.len(), 1, "{done:?}");

@@ -1,7 +1,7 @@
 //! The given/when/then tests of `Reservation`.
 
-use crate::personal::Personal;
 use super::*;
+use crate::personal::Personal;
 use chrono::{NaiveDate, TimeZone};
 use cqrs_es::test::TestFramework;
 use uuid::Uuid;

@@ -19,7 +19,12 @@ use crate::runner::Projection;
 
 /// The guest columns of a row: the sealed (or erased) value, the guest's id, and the
 /// name and e-mail of a guest in the clear.
-type GuestColumns = (Option<Json<Personal<Guest>>>, Option<String>, Option<String>, Option<String>);
+type GuestColumns = (
+    Option<Json<Personal<Guest>>>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
 
 /// One row per reservation; see the module docs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -77,8 +82,9 @@ impl ReservationRow {
             return guest.clone();
         }
         match (&self.guest_name, &self.guest_email) {
-            (Some(name), Some(email)) => Guest::parse(name, email)
-                .map_or(Personal::Erased, Personal::Clear),
+            (Some(name), Some(email)) => {
+                Guest::parse(name, email).map_or(Personal::Erased, Personal::Clear)
+            }
             _ => Personal::Erased,
         }
     }
@@ -86,7 +92,12 @@ impl ReservationRow {
     /// The columns of a row's guest: `(guest, guest_id, name, email)`.
     fn guest_columns(guest: &Personal<Guest>) -> GuestColumns {
         match guest {
-            Personal::Clear(g) => (None, None, Some(g.name().to_owned()), Some(g.email().to_owned())),
+            Personal::Clear(g) => (
+                None,
+                None,
+                Some(g.name().to_owned()),
+                Some(g.email().to_owned()),
+            ),
             Personal::Sealed(sealed) => (
                 Some(Json(guest.clone())),
                 Some(sealed.guest.as_str().to_owned()),

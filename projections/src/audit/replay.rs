@@ -658,7 +658,9 @@ mod tests {
             )
             .expect("stay"),
             rooms: aggregates::RoomCount::parse(1).expect("rooms"),
-            guest: aggregates::Personal::Clear(aggregates::Guest::parse("Ana", "ana@example.com").expect("guest")),
+            guest: aggregates::Personal::Clear(
+                aggregates::Guest::parse("Ana", "ana@example.com").expect("guest"),
+            ),
             channel: "web".to_owned(),
             total_cents: aggregates::Cents::new(36_000),
             hold_expires_at: at(15),

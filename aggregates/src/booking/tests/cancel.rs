@@ -1,7 +1,7 @@
 //! `cancel`.
 
-use crate::personal::Personal;
 use super::*;
+use crate::personal::Personal;
 
 #[test]
 fn cancelling_a_held_stay_releases_every_night() {

@@ -1,7 +1,7 @@
 //! `hold_stay`, and the price of a stay at the base rate.
 
-use crate::personal::Personal;
 use super::*;
+use crate::personal::Personal;
 
 #[test]
 fn the_price_of_a_stay_at_the_base_rate_is_the_sum_of_its_nightly_rates() {

@@ -1,7 +1,7 @@
 //! Payments and refunds: the refund policy, `apply_authorization`, `decline_payment`.
 
-use crate::personal::Personal;
 use super::*;
+use crate::personal::Personal;
 
 fn lisbon() -> TimeZone {
     zone("Europe/Lisbon")

@@ -417,7 +417,9 @@ mod tests {
             room_type_id: king(),
             stay,
             rooms: RoomCount::parse(1).expect("rooms"),
-            guest: aggregates::Personal::Clear(Guest::parse("Ana", "ana@example.com").expect("guest")),
+            guest: aggregates::Personal::Clear(
+                Guest::parse("Ana", "ana@example.com").expect("guest"),
+            ),
             channel: "web".to_owned(),
             total_cents: Cents::new(36_000),
             hold_expires_at: at(13),
