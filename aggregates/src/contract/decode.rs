@@ -544,7 +544,33 @@ mod tests {
     }
 
     #[test]
-    fn production_reads_through_no_upcaster_yet() {
-        assert!(upcasters().is_empty());
+    fn a_reservation_held_before_sealing_reads_its_guest_and_reason_in_the_clear() {
+        use crate::personal::Personal;
+        use crate::reservation::ReservationEvent;
+        let stream = "812:0193f3c6-5b0e-7a51-9a0e-2c1c1f8b4a10";
+        // As a 1.0 build stored them: the guest and the reason untagged.
+        let cancelled = serde_json::json!({"ReservationCancelled": {
+            "cancelled_at": "2027-05-01T10:00:00Z", "reason": "changed plans",
+            "by": "guest", "refund_cents": 0}});
+        let (event, version): (ReservationEvent, _) = EventDecoder::default()
+            .payload(
+                AggregateType::Reservation,
+                raw("reservation", stream, "ReservationCancelled", &cancelled),
+            )
+            .expect("a 1.0 cancellation reads");
+        assert_eq!(version, ReservationEvent::VERSION);
+        let ReservationEvent::ReservationCancelled { reason, .. } = event else {
+            panic!("not a cancellation: {event:?}");
+        };
+        assert_eq!(reason, Personal::Clear("changed plans".to_owned()));
+        // Unchanged types are read as they are, at the current version.
+        let expired = serde_json::json!({"HoldExpired": {"expired_at": "2027-05-01T10:00:00Z"}});
+        let (_, version): (ReservationEvent, _) = EventDecoder::default()
+            .payload(
+                AggregateType::Reservation,
+                raw("reservation", stream, "HoldExpired", &expired),
+            )
+            .expect("a 1.0 expiry reads");
+        assert_eq!(version, ReservationEvent::VERSION);
     }
 }

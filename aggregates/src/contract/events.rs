@@ -100,8 +100,10 @@ event_types! {
 }
 
 event_types! {
-    /// The event types of [`ReservationEvent`].
-    ReservationEvent => ReservationEventType, version "2.0" {
+    /// The event types of [`ReservationEvent`]. 2.0.0: personal data became `Personal`
+    /// (written as cqrs-es's semantic version upcasters write it, so that an upcast 1.0
+    /// event and a new one carry the same version).
+    ReservationEvent => ReservationEventType, version "2.0.0" {
         ReservationHeld,
         ReservationConfirmed,
         ReservationCancelled,
@@ -261,6 +263,7 @@ mod tests {
                 "PaymentRefunded",
                 "DateChangeHeld",
                 "DateChangeReleased",
+                "GuestErased",
             ]
         );
         for kind in ReservationEventType::ALL {

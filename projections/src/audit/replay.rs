@@ -678,7 +678,7 @@ mod tests {
         events
             .iter()
             .enumerate()
-            .map(|(i, e)| stream.apply(i as i64 + 1, &e.event_type(), "1.0", &json(e)))
+            .map(|(i, e)| stream.apply(i as i64 + 1, &e.event_type(), &e.event_version(), &json(e)))
             .collect()
     }
 

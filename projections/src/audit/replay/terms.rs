@@ -305,6 +305,7 @@ mod tests {
         aggregate_id: String,
         sequence: i64,
         event_type: String,
+        event_version: String,
         payload: String,
     }
 
@@ -320,6 +321,7 @@ mod tests {
                 aggregate_id,
                 sequence,
                 event_type: event.event_type(),
+                event_version: event.event_version(),
                 payload: serde_json::to_string(event).expect("serializable"),
             }
         }
@@ -330,7 +332,7 @@ mod tests {
                 aggregate_id: &self.aggregate_id,
                 sequence: self.sequence,
                 event_type: &self.event_type,
-                event_version: "1.0",
+                event_version: &self.event_version,
                 payload: RawPayload::Text(&self.payload),
             }
         }
