@@ -176,7 +176,7 @@ async fn sneak_event(pool: &PgPool, aggregate_type: &str, stream: &str, payload:
     sqlx::query_scalar(
         "INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type, event_version,
                              payload, metadata)
-         SELECT $1, $2, coalesce(max(sequence), 0) + 1, $3, '1.0', $4, '{}'
+         SELECT $1, $2, coalesce(max(sequence), 0) + 1, $3, $5, $4, '{}'
            FROM events WHERE aggregate_type = $1 AND aggregate_id = $2
          RETURNING global_position",
     )
@@ -184,6 +184,12 @@ async fn sneak_event(pool: &PgPool, aggregate_type: &str, stream: &str, payload:
     .bind(stream)
     .bind(event_type)
     .bind(payload)
+    // The version the payload's shape is of (this build's).
+    .bind(if aggregate_type == "reservation" {
+        aggregates::ReservationEvent::VERSION
+    } else {
+        "1.0"
+    })
     .fetch_one(pool)
     .await
     .expect("sneak an event in")

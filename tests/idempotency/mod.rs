@@ -358,10 +358,20 @@ async fn a_replayed_request_returns_the_first_outcome_even_a_rejection() {
         .await
         .expect("hold");
 
-    let replay = svc
+    let mut replay = svc
         .hold("web", key("k"), request.clone())
         .await
         .expect("replay");
+    // The stored answer keeps its guest sealed; opened, it is the first answer.
+    assert!(replay.guest.sealed().is_some(), "{:?}", replay.guest);
+    let binding = reservations::privacy::Binding {
+        reservation: ReservationId::from_uuid(replay.reservation_id),
+        field: reservations::privacy::Field::Guest,
+    };
+    svc.privacy()
+        .open(binding, &mut replay.guest)
+        .await
+        .expect("open");
     let other_client = svc.hold("mobile", key("k"), request.clone()).await;
     let reused = svc
         .hold("web", key("k"), hold_request(stay(day(10), day(11)), 1, 1))
