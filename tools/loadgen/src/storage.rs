@@ -64,7 +64,7 @@ pub async fn storage(args: StorageArgs) -> anyhow::Result<()> {
                 pg_total_relation_size(c.oid) AS total_bytes
            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
            LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
-          WHERE c.relkind IN ('r', 'p') AND n.nspname = 'public'
+          WHERE c.relkind IN ('r', 'p') AND n.nspname IN ('public', 'privacy')
           ORDER BY pg_total_relation_size(c.oid) DESC",
     )
     .fetch_all(&pool)
