@@ -534,3 +534,50 @@ async fn retention_erases_the_guests_whose_stays_all_ended_before_the_cutoff() {
     }
     app.finish().await;
 }
+
+#[tokio::test]
+async fn erasing_by_email_clears_a_reservation_row_written_before_sealing_and_counts_it() {
+    // Arrange: a row as a build before sealing wrote it (its guest in the clear columns).
+    let app = spawn_app().await;
+    app.seed_hotel(day(1), 30, 5).await;
+    let id = app
+        .hold_ok(
+            WEB,
+            "old",
+            &hold_at(HOTEL, 5, "Olga Oldrow", "olga@example.com"),
+        )
+        .await;
+    sqlx::query(
+        "UPDATE reservations SET guest = NULL, guest_name = 'Olga Oldrow',
+                guest_email = 'olga@example.com'",
+    )
+    .execute(&app.db.pool)
+    .await
+    .expect("a row of before sealing");
+    let read = app.get_reservation(WEB, &id).await;
+    assert_eq!(read.assert_status(200)["guest"]["name"], "Olga Oldrow");
+
+    // Act
+    let erased = app
+        .post_json(
+            "/v1/guests/erase",
+            ADMIN,
+            "erase-olga",
+            &json!({"email": "olga@example.com"}),
+        )
+        .await;
+
+    // Assert: found by its e-mail, counted, and the row keeps nothing of her.
+    let body = erased.assert_status(200);
+    assert_eq!(body["reservations_held_before_sealing"], 1, "{body}");
+    assert_eq!(body["reservations_recorded"], 1, "{body}");
+    let (guest, name, email): (Option<Value>, Option<String>, Option<String>) =
+        sqlx::query_as("SELECT guest, guest_name, guest_email FROM reservations")
+            .fetch_one(&app.db.pool)
+            .await
+            .expect("row");
+    assert_eq!((guest, name, email), (Some(json!("erased")), None, None));
+    let read = app.get_reservation(WEB, &id).await;
+    assert_eq!(read.assert_status(200)["guest"]["name"], "[erased]");
+    app.finish().await;
+}
