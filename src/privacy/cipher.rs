@@ -90,6 +90,11 @@ pub struct Binding {
     pub field: Field,
 }
 
+/// Why a value could not be sealed (nothing is stored then: the write fails).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("sealing personal data: {0}")]
+pub struct SealError(String);
+
 /// Why a sealed value did not open.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OpenError {
@@ -115,13 +120,11 @@ pub fn seal<T: Serialize>(
     value: &T,
     key: &GuestKey,
     binding: Binding,
-) -> Result<Sealed, serde_json::Error> {
-    let plaintext = serde_json::to_vec(value)?;
+) -> Result<Sealed, SealError> {
+    let plaintext = serde_json::to_vec(value).map_err(|e| SealError(e.to_string()))?;
     let cipher = XChaCha20Poly1305::new(Key::from_slice(&key.bytes));
     let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
     let aad = associated_data(binding, &key.guest, key.id);
-    // Encryption of a slice under a valid key and nonce has no failure mode (the aead
-    // crate's error is for buffers it cannot grow, which a Vec always can).
     let ciphertext = cipher
         .encrypt(
             &nonce,
@@ -130,7 +133,7 @@ pub fn seal<T: Serialize>(
                 aad: &aad,
             },
         )
-        .unwrap_or_default();
+        .map_err(|_| SealError("the cipher refused the value".to_owned()))?;
     let mut data = Vec::with_capacity(NONCE_BYTES + ciphertext.len());
     data.extend_from_slice(&nonce);
     data.extend_from_slice(&ciphertext);
