@@ -86,7 +86,7 @@ pub async fn erase(
     tx.commit().await.map_err(db)?;
 
     let rows = sqlx::query(
-        "SELECT reservation_id, guest IS NULL AS clear FROM reservations
+        "SELECT reservation_id, false AS clear FROM reservations
           WHERE guest ? 'sealed' AND guest -> 'sealed' ->> 'guest' = $1
          UNION
          SELECT reservation_id, true FROM reservations
