@@ -13,6 +13,8 @@
 //! - [`db`]: connecting, creating and migrating the database;
 //! - [`privacy`]: guests' personal data sealed under a key per guest, opened for whoever
 //!   may read it, erased by destroying the key (docs/privacy.md);
+//! - [`mail`]: the guest's e-mails the write side queued, sent after their commit
+//!   through an SMTP server (docs/notifications.md);
 //! - [`rate_limit`]: the per-guest hold limit in Redis (fails open when Redis is down);
 //! - [`demo`]: the demo catalog `reservations seed-demo` loads;
 //! - [`feed`]: the public shape of one recorded event (the event feed's item, the
@@ -29,6 +31,7 @@ pub mod db;
 pub mod demo;
 pub mod error;
 pub mod feed;
+pub mod mail;
 pub mod payments;
 pub mod privacy;
 pub mod queries;

@@ -27,7 +27,7 @@ use super::{Caller, CommandService, Outcome, ReservationView};
 use crate::error::CommandError;
 use crate::privacy::Privacy;
 use crate::write::{
-    idempotency, outbox, settle, with_retries, AttemptError, EventMetadata, IdempotencyKey,
+    idempotency, mail, outbox, settle, with_retries, AttemptError, EventMetadata, IdempotencyKey,
     LoadedNights, LoadedReservation, Loader, RequestFingerprint, Strategy, WantedNights, Writer,
 };
 
@@ -849,6 +849,8 @@ async fn finish(
     writer.flush(conn, with.privacy).await?;
     if let Some((after, events)) = written {
         outbox::enqueue(conn, &after, &events, with.now).await?;
+        let before = with.before.map(|b| (&b.reservation, b.version));
+        mail::enqueue(conn, &after, before, &events, with.now).await?;
     }
     Ok(outcome)
 }

@@ -21,6 +21,7 @@ pub mod announce;
 mod append;
 pub mod idempotency;
 mod load;
+pub mod mail;
 pub mod outbox;
 mod reservation_row;
 pub mod saga;

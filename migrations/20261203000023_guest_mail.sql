@@ -1,0 +1,33 @@
+-- Guest e-mail (docs/notifications.md): one row per message a committed event decided,
+-- written in the transaction of that event, so a crash keeps both or neither; sent
+-- after the commit by the mail worker.
+--
+-- A row holds no personal data. What the message says (the stay, the price, the
+-- policy, the refund) is in `facts`; the recipient is read from the reservation's
+-- sealed guest when the message is sent, so erasing a guest leaves nothing to scrub
+-- here, and a message not yet sent to an erased guest is dropped, never sent.
+CREATE TABLE mail_outbox (
+    id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    reservation_id  uuid        NOT NULL,
+    kind            text        NOT NULL
+        CHECK (kind IN ('confirmation', 'cancellation', 'expiry', 'dates_changed', 'no_show')),
+    -- the reservation's stream version of the event that decided the message: with the
+    -- kind, what makes a message once (a retried command decides no second event)
+    version         bigint      NOT NULL,
+    facts           jsonb       NOT NULL,
+    created_at      timestamptz NOT NULL,
+    -- pending: to send (or being sent: `next_attempt_at` is then the sender's lease);
+    -- sent: the mail server took it; failed: given up after retries, a person looks;
+    -- dropped: its guest was erased before it went out
+    state           text        NOT NULL DEFAULT 'pending'
+        CHECK (state IN ('pending', 'sent', 'failed', 'dropped')),
+    attempts        integer     NOT NULL DEFAULT 0,
+    next_attempt_at timestamptz NOT NULL,
+    last_error      text,
+    sent_at         timestamptz,
+    UNIQUE (reservation_id, kind, version)
+);
+-- The worker's queue, and the stalled-work gauges' (oldest pending row).
+CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at) WHERE state = 'pending';
+CREATE INDEX mail_outbox_pending_age ON mail_outbox (created_at) WHERE state = 'pending';
+CREATE INDEX mail_outbox_failed ON mail_outbox (id) WHERE state = 'failed';
