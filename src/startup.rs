@@ -155,6 +155,34 @@ pub struct Settings {
         default_value = "reservations.events"
     )]
     pub nats_subject_prefix: String,
+    /// The guest's e-mails go out through this SMTP server (`smtp://host:port`, with
+    /// `?tls=required` for STARTTLS, or `smtps://`; `user:password@` if it wants them).
+    /// Unset: messages are queued and counted, and none is sent.
+    #[arg(long, env = "SMTP_URL", hide_env_values = true)]
+    pub smtp_url: Option<String>,
+    /// The sender of the guest's e-mails (`Name <address>`).
+    #[arg(
+        long,
+        env = "MAIL_FROM",
+        default_value = "Reservations <reservations@localhost>"
+    )]
+    pub mail_from: String,
+    /// How often the mail worker looks for messages to send.
+    #[arg(long, env = "MAIL_POLL_MS", default_value_t = 1_000,
+          value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub mail_poll_ms: u64,
+    /// The first retry of a message the mail server did not take; each further retry
+    /// waits twice as long, up to MAIL_RETRY_MAX_SECONDS.
+    #[arg(long, env = "MAIL_RETRY_FIRST_MS", default_value_t = 2_000,
+          value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+    pub mail_retry_first_ms: u64,
+    #[arg(long, env = "MAIL_RETRY_MAX_SECONDS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub mail_retry_max_seconds: u64,
+    /// Attempts before a message is given up (`failed`, counted, listed for a person).
+    #[arg(long, env = "MAIL_MAX_ATTEMPTS", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub mail_max_attempts: u32,
 }
 
 impl Settings {
@@ -189,6 +217,21 @@ impl Settings {
             nats_url: None,
             nats_stream: "RESERVATION_EVENTS".into(),
             nats_subject_prefix: "reservations.events".into(),
+            smtp_url: None,
+            mail_from: "Reservations <reservations@localhost>".into(),
+            mail_poll_ms: 1_000,
+            mail_retry_first_ms: 2_000,
+            mail_retry_max_seconds: 600,
+            mail_max_attempts: 20,
+        }
+    }
+
+    pub fn mail_config(&self) -> crate::mail::MailConfig {
+        crate::mail::MailConfig {
+            max_attempts: i32::try_from(self.mail_max_attempts).unwrap_or(i32::MAX),
+            first_backoff: std::time::Duration::from_millis(self.mail_retry_first_ms),
+            max_backoff: std::time::Duration::from_secs(self.mail_retry_max_seconds),
+            ..crate::mail::MailConfig::default()
         }
     }
 
@@ -314,6 +357,21 @@ impl Application {
             )),
             (None, _) => None,
         };
+        // A mail setting that cannot work is a setting to fix, found before anything runs.
+        let mailer = match settings
+            .smtp_url
+            .as_deref()
+            .filter(|u| !u.trim().is_empty())
+        {
+            Some(url) => Some(crate::mail::smtp::SmtpMailer::new(
+                url,
+                &settings.mail_from,
+            )?),
+            None => {
+                tracing::warn!("SMTP_URL unset: guest e-mails are queued and none is sent");
+                None
+            }
+        };
         let (stop_workers, stopped) = watch::channel(false);
         // Wakes the projection runners (here or in another process) after this
         // process's commits.
@@ -425,6 +483,15 @@ impl Application {
                 },
                 stopped.clone(),
             ));
+            if let Some(mailer) = mailer {
+                workers.push(crate::workers::spawn_mail_worker(
+                    payments.commands().clone(),
+                    Arc::new(mailer),
+                    settings.mail_config(),
+                    std::time::Duration::from_millis(settings.mail_poll_ms),
+                    stopped.clone(),
+                ));
+            }
         }
         let state = AppState::new(AppStateInner {
             commands,

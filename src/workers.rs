@@ -382,6 +382,47 @@ pub fn spawn_payment_workers(
     })
 }
 
+/// Sends the guest's queued e-mails every `interval` until `shutdown` turns true (a
+/// message being sent is finished first), at once again while a pass found a full
+/// batch. Safe in every server process at once (see `mail`).
+pub fn spawn_mail_worker(
+    commands: crate::commands::CommandService,
+    mailer: std::sync::Arc<dyn crate::mail::Mailer>,
+    config: crate::mail::MailConfig,
+    interval: std::time::Duration,
+    mut shutdown: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    const BATCH: i64 = 50;
+    tokio::spawn(async move {
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            let full = match crate::mail::send_due(
+                commands.pool(),
+                commands.privacy(),
+                mailer.as_ref(),
+                &config,
+                commands.now(),
+                BATCH,
+            )
+            .await
+            {
+                Ok(sent) => {
+                    sent.sent + sent.retrying + sent.failed + sent.dropped >= BATCH as usize
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "mail pass failed");
+                    false
+                }
+            };
+            if !full {
+                pause(interval, &mut shutdown).await;
+            }
+        }
+    })
+}
+
 /// Runs [`crate::sweeper::retention_once`] every `interval` until `shutdown` turns true,
 /// repeating at once while a pass still found full batches. Safe in every server process
 /// at once.

@@ -17,6 +17,8 @@
 //! - [`validation`]: malformed and invalid requests (the table in
 //!   `tests/fixtures/malformed.json`);
 //! - [`auth`]: tokens, roles and channels;
+//! - [`mail`]: the guest's e-mails through a real SMTP server on loopback (once per
+//!   fact, after the payment, through an outage and a crash, none to an erased guest);
 //! - [`privacy`]: guests' personal data sealed at rest, opened for whoever may read
 //!   it, exported, and erased by destroying its key (the history still verifies);
 //! - [`rate_limit`]: the per-guest hold limit;
@@ -65,6 +67,7 @@ mod event_log;
 mod holds;
 mod idempotency;
 mod inventory;
+mod mail;
 mod ops;
 mod outage;
 mod payments;

@@ -89,7 +89,7 @@ pub struct AppStateInner {
         catalog::get_hotel, catalog::search_hotels, catalog::availability,
         search::search,
         reservations::create, reservations::get, reservations::cancel, reservations::check_in, reservations::check_out, reservations::no_show,
-        reservations::change_dates, reservations::events,
+        reservations::change_dates, reservations::events, reservations::messages,
         payments::confirm, payments::webhook,
         audit::feed, audit_verify::verify,
         guests::erase, guests::export,
@@ -191,6 +191,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/v1/reservations/{reservation_id}/events",
             get(reservations::events),
+        )
+        .route(
+            "/v1/reservations/{reservation_id}/messages",
+            get(reservations::messages),
         )
         .route("/v1/events", get(audit::feed))
         .route("/v1/audit/verify", get(audit_verify::verify))

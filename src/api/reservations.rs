@@ -585,3 +585,73 @@ pub async fn events(
         events,
     }))
 }
+
+/// A reservation's e-mails to its guest.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MessagesOut {
+    pub reservation_id: uuid::Uuid,
+    pub messages: Vec<MessageOut>,
+}
+
+/// One e-mail to the guest.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MessageOut {
+    /// `confirmation`, `cancellation`, `expiry`, `dates_changed` or `no_show`.
+    #[schema(example = "confirmation")]
+    pub kind: String,
+    /// The guest's address (`"[erased]"` once the guest was erased).
+    pub to: String,
+    /// `pending` (queued, or being retried), `sent` (the mail server took it),
+    /// `failed` (given up; see `last_error`) or `dropped` (the guest was erased first).
+    #[schema(example = "sent")]
+    pub state: String,
+    pub created_at: DateTime<Utc>,
+    pub sent_at: Option<DateTime<Utc>>,
+    pub attempts: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// The e-mails the guest was sent (or is to be sent) about a reservation (its channel,
+/// admin).
+#[utoipa::path(get, path = "/v1/reservations/{reservation_id}/messages", tag = "reservations",
+    params(("reservation_id" = uuid::Uuid, Path)),
+    responses((status = 200, body = MessagesOut), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn messages(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<MessagesOut>, ApiError> {
+    if !reads_personal_data(&principal) {
+        return Err(ApiError::forbidden(
+            "a guest's messages are read by the reservation's channel or an admin",
+        ));
+    }
+    let id = reservation_id(&id)?;
+    let view = state
+        .queries
+        .reservation(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such reservation"))?;
+    check_owner(&principal, &view.channel)?;
+    let to = answer(&state, &principal, view).await?.guest.email;
+    let messages = state.queries.reservation_messages(id).await?;
+    Ok(Json(MessagesOut {
+        reservation_id: id.as_uuid(),
+        messages: messages
+            .into_iter()
+            .map(|m| MessageOut {
+                kind: m.kind,
+                to: to.clone(),
+                state: m.state,
+                created_at: m.created_at,
+                sent_at: m.sent_at,
+                attempts: m.attempts,
+                last_error: m.last_error,
+            })
+            .collect(),
+    }))
+}

@@ -178,6 +178,7 @@ pub async fn send_due(
                 id,
                 Outcome::Failed(format!("unreadable message of kind {kind:?}")),
                 now,
+                now,
             )
             .await?;
             continue;
@@ -214,17 +215,18 @@ pub async fn send_due(
             Outcome::Dropped => done.dropped += 1,
         }
         let retry_at = now + backoff(config, row.attempts);
-        finish(pool, row.id, outcome, retry_at).await?;
+        finish(pool, row.id, outcome, now, retry_at).await?;
     }
     Ok(done)
 }
 
-/// Records what an attempt came to (`at`: when it is retried, or when it was sent).
+/// Records what an attempt at `now` came to (`retry_at`: when it is tried again).
 async fn finish(
     pool: &PgPool,
     id: i64,
     outcome: Outcome,
-    at: DateTime<Utc>,
+    now: DateTime<Utc>,
+    retry_at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
     let (state, error, metric) = match outcome {
         Outcome::Sent => ("sent", None, "mail_sent_total"),
@@ -236,13 +238,14 @@ async fn finish(
         "UPDATE mail_outbox
             SET state = $2, last_error = $3,
                 next_attempt_at = CASE WHEN $2 = 'pending' THEN $4 ELSE next_attempt_at END,
-                sent_at = CASE WHEN $2 = 'sent' THEN now() ELSE sent_at END
+                sent_at = CASE WHEN $2 = 'sent' THEN $5 ELSE sent_at END
           WHERE id = $1",
     )
     .bind(id)
     .bind(state)
     .bind(error)
-    .bind(at)
+    .bind(retry_at)
+    .bind(now)
     .execute(pool)
     .await?;
     metrics::counter!(metric).increment(1);
@@ -293,10 +296,12 @@ async fn attempt(
         html: rendered.html,
         message_id: format!("{}.{}.{}", row.reservation_id, row.kind, row.version),
     };
+    // A server's error may quote the address; the row keeps no personal data.
+    let redact = |e: String| e.replace(&mail.to, "[recipient]");
     Ok(match mailer.send(&mail).await {
         Ok(()) => Outcome::Sent,
-        Err(MailError::Unavailable(e)) => Outcome::Retry(e),
-        Err(MailError::Refused(e)) => Outcome::Failed(e),
+        Err(MailError::Unavailable(e)) => Outcome::Retry(redact(e)),
+        Err(MailError::Refused(e)) => Outcome::Failed(redact(e)),
     })
 }
 

@@ -20,6 +20,7 @@ mod availability;
 mod events;
 mod hotels;
 mod memo;
+mod messages;
 mod occupancy;
 pub mod replica;
 mod reservations;

@@ -4,7 +4,8 @@
 //! harness — a server per test and a typed client for every endpoint (`http`) — and the
 //! analytics runners for tests that read the read side (`runners`), and a PostgreSQL
 //! primary with a streaming replica of a test's own (`replica`), and `reservations serve`
-//! as a process of its own (`process`), and a Redis Cluster of a test's own (`cluster`).
+//! as a process of its own (`process`), and a Redis Cluster of a test's own (`cluster`),
+//! and a real SMTP server on loopback (`smtp`).
 
 mod cluster;
 mod db;
@@ -14,6 +15,7 @@ mod invariants;
 mod process;
 mod replica;
 mod runners;
+mod smtp;
 
 pub use cluster::*;
 pub use db::*;
@@ -23,3 +25,4 @@ pub use invariants::*;
 pub use process::*;
 pub use replica::*;
 pub use runners::*;
+pub use smtp::*;
