@@ -21,6 +21,8 @@
 //!   relay's message body);
 //! - [`relay`]: the JetStream relay that publishes every committed event once, in
 //!   commit order, and a consumer that rebuilds occupancy from the stream;
+//! - [`signals`]: gauges of work that could stall (overdue holds, open sagas, outbox
+//!   backlogs and failures) and the failed outbox rows, listed and retried;
 //! - [`workers`]: the registry of read-side projections (names, runners, rebuild,
 //!   status) that `serve` runs beside the API, and the audit log runner.
 
@@ -37,6 +39,7 @@ pub mod privacy;
 pub mod queries;
 pub mod rate_limit;
 pub mod relay;
+pub mod signals;
 pub mod startup;
 pub mod sweeper;
 pub mod telemetry;

@@ -94,7 +94,7 @@ pub struct AppStateInner {
         audit::feed, audit_verify::verify,
         guests::erase, guests::export,
         analytics::occupancy, analytics::list_reservations, stays::stays, stays::no_shows,
-        ops::healthz, ops::readyz, ops::metrics, ops::openapi,
+        ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::outbox, ops::retry_outbox,
     ),
     modifiers(&BearerAuth),
     tags(
@@ -199,7 +199,9 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/events", get(audit::feed))
         .route("/v1/audit/verify", get(audit_verify::verify))
         .route("/v1/guests/erase", post(guests::erase))
-        .route("/v1/guests/export", get(guests::export));
+        .route("/v1/guests/export", get(guests::export))
+        .route("/v1/ops/outbox", get(ops::outbox))
+        .route("/v1/ops/outbox/{id}/retry", post(ops::retry_outbox));
 
     Router::new()
         .merge(v1)

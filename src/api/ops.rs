@@ -1,4 +1,6 @@
-//! Operational endpoints: liveness, readiness, metrics, and the OpenAPI document.
+//! Operational endpoints: liveness, readiness, metrics (with the stalled-work gauges
+//! read at each scrape), the outboxes' failed rows and their retry, and the OpenAPI
+//! document.
 
 use std::time::Duration;
 
@@ -6,11 +8,14 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
-use serde::Serialize;
-use utoipa::{OpenApi, ToSchema};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, OpenApi, ToSchema};
 
+use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody};
+use super::extract::{ApiPath, ApiQuery};
 use super::AppState;
+use crate::signals;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Status {
@@ -41,6 +46,14 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, ApiEr
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    // The stalled-work gauges are the database's figures at this scrape; a database
+    // that does not answer leaves them as they were (and `/readyz` says why).
+    let read = signals::read(&state.pool, state.commands.now());
+    match tokio::time::timeout(Duration::from_secs(2), read).await {
+        Ok(Ok(work)) => signals::publish(&work),
+        Ok(Err(e)) => tracing::warn!(error = %e, "reading the stalled-work gauges failed"),
+        Err(_) => tracing::warn!("reading the stalled-work gauges took over 2 s"),
+    }
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
@@ -53,4 +66,105 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     responses((status = 200, description = "OpenAPI 3.1 document", content_type = "application/json")))]
 pub async fn openapi() -> impl IntoResponse {
     Json(super::ApiDoc::openapi())
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct OutboxQuery {
+    /// Only `failed` (the rows a person has to look at).
+    #[param(example = "failed")]
+    pub state: Option<String>,
+    /// At most this many rows (1..=1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<i64>,
+}
+
+/// The rows the outboxes gave up on.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OutboxRows {
+    pub rows: Vec<OutboxRowOut>,
+}
+
+/// One outbox row given up on.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OutboxRowOut {
+    /// `{kind}-{n}`: what `POST /v1/ops/outbox/{id}/retry` takes.
+    #[schema(example = "email-12")]
+    pub id: String,
+    /// `payment` or `email`.
+    #[schema(example = "email")]
+    pub kind: String,
+    pub reservation_id: uuid::Uuid,
+    /// The payment call (`capture`, `refund`, `void`) or the e-mail's kind.
+    #[schema(example = "confirmation")]
+    pub what: String,
+    #[schema(example = "failed")]
+    pub state: &'static str,
+    pub attempts: i32,
+    pub last_error: Option<String>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The outboxes' failed rows, oldest first (admin).
+#[utoipa::path(get, path = "/v1/ops/outbox", tag = "operations", params(OutboxQuery),
+    responses((status = 200, body = OutboxRows), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn outbox(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiQuery(query): ApiQuery<OutboxQuery>,
+) -> Result<Json<OutboxRows>, ApiError> {
+    principal.require(&[Role::Admin])?;
+    if query.state.as_deref().is_some_and(|s| s != "failed") {
+        return Err(ApiError::invalid("state", "must be \"failed\""));
+    }
+    let limit = query.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::invalid("limit", "must be between 1 and 1000"));
+    }
+    let rows = signals::failed_rows(&state.pool, limit)
+        .await
+        .map_err(super::error::database)?;
+    Ok(Json(OutboxRows {
+        rows: rows
+            .into_iter()
+            .map(|r| OutboxRowOut {
+                id: r.public_id(),
+                kind: r.kind.as_str().to_owned(),
+                reservation_id: r.reservation_id,
+                what: r.what,
+                state: "failed",
+                attempts: r.attempts,
+                last_error: r.last_error,
+                created_at: r.created_at,
+            })
+            .collect(),
+    }))
+}
+
+/// Puts a failed outbox row back in its queue, due now, its attempts reset (admin).
+#[utoipa::path(post, path = "/v1/ops/outbox/{id}/retry", tag = "operations",
+    params(("id" = String, Path, description = "`{kind}-{n}` as listed")),
+    responses((status = 202, body = Status), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn retry_outbox(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<String>,
+) -> Result<(StatusCode, Json<Status>), ApiError> {
+    principal.require(&[Role::Admin])?;
+    let (kind, n) = signals::parse_public_id(&id)
+        .ok_or_else(|| ApiError::not_found("no such failed outbox row"))?;
+    let retried = signals::retry(&state.pool, kind, n, state.commands.now())
+        .await
+        .map_err(super::error::database)?;
+    if !retried {
+        return Err(ApiError::not_found("no such failed outbox row"));
+    }
+    tracing::info!(outbox = %kind, id = n, "failed outbox row retried by an operator");
+    Ok((StatusCode::ACCEPTED, Json(Status { status: "queued" })))
 }

@@ -133,3 +133,150 @@ async fn an_unknown_route_is_404_json_and_a_wrong_method_is_405_json() {
     post_healthz.assert_error(405, "method_not_allowed");
     app.finish().await;
 }
+
+/// The value of an unlabelled (or exactly labelled) series in a `/metrics` page.
+fn metric(page: &str, series: &str) -> Option<f64> {
+    page.lines().find_map(|line| {
+        line.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+/// Scrapes until `series` reads `expected` (another test's scrape may set the shared
+/// gauges to its own database's figures in between), at most ten times.
+async fn scraped(app: &TestApp, series: &str, expected: f64) -> Option<f64> {
+    let mut last = None;
+    for _ in 0..10 {
+        let page = app.get("/metrics", None).await;
+        last = metric(&page.text, series);
+        if last == Some(expected) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    last
+}
+
+#[tokio::test]
+async fn the_stalled_work_gauges_move_when_the_workers_are_stopped() {
+    // Arrange: workers stopped (the test harness runs none); a hold, and a confirmed
+    // stay whose e-mail waits (no SMTP_URL).
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 5, 3).await;
+    let lapsing = app
+        .hold_ok(WEB, "lapse", &hold_body(day(10), day(12), 1))
+        .await;
+    let paid = app
+        .hold_ok(WEB, "paid", &hold_body(day(10), day(12), 1))
+        .await;
+    app.confirm(WEB, "pay", &paid, "tok_ok")
+        .await
+        .assert_status(200);
+    let before = reservations::signals::read(&app.db.pool, app.now())
+        .await
+        .expect("signals");
+
+    // Act: the hold lapses, nobody sweeps it; twenty minutes pass for the e-mail.
+    app.clock
+        .advance(chrono::Duration::seconds(HOLD_TTL_SECONDS + 1200));
+    let after = reservations::signals::read(&app.db.pool, app.now())
+        .await
+        .expect("signals");
+    let overdue = scraped(&app, "holds_overdue", 1.0).await;
+    let pending = scraped(&app, "outbox_pending{kind=\"email\"}", 1.0).await;
+
+    // Assert
+    assert_eq!(before.holds_overdue, 0);
+    assert_eq!(after.holds_overdue, 1, "{lapsing} is past its expiry");
+    let email = |w: &reservations::signals::StalledWork| {
+        w.outboxes
+            .iter()
+            .find(|(k, _)| *k == reservations::signals::OutboxKind::Email)
+            .map(|(_, s)| *s)
+            .expect("the e-mail outbox")
+    };
+    assert_eq!(email(&before).pending, 1);
+    assert!(email(&before).oldest_seconds < 60.0);
+    assert!(email(&after).oldest_seconds >= 1200.0, "{after:?}");
+    assert_eq!(after.payment_sagas_open, 0);
+    assert_eq!(overdue, Some(1.0));
+    assert_eq!(pending, Some(1.0));
+    app.finish().await;
+}
+
+async fn retry(app: &TestApp, id: &str) -> Reply {
+    let url = app.url(&format!("/v1/ops/outbox/{id}/retry"));
+    Reply::of(
+        app.client
+            .post(url)
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .expect("retry"),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_failed_outbox_row_is_listed_counted_and_retried_by_an_admin() {
+    // Arrange: an e-mail the mail server refuses for good.
+    let sink = SmtpSink::start().await;
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 5, 3).await;
+    let mut body = hold_body(day(10), day(12), 1);
+    body["guest"] = json!({"name": "Rui Nogueira", "email": "rui@refused.test"});
+    let id = app.hold_ok(WEB, "hold", &body).await;
+    app.confirm(WEB, "pay", &id, "tok_ok")
+        .await
+        .assert_status(200);
+    let mailer = reservations::mail::smtp::SmtpMailer::new(&sink.url(), "Hotel <h@tejo.example>")
+        .expect("mailer");
+    let privacy = reservations::privacy::Privacy::postgres(app.db.pool.clone());
+    let config = reservations::mail::MailConfig::default();
+    reservations::mail::send_due(&app.db.pool, &privacy, &mailer, &config, app.now(), 10)
+        .await
+        .expect("mail pass");
+
+    // Act
+    let listed = app.get("/v1/ops/outbox?state=failed", Some(ADMIN)).await;
+    let failed = scraped(&app, "outbox_failed{kind=\"email\"}", 1.0).await;
+    let row_id = listed.json["rows"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let by_channel = app.get("/v1/ops/outbox?state=failed", Some(WEB)).await;
+    let bad_state = app.get("/v1/ops/outbox?state=sent", Some(ADMIN)).await;
+    let retried = retry(&app, &row_id).await;
+    let again = retry(&app, &row_id).await;
+    let unknown = retry(&app, "email-999999").await;
+    let nonsense = retry(&app, "relay-1").await;
+    let after = app.get("/v1/ops/outbox?state=failed", Some(ADMIN)).await;
+    let state: String = sqlx::query_scalar("SELECT state FROM mail_outbox")
+        .fetch_one(&app.db.pool)
+        .await
+        .expect("the row");
+
+    // Assert
+    let rows = listed.assert_status(200)["rows"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["kind"], "email");
+    assert_eq!(rows[0]["what"], "confirmation");
+    assert_eq!(rows[0]["reservation_id"], id.as_str());
+    assert!(row_id.starts_with("email-"), "{row_id}");
+    assert_eq!(failed, Some(1.0));
+    by_channel.assert_error(403, "forbidden");
+    bad_state.assert_error(422, "invalid_request");
+    assert_eq!(retried.assert_status(202)["status"], "queued");
+    again.assert_error(404, "not_found");
+    unknown.assert_error(404, "not_found");
+    nonsense.assert_error(404, "not_found");
+    assert_eq!(after.assert_status(200)["rows"], json!([]));
+    assert_eq!(state, "pending");
+    app.finish().await;
+}
