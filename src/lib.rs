@@ -23,6 +23,8 @@
 //!   commit order, and a consumer that rebuilds occupancy from the stream;
 //! - [`signals`]: gauges of work that could stall (overdue holds, open sagas, outbox
 //!   backlogs and failures) and the failed outbox rows, listed and retried;
+//! - [`webhooks`]: partner webhooks: subscriptions, deliveries made from the log, and
+//!   their signed sending with retries;
 //! - [`workers`]: the registry of read-side projections (names, runners, rebuild,
 //!   status) that `serve` runs beside the API, and the audit log runner.
 
@@ -44,6 +46,7 @@ pub mod startup;
 pub mod sweeper;
 pub mod telemetry;
 pub mod view;
+pub mod webhooks;
 pub mod workers;
 pub mod write;
 

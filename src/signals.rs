@@ -1,6 +1,6 @@
 //! Signals for work that could stall silently (docs/notifications.md, "Stalled work"):
 //! holds past their expiry the sweeper has not expired, payment sagas left open, and
-//! outbox rows (payment calls, guest e-mails, events not yet relayed) waiting too long
+//! outbox rows (payment calls, guest e-mails, partner webhooks, events not yet relayed) waiting too long
 //! or given up. Each is a gauge read from PostgreSQL when `/metrics` is scraped, so a
 //! server whose workers have stopped still reports the work they left; and the failed
 //! rows are listed, and retried, for the person an alert wakes.
@@ -20,18 +20,21 @@ pub enum OutboxKind {
     Payment,
     /// The guest's e-mails (`mail_outbox`).
     Email,
+    /// Partner webhook deliveries (`webhook_deliveries`).
+    Webhook,
     /// Events not yet published to JetStream (the relay's checkpoint; no rows, so
     /// nothing to list or retry).
     Relay,
 }
 
 impl OutboxKind {
-    pub const ALL: [OutboxKind; 3] = [Self::Payment, Self::Email, Self::Relay];
+    pub const ALL: [OutboxKind; 4] = [Self::Payment, Self::Email, Self::Webhook, Self::Relay];
 
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Payment => "payment",
             Self::Email => "email",
+            Self::Webhook => "webhook",
             Self::Relay => "relay",
         }
     }
@@ -98,6 +101,13 @@ pub async fn read(pool: &PgPool, now: DateTime<Utc>) -> Result<StalledWork, sqlx
     )
     .fetch_one(pool)
     .await?;
+    let webhook = sqlx::query(
+        "SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending') AS pending,
+                (SELECT min(created_at) FROM webhook_deliveries WHERE state = 'pending') AS oldest,
+                (SELECT count(*) FROM webhook_deliveries WHERE state = 'failed') AS failed",
+    )
+    .fetch_one(pool)
+    .await?;
     let outbox = |row: &sqlx::postgres::PgRow| -> Result<OutboxState, sqlx::Error> {
         Ok(OutboxState {
             pending: row.try_get("pending")?,
@@ -108,6 +118,7 @@ pub async fn read(pool: &PgPool, now: DateTime<Utc>) -> Result<StalledWork, sqlx
     let mut outboxes = vec![
         (OutboxKind::Payment, outbox(&payment)?),
         (OutboxKind::Email, outbox(&email)?),
+        (OutboxKind::Webhook, outbox(&webhook)?),
     ];
     // The relay's backlog: the events after its checkpoint, in commit order.
     let relay = sqlx::query(
@@ -159,8 +170,10 @@ pub fn publish(work: &StalledWork) {
 pub struct FailedRow {
     pub kind: OutboxKind,
     pub id: i64,
-    pub reservation_id: uuid::Uuid,
-    /// What it was: the payment operation, or the e-mail's kind.
+    /// The reservation it is about (none: a webhook delivery, which may be about a
+    /// room type's inventory).
+    pub reservation_id: Option<uuid::Uuid>,
+    /// What it was: the payment operation, the e-mail's kind, the webhook's type.
     pub what: String,
     pub attempts: i32,
     pub last_error: Option<String>,
@@ -190,6 +203,9 @@ pub async fn failed_rows(pool: &PgPool, limit: i64) -> Result<Vec<FailedRow>, sq
          UNION ALL
          (SELECT 'email', id, reservation_id, kind, attempts, last_error, created_at
             FROM mail_outbox WHERE state = 'failed' ORDER BY id LIMIT $1)
+         UNION ALL
+         (SELECT 'webhook', id, NULL::uuid, event_type, attempts, last_error, created_at
+            FROM webhook_deliveries WHERE state = 'failed' ORDER BY id LIMIT $1)
          ORDER BY created_at, kind, id LIMIT $1",
     )
     .bind(limit)
@@ -229,6 +245,12 @@ pub async fn retry(
         }
         OutboxKind::Email => {
             "UPDATE mail_outbox SET state = 'pending', attempts = 0, next_attempt_at = $2
+              WHERE id = $1 AND state = 'failed'"
+        }
+        OutboxKind::Webhook => {
+            "UPDATE webhook_deliveries
+                SET state = 'pending', next_attempt_at = $2,
+                    give_up_at = GREATEST(give_up_at, $2 + interval '24 hours')
               WHERE id = $1 AND state = 'failed'"
         }
         OutboxKind::Relay => return Ok(false),

@@ -183,6 +183,30 @@ pub struct Settings {
     #[arg(long, env = "MAIL_MAX_ATTEMPTS", default_value_t = 20,
           value_parser = clap::value_parser!(u32).range(1..=1_000))]
     pub mail_max_attempts: u32,
+    /// How often the webhook worker looks for deliveries to send.
+    #[arg(long, env = "WEBHOOK_POLL_MS", default_value_t = 1_000,
+          value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub webhook_poll_ms: u64,
+    /// A delivery's first retry; each further one waits twice as long, up to
+    /// WEBHOOK_RETRY_MAX_SECONDS, until WEBHOOK_RETRY_HOURS after it was made (then it
+    /// is `failed`).
+    #[arg(long, env = "WEBHOOK_RETRY_FIRST_MS", default_value_t = 5_000,
+          value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+    pub webhook_retry_first_ms: u64,
+    #[arg(long, env = "WEBHOOK_RETRY_MAX_SECONDS", default_value_t = 3_600,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub webhook_retry_max_seconds: u64,
+    #[arg(long, env = "WEBHOOK_RETRY_HOURS", default_value_t = 24,
+          value_parser = clap::value_parser!(u32).range(1..=720))]
+    pub webhook_retry_hours: u32,
+    /// Failed attempts in a row after which a subscriber is paused (until PUT again).
+    #[arg(long, env = "WEBHOOK_PAUSE_AFTER", default_value_t = 50,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub webhook_pause_after: u32,
+    /// How long a receiver has to answer a delivery.
+    #[arg(long, env = "WEBHOOK_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub webhook_timeout_ms: u64,
 }
 
 impl Settings {
@@ -223,7 +247,27 @@ impl Settings {
             mail_retry_first_ms: 2_000,
             mail_retry_max_seconds: 600,
             mail_max_attempts: 20,
+            webhook_poll_ms: 1_000,
+            webhook_retry_first_ms: 5_000,
+            webhook_retry_max_seconds: 3_600,
+            webhook_retry_hours: 24,
+            webhook_pause_after: 50,
+            webhook_timeout_ms: 10_000,
         }
+    }
+
+    pub fn webhook_sender_config(&self) -> crate::webhooks::sender::SenderConfig {
+        crate::webhooks::sender::SenderConfig {
+            first_backoff: std::time::Duration::from_millis(self.webhook_retry_first_ms),
+            max_backoff: std::time::Duration::from_secs(self.webhook_retry_max_seconds),
+            pause_after: i32::try_from(self.webhook_pause_after).unwrap_or(i32::MAX),
+            timeout: std::time::Duration::from_millis(self.webhook_timeout_ms),
+            ..crate::webhooks::sender::SenderConfig::default()
+        }
+    }
+
+    pub fn webhook_retry_window(&self) -> Duration {
+        Duration::hours(i64::from(self.webhook_retry_hours))
     }
 
     pub fn mail_config(&self) -> crate::mail::MailConfig {
@@ -394,6 +438,9 @@ impl Application {
                     keys: cache.reader.keys().clone(),
                 }),
                 relay,
+                crate::webhooks::projection::WebhookProjection {
+                    retry_window: settings.webhook_retry_window(),
+                },
                 RunnerConfig {
                     gather: std::time::Duration::from_millis(settings.projection_gather_ms),
                     ..RunnerConfig::default()
@@ -483,6 +530,12 @@ impl Application {
                 },
                 stopped.clone(),
             ));
+            workers.push(crate::workers::spawn_webhook_sender(
+                payments.commands().clone(),
+                settings.webhook_sender_config(),
+                std::time::Duration::from_millis(settings.webhook_poll_ms),
+                stopped.clone(),
+            ));
             if let Some(mailer) = mailer {
                 workers.push(crate::workers::spawn_mail_worker(
                     payments.commands().clone(),
@@ -503,6 +556,7 @@ impl Application {
             payments: payments.clone(),
             webhook_secret,
             hold_limiter,
+            webhook_retry_window: settings.webhook_retry_window(),
         });
         Ok(Self {
             listener,

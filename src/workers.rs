@@ -80,6 +80,7 @@ pub fn spawn_runners(
     pool: PgPool,
     availability: Option<RedisModel>,
     relay: Option<JetStreamRelay>,
+    webhooks: crate::webhooks::projection::WebhookProjection,
     config: RunnerConfig,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
@@ -110,6 +111,13 @@ pub fn spawn_runners(
         &tail,
         shutdown.clone(),
     ));
+    runners.push(tokio::spawn(projections::run_sharing(
+        pool.clone(),
+        webhooks,
+        config,
+        tail.clone(),
+        shutdown.clone(),
+    )));
     runners.push(spawn_audit_runner(pool, config, &tail, shutdown));
     runners
 }
@@ -413,6 +421,56 @@ pub fn spawn_mail_worker(
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "mail pass failed");
+                    false
+                }
+            };
+            if !full {
+                pause(interval, &mut shutdown).await;
+            }
+        }
+    })
+}
+
+/// Sends the partner webhooks' due deliveries every `interval` until `shutdown` turns
+/// true (at once again while a pass found a full batch). Safe in every server process
+/// at once (see `webhooks::sender`).
+pub fn spawn_webhook_sender(
+    commands: crate::commands::CommandService,
+    config: crate::webhooks::sender::SenderConfig,
+    interval: std::time::Duration,
+    mut shutdown: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    const BATCH: i64 = 50;
+    tokio::spawn(async move {
+        // Deliveries go to partners' own URLs: no proxy from the environment, and no
+        // redirects (a receiver answers where it was subscribed).
+        let client = match reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+        {
+            Ok(client) => client,
+            Err(e) => {
+                tracing::error!(error = %e, "no HTTP client for webhooks; none is sent");
+                return;
+            }
+        };
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            let full = match crate::webhooks::sender::send_due(
+                commands.pool(),
+                &client,
+                &config,
+                commands.now(),
+                BATCH,
+            )
+            .await
+            {
+                Ok(d) => d.delivered + d.retrying + d.failed >= BATCH as usize,
+                Err(e) => {
+                    tracing::warn!(error = %e, "webhook pass failed");
                     false
                 }
             };

@@ -16,6 +16,7 @@ pub mod rate_plans;
 pub mod reservations;
 pub mod search;
 pub mod stays;
+pub mod webhooks;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -76,6 +77,9 @@ pub struct AppStateInner {
     pub webhook_secret: Option<Arc<str>>,
     /// The per-guest hold limit; `None` when it is turned off or Redis is unusable.
     pub hold_limiter: Option<HoldLimiter>,
+    /// How long a partner webhook delivery is retried (a manual retry gives it as long
+    /// again).
+    pub webhook_retry_window: chrono::Duration,
 }
 
 #[derive(OpenApi)]
@@ -93,6 +97,7 @@ pub struct AppStateInner {
         payments::confirm, payments::webhook,
         audit::feed, audit_verify::verify,
         guests::erase, guests::export,
+        webhooks::put, webhooks::delete, webhooks::deliveries, webhooks::retry,
         analytics::occupancy, analytics::list_reservations, stays::stays, stays::no_shows,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::outbox, ops::retry_outbox,
     ),
@@ -103,6 +108,7 @@ pub struct AppStateInner {
         (name = "reservations", description = "The reservation lifecycle (channel)"),
         (name = "payments", description = "The payment gateway's callback (signed, no bearer token)"),
         (name = "audit", description = "Event history (auditor)"),
+        (name = "webhooks", description = "Partner webhooks: subscriptions and their delivery log (admin)"),
         (name = "guests", description = "A guest's data: its export and its erasure (admin)"),
         (name = "analytics", description = "Occupancy, revenue and reservation look-ups from the read side (admin, auditor; a channel sees its own reservations)"),
         (name = "operations", description = "Health, readiness, metrics"),
@@ -200,6 +206,18 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/audit/verify", get(audit_verify::verify))
         .route("/v1/guests/erase", post(guests::erase))
         .route("/v1/guests/export", get(guests::export))
+        .route(
+            "/v1/webhooks/{subscription_id}",
+            put(webhooks::put).delete(webhooks::delete),
+        )
+        .route(
+            "/v1/webhooks/{subscription_id}/deliveries",
+            get(webhooks::deliveries),
+        )
+        .route(
+            "/v1/webhooks/{subscription_id}/deliveries/{delivery_id}/retry",
+            post(webhooks::retry),
+        )
         .route("/v1/ops/outbox", get(ops::outbox))
         .route("/v1/ops/outbox/{id}/retry", post(ops::retry_outbox));
 

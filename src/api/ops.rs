@@ -91,11 +91,13 @@ pub struct OutboxRowOut {
     /// `{kind}-{n}`: what `POST /v1/ops/outbox/{id}/retry` takes.
     #[schema(example = "email-12")]
     pub id: String,
-    /// `payment` or `email`.
+    /// `payment`, `email` or `webhook`.
     #[schema(example = "email")]
     pub kind: String,
-    pub reservation_id: uuid::Uuid,
-    /// The payment call (`capture`, `refund`, `void`) or the e-mail's kind.
+    /// The reservation it is about (absent for a webhook delivery).
+    pub reservation_id: Option<uuid::Uuid>,
+    /// The payment call (`capture`, `refund`, `void`), the e-mail's kind or the
+    /// webhook's type.
     #[schema(example = "confirmation")]
     pub what: String,
     #[schema(example = "failed")]

@@ -1,0 +1,229 @@
+//! Sending the deliveries: `POST` of the body to the subscriber's URL with the Standard
+//! Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`), after the
+//! commit, outside any transaction.
+//!
+//! A worker leases due rows (`FOR UPDATE SKIP LOCKED`; several servers share the work)
+//! of subscribers not paused, and only the first pending delivery of each ordering key
+//! (a reservation, or a room type's inventory): a reservation's `cancelled` never
+//! reaches a partner before its `confirmed`, even while the first is being retried. A
+//! 2xx is delivered; anything else (a status, a timeout, a refused connection) is
+//! retried with the same id after a backoff doubling up to a ceiling, until the
+//! delivery's day is over (`failed`). Every failed attempt counts against the
+//! subscriber; one failing that many times in a row is paused (`webhook_paused_total`)
+//! until an admin PUTs it again, rather than retried for ever.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgPool, Row};
+
+use super::{signature, signing_key};
+
+/// How the sender behaves.
+#[derive(Debug, Clone, Copy)]
+pub struct SenderConfig {
+    pub first_backoff: Duration,
+    pub max_backoff: Duration,
+    /// Failed attempts in a row after which a subscriber is paused.
+    pub pause_after: i32,
+    /// How long a receiver has to answer.
+    pub timeout: Duration,
+    /// How long a sender may take with a leased row before another may try it.
+    pub lease: Duration,
+}
+
+impl Default for SenderConfig {
+    fn default() -> Self {
+        Self {
+            first_backoff: Duration::from_secs(5),
+            max_backoff: Duration::from_secs(3_600),
+            pause_after: 50,
+            timeout: Duration::from_secs(10),
+            lease: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What one pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Delivered {
+    pub delivered: usize,
+    pub retrying: usize,
+    pub failed: usize,
+    pub paused: usize,
+}
+
+struct Due {
+    id: i64,
+    delivery_id: String,
+    subscription: String,
+    url: String,
+    secret: String,
+    body: String,
+    attempts: i32,
+    give_up_at: DateTime<Utc>,
+}
+
+fn backoff(config: &SenderConfig, attempts: i32) -> chrono::Duration {
+    let doubled = config
+        .first_backoff
+        .saturating_mul(1 << attempts.clamp(1, 20).saturating_sub(1));
+    chrono::Duration::from_std(doubled.min(config.max_backoff)).unwrap_or(chrono::Duration::MAX)
+}
+
+/// Sends up to `limit` due deliveries; safe in several processes at once.
+pub async fn send_due(
+    pool: &PgPool,
+    client: &reqwest::Client,
+    config: &SenderConfig,
+    now: DateTime<Utc>,
+    limit: i64,
+) -> Result<Delivered, sqlx::Error> {
+    let lease_until = now + chrono::Duration::from_std(config.lease).unwrap_or_default();
+    let rows = sqlx::query(
+        "WITH due AS (
+             SELECT d.id FROM webhook_deliveries d
+               JOIN webhook_subscriptions s USING (subscription_id)
+              WHERE d.state = 'pending' AND d.next_attempt_at <= $1 AND s.paused_at IS NULL
+                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
+                                 WHERE p.subscription_id = d.subscription_id
+                                   AND p.ordering_key = d.ordering_key
+                                   AND p.state = 'pending' AND p.id < d.id)
+              ORDER BY d.id
+              LIMIT $3
+              FOR UPDATE OF d SKIP LOCKED)
+         UPDATE webhook_deliveries d SET next_attempt_at = $2, attempts = d.attempts + 1
+           FROM due, webhook_subscriptions s
+          WHERE d.id = due.id AND s.subscription_id = d.subscription_id
+         RETURNING d.id, d.delivery_id, d.subscription_id, s.url, s.secret, d.body::text AS body,
+                   d.attempts, d.give_up_at",
+    )
+    .bind(now)
+    .bind(lease_until)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    let mut due = Vec::with_capacity(rows.len());
+    for row in rows {
+        due.push(Due {
+            id: row.try_get("id")?,
+            delivery_id: row.try_get("delivery_id")?,
+            subscription: row.try_get("subscription_id")?,
+            url: row.try_get("url")?,
+            secret: row.try_get("secret")?,
+            body: row.try_get("body")?,
+            attempts: row.try_get("attempts")?,
+            give_up_at: row.try_get("give_up_at")?,
+        });
+    }
+    due.sort_by_key(|d| d.id);
+    let mut done = Delivered::default();
+    for row in due {
+        let (status, error) = post(client, config, &row, now).await;
+        if error.is_none() {
+            sqlx::query(
+                "UPDATE webhook_deliveries
+                    SET state = 'delivered', delivered_at = $2, last_status = $3, last_error = NULL
+                  WHERE id = $1",
+            )
+            .bind(row.id)
+            .bind(now)
+            .bind(status)
+            .execute(pool)
+            .await?;
+            sqlx::query(
+                "UPDATE webhook_subscriptions SET consecutive_failures = 0
+                  WHERE subscription_id = $1 AND consecutive_failures <> 0",
+            )
+            .bind(&row.subscription)
+            .execute(pool)
+            .await?;
+            metrics::counter!("webhook_delivered_total").increment(1);
+            done.delivered += 1;
+            continue;
+        }
+        let retry_at = now + backoff(config, row.attempts);
+        let give_up = retry_at > row.give_up_at;
+        sqlx::query(
+            "UPDATE webhook_deliveries
+                SET state = CASE WHEN $5 THEN 'failed' ELSE 'pending' END,
+                    next_attempt_at = $2, last_status = $3, last_error = $4
+              WHERE id = $1",
+        )
+        .bind(row.id)
+        .bind(retry_at)
+        .bind(status)
+        .bind(&error)
+        .bind(give_up)
+        .execute(pool)
+        .await?;
+        tracing::warn!(subscription = %row.subscription, delivery = %row.delivery_id,
+            attempts = row.attempts, give_up, error = error.as_deref().unwrap_or(""),
+            "webhook delivery not acknowledged");
+        if give_up {
+            metrics::counter!("webhook_failed_total").increment(1);
+            done.failed += 1;
+        } else {
+            metrics::counter!("webhook_retries_total").increment(1);
+            done.retrying += 1;
+        }
+        let paused = sqlx::query(
+            "UPDATE webhook_subscriptions
+                SET consecutive_failures = consecutive_failures + 1,
+                    paused_at = CASE WHEN consecutive_failures + 1 >= $2 THEN $3 ELSE paused_at END
+              WHERE subscription_id = $1 AND paused_at IS NULL
+             RETURNING paused_at IS NOT NULL AS paused",
+        )
+        .bind(&row.subscription)
+        .bind(config.pause_after)
+        .bind(now)
+        .fetch_optional(pool)
+        .await?;
+        if paused.is_some_and(|r| r.try_get::<bool, _>("paused").unwrap_or(false)) {
+            tracing::error!(subscription = %row.subscription,
+                "webhook subscriber paused after failing {} times in a row", config.pause_after);
+            metrics::counter!("webhook_paused_total").increment(1);
+            done.paused += 1;
+        }
+    }
+    Ok(done)
+}
+
+/// One attempt: the status the receiver answered, and why it does not count as
+/// delivered (none: a 2xx).
+async fn post(
+    client: &reqwest::Client,
+    config: &SenderConfig,
+    row: &Due,
+    now: DateTime<Utc>,
+) -> (Option<i32>, Option<String>) {
+    let Some(key) = signing_key(&row.secret) else {
+        return (None, Some("the subscription's secret is not a whsec_ key".into()));
+    };
+    let timestamp = now.timestamp();
+    let signed = signature(&key, &row.delivery_id, timestamp, row.body.as_bytes());
+    let sent = client
+        .post(&row.url)
+        .timeout(config.timeout)
+        .header("content-type", "application/json")
+        .header("webhook-id", &row.delivery_id)
+        .header("webhook-timestamp", timestamp.to_string())
+        .header("webhook-signature", signed)
+        .body(row.body.clone())
+        .send()
+        .await;
+    match sent {
+        Ok(response) if response.status().is_success() => {
+            (Some(i32::from(response.status().as_u16())), None)
+        }
+        Ok(response) => {
+            let status = response.status();
+            (
+                Some(i32::from(status.as_u16())),
+                Some(format!("answered {status}")),
+            )
+        }
+        Err(e) if e.is_timeout() => (None, Some("no answer in time".into())),
+        Err(e) => (None, Some(format!("could not be reached: {e}"))),
+    }
+}
