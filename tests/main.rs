@@ -42,6 +42,9 @@
 //! - [`relay`]: the JetStream relay (every event once, in commit order, through a crash)
 //!   and occupancy rebuilt from the stream alone.
 //!
+//! - [`webhooks`]: partner webhooks against a real HTTP receiver (signatures, retries
+//!   with one id and in order, pausing, a hotel filter, the subscription API).
+//!
 //! [`support`] is the shared harness, and `tests/fixtures/` holds the data tests read.
 //!
 //! The tests run in parallel in this one process. Each creates a database of its own
@@ -80,3 +83,4 @@ mod replica;
 mod search;
 mod servers;
 mod validation;
+mod webhooks;

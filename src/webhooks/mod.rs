@@ -90,7 +90,10 @@ pub fn signature(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
     mac.update(b".");
     mac.update(body);
     let tag = mac.finalize().into_bytes();
-    format!("v1,{}", base64::engine::general_purpose::STANDARD.encode(tag))
+    format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(tag)
+    )
 }
 
 impl Subscription {
@@ -140,7 +143,10 @@ impl Subscription {
             if !EVENT_TYPES.contains(&event.as_str()) {
                 return Err(invalid(
                     "events",
-                    format!("unknown event type {event:?}; known: {}", EVENT_TYPES.join(", ")),
+                    format!(
+                        "unknown event type {event:?}; known: {}",
+                        EVENT_TYPES.join(", ")
+                    ),
                 ));
             }
             if !event_types.contains(event) {
@@ -150,7 +156,10 @@ impl Subscription {
         let hotel_ids = match hotel_ids {
             None => None,
             Some(ids) if ids.is_empty() || ids.len() > 1000 => {
-                return Err(invalid("hotel_ids", "must list 1 to 1000 hotels, or be absent"))
+                return Err(invalid(
+                    "hotel_ids",
+                    "must list 1 to 1000 hotels, or be absent",
+                ))
             }
             Some(ids) if ids.iter().any(|id| *id < 1) => {
                 return Err(invalid("hotel_ids", "must be positive integers"))
@@ -340,27 +349,62 @@ mod tests {
 
     const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
-    fn parse(url: &str, events: &[&str], hotels: Option<&[i64]>, secret: &str) -> Result<Subscription, InvalidSubscription> {
+    fn parse(
+        url: &str,
+        events: &[&str],
+        hotels: Option<&[i64]>,
+        secret: &str,
+    ) -> Result<Subscription, InvalidSubscription> {
         let events: Vec<String> = events.iter().map(|s| s.to_string()).collect();
         Subscription::parse("partner-1", url, &events, hotels, secret)
     }
 
     #[test]
     fn a_subscription_names_known_types_an_http_url_and_a_whsec_secret() {
-        let ok = parse("https://pms.example/hooks", &["reservation.confirmed"], Some(&[812, 812]), SECRET)
-            .expect("valid");
+        let ok = parse(
+            "https://pms.example/hooks",
+            &["reservation.confirmed"],
+            Some(&[812, 812]),
+            SECRET,
+        )
+        .expect("valid");
         assert_eq!(ok.hotel_ids, Some(vec![812]));
-        assert!(parse("http://x", &["*"], None, SECRET).expect("valid").event_types.is_empty());
-        assert_eq!(parse("ftp://x", &["*"], None, SECRET).map_err(|e| e.field), Err("url"));
-        assert_eq!(parse("https://", &["*"], None, SECRET).map_err(|e| e.field), Err("url"));
-        assert_eq!(parse("http://x", &[], None, SECRET).map_err(|e| e.field), Err("events"));
-        assert_eq!(parse("http://x", &["room.sold"], None, SECRET).map_err(|e| e.field), Err("events"));
-        assert_eq!(parse("http://x", &["*"], Some(&[0]), SECRET).map_err(|e| e.field), Err("hotel_ids"));
-        assert_eq!(parse("http://x", &["*"], None, "secret").map_err(|e| e.field), Err("secret"));
-        assert_eq!(parse("http://x", &["*"], None, "whsec_c2hvcnQ=").map_err(|e| e.field), Err("secret"));
+        assert!(parse("http://x", &["*"], None, SECRET)
+            .expect("valid")
+            .event_types
+            .is_empty());
+        assert_eq!(
+            parse("ftp://x", &["*"], None, SECRET).map_err(|e| e.field),
+            Err("url")
+        );
+        assert_eq!(
+            parse("https://", &["*"], None, SECRET).map_err(|e| e.field),
+            Err("url")
+        );
+        assert_eq!(
+            parse("http://x", &[], None, SECRET).map_err(|e| e.field),
+            Err("events")
+        );
+        assert_eq!(
+            parse("http://x", &["room.sold"], None, SECRET).map_err(|e| e.field),
+            Err("events")
+        );
+        assert_eq!(
+            parse("http://x", &["*"], Some(&[0]), SECRET).map_err(|e| e.field),
+            Err("hotel_ids")
+        );
+        assert_eq!(
+            parse("http://x", &["*"], None, "secret").map_err(|e| e.field),
+            Err("secret")
+        );
+        assert_eq!(
+            parse("http://x", &["*"], None, "whsec_c2hvcnQ=").map_err(|e| e.field),
+            Err("secret")
+        );
         let events = vec!["*".to_owned()];
         assert_eq!(
-            Subscription::parse("no spaces", "http://x", &events, None, SECRET).map_err(|e| e.field),
+            Subscription::parse("no spaces", "http://x", &events, None, SECRET)
+                .map_err(|e| e.field),
             Err("subscription_id")
         );
     }

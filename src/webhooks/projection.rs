@@ -151,7 +151,11 @@ impl Projection for WebhookProjection {
                 }
                 TypedEvent::RoomNight { key, event } if changes_ari(event) => {
                     let entry = touched
-                        .entry((stored.transaction_id, key.hotel_id.get(), key.room_type_id.get()))
+                        .entry((
+                            stored.transaction_id,
+                            key.hotel_id.get(),
+                            key.room_type_id.get(),
+                        ))
                         .or_insert_with(|| Touched {
                             position: stored.position,
                             ..Touched::default()
@@ -163,7 +167,10 @@ impl Projection for WebhookProjection {
             }
         }
         for ((_, hotel, room_type), touched) in touched {
-            if !subscribers.iter().any(|s| s.wants("inventory.changed", hotel)) {
+            if !subscribers
+                .iter()
+                .any(|s| s.wants("inventory.changed", hotel))
+            {
                 continue;
             }
             let data = ari(&mut *tx, hotel, room_type, &touched.nights).await?;
@@ -184,7 +191,10 @@ impl Projection for WebhookProjection {
         let mut body = Vec::new();
         let mut created_at = Vec::new();
         for made in &made {
-            for subscriber in subscribers.iter().filter(|s| s.wants(made.event_type, made.hotel)) {
+            for subscriber in subscribers
+                .iter()
+                .filter(|s| s.wants(made.event_type, made.hotel))
+            {
                 let id = format!("msg_{}", uuid::Uuid::now_v7().simple());
                 subscription.push(subscriber.id.clone());
                 body.push(json!({
@@ -273,8 +283,14 @@ async fn ari(
             "restrictions": restrictions.unwrap_or_else(|| json!({})),
         }));
     }
-    let first = rows.first().map(|r| r.try_get::<NaiveDate, _>("night")).transpose()?;
-    let last = rows.last().map(|r| r.try_get::<NaiveDate, _>("night")).transpose()?;
+    let first = rows
+        .first()
+        .map(|r| r.try_get::<NaiveDate, _>("night"))
+        .transpose()?;
+    let last = rows
+        .last()
+        .map(|r| r.try_get::<NaiveDate, _>("night"))
+        .transpose()?;
     Ok(json!({
         "hotel_id": hotel,
         "room_type_id": room_type,

@@ -198,7 +198,10 @@ async fn post(
     now: DateTime<Utc>,
 ) -> (Option<i32>, Option<String>) {
     let Some(key) = signing_key(&row.secret) else {
-        return (None, Some("the subscription's secret is not a whsec_ key".into()));
+        return (
+            None,
+            Some("the subscription's secret is not a whsec_ key".into()),
+        );
     };
     let timestamp = now.timestamp();
     let signed = signature(&key, &row.delivery_id, timestamp, row.body.as_bytes());
