@@ -67,6 +67,8 @@ pub struct StalledWork {
     pub payment_saga_oldest_seconds: f64,
     /// Per outbox; the relay only where it has a checkpoint (it ran somewhere).
     pub outboxes: Vec<(OutboxKind, OutboxState)>,
+    /// Partner webhook subscribers paused for failing.
+    pub webhook_subscriptions_paused: i64,
 }
 
 fn age(now: DateTime<Utc>, oldest: Option<DateTime<Utc>>) -> f64 {
@@ -144,7 +146,13 @@ pub async fn read(pool: &PgPool, now: DateTime<Utc>) -> Result<StalledWork, sqlx
             },
         ));
     }
+    let webhook_subscriptions_paused: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM webhook_subscriptions WHERE paused_at IS NOT NULL",
+    )
+    .fetch_one(pool)
+    .await?;
     Ok(StalledWork {
+        webhook_subscriptions_paused,
         holds_overdue,
         payment_sagas_open: sagas.try_get("open")?,
         payment_saga_oldest_seconds: age(now, sagas.try_get("oldest")?),
@@ -157,6 +165,7 @@ pub fn publish(work: &StalledWork) {
     metrics::gauge!("holds_overdue").set(work.holds_overdue as f64);
     metrics::gauge!("payment_sagas_open").set(work.payment_sagas_open as f64);
     metrics::gauge!("payment_saga_oldest_seconds").set(work.payment_saga_oldest_seconds);
+    metrics::gauge!("webhook_subscriptions_paused").set(work.webhook_subscriptions_paused as f64);
     for (kind, state) in &work.outboxes {
         let kind = kind.as_str();
         metrics::gauge!("outbox_pending", "kind" => kind).set(state.pending as f64);

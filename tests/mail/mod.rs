@@ -9,7 +9,7 @@ use std::sync::Arc;
 use reservations::mail::smtp::SmtpMailer;
 use reservations::mail::{send_due, MailConfig, Sent};
 use reservations::privacy::Privacy;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::support::*;
 
@@ -226,62 +226,32 @@ async fn a_server_killed_between_the_commit_and_the_send_sends_once_after_its_re
         ]
     };
     let mut first = ServerProcess::start(&db, &env("60000")).await;
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
-    let call = |method: reqwest::Method, url: String, token: &str, key: &str, body: Value| {
-        client
-            .request(method, url)
-            .bearer_auth(token)
-            .header("Idempotency-Key", key)
-            .json(&body)
-            .send()
-    };
-    let put =
-        |path: &str, body: Value| call(reqwest::Method::PUT, first.url(path), ADMIN, "k", body);
-    assert!(put(
-        &format!("/v1/hotels/{HOTEL}"),
-        json!({"name": "Hotel Tejo", "city": "Lisbon", "timezone": "Europe/Lisbon"})
-    )
-    .await
-    .expect("hotel")
-    .status()
-    .is_success());
-    assert!(put(
-        &format!("/v1/hotels/{HOTEL}/room-types/{KING}"),
-        json!({"name": "king", "max_occupancy": 2})
-    )
-    .await
-    .expect("room type")
-    .status()
-    .is_success());
-    assert!(put(&format!("/v1/hotels/{HOTEL}/room-types/{KING}/inventory"), json!({"start_date": day(10), "end_date": day(15), "total_rooms": 2, "overbooking_allowance": 0, "rate_cents": RATE})).await.expect("inventory").status().is_success());
-    let held: Value = call(
-        reqwest::Method::POST,
-        first.url("/v1/reservations"),
-        WEB,
-        "hold",
-        hold_body(day(10), day(13), 1),
-    )
-    .await
-    .expect("hold")
-    .json()
-    .await
-    .expect("json");
-    let id = held["reservation_id"].as_str().expect("an id").to_owned();
+    first.seed_hotel(day(10), 5, 2).await;
+    let held = first
+        .call(
+            reqwest::Method::POST,
+            "/v1/reservations",
+            WEB,
+            Some("hold"),
+            Some(&hold_body(day(10), day(13), 1)),
+        )
+        .await;
+    let id = held.assert_status(201)["reservation_id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
 
     // Act: confirmed (committed, message queued), then killed before its worker looks.
-    let confirmed = call(
-        reqwest::Method::POST,
-        first.url(&format!("/v1/reservations/{id}/confirm")),
-        WEB,
-        "pay",
-        json!({"payment_token": "tok_ok"}),
-    )
-    .await
-    .expect("confirm");
-    assert_eq!(confirmed.status().as_u16(), 200);
+    first
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/reservations/{id}/confirm"),
+            WEB,
+            Some("pay"),
+            Some(&json!({"payment_token": "tok_ok"})),
+        )
+        .await
+        .assert_status(200);
     first.kill();
     let before_restart = sink.received().len();
     let second = ServerProcess::start(&db, &env("50")).await;

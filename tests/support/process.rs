@@ -62,6 +62,61 @@ impl ServerProcess {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
+    /// A request with `token` (and `Idempotency-Key: key`, and a JSON body, when given),
+    /// read whole.
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        key: Option<&str>,
+        body: Option<&serde_json::Value>,
+    ) -> super::Reply {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("client");
+        let mut request = client.request(method, self.url(path)).bearer_auth(token);
+        if let Some(key) = key {
+            request = request.header("Idempotency-Key", key);
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        super::Reply::of(request.send().await.expect("the server answers")).await
+    }
+
+    /// The test hotel (`HOTEL`, `KING` rooms on `nights` nights from `first`), through
+    /// the API.
+    pub async fn seed_hotel(&self, first: chrono::NaiveDate, nights: u64, rooms: i64) {
+        use reqwest::Method;
+        use serde_json::json;
+        let hotel = format!("/v1/hotels/{}", super::HOTEL);
+        let put = |path: String, body: serde_json::Value| async move {
+            self.call(Method::PUT, &path, super::ADMIN, None, Some(&body))
+                .await
+                .assert_status(200);
+        };
+        put(
+            hotel.clone(),
+            json!({"name": "Hotel Tejo", "city": "Lisbon", "timezone": "Europe/Lisbon"}),
+        )
+        .await;
+        let room_type = format!("{hotel}/room-types/{}", super::KING);
+        put(
+            room_type.clone(),
+            json!({"name": "king", "max_occupancy": 2}),
+        )
+        .await;
+        put(
+            format!("{room_type}/inventory"),
+            json!({"start_date": first, "end_date": super::plus_days(first, nights),
+                   "total_rooms": rooms, "overbooking_allowance": 0, "rate_cents": super::RATE}),
+        )
+        .await;
+    }
+
     /// `kill -9`: no shutdown, no last batch, connections dropped by the kernel.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -538,3 +538,74 @@ async fn the_subscription_api_is_the_admins_and_refuses_what_cannot_work() {
     assert_eq!(rows, 0);
     app.finish().await;
 }
+
+#[tokio::test]
+async fn a_running_server_sends_webhooks_and_emails_on_its_own() {
+    // Arrange: `reservations serve` with its projections and workers, a partner and a
+    // mail server.
+    let receiver = Receiver::start().await;
+    let sink = SmtpSink::start().await;
+    let db = TestDb::new().await;
+    let server = ServerProcess::start(
+        &db,
+        &[
+            ("SMTP_URL", sink.url()),
+            ("MAIL_POLL_MS", "50".to_owned()),
+            ("WEBHOOK_POLL_MS", "50".to_owned()),
+            ("PROJECTION_GATHER_MS", "0".to_owned()),
+            ("SIM_GATEWAY_LATENCY_MS", "0".to_owned()),
+        ],
+    )
+    .await;
+    server
+        .call(
+            reqwest::Method::PUT,
+            "/v1/webhooks/pms",
+            ADMIN,
+            None,
+            Some(&json!({"url": receiver.url, "events": ["reservation.confirmed"], "secret": SECRET})),
+        )
+        .await
+        .assert_status(200);
+    server.seed_hotel(day(10), 5, 2).await;
+
+    // Act
+    let held = server
+        .call(
+            reqwest::Method::POST,
+            "/v1/reservations",
+            WEB,
+            Some("hold"),
+            Some(&hold_body(day(10), day(12), 1)),
+        )
+        .await;
+    let id = held.assert_status(201)["reservation_id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    server
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/reservations/{id}/confirm"),
+            WEB,
+            Some("pay"),
+            Some(&json!({"payment_token": "tok_ok"})),
+        )
+        .await
+        .assert_status(200);
+    let mails = sink.wait_for(1).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while receiver.hits().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Assert
+    let hits = receiver.hits();
+    assert_eq!(types(&hits), ["reservation.confirmed"]);
+    assert!(verifies(&hits[0]));
+    assert_eq!(hits[0].json()["data"]["reservation_id"], id.as_str());
+    assert_eq!(mails.len(), 1);
+    assert!(mails[0].raw.contains(&id));
+    drop(server);
+    db.drop_database().await;
+}
