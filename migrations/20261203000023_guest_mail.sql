@@ -35,3 +35,6 @@ CREATE INDEX mail_outbox_failed ON mail_outbox (id) WHERE state = 'failed';
 -- The stalled-work gauges and `GET /v1/ops/outbox` count and list the payment calls
 -- given up on; few, so a partial index keeps that a look-up as small as they are.
 CREATE INDEX payment_outbox_failed ON payment_outbox (id) WHERE failed AND done_at IS NULL;
+
+-- Retention deletes the messages sent (or dropped) more than RETENTION_DAYS ago.
+CREATE INDEX mail_outbox_done ON mail_outbox (created_at) WHERE state IN ('sent', 'dropped');

@@ -51,3 +51,5 @@ CREATE INDEX webhook_deliveries_in_order ON webhook_deliveries (subscription_id,
 CREATE INDEX webhook_deliveries_of ON webhook_deliveries (subscription_id, id);
 CREATE INDEX webhook_deliveries_pending_age ON webhook_deliveries (created_at) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (id) WHERE state = 'failed';
+-- Retention deletes the deliveries delivered more than RETENTION_DAYS ago.
+CREATE INDEX webhook_deliveries_delivered ON webhook_deliveries (delivered_at) WHERE state = 'delivered';

@@ -122,8 +122,9 @@ pub struct Settings {
     #[arg(long, env = "NO_SHOW_GRACE_MINUTES", default_value_t = 240,
           value_parser = clap::value_parser!(u32).range(0..=10_080))]
     pub no_show_grace_minutes: u32,
-    /// How long payment webhook receipts, delivered payment outbox rows and finished
-    /// payment sagas are kept (idempotency records: a day, as answered).
+    /// How long payment webhook receipts, delivered payment outbox rows, finished
+    /// payment sagas, sent guest e-mails and delivered partner webhooks are kept
+    /// (idempotency records: a day, as answered).
     #[arg(long, env = "RETENTION_DAYS", default_value_t = 30,
           value_parser = clap::value_parser!(u32).range(1..=3_650))]
     pub retention_days: u32,

@@ -159,8 +159,8 @@ pub async fn record_no_shows_once(
 /// How long housekeeping keeps what has served its purpose.
 #[derive(Debug, Clone, Copy)]
 pub struct Retention {
-    /// Payment webhook receipts, delivered payment outbox rows and finished payment
-    /// sagas, after their last change.
+    /// Payment webhook receipts, delivered payment outbox rows, finished payment
+    /// sagas, sent e-mails and delivered partner webhooks, after their last change.
     pub payments: Duration,
     /// Rows deleted per table per pass (several passes finish a backlog without one
     /// long transaction).
@@ -188,6 +188,10 @@ pub struct Retained {
     pub payment_webhooks: u64,
     pub payment_outbox: u64,
     pub payment_sagas: u64,
+    /// Guest e-mails sent (or dropped) before the retention.
+    pub mail_outbox: u64,
+    /// Partner webhook deliveries delivered before the retention.
+    pub webhook_deliveries: u64,
     /// Confirmed allocations of nights long past (see [`compact_allocations`]).
     pub allocations: u64,
     /// Whether the allocations' pass has room types left to visit.
@@ -201,7 +205,10 @@ pub struct Retained {
 ///   after that is applied again, and the reservation, which knows its payments, ignores
 ///   it);
 /// - payment outbox rows delivered before then (failed rows stay for a person);
-/// - payment sagas that ended before then (recovery only looks at open ones).
+/// - payment sagas that ended before then (recovery only looks at open ones);
+/// - guest e-mails sent or dropped, and partner webhook deliveries delivered, before
+///   then (a reservation's messages and a subscription's log show the recent ones;
+///   pending and failed rows stay).
 ///
 /// Safe in several processes at once: each batch skips rows another pass has locked,
 /// and deleting a row twice deletes it once.
@@ -246,6 +253,18 @@ pub async fn retention_once(
         payment_sagas: delete(
             "payment_sagas",
             "state <> 'authorizing' AND updated_at < $1",
+            kept_until,
+        )
+        .await?,
+        mail_outbox: delete(
+            "mail_outbox",
+            "state IN ('sent', 'dropped') AND created_at < $1",
+            kept_until,
+        )
+        .await?,
+        webhook_deliveries: delete(
+            "webhook_deliveries",
+            "state = 'delivered' AND delivered_at < $1",
             kept_until,
         )
         .await?,

@@ -501,6 +501,8 @@ pub fn spawn_retention_worker(
                     full(done.idempotency_keys)
                         || full(done.payment_webhooks)
                         || full(done.payment_outbox)
+                        || full(done.mail_outbox)
+                        || full(done.webhook_deliveries)
                         || full(done.payment_sagas)
                         || done.allocations_unfinished
                 }

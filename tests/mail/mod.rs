@@ -349,3 +349,44 @@ async fn a_reservations_messages_are_its_channels_and_the_staffs_to_read() {
     malformed.assert_error(404, "not_found");
     app.finish().await;
 }
+
+#[tokio::test]
+async fn retention_deletes_messages_sent_long_ago_and_keeps_those_still_owed() {
+    // Arrange: one stay's confirmation sent, another's still pending (server away).
+    let mut sink = SmtpSink::start().await;
+    let app = spawn_app().await;
+    let sent = held(&app, 3).await;
+    app.confirm(WEB, "pay", &sent, "tok_ok")
+        .await
+        .assert_status(200);
+    send_mail(&app, &sink).await;
+    sink.stop();
+    let owed = app
+        .hold_ok(WEB, "hold-2", &hold_body(day(10), day(13), 1))
+        .await;
+    app.confirm(WEB, "pay-2", &owed, "tok_ok")
+        .await
+        .assert_status(200);
+    send_mail(&app, &sink).await;
+
+    // Act: a retention pass a day on, then 31 days on.
+    let retention = reservations::sweeper::Retention::default();
+    app.clock.advance(chrono::Duration::days(1));
+    let early = reservations::sweeper::retention_once(app.payments.commands(), retention)
+        .await
+        .expect("pass");
+    app.clock.advance(chrono::Duration::days(30));
+    let late = reservations::sweeper::retention_once(app.payments.commands(), retention)
+        .await
+        .expect("pass");
+
+    // Assert
+    assert_eq!(early.mail_outbox, 0);
+    assert_eq!(late.mail_outbox, 1);
+    assert_eq!(message_states(&app, &sent).await, Vec::new());
+    assert_eq!(
+        message_states(&app, &owed).await,
+        vec![("confirmation".to_owned(), "pending".to_owned())]
+    );
+    app.finish().await;
+}
