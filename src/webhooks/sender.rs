@@ -5,7 +5,8 @@
 //! A worker leases due rows (`FOR UPDATE SKIP LOCKED`; several servers share the work)
 //! of subscribers not paused, and only the first pending delivery of each ordering key
 //! (a reservation, or a room type's inventory): a reservation's `cancelled` never
-//! reaches a partner before its `confirmed`, even while the first is being retried. A
+//! reaches a partner before its `confirmed`, even while the first is being retried. The
+//! rows of a pass, each of another key, are sent concurrently. A
 //! 2xx is delivered; anything else (a status, a timeout, a refused connection) is
 //! retried with the same id after a backoff doubling up to a ceiling, until the
 //! delivery's day is over (`failed`). Every failed attempt counts against the
@@ -15,9 +16,13 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures::StreamExt;
 use sqlx::{PgPool, Row};
 
 use super::{signature, signing_key};
+
+/// Deliveries of one pass sent at once.
+const CONCURRENCY: usize = 16;
 
 /// How the sender behaves.
 #[derive(Debug, Clone, Copy)]
@@ -117,9 +122,19 @@ pub async fn send_due(
         });
     }
     due.sort_by_key(|d| d.id);
+    // The rows leased together have different ordering keys (only the first pending
+    // delivery of a key is due), so they may be sent at once without reordering any
+    // reservation's deliveries.
+    let attempts: Vec<(Due, (Option<i32>, Option<String>))> = futures::stream::iter(due)
+        .map(|row| async move {
+            let outcome = post(client, config, &row, now).await;
+            (row, outcome)
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
     let mut done = Delivered::default();
-    for row in due {
-        let (status, error) = post(client, config, &row, now).await;
+    for (row, (status, error)) in attempts {
         if error.is_none() {
             sqlx::query(
                 "UPDATE webhook_deliveries
