@@ -125,7 +125,7 @@ pub async fn send_due(
     // The rows leased together have different ordering keys (only the first pending
     // delivery of a key is due), so they may be sent at once without reordering any
     // reservation's deliveries.
-    let attempts: Vec<(Due, (Option<i32>, Option<String>))> = futures::stream::iter(due)
+    let attempts: Vec<(Due, Answer)> = futures::stream::iter(due)
         .map(|row| async move {
             let outcome = post(client, config, &row, now).await;
             (row, outcome)
@@ -134,7 +134,7 @@ pub async fn send_due(
         .collect()
         .await;
     let mut done = Delivered::default();
-    for (row, (status, error)) in attempts {
+    for (row, Answer { status, error }) in attempts {
         if error.is_none() {
             sqlx::query(
                 "UPDATE webhook_deliveries
@@ -204,19 +204,28 @@ pub async fn send_due(
     Ok(done)
 }
 
-/// One attempt: the status the receiver answered, and why it does not count as
-/// delivered (none: a 2xx).
+/// What one attempt came to.
+struct Answer {
+    /// The status the receiver answered (none: no answer).
+    status: Option<i32>,
+    /// Why it does not count as delivered (none: a 2xx).
+    error: Option<String>,
+}
+
+/// One attempt at a delivery.
 async fn post(
     client: &reqwest::Client,
     config: &SenderConfig,
     row: &Due,
     now: DateTime<Utc>,
-) -> (Option<i32>, Option<String>) {
+) -> Answer {
+    let answer = |status: Option<u16>, error: Option<String>| Answer {
+        status: status.map(i32::from),
+        error,
+    };
     let Some(key) = signing_key(&row.secret) else {
-        return (
-            None,
-            Some("the subscription's secret is not a whsec_ key".into()),
-        );
+        let error = "the subscription's secret is not a whsec_ key";
+        return answer(None, Some(error.into()));
     };
     let timestamp = now.timestamp();
     let signed = signature(&key, &row.delivery_id, timestamp, row.body.as_bytes());
@@ -232,16 +241,13 @@ async fn post(
         .await;
     match sent {
         Ok(response) if response.status().is_success() => {
-            (Some(i32::from(response.status().as_u16())), None)
+            answer(Some(response.status().as_u16()), None)
         }
         Ok(response) => {
             let status = response.status();
-            (
-                Some(i32::from(status.as_u16())),
-                Some(format!("answered {status}")),
-            )
+            answer(Some(status.as_u16()), Some(format!("answered {status}")))
         }
-        Err(e) if e.is_timeout() => (None, Some("no answer in time".into())),
-        Err(e) => (None, Some(format!("could not be reached: {e}"))),
+        Err(e) if e.is_timeout() => answer(None, Some("no answer in time".into())),
+        Err(e) => answer(None, Some(format!("could not be reached: {e}"))),
     }
 }
