@@ -27,8 +27,9 @@ CREATE TABLE mail_outbox (
     sent_at         timestamptz,
     UNIQUE (reservation_id, kind, version)
 );
--- The worker's queue, and the stalled-work gauges' (oldest pending row).
-CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at) WHERE state = 'pending';
+-- The worker's queue (the first pending message of each reservation), and the
+-- stalled-work gauges' (oldest pending row).
+CREATE INDEX mail_outbox_in_order ON mail_outbox (reservation_id, id) WHERE state = 'pending';
 CREATE INDEX mail_outbox_pending_age ON mail_outbox (created_at) WHERE state = 'pending';
 CREATE INDEX mail_outbox_failed ON mail_outbox (id) WHERE state = 'failed';
 

@@ -45,7 +45,7 @@ CREATE TABLE webhook_deliveries (
     delivered_at    timestamptz,
     UNIQUE (subscription_id, position, event_type)
 );
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+-- The sender's queue: the first pending delivery of each ordering key.
 CREATE INDEX webhook_deliveries_in_order ON webhook_deliveries (subscription_id, ordering_key, id)
     WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_of ON webhook_deliveries (subscription_id, id);

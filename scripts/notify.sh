@@ -65,7 +65,9 @@ class R(http.server.BaseHTTPRequestHandler):
         self.end_headers()
     def log_message(self, *args):
         pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), R).serve_forever()
+class S(http.server.ThreadingHTTPServer):
+    request_queue_size = 1024  # the default 5 drops connections under load (1 s retries)
+S(("127.0.0.1", int(sys.argv[1])), R).serve_forever()
 ' "$RECEIVER_PORT" &
 receiver_pid=$!
 
@@ -87,17 +89,19 @@ done
 [[ -n $url ]] || { echo "the server did not start; see $out_dir/server.log"; exit 1; }
 
 log "catalog: $HOTELS hotels x $ROOM_TYPES room types x $NIGHTS nights"
-"$bin/loadgen" setup --url "$url" --admin-token "$ADMIN_TOKEN" --hotels "$HOTELS" \
-  --room-types "$ROOM_TYPES" --nights "$NIGHTS" --start-date "$(date -u -d '+30 days' +%F)" \
+catalog=(--hotels "$HOTELS" --room-types "$ROOM_TYPES" --nights "$NIGHTS"
+  --start-date "$(date -u -d '+30 days' +%F)")
+"$bin/loadgen" setup --url "$url" --admin-token "$ADMIN_TOKEN" "${catalog[@]}" \
   --rooms 100000 >/dev/null
 
 spread() {
   local label=$1
   quiesce
   "$bin/loadgen" run spread --url "$url" --token "$CHANNEL_TOKEN" --clients "$CLIENTS" \
-    --seconds "$SECONDS_PER_RUN" --warmup 1 --label "$label" --out "$out_dir/runs.jsonl" \
+    --seconds "$SECONDS_PER_RUN" --warmup 1 "${catalog[@]}" --label "$label" \
+    --database-url "$PG_URL/$DB_NAME" --out "$out_dir/runs.jsonl" \
     >"$out_dir/$label.txt" 2>&1 || true
-  grep -E 'holds/s|p99' "$out_dir/$label.txt" | head -n 3 | sed "s/^/  [$label] /"
+  grep -E '^  hold|invariant' "$out_dir/$label.txt" | sed "s/^ */  [$label] /"
 }
 
 subscribe() {
@@ -115,9 +119,10 @@ drain() {
   local started made pending
   started=$(date +%s.%N)
   quiesce
-  for _ in $(seq 1 1200); do
+  for n in $(seq 1 2400); do
     pending=$(sql "SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'")
     [[ $pending == 0 ]] && break
+    (( n % 20 == 0 )) && echo "  ($pending pending)"
     sleep 0.25
   done
   made=$(sql "SELECT count(*) FROM webhook_deliveries")

@@ -146,16 +146,19 @@ pub async fn send_due(
 ) -> Result<Sent, MailWorkError> {
     let lease_until = now + chrono::Duration::from_std(config.lease).unwrap_or_default();
     let rows = sqlx::query(
-        "UPDATE mail_outbox SET next_attempt_at = $2, attempts = attempts + 1
+        // The first pending message of each reservation, then those due: one read of
+        // the pending rows, whatever plan the prepared statement settled on while the
+        // table was small (see `webhooks::sender`).
+        "WITH heads AS (
+             SELECT DISTINCT ON (reservation_id) id FROM mail_outbox
+              WHERE state = 'pending' ORDER BY reservation_id, id)
+         UPDATE mail_outbox SET next_attempt_at = $2, attempts = attempts + 1
           WHERE id IN (
-                SELECT o.id FROM mail_outbox o
+                SELECT o.id FROM mail_outbox o JOIN heads h ON h.id = o.id
                  WHERE o.state = 'pending' AND o.next_attempt_at <= $1
-                   AND NOT EXISTS (SELECT 1 FROM mail_outbox p
-                                    WHERE p.reservation_id = o.reservation_id
-                                      AND p.id < o.id AND p.state = 'pending')
                  ORDER BY o.id
                  LIMIT $3
-                 FOR UPDATE SKIP LOCKED)
+                 FOR UPDATE OF o SKIP LOCKED)
           RETURNING id, reservation_id, kind, version, facts, attempts",
     )
     .bind(now)

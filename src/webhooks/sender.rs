@@ -86,14 +86,19 @@ pub async fn send_due(
 ) -> Result<Delivered, sqlx::Error> {
     let lease_until = now + chrono::Duration::from_std(config.lease).unwrap_or_default();
     let rows = sqlx::query(
-        "WITH due AS (
+        // The first pending delivery of each ordering key, then those due: a pass
+        // reads the pending rows once in index order, whatever plan a prepared
+        // statement settled on when the table was small (an anti-join probing every
+        // pending row for an earlier one can turn quadratic under a plan made then).
+        "WITH heads AS (
+             SELECT DISTINCT ON (subscription_id, ordering_key) id
+               FROM webhook_deliveries WHERE state = 'pending'
+              ORDER BY subscription_id, ordering_key, id),
+         due AS (
              SELECT d.id FROM webhook_deliveries d
+               JOIN heads h ON h.id = d.id
                JOIN webhook_subscriptions s USING (subscription_id)
               WHERE d.state = 'pending' AND d.next_attempt_at <= $1 AND s.paused_at IS NULL
-                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
-                                 WHERE p.subscription_id = d.subscription_id
-                                   AND p.ordering_key = d.ordering_key
-                                   AND p.state = 'pending' AND p.id < d.id)
               ORDER BY d.id
               LIMIT $3
               FOR UPDATE OF d SKIP LOCKED)
