@@ -2,8 +2,8 @@
 //! queued in `mail_outbox` (see `write::mail`), after their commit, through a
 //! [`Mailer`].
 //!
-//! The worker leases due rows (`FOR UPDATE SKIP LOCKED`: several processes share the
-//! work; a reservation's messages go in order, a cancellation never before the
+//! The worker leases due rows (several processes share the work, each row leased once;
+//! a reservation's messages go in order, a cancellation never before the
 //! confirmation it cancels), reads the recipient from the reservation's sealed guest —
 //! the write side's row, not the view, which may not have caught up with the commit
 //! that queued the message — renders the message in the hotel's language and sends it.
@@ -145,25 +145,32 @@ pub async fn send_due(
     limit: i64,
 ) -> Result<Sent, MailWorkError> {
     let lease_until = now + chrono::Duration::from_std(config.lease).unwrap_or_default();
-    let rows = sqlx::query(
-        // The first pending message of each reservation, then those due: one read of
-        // the pending rows, whatever plan the prepared statement settled on while the
-        // table was small (see `webhooks::sender`).
-        "WITH heads AS (
-             SELECT DISTINCT ON (reservation_id) id FROM mail_outbox
-              WHERE state = 'pending' ORDER BY reservation_id, id)
-         UPDATE mail_outbox SET next_attempt_at = $2, attempts = attempts + 1
-          WHERE id IN (
-                SELECT o.id FROM mail_outbox o JOIN heads h ON h.id = o.id
-                 WHERE o.state = 'pending' AND o.next_attempt_at <= $1
-                 ORDER BY o.id
-                 LIMIT $3
-                 FOR UPDATE OF o SKIP LOCKED)
-          RETURNING id, reservation_id, kind, version, facts, attempts",
+    // The first pending message of each reservation, those due; then their lease (a
+    // row another worker leased meanwhile fails `next_attempt_at <= now` when checked
+    // again). Two single-table statements: see `webhooks::sender` for why.
+    let heads: Vec<i64> = sqlx::query_scalar(
+        "SELECT id FROM (
+             SELECT DISTINCT ON (reservation_id) id, next_attempt_at FROM mail_outbox
+              WHERE state = 'pending' ORDER BY reservation_id, id) heads
+          WHERE next_attempt_at <= $1
+          ORDER BY id
+          LIMIT $2",
     )
     .bind(now)
-    .bind(lease_until)
     .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    if heads.is_empty() {
+        return Ok(Sent::default());
+    }
+    let rows = sqlx::query(
+        "UPDATE mail_outbox SET next_attempt_at = $3, attempts = attempts + 1
+          WHERE id = ANY($1) AND state = 'pending' AND next_attempt_at <= $2
+          RETURNING id, reservation_id, kind, version, facts, attempts",
+    )
+    .bind(&heads)
+    .bind(now)
+    .bind(lease_until)
     .fetch_all(pool)
     .await?;
     let mut due = Vec::with_capacity(rows.len());

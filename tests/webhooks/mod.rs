@@ -609,3 +609,52 @@ async fn a_running_server_sends_webhooks_and_emails_on_its_own() {
     drop(server);
     db.drop_database().await;
 }
+
+#[tokio::test]
+async fn four_senders_racing_send_each_delivery_once() {
+    // Arrange: forty stays held, one delivery each.
+    let receiver = Receiver::start().await;
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 5, 100).await;
+    subscribe(
+        &app,
+        "race",
+        &json!({"url": receiver.url, "events": ["reservation.held"], "secret": SECRET}),
+    )
+    .await
+    .assert_status(200);
+    for n in 0..40 {
+        app.hold_ok(WEB, &format!("hold-{n}"), &hold_body(day(10), day(12), 1))
+            .await;
+    }
+    make_deliveries(&app).await;
+    app.clock.advance(chrono::Duration::seconds(60));
+
+    // Act: four senders at once, small batches, until nothing is due.
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let config = sender_config();
+    let mut delivered = 0;
+    for _ in 0..10 {
+        let pass = || send_due(&app.db.pool, &client, &config, app.now(), 5);
+        let (a, b, c, d) = tokio::join!(pass(), pass(), pass(), pass());
+        let passes = [a, b, c, d].map(|p| p.expect("send pass"));
+        delivered += passes.iter().map(|p| p.delivered).sum::<usize>();
+    }
+
+    // Assert
+    let hits = receiver.hits();
+    let ids: std::collections::BTreeSet<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(hits.len(), 40, "each delivery sent once");
+    assert_eq!(ids.len(), 40);
+    assert_eq!(delivered, 40);
+    let pending: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM webhook_deliveries WHERE state <> 'delivered'")
+            .fetch_one(&app.db.pool)
+            .await
+            .expect("count");
+    assert_eq!(pending, 0);
+    app.finish().await;
+}
