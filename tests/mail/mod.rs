@@ -227,31 +227,11 @@ async fn a_server_killed_between_the_commit_and_the_send_sends_once_after_its_re
     };
     let mut first = ServerProcess::start(&db, &env("60000")).await;
     first.seed_hotel(day(10), 5, 2).await;
-    let held = first
-        .call(
-            reqwest::Method::POST,
-            "/v1/reservations",
-            WEB,
-            Some("hold"),
-            Some(&hold_body(day(10), day(13), 1)),
-        )
-        .await;
-    let id = held.assert_status(201)["reservation_id"]
-        .as_str()
-        .expect("an id")
-        .to_owned();
 
     // Act: confirmed (committed, message queued), then killed before its worker looks.
-    first
-        .call(
-            reqwest::Method::POST,
-            &format!("/v1/reservations/{id}/confirm"),
-            WEB,
-            Some("pay"),
-            Some(&json!({"payment_token": "tok_ok"})),
-        )
-        .await
-        .assert_status(200);
+    let id = first
+        .hold_and_confirm(&hold_body(day(10), day(13), 1))
+        .await;
     first.kill();
     let before_restart = sink.received().len();
     let second = ServerProcess::start(&db, &env("50")).await;

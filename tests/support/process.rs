@@ -117,6 +117,31 @@ impl ServerProcess {
         .await;
     }
 
+    /// Holds `body` and confirms it with a card that authorizes, as the web channel;
+    /// returns the reservation's id.
+    pub async fn hold_and_confirm(&self, body: &serde_json::Value) -> String {
+        use reqwest::Method;
+        let held = self
+            .call(
+                Method::POST,
+                "/v1/reservations",
+                super::WEB,
+                Some("hold"),
+                Some(body),
+            )
+            .await;
+        let id = held.assert_status(201)["reservation_id"]
+            .as_str()
+            .expect("an id")
+            .to_owned();
+        let pay = serde_json::json!({"payment_token": "tok_ok"});
+        let path = format!("/v1/reservations/{id}/confirm");
+        self.call(Method::POST, &path, super::WEB, Some("pay"), Some(&pay))
+            .await
+            .assert_status(200);
+        id
+    }
+
     /// `kill -9`: no shutdown, no last batch, connections dropped by the kernel.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

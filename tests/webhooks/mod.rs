@@ -570,29 +570,9 @@ async fn a_running_server_sends_webhooks_and_emails_on_its_own() {
     server.seed_hotel(day(10), 5, 2).await;
 
     // Act
-    let held = server
-        .call(
-            reqwest::Method::POST,
-            "/v1/reservations",
-            WEB,
-            Some("hold"),
-            Some(&hold_body(day(10), day(12), 1)),
-        )
+    let id = server
+        .hold_and_confirm(&hold_body(day(10), day(12), 1))
         .await;
-    let id = held.assert_status(201)["reservation_id"]
-        .as_str()
-        .expect("an id")
-        .to_owned();
-    server
-        .call(
-            reqwest::Method::POST,
-            &format!("/v1/reservations/{id}/confirm"),
-            WEB,
-            Some("pay"),
-            Some(&json!({"payment_token": "tok_ok"})),
-        )
-        .await
-        .assert_status(200);
     let mails = sink.wait_for(1).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while receiver.hits().is_empty() && tokio::time::Instant::now() < deadline {
