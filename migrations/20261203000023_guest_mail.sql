@@ -39,3 +39,7 @@ CREATE INDEX payment_outbox_failed ON payment_outbox (id) WHERE failed AND done_
 
 -- Retention deletes the messages sent (or dropped) more than RETENTION_DAYS ago.
 CREATE INDEX mail_outbox_done ON mail_outbox (created_at) WHERE state IN ('sent', 'dropped');
+
+-- The payment outbox's queue reads the first undone row of each reservation (see
+-- payments::outbox); its index on all rows would make that a scan of every row kept.
+CREATE INDEX payment_outbox_undone ON payment_outbox (reservation_id, id) WHERE done_at IS NULL;

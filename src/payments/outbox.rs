@@ -3,7 +3,7 @@
 //!
 //! The event and its outbox row are written in one transaction by the write side (see
 //! `write::outbox`, so a crash cannot keep one without the other); delivery happens later, outside any transaction: a worker
-//! leases due rows (`FOR UPDATE SKIP LOCKED`, so several processes share the work),
+//! leases due rows (several processes share the work, each row leased once),
 //! calls the gateway under the row's key, and marks the row done. A worker that dies
 //! mid-call leaves the lease to run out; the next one repeats the call under the same
 //! key, which the gateway answers without acting twice. Rows of one reservation go in
@@ -51,23 +51,35 @@ pub async fn deliver_due(
     limit: i64,
 ) -> Result<Delivered, sqlx::Error> {
     let lease_until = now + chrono::Duration::from_std(LEASE).unwrap_or_default();
+    // The first undone row of each reservation (a failed one holds back the rows after
+    // it), those due; then their lease, whose conditions are checked again on a row
+    // another worker leased meanwhile. Two single-table statements, so no cached plan
+    // can make a pass quadratic in the backlog (see `webhooks::sender`).
+    let heads: Vec<i64> = sqlx::query_scalar(
+        "SELECT id FROM (
+             SELECT DISTINCT ON (reservation_id) id, next_attempt_at, failed
+               FROM payment_outbox WHERE done_at IS NULL
+              ORDER BY reservation_id, id) heads
+          WHERE NOT failed AND next_attempt_at <= $1
+          ORDER BY id
+          LIMIT $2",
+    )
+    .bind(now)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    if heads.is_empty() {
+        return Ok(Delivered::default());
+    }
     let rows = sqlx::query(
-        "UPDATE payment_outbox SET next_attempt_at = $2, attempts = attempts + 1
-          WHERE id IN (
-                SELECT o.id FROM payment_outbox o
-                 WHERE o.done_at IS NULL AND NOT o.failed AND o.next_attempt_at <= $1
-                   AND NOT EXISTS (SELECT 1 FROM payment_outbox p
-                                    WHERE p.reservation_id = o.reservation_id
-                                      AND p.id < o.id AND p.done_at IS NULL)
-                 ORDER BY o.id
-                 LIMIT $3
-                 FOR UPDATE SKIP LOCKED)
+        "UPDATE payment_outbox SET next_attempt_at = $3, attempts = attempts + 1
+          WHERE id = ANY($1) AND done_at IS NULL AND NOT failed AND next_attempt_at <= $2
           RETURNING id, reservation_id, operation, provider_txn_id, amount_cents,
                     gateway_key, attempts",
     )
+    .bind(&heads)
     .bind(now)
     .bind(lease_until)
-    .bind(limit)
     .fetch_all(pool)
     .await?;
     let mut due = Vec::with_capacity(rows.len());
