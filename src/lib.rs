@@ -29,6 +29,7 @@
 //!   status) that `serve` runs beside the API, and the audit log runner.
 
 pub mod api;
+pub mod backoff;
 pub mod clock;
 pub mod commands;
 pub mod db;

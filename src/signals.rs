@@ -75,6 +75,29 @@ fn age(now: DateTime<Utc>, oldest: Option<DateTime<Utc>>) -> f64 {
     oldest.map_or(0.0, |t| (now - t).num_milliseconds().max(0) as f64 / 1000.0)
 }
 
+/// Where the outbox `table` stands: its rows matching `pending` (how many, the oldest's
+/// age) and `failed` (how many). Each condition is a partial index's.
+async fn outbox_state(
+    pool: &PgPool,
+    now: DateTime<Utc>,
+    table: &'static str,
+    pending: &'static str,
+    failed: &'static str,
+) -> Result<OutboxState, sqlx::Error> {
+    let row = sqlx::query(&format!(
+        "SELECT (SELECT count(*) FROM {table} WHERE {pending}) AS pending,
+                (SELECT min(created_at) FROM {table} WHERE {pending}) AS oldest,
+                (SELECT count(*) FROM {table} WHERE {failed}) AS failed"
+    ))
+    .fetch_one(pool)
+    .await?;
+    Ok(OutboxState {
+        pending: row.try_get("pending")?,
+        oldest_seconds: age(now, row.try_get("oldest")?),
+        failed: row.try_get("failed")?,
+    })
+}
+
 /// Reads every signal (a handful of counts, each on a partial index).
 pub async fn read(pool: &PgPool, now: DateTime<Utc>) -> Result<StalledWork, sqlx::Error> {
     let holds_overdue: i64 = sqlx::query_scalar(
@@ -89,38 +112,34 @@ pub async fn read(pool: &PgPool, now: DateTime<Utc>) -> Result<StalledWork, sqlx
     )
     .fetch_one(pool)
     .await?;
-    let payment = sqlx::query(
-        "SELECT (SELECT count(*) FROM payment_outbox WHERE done_at IS NULL AND NOT failed) AS pending,
-                (SELECT min(created_at) FROM payment_outbox WHERE done_at IS NULL AND NOT failed) AS oldest,
-                (SELECT count(*) FROM payment_outbox WHERE failed AND done_at IS NULL) AS failed",
+    let payment = outbox_state(
+        pool,
+        now,
+        "payment_outbox",
+        "done_at IS NULL AND NOT failed",
+        "failed AND done_at IS NULL",
     )
-    .fetch_one(pool)
     .await?;
-    let email = sqlx::query(
-        "SELECT (SELECT count(*) FROM mail_outbox WHERE state = 'pending') AS pending,
-                (SELECT min(created_at) FROM mail_outbox WHERE state = 'pending') AS oldest,
-                (SELECT count(*) FROM mail_outbox WHERE state = 'failed') AS failed",
+    let email = outbox_state(
+        pool,
+        now,
+        "mail_outbox",
+        "state = 'pending'",
+        "state = 'failed'",
     )
-    .fetch_one(pool)
     .await?;
-    let webhook = sqlx::query(
-        "SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending') AS pending,
-                (SELECT min(created_at) FROM webhook_deliveries WHERE state = 'pending') AS oldest,
-                (SELECT count(*) FROM webhook_deliveries WHERE state = 'failed') AS failed",
+    let webhook = outbox_state(
+        pool,
+        now,
+        "webhook_deliveries",
+        "state = 'pending'",
+        "state = 'failed'",
     )
-    .fetch_one(pool)
     .await?;
-    let outbox = |row: &sqlx::postgres::PgRow| -> Result<OutboxState, sqlx::Error> {
-        Ok(OutboxState {
-            pending: row.try_get("pending")?,
-            oldest_seconds: age(now, row.try_get("oldest")?),
-            failed: row.try_get("failed")?,
-        })
-    };
     let mut outboxes = vec![
-        (OutboxKind::Payment, outbox(&payment)?),
-        (OutboxKind::Email, outbox(&email)?),
-        (OutboxKind::Webhook, outbox(&webhook)?),
+        (OutboxKind::Payment, payment),
+        (OutboxKind::Email, email),
+        (OutboxKind::Webhook, webhook),
     ];
     // The relay's backlog: the events after its checkpoint, in commit order.
     let relay = sqlx::query(

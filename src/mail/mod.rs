@@ -128,13 +128,6 @@ enum Outcome {
     Dropped,
 }
 
-fn backoff(config: &MailConfig, attempts: i32) -> chrono::Duration {
-    let doubled = config
-        .first_backoff
-        .saturating_mul(1 << attempts.clamp(1, 20).saturating_sub(1));
-    chrono::Duration::from_std(doubled.min(config.max_backoff)).unwrap_or(chrono::Duration::MAX)
-}
-
 /// Sends up to `limit` due messages; safe in several processes at once.
 pub async fn send_due(
     pool: &PgPool,
@@ -224,7 +217,8 @@ pub async fn send_due(
             }
             Outcome::Dropped => done.dropped += 1,
         }
-        let retry_at = now + backoff(config, row.attempts);
+        let retry_at =
+            now + crate::backoff::doubling(config.first_backoff, config.max_backoff, row.attempts);
         finish(pool, row.id, outcome, now, retry_at).await?;
     }
     Ok(done)

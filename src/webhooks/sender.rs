@@ -69,13 +69,6 @@ struct Due {
     give_up_at: DateTime<Utc>,
 }
 
-fn backoff(config: &SenderConfig, attempts: i32) -> chrono::Duration {
-    let doubled = config
-        .first_backoff
-        .saturating_mul(1 << attempts.clamp(1, 20).saturating_sub(1));
-    chrono::Duration::from_std(doubled.min(config.max_backoff)).unwrap_or(chrono::Duration::MAX)
-}
-
 /// Sends up to `limit` due deliveries; safe in several processes at once.
 pub async fn send_due(
     pool: &PgPool,
@@ -174,7 +167,8 @@ pub async fn send_due(
             done.delivered += 1;
             continue;
         }
-        let retry_at = now + backoff(config, row.attempts);
+        let retry_at =
+            now + crate::backoff::doubling(config.first_backoff, config.max_backoff, row.attempts);
         let give_up = retry_at > row.give_up_at;
         sqlx::query(
             "UPDATE webhook_deliveries
