@@ -638,3 +638,47 @@ async fn four_senders_racing_send_each_delivery_once() {
     assert_eq!(pending, 0);
     app.finish().await;
 }
+
+#[tokio::test]
+async fn retention_deletes_deliveries_delivered_long_ago_and_keeps_those_still_owed() {
+    // Arrange: one delivery delivered, one still owed (its receiver fails).
+    let receiver = Receiver::start().await;
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 5, 3).await;
+    let body = json!({"url": receiver.url, "events": ["reservation.held"], "secret": SECRET});
+    subscribe(&app, "kept", &body).await.assert_status(200);
+    app.hold_ok(WEB, "hold-1", &hold_body(day(10), day(12), 1))
+        .await;
+    make_deliveries(&app).await;
+    send(&app, &sender_config(), chrono::Duration::seconds(1)).await;
+    receiver.answer(&[500; 100]);
+    app.hold_ok(WEB, "hold-2", &hold_body(day(11), day(13), 1))
+        .await;
+    make_deliveries(&app).await;
+    send(&app, &sender_config(), chrono::Duration::seconds(0)).await;
+
+    // Act
+    let retention = reservations::sweeper::Retention::default();
+    app.clock.advance(chrono::Duration::days(1));
+    let early = reservations::sweeper::retention_once(app.payments.commands(), retention)
+        .await
+        .expect("pass");
+    app.clock.advance(chrono::Duration::days(30));
+    let late = reservations::sweeper::retention_once(app.payments.commands(), retention)
+        .await
+        .expect("pass");
+
+    // Assert
+    assert_eq!(early.webhook_deliveries, 0);
+    assert_eq!(late.webhook_deliveries, 1);
+    let log = app.get("/v1/webhooks/kept/deliveries", Some(ADMIN)).await;
+    let log = log.assert_status(200);
+    let states: Vec<&str> = log["deliveries"]
+        .as_array()
+        .expect("deliveries")
+        .iter()
+        .filter_map(|d| d["state"].as_str())
+        .collect();
+    assert_eq!(states, ["retrying"]);
+    app.finish().await;
+}
