@@ -1,5 +1,44 @@
 //! Rebuild when a migration is added or changed: `sqlx::migrate!` embeds the
 //! `migrations/` directory in the binary, and cargo does not watch it by itself.
+//!
+//! Also embeds the staff console (`console/`): every file of the folder becomes an
+//! entry of `console_assets.rs` in `OUT_DIR`, so a file added to the console is served
+//! without a list to keep in step, and the server needs nothing beside its binary.
+use std::fmt::Write as _;
+use std::path::Path;
+
 fn main() {
     println!("cargo:rerun-if-changed=migrations");
+    println!("cargo:rerun-if-changed=console");
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    let folder = Path::new(&manifest).join("console");
+    let mut files: Vec<_> = std::fs::read_dir(&folder)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let mut table = String::from("pub static ASSETS: &[(&str, &[u8])] = &[\n");
+    for path in files {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        writeln!(
+            table,
+            "    ({name:?}, include_bytes!({:?})),",
+            path.display().to_string()
+        )
+        .expect("writing to a String");
+    }
+    table.push_str("];\n");
+    std::fs::write(Path::new(&out).join("console_assets.rs"), table)
+        .expect("write console_assets.rs");
 }

@@ -54,6 +54,22 @@ pub enum ReservationStatus {
 }
 
 impl ReservationStatus {
+    pub const ALL: [Self; 8] = [
+        Self::Held,
+        Self::Confirmed,
+        Self::Cancelled,
+        Self::Expired,
+        Self::Declined,
+        Self::CheckedIn,
+        Self::CheckedOut,
+        Self::NoShow,
+    ];
+
+    /// The status named as [`Self::as_str`] writes it.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|status| status.as_str() == name)
+    }
+
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::Held => "held",

@@ -245,6 +245,10 @@ pub struct ReservationSearch {
     /// reservations are all it sees, with or without this).
     #[param(max_length = 200)]
     pub channel: Option<String>,
+    /// Reservations in this status (`held`, `confirmed`, `cancelled`, `expired`,
+    /// `declined`, `checked_in`, `checked_out`, `no_show`); a hold past its expiry is
+    /// `expired`.
+    pub status: Option<String>,
     /// At most this many, newest first (1..=500, default 100).
     #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
@@ -365,6 +369,16 @@ pub async fn list_reservations(
             format!("limit must be between 1 and {MAX_LIMIT}"),
         ));
     }
+    let status = match query.status.as_deref() {
+        None => None,
+        Some(name) => Some(ReservationStatus::parse(name).ok_or_else(|| {
+            let names: Vec<&str> = ReservationStatus::ALL.iter().map(|s| s.as_str()).collect();
+            ApiError::invalid(
+                "status",
+                format!("status must be one of {}", names.join(", ")),
+            )
+        })?),
+    };
 
     // Sealed guests are found by their id; guests of older rows by their e-mail.
     let guest_id = match &guest_email {
@@ -384,6 +398,7 @@ pub async fn list_reservations(
         guest_id,
         hotel_id,
         night: query.date,
+        status,
         limit,
     };
     let page = state

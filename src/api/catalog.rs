@@ -2,7 +2,7 @@
 //! role).
 
 use aggregates::booking::InventoryUpdate;
-use aggregates::restrictions::NightRestrictions;
+use aggregates::restrictions::{NightRestrictions, RestrictionSet};
 use aggregates::{
     Cents, Hotel, HotelDetails, HotelId, Rejection, RoomTypeDetails, RoomTypeId, StayDates,
 };
@@ -19,7 +19,7 @@ use super::rate_plans::RatePlanOut;
 use super::search::{stay_query, OfferOut};
 use super::AppState;
 use crate::commands::Caller;
-use crate::queries::NightAvailability;
+use crate::queries::{NightAvailability, PlanPrice};
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PutHotel {
@@ -108,7 +108,7 @@ pub(crate) fn staff(principal: &Principal) -> Caller {
 }
 
 /// Path ids arrive as integers; a non-positive one names nothing.
-fn hotel_id(raw: i64) -> Result<HotelId, ApiError> {
+pub(crate) fn hotel_id(raw: i64) -> Result<HotelId, ApiError> {
     HotelId::parse(raw).map_err(|_| ApiError::not_found("no such hotel"))
 }
 
@@ -283,13 +283,13 @@ pub async fn get_hotel(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct CitySearch {
-    /// City name, case-insensitive.
+    /// City name, case-insensitive; absent: every hotel (the first 500 by id).
     #[param(
         min_length = 1,
         max_length = 100,
         pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$"
     )]
-    pub city: String,
+    pub city: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -310,7 +310,7 @@ pub(crate) fn city_filter(raw: &str) -> Result<&str, ApiError> {
     Ok(city)
 }
 
-/// Hotels in a city.
+/// Hotels in a city, or every hotel.
 #[utoipa::path(get, path = "/v1/hotels", tag = "browse", params(CitySearch),
     responses((status = 200, body = HotelList), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 422, body = ErrorBody),
@@ -322,10 +322,15 @@ pub async fn search_hotels(
     consistency: Consistency,
     ApiQuery(query): ApiQuery<CitySearch>,
 ) -> Result<Json<HotelList>, ApiError> {
-    let city = city_filter(&query.city)?;
+    let city = query.city.as_deref().map(city_filter).transpose()?;
     let hotels = state
         .queries
-        .on_replica(consistency.0, |q| async move { q.hotels_in(city).await })
+        .on_replica(consistency.0, |q| async move {
+            match city {
+                Some(city) => q.hotels_in(city).await,
+                None => q.all_hotels().await,
+            }
+        })
         .await?
         .iter()
         .filter_map(HotelOut::of)
@@ -412,34 +417,40 @@ pub struct NightOut {
 
 impl NightOut {
     fn of(night: NightAvailability) -> Self {
-        let plans = &night.restrictions.plans;
         Self {
             date: night.date,
             remaining: night.remaining,
             rate_cents: night.rate_cents,
             restrictions: night.restrictions.all.into(),
-            prices: night
-                .prices
-                .iter()
-                .map(|p| PlanPriceOut {
-                    rate_plan_id: p.rate_plan_id.map(|id| id.get()),
-                    rate_cents: p.rate_cents.get(),
-                    restrictions: p
-                        .rate_plan_id
-                        .and_then(|id| plans.get(&id))
-                        .filter(|r| !r.is_none())
-                        .map(|r| (*r).into()),
-                })
-                .collect(),
+            prices: prices_out(&night.prices, &night.restrictions),
         }
     }
+}
+
+/// A night's prices per plan, each with the plan's own restrictions when it has any.
+pub(crate) fn prices_out(prices: &[PlanPrice], restrictions: &RestrictionSet) -> Vec<PlanPriceOut> {
+    prices
+        .iter()
+        .map(|p| PlanPriceOut {
+            rate_plan_id: p.rate_plan_id.map(|id| id.get()),
+            rate_cents: p.rate_cents.get(),
+            restrictions: p
+                .rate_plan_id
+                .and_then(|id| restrictions.plans.get(&id))
+                .filter(|r| !r.is_none())
+                .map(|r| (*r).into()),
+        })
+        .collect()
 }
 
 /// A date as `YYYY-MM-DD`, the form chrono's `Serialize` gives, written without the
 /// formatting machinery chrono goes through (`Debug`, padding): an availability answer
 /// has a date per night and room type, and formatting them showed in the server's
 /// profile under reads (see finding 19). Years outside 0..=9999 take chrono's own path.
-fn iso_date<S: serde::Serializer>(date: &NaiveDate, serializer: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn iso_date<S: serde::Serializer>(
+    date: &NaiveDate,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
     let Ok(year) = u32::try_from(date.year()) else {
         return date.serialize(serializer);
     };

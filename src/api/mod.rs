@@ -6,7 +6,9 @@ pub mod analytics;
 pub mod audit;
 pub mod audit_verify;
 pub mod auth;
+pub mod calendar;
 pub mod catalog;
+pub mod console;
 pub mod error;
 pub mod extract;
 pub mod guests;
@@ -100,6 +102,7 @@ pub struct AppStateInner {
         webhooks::put, webhooks::delete, webhooks::deliveries, webhooks::retry,
         analytics::occupancy, analytics::list_reservations, stays::stays, stays::no_shows,
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::outbox, ops::retry_outbox,
+        ops::me, ops::bookings, calendar::calendar,
     ),
     modifiers(&BearerAuth),
     tags(
@@ -160,6 +163,7 @@ pub fn router(state: AppState) -> Router {
             "/v1/hotels/{hotel_id}/availability",
             get(catalog::availability),
         )
+        .route("/v1/hotels/{hotel_id}/calendar", get(calendar::calendar))
         .route("/v1/hotels/{hotel_id}/occupancy", get(analytics::occupancy))
         .route("/v1/hotels/{hotel_id}/stays", get(stays::stays))
         .route("/v1/hotels/{hotel_id}/no-shows", get(stays::no_shows))
@@ -218,6 +222,8 @@ pub fn router(state: AppState) -> Router {
             "/v1/webhooks/{subscription_id}/deliveries/{delivery_id}/retry",
             post(webhooks::retry),
         )
+        .route("/v1/me", get(ops::me))
+        .route("/v1/ops/bookings", get(ops::bookings))
         .route("/v1/ops/outbox", get(ops::outbox))
         .route("/v1/ops/outbox/{id}/retry", post(ops::retry_outbox));
 
@@ -227,6 +233,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .route("/openapi.json", get(ops::openapi))
+        .merge(console::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(

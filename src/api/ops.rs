@@ -170,3 +170,94 @@ pub async fn retry_outbox(
     tracing::info!(outbox = %kind, id = n, "failed outbox row retried by an operator");
     Ok((StatusCode::ACCEPTED, Json(Status { status: "queued" })))
 }
+
+/// Who the token is: the console signs in with it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Me {
+    /// The token's name (a channel's reservations belong to it).
+    #[schema(example = "staff")]
+    pub name: String,
+    /// `admin`, `channel` or `auditor`.
+    #[schema(example = "admin")]
+    pub role: String,
+}
+
+/// The caller's name and role (any token).
+#[utoipa::path(get, path = "/v1/me", tag = "operations",
+    responses((status = 200, body = Me), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn me(principal: Principal) -> Json<Me> {
+    Json(Me {
+        name: principal.name,
+        role: principal.role.to_string(),
+    })
+}
+
+/// Longest span of the booking rate.
+const MAX_RATE_MINUTES: u32 = 24 * 60;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct BookingRateQuery {
+    /// Minutes back from now, the current one included (1..=1440, default 60).
+    #[param(minimum = 1, maximum = 1440)]
+    pub minutes: Option<i64>,
+}
+
+/// Reservations made in one minute.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MinuteOut {
+    pub minute: chrono::DateTime<chrono::Utc>,
+    /// Every reservation made (held) in the minute.
+    pub held: i64,
+    /// Those of them confirmed since (checked in, out and no-shows included).
+    pub confirmed: i64,
+    /// Those of them cancelled since.
+    pub cancelled: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BookingRateOut {
+    /// When the reservations view last applied events; null if it has never run.
+    pub as_of: Option<chrono::DateTime<chrono::Utc>>,
+    /// One per minute, oldest first, the current (partial) minute last.
+    pub minutes: Vec<MinuteOut>,
+}
+
+/// Reservations made per minute, by what became of them (admin, auditor).
+#[utoipa::path(get, path = "/v1/ops/bookings", tag = "operations", params(BookingRateQuery),
+    responses((status = 200, body = BookingRateOut), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn bookings(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiQuery(query): ApiQuery<BookingRateQuery>,
+) -> Result<Json<BookingRateOut>, ApiError> {
+    let minutes = query.minutes.unwrap_or(60);
+    let minutes = u32::try_from(minutes)
+        .ok()
+        .filter(|m| (1..=MAX_RATE_MINUTES).contains(m))
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "minutes",
+                format!("minutes must be between 1 and {MAX_RATE_MINUTES}"),
+            )
+        })?;
+    principal.require(&[Role::Admin, Role::Auditor])?;
+    let rate = state.queries.booking_rate(minutes).await?;
+    Ok(Json(BookingRateOut {
+        as_of: rate.as_of,
+        minutes: rate
+            .minutes
+            .into_iter()
+            .map(|m| MinuteOut {
+                minute: m.minute,
+                held: m.made,
+                confirmed: m.confirmed,
+                cancelled: m.cancelled,
+            })
+            .collect(),
+    }))
+}

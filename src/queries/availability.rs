@@ -173,7 +173,7 @@ pub struct StayAvailability {
     pub offers: Vec<Offer>,
 }
 
-fn to_u32(rooms: i64) -> u32 {
+pub(super) fn to_u32(rooms: i64) -> u32 {
     u32::try_from(rooms.max(0)).unwrap_or(u32::MAX)
 }
 
@@ -262,6 +262,11 @@ pub(super) async fn within_timeout<T>(
 /// counted.
 #[derive(Debug, Clone, Default)]
 pub(super) struct StoredNight {
+    pub total_rooms: i64,
+    pub overbooking_allowance: i64,
+    pub confirmed: i64,
+    /// Holds that have not lapsed.
+    pub held: i64,
     pub remaining: u32,
     pub rate_cents: Cents,
     pub restrictions: RestrictionSet,
@@ -420,11 +425,12 @@ impl Queries {
             let confirmed: i32 = row.try_get("confirmed")?;
             let held: i32 = row.try_get("held")?;
             let lapsed: i64 = row.try_get("lapsed")?;
+            let held = i64::from(held) - lapsed;
             let remaining = rooms_left(
                 i64::from(total),
                 i64::from(allowance),
                 i64::from(confirmed),
-                i64::from(held) - lapsed,
+                held,
             );
             nights.insert(
                 (
@@ -433,6 +439,10 @@ impl Queries {
                     row.try_get("night")?,
                 ),
                 StoredNight {
+                    total_rooms: i64::from(total),
+                    overbooking_allowance: i64::from(allowance),
+                    confirmed: i64::from(confirmed),
+                    held,
                     remaining: to_u32(remaining),
                     rate_cents: Cents::new(row.try_get("rate_cents")?),
                     restrictions: terms_column(&row, "restrictions")?,

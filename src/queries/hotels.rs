@@ -35,13 +35,28 @@ impl Queries {
         .bind(MAX_CITY_HOTELS)
         .fetch_all(&self.pool)
         .await?;
-        let mut hotels = Vec::with_capacity(rows.len());
-        for row in rows {
-            match decode(row.try_get("state")?) {
-                Ok(hotel) => hotels.push(hotel),
-                Err(e) => tracing::error!(error = %e, "a hotel row is unreadable; left out"),
-            }
-        }
-        Ok(hotels)
+        decode_rows(rows)
     }
+
+    /// Every hotel, by id, at most [`MAX_CITY_HOTELS`]: the staff console's list (a
+    /// chain's hotels, not a marketplace's).
+    pub async fn all_hotels(&self) -> Result<Vec<Hotel>, QueryError> {
+        let rows = sqlx::query("SELECT state FROM hotels ORDER BY hotel_id LIMIT $1")
+            .bind(MAX_CITY_HOTELS)
+            .fetch_all(&self.pool)
+            .await?;
+        decode_rows(rows)
+    }
+}
+
+/// The hotels of `rows`; a row that cannot be decoded is left out and logged.
+fn decode_rows(rows: Vec<sqlx::postgres::PgRow>) -> Result<Vec<Hotel>, QueryError> {
+    let mut hotels = Vec::with_capacity(rows.len());
+    for row in rows {
+        match decode(row.try_get("state")?) {
+            Ok(hotel) => hotels.push(hotel),
+            Err(e) => tracing::error!(error = %e, "a hotel row is unreadable; left out"),
+        }
+    }
+    Ok(hotels)
 }

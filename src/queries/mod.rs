@@ -17,6 +17,7 @@
 //! sides state (what "rooms left" means) come from the domain crate, once.
 
 mod availability;
+mod calendar;
 mod events;
 mod hotels;
 mod memo;
@@ -41,10 +42,11 @@ pub use availability::{
     AvailabilityCache, NightAvailability, PlanPrice, RoomTypeNights, Source, StayAvailability,
     StayQuery,
 };
+pub use calendar::{Calendar, CalendarNight, CalendarRow, NightRooms, MAX_CALENDAR_NIGHTS};
 pub use events::{EventPage, FeedError};
 pub use occupancy::{OccupancyRead, OccupancyRow};
 pub use replica::{Fallback, Lsn, Replica, ReplicaConfig};
-pub use reservations::{ReservationFilter, ReservationPage};
+pub use reservations::{BookingRate, MinuteCount, ReservationFilter, ReservationPage};
 pub use search::{CitySearch, HotelOffers, SearchAnswer, MAX_SEARCH_LIMIT};
 pub use stays::{StayNight, StaysRead};
 

@@ -2,7 +2,7 @@
 //! inline row), and the search by channel, guest, hotel and night over the
 //! reservations view (as of its `as_of`).
 
-use aggregates::{Reservation, ReservationId};
+use aggregates::{Reservation, ReservationId, ReservationStatus};
 use chrono::{DateTime, NaiveDate, Utc};
 use projections::analytics::{served_state, ReservationRow, RESERVATIONS_VIEW};
 use projections::log::StoredEvent;
@@ -24,6 +24,9 @@ pub struct ReservationFilter {
     pub hotel_id: Option<i64>,
     /// Reservations whose stay includes this night.
     pub night: Option<NaiveDate>,
+    /// Reservations in this status as clients see it: a hold past its expiry is
+    /// `expired`, not `held`.
+    pub status: Option<ReservationStatus>,
     pub limit: i64,
 }
 
@@ -103,6 +106,7 @@ impl Queries {
         &self,
         filter: &ReservationFilter,
     ) -> Result<ReservationPage, QueryError> {
+        let now = self.clock.now();
         let mut tx = self.snapshot().await?;
         let (generation, as_of) = served_state(&mut tx, RESERVATIONS_VIEW).await?;
         // Only the filters given go into the statement, so each shape of query gets a
@@ -144,14 +148,80 @@ impl Queries {
                 .push(" AND end_date > ")
                 .push_bind(night);
         }
+        match filter.status {
+            None => {}
+            Some(ReservationStatus::Held) => {
+                sql.push(" AND status = 'held' AND hold_expires_at > ")
+                    .push_bind(now);
+            }
+            Some(ReservationStatus::Expired) => {
+                sql.push(" AND (status = 'expired' OR (status = 'held' AND hold_expires_at <= ")
+                    .push_bind(now)
+                    .push("))");
+            }
+            Some(status) => {
+                sql.push(" AND status = ").push_bind(status.as_str());
+            }
+        }
         sql.push(" ORDER BY created_at DESC, reservation_id LIMIT ")
             .push_bind(filter.limit);
         let rows: Vec<ReservationRow> = sql.build_query_as().fetch_all(&mut *tx).await?;
         tx.commit().await?;
-        Ok(ReservationPage {
-            rows,
-            as_of,
-            now: self.clock.now(),
-        })
+        Ok(ReservationPage { rows, as_of, now })
+    }
+}
+
+/// Reservations made in one minute, by the status they have now.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct MinuteCount {
+    /// The minute's start.
+    pub minute: DateTime<Utc>,
+    /// Every reservation made in the minute.
+    pub made: i64,
+    /// Those confirmed since (including those checked in or out and no-shows).
+    pub confirmed: i64,
+    pub cancelled: i64,
+}
+
+/// The reservations made per minute over the last minutes.
+#[derive(Debug, Clone)]
+pub struct BookingRate {
+    /// One per minute, oldest first, the current (partial) minute last; minutes with
+    /// nothing made included.
+    pub minutes: Vec<MinuteCount>,
+    pub as_of: Option<DateTime<Utc>>,
+}
+
+impl Queries {
+    /// Reservations made per minute over the last `minutes` minutes (the current one
+    /// included), from the reservations view.
+    pub async fn booking_rate(&self, minutes: u32) -> Result<BookingRate, QueryError> {
+        let now = self.clock.now();
+        let mut tx = self.snapshot().await?;
+        let (generation, as_of) = served_state(&mut tx, RESERVATIONS_VIEW).await?;
+        let minutes: Vec<MinuteCount> = sqlx::query_as(
+            "WITH span AS (
+                 SELECT generate_series(date_trunc('minute', $2::timestamptz)
+                                        - make_interval(mins => $3 - 1),
+                                        date_trunc('minute', $2::timestamptz),
+                                        interval '1 minute') AS minute)
+             SELECT s.minute,
+                    count(v.reservation_id) AS made,
+                    count(v.reservation_id) FILTER (WHERE v.status IN
+                        ('confirmed', 'checked_in', 'checked_out', 'no_show')) AS confirmed,
+                    count(v.reservation_id) FILTER (WHERE v.status = 'cancelled') AS cancelled
+               FROM span s
+               LEFT JOIN reservations_view v
+                 ON v.generation = $1
+                AND v.created_at >= s.minute AND v.created_at < s.minute + interval '1 minute'
+              GROUP BY s.minute ORDER BY s.minute",
+        )
+        .bind(generation)
+        .bind(now)
+        .bind(i32::try_from(minutes).unwrap_or(i32::MAX))
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(BookingRate { minutes, as_of })
     }
 }

@@ -1,0 +1,190 @@
+//! A hotel's inventory calendar: every room type's nights over a range (a month, as
+//! staff page through them), each with its rooms, what is held and sold, the rates per
+//! plan and the restrictions.
+//!
+//! It reads like availability (`availability.rs`): the Redis read model when it can
+//! answer, else the write side's rows, exact as of now; the answer says which and as of
+//! when, so a console polling it can show how fresh it is. Unlike availability it does
+//! not fall back to PostgreSQL on a last room: nothing is sold from it, and staff
+//! watching a busy night would otherwise turn every poll into a database read.
+
+use aggregates::booking::{self, NightView, SaleTerms};
+use aggregates::restrictions::RestrictionSet;
+use aggregates::{GuestCount, Hotel, HotelId, RoomTypeId, StayDates};
+use chrono::Utc;
+use chrono::{DateTime, NaiveDate};
+
+use super::availability::{to_u32, within_timeout, PlanPrice, StoredNight};
+use super::{Lsn, Queries, QueryError, Source};
+
+/// Most nights one calendar read covers: two months.
+pub const MAX_CALENDAR_NIGHTS: u32 = 62;
+
+/// One room type on one night, as staff see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CalendarNight {
+    pub date: NaiveDate,
+    /// `None`: the night has no inventory.
+    pub rooms: Option<NightRooms>,
+    pub restrictions: RestrictionSet,
+    /// One room for one guest under each plan selling the room type (or the base rate
+    /// when none does); empty without inventory.
+    pub prices: Vec<PlanPrice>,
+}
+
+/// A night's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NightRooms {
+    pub total_rooms: i64,
+    pub overbooking_allowance: i64,
+    pub held: i64,
+    pub confirmed: i64,
+    pub remaining: u32,
+    pub rate_cents: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CalendarRow {
+    pub room_type_id: i64,
+    pub name: String,
+    pub nights: Vec<CalendarNight>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Calendar {
+    pub hotel: Hotel,
+    pub source: Source,
+    pub as_of: DateTime<Utc>,
+    pub room_types: Vec<CalendarRow>,
+}
+
+/// The rows of `hotel` over `range`, given each night's counters and view.
+fn rows<'v>(
+    hotel: &Hotel,
+    range: &StayDates,
+    night: impl Fn(RoomTypeId, NaiveDate) -> Option<(NightRooms, NightView<'v>)>,
+) -> Vec<CalendarRow> {
+    hotel
+        .room_types()
+        .iter()
+        .map(|(id, details)| {
+            let terms: Vec<SaleTerms> = booking::selling_plans(hotel, *id)
+                .into_iter()
+                .filter_map(|plan| SaleTerms::resolve(hotel, *id, plan, GuestCount::ONE).ok())
+                .collect();
+            CalendarRow {
+                room_type_id: id.get(),
+                name: details.name().to_owned(),
+                nights: range
+                    .nights()
+                    .map(|date| match night(*id, date) {
+                        None => CalendarNight {
+                            date,
+                            rooms: None,
+                            restrictions: RestrictionSet::default(),
+                            prices: Vec::new(),
+                        },
+                        Some((rooms, view)) => CalendarNight {
+                            date,
+                            rooms: Some(rooms),
+                            restrictions: view.restrictions.clone(),
+                            prices: terms
+                                .iter()
+                                .filter_map(|t| {
+                                    Some(PlanPrice {
+                                        rate_plan_id: t.rate_plan_id(),
+                                        rate_cents: view.price(t)?,
+                                    })
+                                })
+                                .collect(),
+                        },
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+impl StoredNight {
+    fn rooms(&self) -> NightRooms {
+        NightRooms {
+            total_rooms: self.total_rooms,
+            overbooking_allowance: self.overbooking_allowance,
+            held: self.held,
+            confirmed: self.confirmed,
+            remaining: self.remaining,
+            rate_cents: self.rate_cents.get(),
+        }
+    }
+}
+
+impl Queries {
+    /// The calendar of `hotel` over `range` (at most [`MAX_CALENDAR_NIGHTS`], which the
+    /// caller checks); `None` if there is no such hotel.
+    pub async fn calendar(
+        &self,
+        hotel: HotelId,
+        range: &StayDates,
+        token: Option<Lsn>,
+    ) -> Result<Option<Calendar>, QueryError> {
+        if let Some(calendar) = self.cached_calendar(hotel, range).await {
+            return Ok(Some(calendar));
+        }
+        self.on_replica(
+            token,
+            |q| async move { q.database_calendar(hotel, range).await },
+        )
+        .await
+    }
+
+    async fn cached_calendar(&self, hotel: HotelId, range: &StayDates) -> Option<Calendar> {
+        let cache = self.availability.as_ref()?;
+        let dates: Vec<NaiveDate> = range.nights().collect();
+        let mut redis = cache.read_connection();
+        let cached = within_timeout(cache.reader.read(&mut redis, hotel.get(), &dates)).await?;
+        let days = &cached.hotel.days;
+        let catalog = &cached.hotel.hotel;
+        let room_types = rows(catalog, range, |room_type, date| {
+            let day = days.iter().find(|d| d.date == date)?;
+            let counters = day.night(room_type.get())?;
+            let rooms = NightRooms {
+                total_rooms: counters.total_rooms,
+                overbooking_allowance: counters.overbooking_allowance,
+                held: counters.held,
+                confirmed: counters.confirmed,
+                remaining: to_u32(counters.remaining()),
+                rate_cents: counters.rate_cents,
+            };
+            Some((rooms, day.view(room_type.get())?))
+        });
+        Some(Calendar {
+            hotel: (**catalog).clone(),
+            source: Source::Cache,
+            as_of: cached.as_of,
+            room_types,
+        })
+    }
+
+    async fn database_calendar(
+        &self,
+        id: HotelId,
+        range: &StayDates,
+    ) -> Result<Option<Calendar>, QueryError> {
+        let Some(hotel) = self.hotel(id).await? else {
+            return Ok(None);
+        };
+        let now = self.clock.now();
+        let nights = self.stored_nights(&[id.get()], range, now).await?;
+        let room_types = rows(&hotel, range, |room_type, date| {
+            let night = nights.get(&(id.get(), room_type.get(), date))?;
+            Some((night.rooms(), night.view()))
+        });
+        let (source, as_of) = self.database_as_of(now);
+        Ok(Some(Calendar {
+            hotel,
+            source,
+            as_of,
+            room_types,
+        }))
+    }
+}
