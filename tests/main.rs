@@ -31,6 +31,8 @@
 //! - [`analytics`]: daily occupancy and the reservations view, their rebuilds and the CLI;
 //! - [`audit`]: the hash-chained audit log and `verify`;
 //! - [`ops`]: liveness, readiness, metrics, OpenAPI;
+//! - [`console`]: the staff console's endpoints, the page as served, and the page in a
+//!   real headless Chromium;
 //! - [`outage`]: PostgreSQL going away under a running server;
 //! - [`servers`]: three server processes on one primary racing for the last rooms;
 //! - [`cluster`]: the availability model and the hold limit on a Redis Cluster of the
@@ -65,6 +67,7 @@ mod audit;
 mod auth;
 mod catalog;
 mod cluster;
+mod console;
 mod deployment;
 mod event_log;
 mod holds;

@@ -1,0 +1,268 @@
+// The staff console in Debian's Chromium, step by step, as staff would use it: sign
+// in, read a night, watch a hold arrive without a reload, stop-sell a range from the
+// calendar, be told why an inventory cut is refused, cancel a stay from its page and
+// see its nights come back, run the audit. Then an auditor (sees, changes nothing) and a
+// channel token (cannot sign in).
+//
+// Run by `cargo test` (tests/console/browser.rs), which starts the server, makes the
+// data and passes it here in the environment. Each step leaves a screenshot in
+// $SCREENSHOTS. Any console error or uncaught exception in the page fails the run.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set (this scenario is run by cargo test)`);
+  return value;
+};
+
+const BASE = env('BASE_URL');
+const ADMIN = env('ADMIN_TOKEN');
+const AUDITOR = env('AUDITOR_TOKEN');
+const CHANNEL = env('CHANNEL_TOKEN');
+const HOTEL = Number(env('HOTEL_ID'));
+const ROOM_TYPE = Number(env('ROOM_TYPE_ID'));
+const MONTH = env('MONTH');
+const WATCHED = env('WATCHED_NIGHT');
+const RESERVATION = env('RESERVATION_ID');
+const GUEST_EMAIL = env('GUEST_EMAIL');
+const SHOTS = env('SCREENSHOTS');
+const WAIT = 20_000;
+
+let browser;
+const problems = [];
+
+/** A day `n` days after `date` (YYYY-MM-DD), as YYYY-MM-DD. */
+function plusDays(date, n) {
+  const d = new Date(`${date}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + n);
+  return d.toISOString().slice(0, 10);
+}
+
+async function api(method, url, token, body) {
+  const headers = { Authorization: `Bearer ${token}` };
+  if (method !== 'GET') headers['Idempotency-Key'] = `e2e-${randomUUID()}`;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const response = await fetch(`${BASE}${url}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, json: text ? JSON.parse(text) : null };
+}
+
+async function calendarNight(night) {
+  const end = plusDays(night, 1);
+  const reply = await api('GET', `/v1/hotels/${HOTEL}/calendar?start_date=${night}&end_date=${end}`, ADMIN);
+  assert.equal(reply.status, 200, JSON.stringify(reply.json));
+  return reply.json.room_types.find((rt) => rt.room_type_id === ROOM_TYPE).nights[0];
+}
+
+/** A page of its own (1280×800 unless told), whose console errors fail the run. */
+async function newPage(viewport = { width: 1280, height: 800 }) {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  page.on('console', (message) => {
+    if (message.type() === 'error' || message.type() === 'warning') {
+      problems.push(`console ${message.type()}: ${message.text()}`);
+    }
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  return page;
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+}
+
+async function signIn(page, token) {
+  await page.goto(`${BASE}/console/`);
+  await page.fill('input[name="token"]', token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+const cell = (page, night) => page.locator(`td[data-night="${night}"][data-room-type="${ROOM_TYPE}"]`);
+
+async function roomsLeft(page, night) {
+  const text = await cell(page, night).locator('.left').textContent();
+  return Number(text.trim());
+}
+
+async function openCalendar(page) {
+  await page.goto(`${BASE}/console/#/calendar/${HOTEL}?month=${MONTH}`);
+  await cell(page, WATCHED).waitFor({ timeout: WAIT });
+}
+
+before(async () => {
+  browser = await chromium.launch({
+    executablePath: env('CHROMIUM_PATH'),
+    args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', async () => {
+  const page = await newPage();
+
+  // Sign in with the admin token.
+  await page.goto(`${BASE}/console/`);
+  await shot(page, '01-sign-in');
+  await signIn(page, ADMIN);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: WAIT });
+
+  // The watched night shows the rooms left the API reports.
+  await openCalendar(page);
+  const before = await calendarNight(WATCHED);
+  assert.equal(await roomsLeft(page, WATCHED), before.remaining);
+  assert.match(await cell(page, WATCHED).textContent(), new RegExp(`${before.remaining}`));
+  await shot(page, '02-calendar');
+
+  // A hold through the API: the cell drops by one without a reload.
+  await page.evaluate(() => { window.stillTheSamePage = true; });
+  const hold = await api('POST', '/v1/reservations', CHANNEL, {
+    hotel_id: HOTEL, room_type_id: ROOM_TYPE, start_date: WATCHED, end_date: plusDays(WATCHED, 1),
+    rooms: 1, guest: { name: 'Rui Costa', email: 'rui@example.com' },
+  });
+  assert.equal(hold.status, 201, JSON.stringify(hold.json));
+  await page.waitForFunction(
+    ([night, roomType, left]) => {
+      const el = document.querySelector(`td[data-night="${night}"][data-room-type="${roomType}"] .left`);
+      return el && Number(el.textContent.trim()) === left;
+    },
+    [WATCHED, ROOM_TYPE, before.remaining - 1],
+    { timeout: WAIT },
+  );
+  assert.equal(await page.evaluate(() => window.stillTheSamePage), true, 'the page was reloaded');
+  await shot(page, '03-after-a-hold');
+
+  // Keyboard: the arrow keys move between nights.
+  await cell(page, WATCHED).click();
+  await page.keyboard.press('ArrowRight');
+  const focused = await page.evaluate(() => document.activeElement?.dataset?.night);
+  assert.equal(focused, plusDays(WATCHED, 1));
+  await page.keyboard.press('Escape');
+
+  // Stop-sell three nights through the page, checked through the API.
+  const [from, to] = [plusDays(WATCHED, 5), plusDays(WATCHED, 7)];
+  await cell(page, from).click();
+  await cell(page, to).click({ modifiers: ['Shift'] });
+  const panel = page.getByRole('region', { name: 'Edit selection' });
+  await panel.waitFor({ timeout: WAIT });
+  await panel.getByLabel('Stop-sell').check();
+  await panel.getByRole('button', { name: 'Set restrictions' }).click();
+  await panel.getByText(/Saved: 3 nights/).waitFor({ timeout: WAIT });
+  for (let n = 4; n <= 8; n += 1) {
+    const night = await calendarNight(plusDays(WATCHED, n));
+    assert.equal(Boolean(night.restrictions.stop_sell), n >= 5 && n <= 7, `stop-sell on night +${n}`);
+  }
+  const refused = await api('POST', '/v1/reservations', CHANNEL, {
+    hotel_id: HOTEL, room_type_id: ROOM_TYPE, start_date: from, end_date: plusDays(from, 1),
+    rooms: 1, guest: { name: 'Rui Costa', email: 'rui@example.com' },
+  });
+  assert.equal(refused.status, 409);
+  assert.equal(refused.json.error, 'restricted');
+  await cell(page, from).getByText('SS').first().waitFor({ timeout: WAIT });
+  await shot(page, '04-stop-sell');
+
+  // Cutting the watched night's rooms below what is held: the server's answer names it.
+  await page.keyboard.press('Escape');
+  await cell(page, WATCHED).click();
+  await panel.getByLabel('Total rooms').fill('0');
+  await panel.getByRole('button', { name: 'Set inventory' }).click();
+  await panel.getByText(/inventory_below_reserved/).waitFor({ timeout: WAIT });
+  assert.match(await panel.textContent(), new RegExp(WATCHED));
+  assert.equal((await calendarNight(WATCHED)).total_rooms, before.total_rooms, 'a refused cut changed nothing');
+  await shot(page, '05-refused-cut');
+
+  // Find the stay by its guest's e-mail, open it, cancel it; its nights come back.
+  const reservation = (await api('GET', `/v1/reservations/${RESERVATION}`, ADMIN)).json;
+  const stayNight = reservation.start_date;
+  const leftBefore = (await calendarNight(stayNight)).remaining;
+  await page.goto(`${BASE}/console/#/reservations`);
+  await page.getByLabel('Guest e-mail').fill(GUEST_EMAIL);
+  await page.getByRole('button', { name: 'Search' }).click();
+  await page.locator(`a[href="#/reservations/${RESERVATION}"]`).click();
+  await page.locator('.status[data-status="confirmed"]').first().waitFor({ timeout: WAIT });
+  await shot(page, '06-reservation');
+  await page.getByRole('button', { name: 'Cancel', exact: true }).click();
+  await page.getByLabel('Reason (optional)').fill('guest called');
+  await page.getByRole('button', { name: 'Confirm cancellation' }).click();
+  await page.locator('.status[data-status="cancelled"]').first().waitFor({ timeout: WAIT });
+  await shot(page, '07-cancelled');
+  await page.goto(`${BASE}/console/#/calendar/${HOTEL}?month=${MONTH}`);
+  await page.waitForFunction(
+    ([night, roomType, left]) => {
+      const el = document.querySelector(`td[data-night="${night}"][data-room-type="${roomType}"] .left`);
+      return el && Number(el.textContent.trim()) === left;
+    },
+    [stayNight, ROOM_TYPE, leftBefore + reservation.rooms],
+    { timeout: WAIT },
+  );
+  await shot(page, '08-nights-back');
+
+  // The audit verifies.
+  await page.goto(`${BASE}/console/#/health`);
+  await page.getByRole('button', { name: 'Run audit verify' }).click();
+  const verdict = page.locator('.verdict[data-ok]');
+  await verdict.waitFor({ timeout: 60_000 });
+  assert.equal(await verdict.getAttribute('data-ok'), 'true', await verdict.textContent());
+  assert.match(await verdict.textContent(), /ok/);
+  await page.locator('svg[role="img"]').first().waitFor({ timeout: WAIT });
+  await shot(page, '09-health');
+
+  // At a tablet's width the calendar still opens (it scrolls within its frame).
+  await page.setViewportSize({ width: 768, height: 1024 });
+  await openCalendar(page);
+  await shot(page, '10-tablet');
+  await page.context().close();
+});
+
+test('an auditor sees the calendar and the stays but nothing to change them with', async () => {
+  const page = await newPage();
+  await signIn(page, AUDITOR);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: WAIT });
+
+  await openCalendar(page);
+  assert.ok((await roomsLeft(page, WATCHED)) >= 0);
+  await cell(page, WATCHED).click();
+  assert.equal(await page.getByRole('region', { name: 'Edit selection' }).count(), 0);
+  assert.equal(await page.getByRole('button', { name: 'Set inventory' }).count(), 0);
+  await shot(page, '11-auditor-calendar');
+
+  await page.goto(`${BASE}/console/#/reservations/${RESERVATION}`);
+  await page.locator('.status[data-status]').first().waitFor({ timeout: WAIT });
+  for (const action of ['Cancel', 'Check in', 'Check out', 'No-show']) {
+    assert.equal(await page.getByRole('button', { name: action, exact: true }).count(), 0, action);
+  }
+  await shot(page, '12-auditor-reservation');
+
+  // And the API refuses the auditor anyway.
+  const refused = await api('PUT', `/v1/hotels/${HOTEL}/ari`, AUDITOR, {
+    updates: [{ room_type_id: ROOM_TYPE, start_date: WATCHED, end_date: plusDays(WATCHED, 1),
+      restrictions: { stop_sell: true } }],
+  });
+  assert.equal(refused.status, 403);
+  await page.context().close();
+});
+
+test('a channel token cannot sign in', async () => {
+  const page = await newPage();
+  await signIn(page, CHANNEL);
+  await page.getByRole('alert').filter({ hasText: /channel token cannot sign in/ }).waitFor({ timeout: WAIT });
+  assert.equal(await page.getByRole('button', { name: 'Sign out' }).count(), 0);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('console.token')), null);
+  await shot(page, '13-channel-refused');
+  await page.context().close();
+});
+
+test('no page logged an error', () => {
+  assert.deepEqual(problems, []);
+});
