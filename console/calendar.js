@@ -1,0 +1,809 @@
+// The live inventory calendar: room types × nights of a month, polled every 2 s, with
+// rectangle selection and a bulk-edit panel (admins) that sends one `PUT .../ari`.
+
+import { errorText } from './api.js';
+import {
+  h, field, srOnly, fmtRate, fmtMoney, parseMoney, parseIntStrict, plural, addDays, nightsBetween,
+  weekday, isWeekend, dayOfMonth, fmtDayShort, fmtDayLong, fmtMonth, currentMonth, shiftMonth, isMonth,
+  fmtTime, setText,
+} from './util.js';
+
+const POLL_MS = 2000;
+const FLASH_MS = 1600;
+const STATE_CLASSES = ['occ-0', 'occ-1', 'occ-2', 'occ-3', 'occ-full', 'stopped', 'no-inventory'];
+
+/** The restrictions a night can carry, in display order. */
+const RESTRICTIONS = [
+  { key: 'stop_sell', short: () => 'SS', long: () => 'stop-sell' },
+  { key: 'closed_to_arrival', short: () => 'CTA', long: () => 'arrival closed' },
+  { key: 'closed_to_departure', short: () => 'CTD', long: () => 'departure closed' },
+  { key: 'min_stay', short: (n) => `min ${n}`, long: (n) => `minimum stay ${n} nights` },
+  { key: 'max_stay', short: (n) => `max ${n}`, long: (n) => `maximum stay ${n} nights` },
+  { key: 'min_stay_through', short: (n) => `MST ${n}`, long: (n) => `minimum stay-through ${n} nights` },
+  { key: 'min_advance_days', short: (n) => `adv≥${n}`, long: (n) => `book at least ${n} days ahead` },
+  { key: 'max_advance_days', short: (n) => `adv≤${n}`, long: (n) => `book at most ${n} days ahead` },
+];
+
+/** The binding restrictions of a `restrictions` object: `[{key, value, short, long}]`. */
+function binding(restrictions) {
+  const out = [];
+  if (!restrictions || typeof restrictions !== 'object') return out;
+  for (const r of RESTRICTIONS) {
+    const value = restrictions[r.key];
+    if (value == null || value === false) continue;
+    out.push({ key: r.key, value, short: r.short(value), long: r.long(value) });
+  }
+  return out;
+}
+
+function occupancyClass(night) {
+  const capacity = night.total_rooms + night.overbooking_allowance;
+  if (night.remaining <= 0) return 'occ-full';
+  const occ = capacity > 0 ? (night.held + night.confirmed) / capacity : 1;
+  if (occ < 0.2) return 'occ-0';
+  if (occ < 0.5) return 'occ-1';
+  if (occ < 0.8) return 'occ-2';
+  return 'occ-3';
+}
+
+/** A night with every number present (the server may leave some out). */
+function normal(night, date) {
+  const n = night ?? {};
+  return {
+    date,
+    total_rooms: Number(n.total_rooms ?? 0),
+    overbooking_allowance: Number(n.overbooking_allowance ?? 0),
+    held: Number(n.held ?? 0),
+    confirmed: Number(n.confirmed ?? 0),
+    remaining: Number(n.remaining ?? 0),
+    rate_cents: n.rate_cents ?? null,
+    restrictions: n.restrictions ?? {},
+    prices: Array.isArray(n.prices) ? n.prices : [],
+    missing: night == null,
+  };
+}
+
+export function mountCalendar(root, ctx, firstRoute) {
+  const admin = ctx.isAdmin;
+  let alive = true;
+  let hotels = null; // null until loaded
+  let pendingRoute = firstRoute;
+  let hotelId = null;
+  let month = null;
+  let gen = 0; // bumped when the hotel or month changes: older answers are dropped
+  let timer = null;
+  let inFlight = false;
+  let again = false;
+  let lastError = '';
+
+  // The table as built: its nights, room types and cells[r][c].
+  let nights = [];
+  let roomTypes = [];
+  let cells = [];
+  let structure = '';
+  let plans = []; // [{rate_plan_id, name}]
+  const cellSig = new WeakMap();
+  const cellPos = new WeakMap();
+  const flashTimers = new WeakMap();
+  let focusPos = { r: 0, c: 0 };
+  let anchor = null;
+  let sel = null; // {r0, r1, c0, c1}
+  let dragging = false;
+
+  ctx.setTitle('Calendar');
+
+  // -- Static page parts ----------------------------------------------------------
+  const heading = h('h1', { tabindex: '-1' }, 'Inventory calendar');
+  const hotelSelect = h('select', { id: 'cal-hotel', name: 'hotel', disabled: true });
+  const monthInput = h('input', { id: 'cal-month', name: 'month', type: 'month', required: true });
+  const prevButton = h('button', { type: 'button', class: 'month-prev' }, '‹ Previous month');
+  const nextButton = h('button', { type: 'button', class: 'month-next' }, 'Next month ›');
+  const toolbar = h('div', { class: 'toolbar' },
+    field('Hotel', hotelSelect, 'field-hotel'),
+    h('div', { class: 'month-nav' }, prevButton, field('Month', monthInput, 'field-month'), nextButton),
+  );
+  const hotelInfo = h('p', { class: 'hotel-info' });
+  const asOf = h('p', { class: 'as-of' }, 'Loading…');
+  const alerts = h('div', { class: 'alerts' });
+  const gridWrap = h('div', { class: 'grid-wrap' });
+  const panelSlot = h('div', { class: 'panel-slot' });
+  const hint = h('p', { class: 'hint grid-hint' }, admin
+    ? 'Click a night to select it; Shift+click or drag to select a block. Arrow keys move, Shift+arrows extend, Space selects, Escape clears.'
+    : 'Read-only: arrow keys move between nights.');
+
+  const view = h('div', { class: 'calendar-view' },
+    h('div', { class: 'cal-head' }, heading, h('div', { class: 'cal-status' }, hotelInfo, asOf)),
+    toolbar,
+    alerts, gridWrap,
+    h('div', { class: 'cal-foot' }, legend(), hint),
+    panelSlot,
+  );
+  root.append(view);
+
+  hotelSelect.addEventListener('change', () => go(Number(hotelSelect.value), month ?? currentMonth()));
+  monthInput.addEventListener('change', () => {
+    if (isMonth(monthInput.value)) go(hotelId, monthInput.value);
+  });
+  prevButton.addEventListener('click', () => go(hotelId, shiftMonth(month, -1)));
+  nextButton.addEventListener('click', () => go(hotelId, shiftMonth(month, 1)));
+
+  const onVisibility = () => {
+    if (!document.hidden && !inFlight && hotelId != null) poll();
+  };
+  const onMouseUp = () => {
+    dragging = false;
+  };
+  document.addEventListener('visibilitychange', onVisibility);
+  document.addEventListener('mouseup', onMouseUp);
+
+  loadHotels();
+
+  // -- Hotels and route -------------------------------------------------------------
+  async function loadHotels() {
+    alerts.replaceChildren();
+    try {
+      hotels = await ctx.hotels();
+    } catch (e) {
+      if (!alive) return;
+      asOf.textContent = '';
+      const retry = h('button', { type: 'button' }, 'Try again');
+      retry.addEventListener('click', () => {
+        ctx.hotels(true).catch(() => {});
+        loadHotels();
+      });
+      alerts.replaceChildren(h('div', { class: 'error-box' }, h('p', { role: 'alert', class: 'error' }, `Could not load the hotels: ${errorText(e)}`), retry));
+      return;
+    }
+    if (!alive) return;
+    hotelSelect.replaceChildren(...hotels.map((hotel) =>
+      h('option', { value: String(hotel.hotel_id) }, `${hotel.name} — ${hotel.city} (#${hotel.hotel_id})`)));
+    hotelSelect.disabled = hotels.length === 0;
+    apply(pendingRoute);
+  }
+
+  function go(id, m) {
+    if (id == null || !isMonth(m)) return;
+    const hash = `#/calendar/${id}?month=${m}`;
+    if (location.hash !== hash) location.hash = hash; // the router calls update()
+  }
+
+  function apply(route) {
+    pendingRoute = route;
+    if (!hotels) return;
+    if (hotels.length === 0) {
+      asOf.textContent = '';
+      gridWrap.replaceChildren(h('p', { class: 'empty' }, 'No hotels yet.'));
+      return;
+    }
+    const asked = route.seg[1] != null ? Number(route.seg[1]) : hotels[0].hotel_id;
+    const m = isMonth(route.query.get('month')) ? route.query.get('month') : currentMonth();
+    const hotel = hotels.find((x) => x.hotel_id === asked);
+    if (!hotel) {
+      stopPolling();
+      gen += 1;
+      structure = '';
+      sel = null;
+      anchor = null;
+      cells = [];
+      updatePanel();
+      hotelId = null;
+      month = m;
+      monthInput.value = m;
+      asOf.textContent = '';
+      gridWrap.replaceChildren();
+      alerts.replaceChildren(h('p', { role: 'alert', class: 'error' }, `unknown_hotel: no hotel #${route.seg[1]} (pick one above).`));
+      hotelSelect.value = '';
+      return;
+    }
+    const canonical = `#/calendar/${hotel.hotel_id}?month=${m}`;
+    if (location.hash !== canonical) history.replaceState(null, '', canonical);
+    if (hotel.hotel_id === hotelId && m === month) return;
+    hotelId = hotel.hotel_id;
+    month = m;
+    hotelSelect.value = String(hotelId);
+    monthInput.value = month;
+    hotelInfo.textContent = `${hotel.name}, ${hotel.city} · ${fmtMonth(month)} · times in ${hotel.timezone ?? 'hotel time'}`;
+    ctx.setTitle(`Calendar · ${hotel.name} · ${fmtMonth(month)}`);
+    // A new hotel or month: a new table.
+    gen += 1;
+    structure = '';
+    sel = null;
+    anchor = null;
+    lastError = '';
+    alerts.replaceChildren();
+    asOf.textContent = 'Loading…';
+    gridWrap.replaceChildren(h('p', { class: 'loading' }, `Loading ${fmtMonth(month)}…`));
+    updatePanel();
+    refresh();
+  }
+
+  // -- Polling ------------------------------------------------------------------------
+  function stopPolling() {
+    clearTimeout(timer);
+    timer = null;
+  }
+
+  /** Ask now (or right after the request in flight). */
+  function refresh() {
+    if (inFlight) again = true;
+    else poll();
+  }
+
+  async function poll() {
+    stopPolling();
+    if (!alive || hotelId == null) return;
+    if (document.hidden) {
+      timer = setTimeout(poll, POLL_MS);
+      return;
+    }
+    inFlight = true;
+    const mine = gen;
+    const start = `${month}-01`;
+    const end = `${shiftMonth(month, 1)}-01`;
+    try {
+      const body = await ctx.api(`/v1/hotels/${hotelId}/calendar?start_date=${start}&end_date=${end}`);
+      if (alive && mine === gen) {
+        render(body);
+        showPollError('');
+      }
+    } catch (e) {
+      if (alive && mine === gen) showPollError(`Could not load the calendar: ${errorText(e)}`);
+    } finally {
+      inFlight = false;
+      if (alive) {
+        if (again) {
+          again = false;
+          poll();
+        } else {
+          timer = setTimeout(poll, POLL_MS);
+        }
+      }
+    }
+  }
+
+  function showPollError(text) {
+    if (text === lastError) return;
+    lastError = text;
+    asOf.classList.toggle('stale', Boolean(text));
+    if (text) alerts.replaceChildren(h('p', { role: 'alert', class: 'error poll-error' }, text));
+    else alerts.replaceChildren();
+  }
+
+  // -- Rendering ------------------------------------------------------------------------
+  function render(body) {
+    const start = body?.start_date ?? `${month}-01`;
+    const end = body?.end_date ?? `${shiftMonth(month, 1)}-01`;
+    const list = nightsBetween(start, end);
+    const types = (Array.isArray(body?.room_types) ? body.room_types : []).map((rt) => ({
+      id: rt.room_type_id,
+      name: String(rt.name ?? `Room type ${rt.room_type_id}`),
+      nights: new Map((Array.isArray(rt.nights) ? rt.nights : []).map((n) => [n.date, n])),
+    }));
+    const newPlans = (Array.isArray(body?.rate_plans) ? body.rate_plans : [])
+      .map((p) => ({ rate_plan_id: p.rate_plan_id, name: String(p.name ?? `Plan ${p.rate_plan_id}`) }));
+    const plansChanged = JSON.stringify(newPlans) !== JSON.stringify(plans);
+    plans = newPlans;
+
+    const source = body?.source ? ` (${body.source})` : '';
+    setText(asOf, body?.as_of ? `Live · as of ${fmtTime(body.as_of)}${source}` : `Live${source}`);
+
+    const key = `${hotelId}|${list.join(',')}|${types.map((t) => `${t.id}:${t.name}`).join(',')}`;
+    if (key !== structure) {
+      build(list, types);
+      structure = key;
+    } else {
+      types.forEach((rt, r) => list.forEach((date, c) => fillCell(cells[r][c], rt, normal(rt.nights.get(date), date), false)));
+    }
+    if (plansChanged) updatePanelPlans();
+  }
+
+  function build(list, types) {
+    const hadFocus = gridWrap.contains(document.activeElement);
+    nights = list;
+    roomTypes = types;
+    cells = [];
+    if (types.length === 0) {
+      gridWrap.replaceChildren(h('p', { class: 'empty' }, 'This hotel has no room types yet.'));
+      sel = null;
+      updatePanel();
+      return;
+    }
+    const headRow = h('tr', null,
+      h('th', { scope: 'col', class: 'corner' }, 'Room type'),
+      list.map((date) => h('th', {
+        scope: 'col',
+        class: ['day', isWeekend(date) && 'weekend'],
+        title: fmtDayLong(date),
+        dataset: { night: date },
+      }, h('span', { class: 'wd' }, weekday(date)), ' ', h('span', { class: 'dn' }, String(dayOfMonth(date))))),
+    );
+    const body = h('tbody');
+    types.forEach((rt, r) => {
+      const row = h('tr', { dataset: { roomType: rt.id } },
+        h('th', { scope: 'row', class: 'rt' },
+          h('span', { class: 'rt-name', title: rt.name }, rt.name), ' ', h('span', { class: 'rt-id' }, `#${rt.id}`)));
+      const rowCells = [];
+      list.forEach((date, c) => {
+        const td = h('td', {
+          class: ['cell', isWeekend(date) && 'weekend'],
+          tabindex: '-1',
+          dataset: { night: date, roomType: rt.id },
+        });
+        if (admin) td.setAttribute('aria-selected', 'false');
+        cellPos.set(td, { r, c });
+        fillCell(td, rt, normal(rt.nights.get(date), date), true);
+        rowCells.push(td);
+        row.append(td);
+      });
+      cells.push(rowCells);
+      body.append(row);
+    });
+    const table = h('table', {
+      role: 'grid',
+      'aria-label': 'Inventory calendar',
+      'aria-multiselectable': admin ? 'true' : null,
+      'aria-readonly': admin ? null : 'true',
+      class: 'calendar',
+    }, h('thead', null, headRow), body);
+    table.addEventListener('keydown', onKeyDown);
+    table.addEventListener('mousedown', onMouseDown);
+    table.addEventListener('mouseover', onMouseOver);
+    gridWrap.replaceChildren(table);
+
+    // Keep focus and selection where they were when only the shape changed.
+    focusPos = { r: Math.min(focusPos.r, types.length - 1), c: Math.min(focusPos.c, list.length - 1) };
+    cells[focusPos.r][focusPos.c].tabIndex = 0;
+    if (sel) {
+      const clampR = (x) => Math.min(x, types.length - 1);
+      const clampC = (x) => Math.min(x, list.length - 1);
+      sel = { r0: clampR(sel.r0), r1: clampR(sel.r1), c0: clampC(sel.c0), c1: clampC(sel.c1) };
+      if (anchor) anchor = { r: clampR(anchor.r), c: clampC(anchor.c) };
+    }
+    paintSelection();
+    updatePanel();
+    if (hadFocus) cells[focusPos.r][focusPos.c].focus();
+  }
+
+  function planName(id) {
+    if (id == null) return 'Base rate';
+    return plans.find((p) => p.rate_plan_id === id)?.name ?? `Plan ${id}`;
+  }
+
+  /** Write one night into its cell; flash it when its remaining count changed. */
+  function fillCell(td, rt, night, initial) {
+    const sig = JSON.stringify(night);
+    if (cellSig.get(td) === sig) return;
+    cellSig.set(td, sig);
+    const previous = td.dataset.remaining;
+
+    const noInventory = night.missing || (night.total_rooms === 0 && night.rate_cents == null && night.prices.length === 0);
+    const capacity = night.total_rooms + night.overbooking_allowance;
+    const base = binding(night.restrictions);
+    const baseKeys = new Map(base.map((b) => [b.key, b.value]));
+    const planOnly = [];
+    for (const price of night.prices) {
+      if (price.rate_plan_id == null) continue;
+      for (const b of binding(price.restrictions)) {
+        if (baseKeys.get(b.key) === b.value) continue;
+        planOnly.push({ ...b, plan: price.rate_plan_id, short: `${b.short}·${price.rate_plan_id}`, long: `${b.long} (${planName(price.rate_plan_id)})` });
+      }
+    }
+    const marks = [...base, ...planOnly];
+    const stopped = Boolean(night.restrictions.stop_sell);
+    const day = fmtDayShort(night.date);
+
+    const lines = [];
+    if (noInventory) {
+      lines.push(h('span', { class: 'l1' }, h('span', { class: 'left' }, '—')));
+    } else {
+      lines.push(h('span', { class: 'l1' }, h('span', { class: 'left' }, String(night.remaining)), h('span', { class: 'cap' }, `/${capacity}`)));
+      lines.push(h('span', { class: 'l2 rate' }, night.rate_cents == null ? '–' : fmtRate(night.rate_cents)));
+    }
+    if (!noInventory || night.held + night.confirmed > 0) {
+      lines.push(h('span', { class: 'l3 hc' }, `H${night.held} C${night.confirmed}`));
+    }
+    if (marks.length) {
+      lines.push(h('span', { class: 'marks' }, marks.map((m) =>
+        h('span', { class: ['mark', `mark-${m.key.replace(/_/g, '-')}`, m.plan != null && 'plan-mark'], title: m.long },
+          h('span', { 'aria-hidden': 'true' }, m.short), srOnly(m.long)))));
+    }
+    // The cell is read by its sentence (below), not by its abbreviations: the short
+    // lines are hidden from assistive technology, the sentence from the eye. (An
+    // aria-label would hide the visible text from the accessible name instead.)
+    for (const line of lines) line.setAttribute('aria-hidden', 'true');
+
+    for (const c of STATE_CLASSES) td.classList.remove(c);
+    if (noInventory) td.classList.add('no-inventory');
+    else td.classList.add(occupancyClass(night));
+    if (stopped) td.classList.add('stopped');
+
+    td.dataset.remaining = String(night.remaining);
+    td.dataset.total = String(night.total_rooms);
+    td.dataset.allowance = String(night.overbooking_allowance);
+    td.dataset.held = String(night.held);
+    td.dataset.confirmed = String(night.confirmed);
+    if (night.rate_cents == null) delete td.dataset.rate;
+    else td.dataset.rate = String(night.rate_cents);
+    td.dataset.restrictions = marks.map((m) => m.short).join(' ');
+
+    // Title: everything, incl. the plans' rates.
+    const title = [`${rt.name} · ${fmtDayLong(night.date)}`];
+    if (noInventory) {
+      title.push('No inventory');
+    } else {
+      title.push(`${night.remaining} of ${capacity} left (${night.total_rooms} rooms + ${night.overbooking_allowance} overbooking)`);
+      title.push(`Held ${night.held}, confirmed ${night.confirmed}`);
+      title.push(`Base rate ${night.rate_cents == null ? '—' : fmtMoney(night.rate_cents)}`);
+      if (night.prices.length) {
+        title.push(night.prices.map((p) => `${planName(p.rate_plan_id)} ${fmtMoney(p.rate_cents)}`).join(', '));
+      }
+    }
+    if (base.length) title.push(`Restrictions: ${base.map((b) => b.long).join(', ')}`);
+    for (const p of planOnly) title.push(`${planName(p.plan)}: ${p.long.replace(/ \(.*\)$/, '')}`);
+    td.title = title.join('\n');
+
+    const label = noInventory
+      ? [`${rt.name}, ${day}: no inventory`]
+      : [`${rt.name}, ${day}: ${night.remaining} of ${capacity} left`, `${night.held} held`, `${night.confirmed} confirmed`];
+    if (!noInventory && night.rate_cents != null) label.push(`rate ${fmtRate(night.rate_cents)}`);
+    for (const m of marks) label.push(m.long);
+    td.replaceChildren(...lines, srOnly(label.join(', ')));
+
+    if (!initial && previous !== undefined && previous !== String(night.remaining)) flash(td);
+  }
+
+  function flash(td) {
+    td.classList.remove('flash');
+    void td.offsetWidth; // restart the animation
+    td.classList.add('flash');
+    clearTimeout(flashTimers.get(td));
+    flashTimers.set(td, setTimeout(() => td.classList.remove('flash'), FLASH_MS));
+  }
+
+  // -- Focus and selection ------------------------------------------------------------
+  function setFocus(r, c, move = true) {
+    if (!cells.length) return;
+    const nr = Math.max(0, Math.min(r, cells.length - 1));
+    const nc = Math.max(0, Math.min(c, nights.length - 1));
+    const old = cells[focusPos.r]?.[focusPos.c];
+    if (old) old.tabIndex = -1;
+    focusPos = { r: nr, c: nc };
+    const td = cells[nr][nc];
+    td.tabIndex = 0;
+    if (move) td.focus();
+  }
+
+  function select(from, to) {
+    if (!admin || !cells.length) return;
+    anchor = from;
+    sel = {
+      r0: Math.min(from.r, to.r), r1: Math.max(from.r, to.r),
+      c0: Math.min(from.c, to.c), c1: Math.max(from.c, to.c),
+    };
+    paintSelection();
+    updatePanel();
+  }
+
+  function clearSelection() {
+    if (!sel) return;
+    sel = null;
+    anchor = null;
+    paintSelection();
+    updatePanel();
+    ctx.announce('Selection cleared.');
+  }
+
+  function paintSelection() {
+    if (!admin) return;
+    cells.forEach((row, r) => row.forEach((td, c) => {
+      const on = Boolean(sel) && r >= sel.r0 && r <= sel.r1 && c >= sel.c0 && c <= sel.c1;
+      if (td.classList.contains('selected') !== on) {
+        td.classList.toggle('selected', on);
+        td.setAttribute('aria-selected', on ? 'true' : 'false');
+      }
+    }));
+  }
+
+  function onKeyDown(event) {
+    const td = event.target.closest?.('td[data-night]');
+    if (!td) return;
+    const pos = cellPos.get(td);
+    if (!pos) return;
+    let next = null;
+    switch (event.key) {
+      case 'ArrowLeft': next = { r: pos.r, c: pos.c - 1 }; break;
+      case 'ArrowRight': next = { r: pos.r, c: pos.c + 1 }; break;
+      case 'ArrowUp': next = { r: pos.r - 1, c: pos.c }; break;
+      case 'ArrowDown': next = { r: pos.r + 1, c: pos.c }; break;
+      case 'Home': next = { r: event.ctrlKey ? 0 : pos.r, c: 0 }; break;
+      case 'End': next = { r: event.ctrlKey ? cells.length - 1 : pos.r, c: nights.length - 1 }; break;
+      case ' ':
+      case 'Spacebar':
+      case 'Enter':
+        event.preventDefault();
+        select(pos, pos);
+        return;
+      case 'Escape':
+        if (sel) {
+          event.preventDefault();
+          clearSelection();
+        }
+        return;
+      default:
+        return;
+    }
+    event.preventDefault();
+    next = { r: Math.max(0, Math.min(next.r, cells.length - 1)), c: Math.max(0, Math.min(next.c, nights.length - 1)) };
+    setFocus(next.r, next.c);
+    if (event.shiftKey && admin) select(sel && anchor ? anchor : pos, next);
+  }
+
+  function onMouseDown(event) {
+    if (event.button !== 0) return;
+    const td = event.target.closest?.('td[data-night]');
+    if (!td) return;
+    const pos = cellPos.get(td);
+    if (!pos) return;
+    event.preventDefault(); // no text selection while dragging; focus is moved by hand
+    setFocus(pos.r, pos.c);
+    if (!admin) return;
+    if (event.shiftKey && sel && anchor) select(anchor, pos);
+    else select(pos, pos);
+    dragging = true;
+  }
+
+  function onMouseOver(event) {
+    if (!dragging || !admin) return;
+    if (!(event.buttons & 1)) {
+      dragging = false;
+      return;
+    }
+    const td = event.target.closest?.('td[data-night]');
+    const pos = td && cellPos.get(td);
+    if (!pos || !anchor) return;
+    setFocus(pos.r, pos.c);
+    select(anchor, pos);
+  }
+
+  // -- Bulk-edit panel (admins) ----------------------------------------------------------
+  let panel = null;
+
+  function selectedRange() {
+    return {
+      types: roomTypes.slice(sel.r0, sel.r1 + 1),
+      first: nights[sel.c0],
+      last: nights[sel.c1],
+      count: sel.c1 - sel.c0 + 1,
+    };
+  }
+
+  function updatePanel() {
+    if (!admin) return;
+    if (!sel || !cells.length) {
+      if (panel) {
+        const hadFocus = panel.section.contains(document.activeElement);
+        panel.section.remove();
+        panel = null;
+        if (hadFocus) cells[focusPos.r]?.[focusPos.c]?.focus();
+      }
+      return;
+    }
+    if (!panel) {
+      panel = buildPanel();
+      panelSlot.append(panel.section);
+    }
+    const { types, first, last, count } = selectedRange();
+    const summary = `${plural(count, 'night', 'nights')} × ${plural(types.length, 'room type', 'room types')}`;
+    setText(panel.summary, summary);
+    setText(panel.range, `${first === last ? first : `${first} → ${last}`} · ${types.map((t) => t.name).join(', ')}`);
+    panel.section.dataset.nights = String(count);
+    panel.section.dataset.roomTypes = types.map((t) => t.id).join(',');
+    updatePlaceholders();
+  }
+
+  /** Hint the current values: the selection's common value, or "mixed". */
+  function updatePlaceholders() {
+    const values = (attr) => {
+      const seen = new Set();
+      for (let r = sel.r0; r <= sel.r1; r += 1) {
+        for (let c = sel.c0; c <= sel.c1; c += 1) seen.add(cells[r][c].dataset[attr] ?? '');
+      }
+      return seen;
+    };
+    const hintFor = (input, attr, format = (v) => v) => {
+      const seen = values(attr);
+      if (seen.size === 1) {
+        const [v] = seen;
+        input.placeholder = v === '' ? '' : `now ${format(v)}`;
+      } else {
+        input.placeholder = 'mixed';
+      }
+    };
+    hintFor(panel.total, 'total');
+    hintFor(panel.allowance, 'allowance');
+    hintFor(panel.rate, 'rate', (v) => fmtRate(Number(v)));
+  }
+
+  function planOptions() {
+    return plans.map((p) => h('option', { value: String(p.rate_plan_id) }, `${p.name} (#${p.rate_plan_id})`));
+  }
+
+  function updatePanelPlans() {
+    if (!panel) return;
+    const keep1 = panel.restrictionPlan.value;
+    panel.restrictionPlan.replaceChildren(h('option', { value: '' }, 'Every plan'), ...planOptions());
+    panel.restrictionPlan.value = [...panel.restrictionPlan.options].some((o) => o.value === keep1) ? keep1 : '';
+    const keep2 = panel.ratePlan.value;
+    panel.ratePlan.replaceChildren(...planOptions());
+    if ([...panel.ratePlan.options].some((o) => o.value === keep2)) panel.ratePlan.value = keep2;
+    panel.ratePlanNote.hidden = plans.length > 0;
+    panel.ratePlanButton.disabled = plans.length === 0;
+  }
+
+  function buildPanel() {
+    const num = (id, name, min, required = false) =>
+      h('input', { id, name, type: 'number', min: String(min), step: '1', inputmode: 'numeric', required });
+    const money = (id, name, required = false) =>
+      h('input', { id, name, type: 'text', inputmode: 'decimal', pattern: '\\d+([.,]\\d{1,2})?', autocomplete: 'off', required, title: 'An amount such as 180 or 180.50' });
+    const check = (id, name, text) => h('div', { class: 'check' },
+      h('input', { id, name, type: 'checkbox' }), h('label', { for: id }, text));
+
+    const total = num('edit-total-rooms', 'total_rooms', 0, true);
+    const allowance = num('edit-overbooking', 'overbooking_allowance', 0);
+    const rate = money('edit-rate', 'rate');
+    const inventoryButton = h('button', { type: 'submit', class: 'primary', dataset: { action: 'inventory' } }, 'Set inventory');
+    const inventory = h('fieldset', { class: 'fs-inventory' },
+      h('legend', null, 'Inventory'),
+      h('div', { class: 'row' }, field('Total rooms', total), field('Overbooking allowance', allowance), field('Rate', rate)),
+      h('div', { class: 'actions' }, inventoryButton));
+
+    const stopSell = check('edit-stop-sell', 'stop_sell', 'Stop-sell');
+    const cta = check('edit-cta', 'closed_to_arrival', 'Closed to arrival');
+    const ctd = check('edit-ctd', 'closed_to_departure', 'Closed to departure');
+    const minStay = num('edit-min-stay', 'min_stay', 1);
+    const maxStay = num('edit-max-stay', 'max_stay', 1);
+    const restrictionPlan = h('select', { id: 'edit-applies-to', name: 'applies_to' }, h('option', { value: '' }, 'Every plan'), ...planOptions());
+    const restrictionsButton = h('button', { type: 'submit', class: 'primary', dataset: { action: 'restrictions' } }, 'Set restrictions');
+    const restrictions = h('fieldset', { class: 'fs-restrictions' },
+      h('legend', null, 'Restrictions'),
+      h('div', { class: 'checks' }, stopSell, cta, ctd),
+      h('div', { class: 'row' }, field('Min stay', minStay), field('Max stay', maxStay), field('Applies to', restrictionPlan, 'field-wide')),
+      h('div', { class: 'actions' }, restrictionsButton,
+        h('span', { class: 'hint' }, 'Unticked boxes clear; empty stays are kept.')));
+
+    const ratePlan = h('select', { id: 'edit-rate-plan', name: 'rate_plan', required: true }, ...planOptions());
+    const planRate = money('edit-plan-rate', 'plan_rate', true);
+    const ratePlanButton = h('button', { type: 'submit', class: 'primary', dataset: { action: 'rates' }, disabled: plans.length === 0 }, 'Set plan rate');
+    const ratePlanNote = h('p', { class: 'hint', hidden: plans.length > 0 }, 'This hotel has no rate plans.');
+    const planRates = h('fieldset', { class: 'fs-plan-rate' },
+      h('legend', null, 'Plan rate'),
+      h('div', { class: 'row' }, field('Rate plan', ratePlan, 'field-wide'), field('Rate', planRate)), ratePlanNote,
+      h('div', { class: 'actions' }, ratePlanButton));
+
+    const summary = h('strong', { class: 'selection-summary' });
+    const range = h('span', { class: 'selection-range' });
+    const status = h('div', { role: 'status', class: 'panel-status' });
+    const clear = h('button', { type: 'button', class: 'clear-selection' }, 'Clear selection');
+    clear.addEventListener('click', clearSelection);
+
+    const form = h('form', { class: 'edit-form', novalidate: true }, inventory, restrictions, planRates);
+    const section = h('section', { class: 'edit-panel', 'aria-label': 'Edit selection' },
+      h('div', { class: 'panel-head' },
+        h('h2', null, 'Edit selection'), summary, range, clear),
+      form, status);
+
+    // Enter in a field submits its own fieldset, not the form's first button.
+    for (const fs of [inventory, restrictions, planRates]) {
+      fs.addEventListener('keydown', (event) => {
+        if (event.key === 'Enter' && event.target instanceof HTMLInputElement && event.target.type !== 'checkbox') {
+          event.preventDefault();
+          fs.querySelector('button[type=submit]').click();
+        }
+      });
+    }
+    // Escape in the panel clears the selection too.
+    section.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape' && !(event.target instanceof HTMLSelectElement)) {
+        event.preventDefault();
+        clearSelection();
+      }
+    });
+
+    const buttons = [inventoryButton, restrictionsButton, ratePlanButton];
+    form.addEventListener('submit', async (event) => {
+      event.preventDefault();
+      const action = event.submitter?.dataset.action;
+      const fs = { inventory, restrictions, rates: planRates }[action];
+      if (!fs || !sel) return;
+      for (const input of fs.querySelectorAll('input, select')) {
+        if (!input.reportValidity()) return;
+      }
+      let change;
+      if (action === 'inventory') {
+        const n = parseIntStrict(total.value);
+        if (Number.isNaN(n)) return invalid(total, 'Total rooms: a whole number.');
+        change = { total_rooms: n };
+        if (allowance.value.trim() !== '') {
+          const a = parseIntStrict(allowance.value);
+          if (Number.isNaN(a)) return invalid(allowance, 'Overbooking allowance: a whole number.');
+          change.overbooking_allowance = a;
+        }
+        if (rate.value.trim() !== '') {
+          const cents = parseMoney(rate.value);
+          if (Number.isNaN(cents)) return invalid(rate, 'Rate: an amount such as 180 or 180.50.');
+          change.rate_cents = cents;
+        }
+      } else if (action === 'restrictions') {
+        change = {
+          stop_sell: stopSell.querySelector('input').checked,
+          closed_to_arrival: cta.querySelector('input').checked,
+          closed_to_departure: ctd.querySelector('input').checked,
+        };
+        for (const [input, key, label] of [[minStay, 'min_stay', 'Min stay'], [maxStay, 'max_stay', 'Max stay']]) {
+          if (input.value.trim() === '') continue;
+          const n = parseIntStrict(input.value);
+          if (Number.isNaN(n) || n < 1) return invalid(input, `${label}: a whole number of nights, 1 or more.`);
+          change[key] = n;
+        }
+        if (restrictionPlan.value !== '') change.rate_plan_id = Number(restrictionPlan.value);
+      } else {
+        const cents = parseMoney(planRate.value);
+        if (Number.isNaN(cents)) return invalid(planRate, 'Rate: an amount such as 180 or 180.50.');
+        if (ratePlan.value === '') return invalid(ratePlan, 'Pick a rate plan.');
+        change = [{ rate_plan_id: Number(ratePlan.value), rate_cents: cents }];
+      }
+      const { types, first, last } = selectedRange();
+      const end = addDays(last, 1);
+      const updates = types.map((t) => ({ room_type_id: t.id, start_date: first, end_date: end, [action]: change }));
+      const saving = hotelId;
+      buttons.forEach((b) => { b.disabled = true; });
+      status.replaceChildren(h('span', { class: 'pending' }, 'Saving…'));
+      try {
+        const answer = await ctx.api(`/v1/hotels/${saving}/ari`, { method: 'PUT', body: { updates } });
+        if (!alive) return;
+        const n = Number(answer?.nights ?? 0);
+        status.replaceChildren(h('span', { class: 'ok' }, `Saved: ${plural(n, 'night', 'nights')}.`));
+      } catch (e) {
+        if (!alive) return;
+        status.replaceChildren(h('span', { role: 'alert', class: 'error' }, errorText(e)));
+      } finally {
+        buttons.forEach((b) => { b.disabled = false; });
+        ratePlanButton.disabled = plans.length === 0;
+        if (alive && saving === hotelId) refresh();
+      }
+      return undefined;
+    });
+
+    function invalid(input, text) {
+      status.replaceChildren(h('span', { role: 'alert', class: 'error' }, text));
+      input.focus();
+    }
+
+    return { section, summary, range, status, total, allowance, rate, restrictionPlan, ratePlan, ratePlanNote, ratePlanButton };
+  }
+
+  // -- The view -------------------------------------------------------------------------
+  return {
+    update(route) {
+      apply(route);
+      return true;
+    },
+    destroy() {
+      alive = false;
+      stopPolling();
+      document.removeEventListener('visibilitychange', onVisibility);
+      document.removeEventListener('mouseup', onMouseUp);
+    },
+  };
+}
+
+function legend() {
+  const item = (cls, text) => h('li', null, h('span', { class: ['swatch', cls], 'aria-hidden': 'true' }), text);
+  return h('div', { class: 'legend', role: 'group', 'aria-label': 'Legend' },
+    h('ul', { class: 'legend-occ' },
+      item('occ-0', '< 20 %'), item('occ-1', '20–50 %'), item('occ-2', '50–80 %'), item('occ-3', '80–100 %'),
+      item('occ-full', 'Full'), item('stopped', 'Stop-sell'), item('no-inventory', 'No inventory')),
+    h('p', { class: 'legend-marks' },
+      'Cell: left/capacity · rate · H held, C confirmed. SS stop-sell · CTA/CTD closed to arrival/departure · min/max stay · MST min stay-through · “·2”: rate plan 2 only.'),
+  );
+}
