@@ -622,6 +622,31 @@ export function mountCalendar(root, ctx, firstRoute) {
     hintFor(panel.total, 'total');
     hintFor(panel.allowance, 'allowance');
     hintFor(panel.rate, 'rate', (v) => fmtRate(Number(v)));
+    prefillFlags();
+  }
+
+  /**
+   * Each flag's box starts as the selection has it (ticked when every selected night
+   * has it, indeterminate when some do), and only a box staff change is sent: setting
+   * a minimum stay must not clear a stop-sell nobody touched.
+   */
+  function prefillFlags() {
+    const plan = panel.restrictionPlan.value;
+    for (const [box, short] of panel.flags) {
+      const token = plan === '' ? short : `${short}·${plan}`;
+      let on = 0;
+      let all = 0;
+      for (let r = sel.r0; r <= sel.r1; r += 1) {
+        for (let c = sel.c0; c <= sel.c1; c += 1) {
+          all += 1;
+          if ((cells[r][c].dataset.restrictions ?? '').split(' ').includes(token)) on += 1;
+        }
+      }
+      box.checked = on === all && all > 0;
+      box.indeterminate = on > 0 && on < all;
+      box.dataset.initial = box.indeterminate ? 'mixed' : String(box.checked);
+      delete box.dataset.touched;
+    }
   }
 
   function planOptions() {
@@ -669,7 +694,12 @@ export function mountCalendar(root, ctx, firstRoute) {
       h('div', { class: 'checks' }, stopSell, cta, ctd),
       h('div', { class: 'row' }, field('Min stay', minStay), field('Max stay', maxStay), field('Applies to', restrictionPlan, 'field-wide')),
       h('div', { class: 'actions' }, restrictionsButton,
-        h('span', { class: 'hint' }, 'Unticked boxes clear; empty stays are kept.')));
+        h('span', { class: 'hint' }, 'A box you change is set (ticked) or cleared (unticked) on every selected night; the others, and empty stays, are kept.')));
+    const flags = [[stopSell, 'SS'], [cta, 'CTA'], [ctd, 'CTD']].map(([wrap, short]) => [wrap.querySelector('input'), short]);
+    for (const [box] of flags) {
+      box.addEventListener('change', () => { box.dataset.touched = '1'; });
+    }
+    restrictionPlan.addEventListener('change', () => prefillFlags());
 
     const ratePlan = h('select', { id: 'edit-rate-plan', name: 'rate_plan', required: true }, ...planOptions());
     const planRate = money('edit-plan-rate', 'plan_rate', true);
@@ -734,16 +764,19 @@ export function mountCalendar(root, ctx, firstRoute) {
           change.rate_cents = cents;
         }
       } else if (action === 'restrictions') {
-        change = {
-          stop_sell: stopSell.querySelector('input').checked,
-          closed_to_arrival: cta.querySelector('input').checked,
-          closed_to_departure: ctd.querySelector('input').checked,
-        };
+        change = {};
+        const names = { SS: 'stop_sell', CTA: 'closed_to_arrival', CTD: 'closed_to_departure' };
+        for (const [box, short] of flags) {
+          if (box.dataset.touched && !box.indeterminate) change[names[short]] = box.checked;
+        }
         for (const [input, key, label] of [[minStay, 'min_stay', 'Min stay'], [maxStay, 'max_stay', 'Max stay']]) {
           if (input.value.trim() === '') continue;
           const n = parseIntStrict(input.value);
           if (Number.isNaN(n) || n < 1) return invalid(input, `${label}: a whole number of nights, 1 or more.`);
           change[key] = n;
+        }
+        if (Object.keys(change).length === 0) {
+          return invalid(stopSell.querySelector('input'), 'Nothing to change: tick or untick a box, or give a stay.');
         }
         if (restrictionPlan.value !== '') change.rate_plan_id = Number(restrictionPlan.value);
       } else {
@@ -763,6 +796,12 @@ export function mountCalendar(root, ctx, firstRoute) {
         if (!alive) return;
         const n = Number(answer?.nights ?? 0);
         status.replaceChildren(h('span', { class: 'ok' }, `Saved: ${plural(n, 'night', 'nights')}.`));
+        if (action === 'restrictions') {
+          for (const [box] of flags) {
+            box.dataset.initial = String(box.checked);
+            delete box.dataset.touched;
+          }
+        }
       } catch (e) {
         if (!alive) return;
         status.replaceChildren(h('span', { role: 'alert', class: 'error' }, errorText(e)));
@@ -779,7 +818,7 @@ export function mountCalendar(root, ctx, firstRoute) {
       input.focus();
     }
 
-    return { section, summary, range, status, total, allowance, rate, restrictionPlan, ratePlan, ratePlanNote, ratePlanButton };
+    return { section, summary, range, status, total, allowance, rate, flags, restrictionPlan, ratePlan, ratePlanNote, ratePlanButton };
   }
 
   // -- The view -------------------------------------------------------------------------

@@ -44,7 +44,7 @@ export function mountHealth(root, ctx) {
   const verifyResult = h('div', { class: 'verify-result' });
   verifyButton.addEventListener('click', runVerify);
   const audit = card('audit', 'Audit',
-    h('p', { class: 'hint' }, 'Checks the hash chain of the event history and that the projections agree with it. Can take a few seconds.'),
+    h('p', { class: 'hint' }, 'Checks the event history\u2019s hash chain, replays it through the booking rules and compares the result with the stored nights. Can take a few seconds.'),
     verifyButton, verifyStatus, verifyResult);
 
   async function runVerify() {

@@ -187,6 +187,19 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
   await cell(page, from).getByText('SS').first().waitFor({ timeout: WAIT });
   await shot(page, '04-stop-sell');
 
+  // A minimum stay on two of those nights: the stop-sell box opens ticked (the nights
+  // have it), and a box nobody touched is not sent, so the stop-sell stays.
+  await page.keyboard.press('Escape');
+  await cell(page, from).click();
+  await cell(page, plusDays(from, 1)).click({ modifiers: ['Shift'] });
+  assert.equal(await panel.getByLabel('Stop-sell').isChecked(), true);
+  await panel.getByLabel('Min stay').fill('2');
+  await panel.getByRole('button', { name: 'Set restrictions' }).click();
+  await panel.getByText(/Saved: 2 nights/).waitFor({ timeout: WAIT });
+  const kept = await calendarNight(from);
+  assert.equal(kept.restrictions.stop_sell, true, JSON.stringify(kept.restrictions));
+  assert.equal(kept.restrictions.min_stay, 2, JSON.stringify(kept.restrictions));
+
   // Cutting the watched night's rooms below what is held: the server's answer names it.
   await page.keyboard.press('Escape');
   await cell(page, WATCHED).click();
