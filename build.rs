@@ -4,14 +4,13 @@
 //! Also embeds the staff console (`console/`): every file of the folder becomes an
 //! entry of `console_assets.rs` in `OUT_DIR`, so a file added to the console is served
 //! without a list to keep in step, and the server needs nothing beside its binary.
-use std::fmt::Write as _;
 use std::path::Path;
 
-fn main() {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=migrations");
     println!("cargo:rerun-if-changed=console");
-    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    let manifest = std::env::var("CARGO_MANIFEST_DIR")?;
+    let out = std::env::var("OUT_DIR")?;
     let folder = Path::new(&manifest).join("console");
     let mut files: Vec<_> = std::fs::read_dir(&folder)
         .map(|entries| {
@@ -31,14 +30,12 @@ fn main() {
         if name.starts_with('.') {
             continue;
         }
-        writeln!(
-            table,
-            "    ({name:?}, include_bytes!({:?})),",
+        table.push_str(&format!(
+            "    ({name:?}, include_bytes!({:?})),\n",
             path.display().to_string()
-        )
-        .expect("writing to a String");
+        ));
     }
     table.push_str("];\n");
-    std::fs::write(Path::new(&out).join("console_assets.rs"), table)
-        .expect("write console_assets.rs");
+    std::fs::write(Path::new(&out).join("console_assets.rs"), table)?;
+    Ok(())
 }
