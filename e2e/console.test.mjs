@@ -68,6 +68,22 @@ async function calendarNight(night) {
   return reply.json.room_types.find((rt) => rt.room_type_id === ROOM_TYPE).nights[0];
 }
 
+/**
+ * Retries `check` (which throws while its assertion fails) for up to WAIT ms: the
+ * calendar is the read model, which follows a write a moment later.
+ */
+async function eventually(check) {
+  const deadline = Date.now() + WAIT;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
 /** A page of its own (1280×800 unless told), whose console errors fail the run. */
 async function newPage(viewport = { width: 1280, height: 800 }, options = {}) {
   const context = await browser.newContext({ viewport, ...options });
@@ -174,10 +190,12 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
   await panel.getByLabel('Stop-sell').check();
   await panel.getByRole('button', { name: 'Set restrictions' }).click();
   await panel.getByText(/Saved: 3 nights/).waitFor({ timeout: WAIT });
-  for (let n = 4; n <= 8; n += 1) {
-    const night = await calendarNight(plusDays(WATCHED, n));
-    assert.equal(Boolean(night.restrictions.stop_sell), n >= 5 && n <= 7, `stop-sell on night +${n}`);
-  }
+  await eventually(async () => {
+    for (let n = 4; n <= 8; n += 1) {
+      const night = await calendarNight(plusDays(WATCHED, n));
+      assert.equal(Boolean(night.restrictions.stop_sell), n >= 5 && n <= 7, `stop-sell on night +${n}`);
+    }
+  });
   const refused = await api('POST', '/v1/reservations', CHANNEL, {
     hotel_id: HOTEL, room_type_id: ROOM_TYPE, start_date: from, end_date: plusDays(from, 1),
     rooms: 1, guest: { name: 'Rui Costa', email: 'rui@example.com' },
@@ -196,9 +214,11 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
   await panel.getByLabel('Min stay').fill('2');
   await panel.getByRole('button', { name: 'Set restrictions' }).click();
   await panel.getByText(/Saved: 2 nights/).waitFor({ timeout: WAIT });
-  const kept = await calendarNight(from);
-  assert.equal(kept.restrictions.stop_sell, true, JSON.stringify(kept.restrictions));
-  assert.equal(kept.restrictions.min_stay, 2, JSON.stringify(kept.restrictions));
+  await eventually(async () => {
+    const kept = await calendarNight(from);
+    assert.equal(kept.restrictions.min_stay, 2, JSON.stringify(kept.restrictions));
+    assert.equal(kept.restrictions.stop_sell, true, JSON.stringify(kept.restrictions));
+  });
 
   // Cutting the watched night's rooms below what is held: the server's answer names it.
   await page.keyboard.press('Escape');
@@ -213,7 +233,11 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
   // Find the stay by its guest's e-mail, open it, cancel it; its nights come back.
   const reservation = (await api('GET', `/v1/reservations/${RESERVATION}`, ADMIN)).json;
   const stayNight = reservation.start_date;
-  const leftBefore = (await calendarNight(stayNight)).remaining;
+  const leftBefore = await eventually(async () => {
+    const night = await calendarNight(stayNight);
+    assert.equal(night.confirmed, reservation.rooms, 'the stay is in the calendar');
+    return night.remaining;
+  });
   await page.goto(`${BASE}/console/#/reservations`);
   await page.getByLabel('Guest e-mail').fill(GUEST_EMAIL);
   await page.getByRole('button', { name: 'Search' }).click();
