@@ -598,6 +598,14 @@ export function mountCalendar(root, ctx, firstRoute) {
     setText(panel.range, `${first === last ? first : `${first} → ${last}`} · ${types.map((t) => t.name).join(', ')}`);
     panel.section.dataset.nights = String(count);
     panel.section.dataset.roomTypes = types.map((t) => t.id).join(',');
+    // A new selection starts with empty fields and its own flags: a value typed for
+    // the last selection must not be sent for this one.
+    const key = `${sel.r0},${sel.r1},${sel.c0},${sel.c1}`;
+    if (panel.selection !== key) {
+      panel.selection = key;
+      for (const input of panel.values) input.value = '';
+      prefillFlags();
+    }
     updatePlaceholders();
   }
 
@@ -622,7 +630,6 @@ export function mountCalendar(root, ctx, firstRoute) {
     hintFor(panel.total, 'total');
     hintFor(panel.allowance, 'allowance');
     hintFor(panel.rate, 'rate', (v) => fmtRate(Number(v)));
-    prefillFlags();
   }
 
   /**
@@ -818,7 +825,8 @@ export function mountCalendar(root, ctx, firstRoute) {
       input.focus();
     }
 
-    return { section, summary, range, status, total, allowance, rate, flags, restrictionPlan, ratePlan, ratePlanNote, ratePlanButton };
+    const values = [total, allowance, rate, minStay, maxStay, planRate];
+    return { section, summary, range, status, total, allowance, rate, flags, values, restrictionPlan, ratePlan, ratePlanNote, ratePlanButton };
   }
 
   // -- The view -------------------------------------------------------------------------

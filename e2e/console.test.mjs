@@ -181,6 +181,14 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
   assert.equal(focused, plusDays(WATCHED, 1));
   await page.keyboard.press('Escape');
 
+  // A second person (an auditor) has the same month open in another browser.
+  const colleague = await newPage();
+  await signIn(colleague, AUDITOR);
+  await colleague.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: WAIT });
+  await openCalendar(colleague);
+  assert.equal(await cell(colleague, plusDays(WATCHED, 5)).getByText('SS').count(), 0);
+  await colleague.evaluate(() => { window.stillTheSamePage = true; });
+
   // Stop-sell three nights through the page, checked through the API.
   const [from, to] = [plusDays(WATCHED, 5), plusDays(WATCHED, 7)];
   await cell(page, from).click();
@@ -204,6 +212,11 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
   assert.equal(refused.json.error, 'restricted');
   await cell(page, from).getByText('SS').first().waitFor({ timeout: WAIT });
   await shot(page, '04-stop-sell');
+  // The colleague sees it too, without reloading.
+  await cell(colleague, to).getByText('SS').first().waitFor({ timeout: WAIT });
+  assert.equal(await colleague.evaluate(() => window.stillTheSamePage), true);
+  await shot(colleague, '04b-a-colleague-sees-it');
+  await colleague.context().close();
 
   // A minimum stay on two of those nights: the stop-sell box opens ticked (the nights
   // have it), and a box nobody touched is not sent, so the stop-sell stays.
@@ -223,6 +236,7 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
   // Cutting the watched night's rooms below what is held: the server's answer names it.
   await page.keyboard.press('Escape');
   await cell(page, WATCHED).click();
+  assert.equal(await panel.getByLabel('Min stay').inputValue(), '', 'a new selection starts empty');
   await panel.getByLabel('Total rooms').fill('0');
   await panel.getByRole('button', { name: 'Set inventory' }).click();
   await panel.getByText(/inventory_below_reserved/).waitFor({ timeout: WAIT });
