@@ -362,6 +362,44 @@ test('each view passes an accessibility check (axe: no serious or critical viola
   assert.deepEqual(found, []);
 });
 
+test("the page's own parsers: money typed by staff, the metrics text, the nights of a month", async () => {
+  // Imported in the page itself (its modules are served from /console/), so they are
+  // checked as the browser runs them.
+  const page = await newPage();
+  await page.goto(`${BASE}/console/`);
+  const got = await page.evaluate(async () => {
+    const util = await import('./util.js');
+    const health = await import('./health.js');
+    const metrics = health.parseMetrics([
+      '# HELP projection_lag_seconds How far behind',
+      '# TYPE projection_lag_seconds gauge',
+      'projection_lag_seconds{projection="occupancy"} 1.5',
+      'outbox_failed{kind="email"} 2',
+      'holds_overdue 0',
+      'weird line without a value',
+    ].join('\n'));
+    return {
+      money: ['180', '180.5', '180,50', '0.07', '-1', '1.234', 'abc', ''].map((t) => util.parseMoney(t)),
+      whole: ['12', ' 3 ', '1.5', '-2', ''].map((t) => util.parseIntStrict(t)),
+      rates: [18000, 14550, 7, null].map((c) => util.fmtRate(c)),
+      nights: util.nightsBetween('2027-02-27', '2027-03-02'),
+      leap: util.addDays('2028-02-28', 1),
+      metrics,
+    };
+  });
+  await page.context().close();
+  assert.deepEqual(got.money, [18000, 18050, 18050, 7, NaN, NaN, NaN, NaN]);
+  assert.deepEqual(got.whole, [12, 3, NaN, NaN, NaN]);
+  assert.deepEqual(got.rates, ['180', '145.50', '0.07', '']);
+  assert.deepEqual(got.nights, ['2027-02-27', '2027-02-28', '2027-03-01']);
+  assert.equal(got.leap, '2028-02-29');
+  assert.deepEqual(got.metrics, [
+    { name: 'projection_lag_seconds', labels: { projection: 'occupancy' }, value: 1.5 },
+    { name: 'outbox_failed', labels: { kind: 'email' }, value: 2 },
+    { name: 'holds_overdue', labels: {}, value: 0 },
+  ]);
+});
+
 test('no page logged an error, and the only refusals were the ones provoked', () => {
   assert.deepEqual(problems, []);
   // The inventory cut below what is held (staff), and the channel's sign-in attempt
