@@ -400,6 +400,24 @@ test("the page's own parsers: money typed by staff, the metrics text, the nights
   ]);
 });
 
+// Run by the Rust test a second time, alone, once it has rewritten one audit row.
+const tampered = process.env.TAMPERED_POSITION;
+test('an audit over a tampered history shows FAILED and the first bad position', { skip: !tampered && 'run after the history is tampered with' }, async () => {
+  const page = await newPage();
+  await signIn(page, AUDITOR);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: WAIT });
+  await page.goto(`${BASE}/console/#/health`);
+  await page.getByRole('button', { name: 'Run audit verify' }).click();
+  const verdict = page.locator('.verdict[data-ok]');
+  await verdict.waitFor({ timeout: 60_000 });
+  assert.equal(await verdict.getAttribute('data-ok'), 'false');
+  assert.match(await verdict.textContent(), new RegExp(`FAILED.*first bad position ${tampered}\\b`));
+  assert.ok((await page.locator('ul.problems li').count()) > 0, 'the problems are listed');
+  await shot(page, '14-tampered-audit');
+  await page.context().close();
+  assert.deepEqual(problems, []);
+});
+
 test('no page logged an error, and the only refusals were the ones provoked', () => {
   assert.deepEqual(problems, []);
   // The inventory cut below what is held (staff), and the channel's sign-in attempt

@@ -68,35 +68,28 @@ async fn staff_work_the_console_in_a_real_browser() {
     std::fs::create_dir_all(&screenshots).expect("the screenshot folder");
 
     // Act: the scenario, in Chromium.
-    let output = Command::new("node")
-        .args(["--test", "--test-reporter=spec", "console.test.mjs"])
-        .current_dir(&folder)
-        .env("BASE_URL", server.url(""))
-        .env("ADMIN_TOKEN", ADMIN)
-        .env("AUDITOR_TOKEN", AUDITOR)
-        .env("CHANNEL_TOKEN", WEB)
-        .env("HOTEL_ID", HOTEL.to_string())
-        .env("ROOM_TYPE_ID", KING.to_string())
-        .env("MONTH", month_start.format("%Y-%m").to_string())
-        .env("WATCHED_NIGHT", watched.to_string())
-        .env("RESERVATION_ID", &to_cancel)
-        .env("GUEST_EMAIL", "ines@example.com")
-        .env("CHROMIUM_PATH", &chromium)
-        .env("SCREENSHOTS", &screenshots)
-        .output()
-        .expect("run node (Node.js 18 or later is needed for the browser tests)");
-    let report = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let scenario = Scenario {
+        folder: &folder,
+        env: vec![
+            ("BASE_URL", server.url("")),
+            ("ADMIN_TOKEN", ADMIN.to_owned()),
+            ("AUDITOR_TOKEN", AUDITOR.to_owned()),
+            ("CHANNEL_TOKEN", WEB.to_owned()),
+            ("HOTEL_ID", HOTEL.to_string()),
+            ("ROOM_TYPE_ID", KING.to_string()),
+            ("MONTH", month_start.format("%Y-%m").to_string()),
+            ("WATCHED_NIGHT", watched.to_string()),
+            ("RESERVATION_ID", to_cancel.clone()),
+            ("GUEST_EMAIL", "ines@example.com".to_owned()),
+            ("CHROMIUM_PATH", chromium.display().to_string()),
+            ("SCREENSHOTS", screenshots.display().to_string()),
+        ],
+    };
+    let (passed, report) = scenario.run(&[]);
     println!("{report}");
 
     // Assert: every step passed, and what the clicks changed is in the write side.
-    assert!(
-        output.status.success(),
-        "the browser scenario failed:\n{report}"
-    );
+    assert!(passed, "the browser scenario failed:\n{report}");
     let status: String =
         sqlx::query_scalar("SELECT status FROM reservations WHERE reservation_id = $1::uuid")
             .bind(&to_cancel)
@@ -124,5 +117,67 @@ async fn staff_work_the_console_in_a_real_browser() {
         "stop-sell on the three nights selected, and only them"
     );
     assert_invariants(&db.pool).await;
+
+    // Act: a superuser rewrites one audit row; staff run the audit from the page.
+    let position: i64 = sqlx::query_scalar(
+        "SELECT min(global_position) FROM events WHERE aggregate_id LIKE '%' || $1",
+    )
+    .bind(&to_cancel)
+    .fetch_one(&db.pool)
+    .await
+    .expect("the reservation's first event");
+    let mut tx = db.pool.begin().await.expect("begin");
+    for sql in [
+        "ALTER TABLE audit_log DISABLE TRIGGER USER".to_owned(),
+        format!("UPDATE audit_log SET hash = sha256(hash) WHERE position = {position}"),
+        "ALTER TABLE audit_log ENABLE TRIGGER USER".to_owned(),
+    ] {
+        sqlx::query(&sql).execute(&mut *tx).await.expect(&sql);
+    }
+    tx.commit().await.expect("commit");
+    let (passed, report) = scenario.run(&[("TAMPERED_POSITION", position.to_string())]);
+
+    // Assert: the page said FAILED and named the position.
+    println!("{report}");
+    assert!(
+        passed,
+        "the tampered audit was not shown as failed:\n{report}"
+    );
     db.drop_database().await;
+}
+
+/// `node --test` over `e2e/console.test.mjs` with the scenario's environment.
+struct Scenario<'a> {
+    folder: &'a std::path::Path,
+    env: Vec<(&'static str, String)>,
+}
+
+impl Scenario<'_> {
+    /// Runs the scenario (only the tampered-audit test when `extra` names the position);
+    /// whether every test passed, and the report.
+    fn run(&self, extra: &[(&str, String)]) -> (bool, String) {
+        let mut command = Command::new("node");
+        command.arg("--test").arg("--test-reporter=spec");
+        if !extra.is_empty() {
+            command.arg("--test-name-pattern=tampered");
+        }
+        command.arg("console.test.mjs").current_dir(self.folder);
+        for (name, value) in self
+            .env
+            .iter()
+            .map(|(n, v)| (*n, v))
+            .chain(extra.iter().map(|(n, v)| (*n, v)))
+        {
+            command.env(name, value);
+        }
+        let output = command
+            .output()
+            .expect("run node (Node.js 18 or later is needed for the browser tests)");
+        let report = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), report)
+    }
 }
