@@ -207,6 +207,9 @@ pub enum Scenario {
     /// random): holds naming `--rate-plan` with `--guests`, as `spread-plans`, on the
     /// searched catalog, so searches meet nights that bookings keep changing.
     SearchBooking,
+    /// A month (31 nights) of a random hotel's inventory calendar, as the staff
+    /// console polls it (`--token` of the admin or auditor role).
+    Calendar,
 }
 
 impl Scenario {
@@ -219,6 +222,7 @@ impl Scenario {
             Scenario::SpreadPlans => "spread-plans",
             Scenario::Search => "search",
             Scenario::SearchBooking => "search-booking",
+            Scenario::Calendar => "calendar",
         }
     }
 }
@@ -229,7 +233,7 @@ pub struct RunArgs {
     /// Base URL of the server.
     #[arg(long, env = "LOADGEN_URL", default_value = "http://127.0.0.1:8080")]
     pub url: String,
-    /// A token with the channel role.
+    /// A token with the channel role (the admin or auditor role for `calendar`).
     #[arg(long, env = "LOADGEN_TOKEN", hide_env_values = true)]
     pub token: String,
     /// Concurrent clients, each with its own keep-alive connection.

@@ -71,7 +71,14 @@ enum Op {
     Search {
         start: NaiveDate,
     },
+    Calendar {
+        hotel: i64,
+        start: NaiveDate,
+    },
 }
+
+/// Nights in a `calendar` request: a month, as the console shows it.
+const CALENDAR_NIGHTS: u64 = 31;
 
 impl Plan {
     /// A hotel to hold at: any of the catalog's, or one of the window's (see
@@ -107,6 +114,10 @@ impl Plan {
             Scenario::Search => Op::Search {
                 start: self.night(rng.gen_range(0..self.starts)),
             },
+            Scenario::Calendar => Op::Calendar {
+                hotel: rng.gen_range(self.first_hotel..=self.last_hotel),
+                start: self.night(rng.gen_range(0..self.starts)),
+            },
             Scenario::SearchBooking => {
                 if rng.gen_range(0..=self.reads_per_hold) == 0 {
                     random_hold(rng)
@@ -136,6 +147,7 @@ struct ClientResult {
     holds: KindStats,
     reads: KindStats,
     searches: KindStats,
+    calendars: KindStats,
     /// Every reservation acknowledged with 201, warm-up included.
     acknowledged: Vec<Uuid>,
 }
@@ -280,6 +292,7 @@ enum Kind {
     Hold,
     Read,
     Search,
+    Calendar,
 }
 
 async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Result<ClientResult> {
@@ -290,6 +303,7 @@ async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Resu
         holds: KindStats::new()?,
         reads: KindStats::new()?,
         searches: KindStats::new()?,
+        calendars: KindStats::new()?,
         acknowledged: Vec::new(),
     };
     let auth = format!("Bearer {}", plan.token);
@@ -351,6 +365,15 @@ async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Resu
                 .header(http::header::AUTHORIZATION, &auth),
                 Bytes::new(),
             ),
+            Op::Calendar { hotel, start } => (
+                Kind::Calendar,
+                http::Request::get(format!(
+                    "/v1/hotels/{hotel}/calendar?start_date={start}&end_date={}",
+                    start + Days::new(CALENDAR_NIGHTS)
+                ))
+                .header(http::header::AUTHORIZATION, &auth),
+                Bytes::new(),
+            ),
         };
         let outcome = connection.send(request, body, timeout).await;
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -358,12 +381,13 @@ async fn client(plan: Arc<Plan>, number: u32, timeout: Duration) -> anyhow::Resu
             Kind::Hold => &mut result.holds,
             Kind::Read => &mut result.reads,
             Kind::Search => &mut result.searches,
+            Kind::Calendar => &mut result.calendars,
         };
         match outcome {
             Ok((status, body)) => {
                 let ok = match kind {
                     Kind::Hold => status == 201,
-                    Kind::Read | Kind::Search => status == 200,
+                    Kind::Read | Kind::Search | Kind::Calendar => status == 200,
                 };
                 if kind == Kind::Hold && ok {
                     match serde_json::from_slice::<Held>(&body) {
@@ -621,12 +645,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
     let mut holds = KindStats::new()?;
     let mut reads = KindStats::new()?;
     let mut searches = KindStats::new()?;
+    let mut calendars = KindStats::new()?;
     let mut acknowledged = Vec::new();
     for task in tasks {
         let result = task.await.context("a client task failed")??;
         holds.merge(&result.holds)?;
         reads.merge(&result.reads)?;
         searches.merge(&result.searches)?;
+        calendars.merge(&result.calendars)?;
         acknowledged.extend(result.acknowledged);
     }
     let seconds = measure_from.elapsed().as_secs_f64();
@@ -669,6 +695,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<bool> {
     {
         kinds.insert("search", searches.summary(seconds));
         all.merge(&searches)?;
+    }
+    if calendars.requests() > 0 || args.scenario == Scenario::Calendar {
+        kinds.insert("calendar", calendars.summary(seconds));
+        all.merge(&calendars)?;
     }
     let record = RunRecord {
         kind: "run",
