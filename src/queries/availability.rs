@@ -36,6 +36,71 @@ use super::{Lsn, Queries, QueryError};
 /// How long a read waits for Redis before asking PostgreSQL instead.
 const CACHE_TIMEOUT: Duration = Duration::from_millis(300);
 
+/// After the model failed to answer, how long reads go straight to PostgreSQL before
+/// one of them tries Redis again.
+const CACHE_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Whether reads should try the model: a breaker over Redis's failures. While Redis is
+/// down, every attempt waits for the connection to be refused or retried (some 150 ms
+/// a read), so after a failure reads skip it for [`CACHE_BACKOFF`]; then one read tries
+/// it (the others keep skipping meanwhile) and a success closes the breaker. See
+/// docs/benchmarks.md, finding 34.
+#[derive(Debug)]
+struct Breaker {
+    started: std::time::Instant,
+    /// 0: closed (try the model). Otherwise the time, in ms since `started`, until which
+    /// reads skip it.
+    open_until: std::sync::atomic::AtomicU64,
+}
+
+impl Breaker {
+    fn new() -> Self {
+        Self {
+            started: std::time::Instant::now(),
+            open_until: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// May this read try the model? Past the back-off, the first caller gets the trial
+    /// (and moves the deadline on, so the others keep skipping while it runs).
+    fn admit(&self) -> bool {
+        let until = self.open_until.load(Ordering::Acquire);
+        if until == 0 {
+            return true;
+        }
+        let now = self.now_ms();
+        if now < until {
+            return false;
+        }
+        let next = now.saturating_add(backoff_ms()).max(1);
+        self.open_until
+            .compare_exchange(until, next, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    fn succeeded(&self) {
+        if self.open_until.load(Ordering::Acquire) != 0 {
+            self.open_until.store(0, Ordering::Release);
+            tracing::info!("the availability model answers again");
+        }
+    }
+
+    fn failed(&self) {
+        let next = self.now_ms().saturating_add(backoff_ms()).max(1);
+        if self.open_until.swap(next, Ordering::AcqRel) == 0 {
+            tracing::warn!("the availability model failed; reads go to PostgreSQL for a while");
+        }
+    }
+}
+
+fn backoff_ms() -> u64 {
+    u64::try_from(CACHE_BACKOFF.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// A handle on the availability read model.
 #[derive(Clone)]
 pub struct AvailabilityCache {
@@ -52,6 +117,7 @@ pub struct AvailabilityCache {
     pub reader: Arc<Reader>,
     /// The offers searches judged, with what they were judged from.
     pub(super) offers: Arc<OfferMemo>,
+    breaker: Arc<Breaker>,
 }
 
 impl AvailabilityCache {
@@ -68,6 +134,7 @@ impl AvailabilityCache {
             next: Arc::new(AtomicUsize::new(0)),
             reader: Arc::new(reader),
             offers: Arc::new(OfferMemo::default()),
+            breaker: Arc::new(Breaker::new()),
         })
     }
 
@@ -239,21 +306,34 @@ fn describe<'v>(
     (room_types, offers)
 }
 
-/// Runs a read of the cache within [`CACHE_TIMEOUT`]; `None` (and counted) when Redis
-/// failed or was too slow, or the cache had no answer.
-pub(super) async fn within_timeout<T>(
-    read: impl Future<Output = anyhow::Result<Option<T>>>,
-) -> Option<T> {
-    match tokio::time::timeout(CACHE_TIMEOUT, read).await {
-        Ok(Ok(answer)) => answer,
-        Ok(Err(e)) => {
-            tracing::debug!(error = %e, "availability cache unreachable; reading PostgreSQL");
-            metrics::counter!("availability_cache_errors_total").increment(1);
-            None
+impl AvailabilityCache {
+    /// Runs a read of the model within [`CACHE_TIMEOUT`]; `None` (and counted) when
+    /// Redis failed or was too slow, when it failed a moment ago (see [`Breaker`]), or
+    /// when the model had no answer.
+    pub(super) async fn within_timeout<T>(
+        &self,
+        read: impl Future<Output = anyhow::Result<Option<T>>>,
+    ) -> Option<T> {
+        if !self.breaker.admit() {
+            metrics::counter!("availability_cache_skipped_total").increment(1);
+            return None;
         }
-        Err(_) => {
-            metrics::counter!("availability_cache_errors_total").increment(1);
-            None
+        match tokio::time::timeout(CACHE_TIMEOUT, read).await {
+            Ok(Ok(answer)) => {
+                self.breaker.succeeded();
+                answer
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "availability cache unreachable; reading PostgreSQL");
+                metrics::counter!("availability_cache_errors_total").increment(1);
+                self.breaker.failed();
+                None
+            }
+            Err(_) => {
+                metrics::counter!("availability_cache_errors_total").increment(1);
+                self.breaker.failed();
+                None
+            }
         }
     }
 }
@@ -335,7 +415,9 @@ impl Queries {
         let cache = self.availability.as_ref()?;
         let dates = query.dates();
         let mut redis = cache.read_connection();
-        let cached = within_timeout(cache.reader.read(&mut redis, hotel.get(), &dates)).await?;
+        let cached = cache
+            .within_timeout(cache.reader.read(&mut redis, hotel.get(), &dates))
+            .await?;
         let last_room = cached
             .hotel
             .days
@@ -451,5 +533,57 @@ impl Queries {
             );
         }
         Ok(nights)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_breaker_lets_every_read_try_the_model() {
+        let breaker = Breaker::new();
+
+        assert!(breaker.admit());
+        assert!(breaker.admit());
+    }
+
+    #[test]
+    fn after_a_failure_reads_skip_the_model() {
+        let breaker = Breaker::new();
+
+        breaker.failed();
+
+        assert!(!breaker.admit());
+        assert!(!breaker.admit());
+    }
+
+    #[test]
+    fn past_the_back_off_one_read_tries_and_the_others_keep_skipping() {
+        // A breaker running for ten seconds, whose back-off ran out long ago.
+        let breaker = Breaker {
+            started: std::time::Instant::now()
+                .checked_sub(Duration::from_secs(10))
+                .expect("the clock is past ten seconds"),
+            open_until: std::sync::atomic::AtomicU64::new(0),
+        };
+        breaker.failed();
+        breaker.open_until.store(1, Ordering::Release);
+
+        let first = breaker.admit();
+        let second = breaker.admit();
+
+        assert!(first, "one read tries the model");
+        assert!(!second, "while it does, the others read PostgreSQL");
+    }
+
+    #[test]
+    fn a_success_closes_the_breaker() {
+        let breaker = Breaker::new();
+        breaker.failed();
+
+        breaker.succeeded();
+
+        assert!(breaker.admit());
     }
 }

@@ -14,7 +14,7 @@ use aggregates::{GuestCount, Hotel, HotelId, RoomTypeId, StayDates};
 use chrono::Utc;
 use chrono::{DateTime, NaiveDate};
 
-use super::availability::{to_u32, within_timeout, PlanPrice, StoredNight};
+use super::availability::{to_u32, PlanPrice, StoredNight};
 use super::{Lsn, Queries, QueryError, Source};
 
 /// Most nights one calendar read covers: two months.
@@ -141,7 +141,9 @@ impl Queries {
         let cache = self.availability.as_ref()?;
         let dates: Vec<NaiveDate> = range.nights().collect();
         let mut redis = cache.read_connection();
-        let cached = within_timeout(cache.reader.read(&mut redis, hotel.get(), &dates)).await?;
+        let cached = cache
+            .within_timeout(cache.reader.read(&mut redis, hotel.get(), &dates))
+            .await?;
         let days = &cached.hotel.days;
         let catalog = &cached.hotel.hotel;
         let room_types = rows(catalog, range, |room_type, date| {

@@ -22,7 +22,7 @@ use aggregates::Hotel;
 use chrono::{DateTime, Utc};
 use projections::availability::{HotelFields, Interner};
 
-use super::availability::{today_at, within_timeout, Source, StayQuery, StoredNight};
+use super::availability::{today_at, Source, StayQuery, StoredNight};
 use super::memo::Question;
 use super::{Lsn, Queries, QueryError};
 
@@ -103,12 +103,13 @@ impl Queries {
         let cache = self.availability.as_ref()?;
         let dates = search.stay.dates();
         let mut redis = cache.read_connection();
-        let city = within_timeout(
-            cache
-                .reader
-                .read_city_fields(&mut redis, &search.city, &dates),
-        )
-        .await?;
+        let city = cache
+            .within_timeout(
+                cache
+                    .reader
+                    .read_city_fields(&mut redis, &search.city, &dates),
+            )
+            .await?;
         let now = self.clock.now();
         let stay = &search.stay;
         let asked: Vec<(Question, &HotelFields)> = city

@@ -455,10 +455,7 @@ async fn the_console_is_served_with_its_files_and_a_strict_content_policy() {
 async fn without_redis_the_calendar_reads_the_write_sides_rows() {
     // Arrange: a server whose Redis is a closed port, and a confirmed stay.
     let db = TestDb::new().await;
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port");
+    let closed = free_port();
     let server =
         ServerProcess::start(&db, &[("REDIS_URL", format!("redis://127.0.0.1:{closed}"))]).await;
     let first = day(10);

@@ -116,3 +116,100 @@ async fn a_connection_that_died_while_idle_is_replaced_not_handed_out() {
     pool.close().await;
     db.drop_database().await;
 }
+
+/// Reads `path` `n` times in a row as the web channel; the sources that answered.
+async fn sources(server: &ServerProcess, path: &str, n: usize) -> Vec<String> {
+    let mut seen = Vec::new();
+    for _ in 0..n {
+        let reply = server
+            .call(reqwest::Method::GET, path, WEB, None, None)
+            .await;
+        seen.push(
+            reply.assert_status(200)["source"]
+                .as_str()
+                .unwrap_or("?")
+                .to_owned(),
+        );
+    }
+    seen
+}
+
+fn counter(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn with_redis_down_reads_go_straight_to_postgresql_and_return_to_the_model_when_it_is_back() {
+    // Arrange: a server whose Redis port has nothing listening on it.
+    let port = free_port();
+    let db = TestDb::new().await;
+    let server = ServerProcess::start(
+        &db,
+        &[
+            ("REDIS_URL", format!("redis://127.0.0.1:{port}")),
+            ("PROJECTION_GATHER_MS", "0".to_owned()),
+        ],
+    )
+    .await;
+    let first = day(10);
+    server.seed_hotel(first, 5, 5).await;
+    let path = format!(
+        "/v1/hotels/{HOTEL}/availability?start_date={first}&end_date={}",
+        plus_days(first, 2)
+    );
+
+    // Act: forty reads while Redis is down.
+    let down = sources(&server, &path, 40).await;
+    let metrics = server
+        .call(reqwest::Method::GET, "/metrics", WEB, None, None)
+        .await
+        .text;
+
+    // Assert: every read answered from PostgreSQL, and only a few of them (the first,
+    // and one a second after it) waited on Redis; the rest skipped it.
+    assert!(down.iter().all(|s| s == "database"), "{down:?}");
+    let tried = counter(&metrics, "availability_cache_errors_total");
+    let skipped = counter(&metrics, "availability_cache_skipped_total");
+    assert!(
+        tried >= 1.0 && tried <= 5.0,
+        "reads that waited on Redis: {tried}"
+    );
+    assert_eq!(tried + skipped, 40.0, "{metrics}");
+
+    // Act: Redis comes up on that port (empty: the model is rebuilt into it).
+    let mut redis = std::process::Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server must be installed (.ci/run installs it)");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut back = Vec::new();
+    while tokio::time::Instant::now() < deadline {
+        back = sources(&server, &path, 1).await;
+        if back == ["cache"] {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let _ = redis.kill();
+    let _ = redis.wait();
+
+    // Assert: the reads found the model again.
+    assert_eq!(back, ["cache"], "reads never returned to the model");
+    db.drop_database().await;
+}

@@ -7,16 +7,11 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use super::free_port;
+
 pub struct RedisCluster {
     dir: PathBuf,
     nodes: Vec<(u16, Option<Child>)>,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 fn cli(port: u16, args: &[&str]) -> String {

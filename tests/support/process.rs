@@ -7,6 +7,14 @@ use std::time::Duration;
 
 use super::{TestDb, TOKENS};
 
+/// A port nothing listens on now (the OS picked it; free until someone binds it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
 pub struct ServerProcess {
     child: Child,
     pub port: u16,
@@ -16,10 +24,7 @@ impl ServerProcess {
     /// A server on `db` with `env` on top of the test settings; returns once it
     /// answers `/healthz`.
     pub async fn start(db: &TestDb, env: &[(&str, String)]) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("a free port");
+        let port = free_port();
         let mut command = Command::new(env!("CARGO_BIN_EXE_reservations"));
         command
             .arg("serve")

@@ -6,18 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::free_port;
+
 pub struct ReplicaPair {
     dir: PathBuf,
     bin: PathBuf,
     pub primary_port: u16,
     pub replica_port: u16,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 /// The newest installed PostgreSQL's server binaries.
