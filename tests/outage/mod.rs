@@ -182,21 +182,7 @@ async fn with_redis_down_reads_go_straight_to_postgresql_and_return_to_the_model
     assert_eq!(tried + skipped, 40.0, "{metrics}");
 
     // Act: Redis comes up on that port (empty: the model is rebuilt into it).
-    let mut redis = std::process::Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("redis-server must be installed (.ci/run installs it)");
+    let mut redis = PrivateRedis::start_on(port);
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
     let mut back = Vec::new();
     while tokio::time::Instant::now() < deadline {
@@ -206,8 +192,7 @@ async fn with_redis_down_reads_go_straight_to_postgresql_and_return_to_the_model
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
-    let _ = redis.kill();
-    let _ = redis.wait();
+    redis.stop();
 
     // Assert: the reads found the model again.
     assert_eq!(back, ["cache"], "reads never returned to the model");

@@ -3,7 +3,6 @@
 //! under a booking storm, and availability survives Redis going away and coming back
 //! empty.
 
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -441,76 +440,6 @@ async fn only_one_runner_of_a_projection_is_active_at_a_time() {
         runner.await.expect("runner");
     }
     db.drop_database().await;
-}
-
-/// A private Redis server on a free port, which a test may stop and start again.
-struct PrivateRedis {
-    port: u16,
-    child: Option<Child>,
-}
-
-impl PrivateRedis {
-    fn start_on(port: u16) -> Self {
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed (.ci/run installs it)");
-        Self {
-            port,
-            child: Some(child),
-        }
-    }
-
-    fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("free port");
-        Self::start_on(port)
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    async fn wait_ready(&self) {
-        for _ in 0..100 {
-            if let Ok(client) = redis::Client::open(self.url()) {
-                if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
-                    let pong: Result<String, _> = redis::cmd("PING").query_async(&mut conn).await;
-                    if pong.is_ok() {
-                        return;
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("private redis did not start");
-    }
-}
-
-impl Drop for PrivateRedis {
-    fn drop(&mut self) {
-        self.stop();
-    }
 }
 
 /// Every `room_nights` row next to what the Redis model says of it.

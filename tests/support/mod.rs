@@ -5,7 +5,7 @@
 //! analytics runners for tests that read the read side (`runners`), and a PostgreSQL
 //! primary with a streaming replica of a test's own (`replica`), and `reservations serve`
 //! as a process of its own (`process`), and a Redis Cluster of a test's own (`cluster`),
-//! and a real SMTP server on loopback (`smtp`).
+//! and a real SMTP server on loopback (`smtp`), and a Redis of a test's own (`redis`).
 
 mod cluster;
 mod db;
@@ -13,6 +13,7 @@ mod domain;
 mod http;
 mod invariants;
 mod process;
+mod redis;
 mod replica;
 mod runners;
 mod smtp;
@@ -23,6 +24,7 @@ pub use domain::*;
 pub use http::*;
 pub use invariants::*;
 pub use process::*;
+pub use redis::*;
 pub use replica::*;
 pub use runners::*;
 pub use smtp::*;
