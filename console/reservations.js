@@ -299,12 +299,12 @@ export function mountReservation(root, ctx, route) {
     const p = r.payment ?? {};
     money.body.replaceChildren(dl([
       ['Total', fmtMoney(r.total_cents), 'total'],
-      r.paid_cents != null && ['Paid', fmtMoney(r.paid_cents), 'paid'],
+      r.paid_cents != null && ['Authorized at confirmation', fmtMoney(r.paid_cents), 'paid'],
       ['Payment', String(p.status ?? '—'), 'payment_status'],
       ['Authorized', fmtMoney(p.authorized_cents), 'authorized'],
       ['Captured', fmtMoney(p.captured_cents), 'captured'],
       ['Refunded', fmtMoney(p.refunded_cents), 'refunded'],
-      r.status === 'cancelled' && r.refund_cents != null && ['Refund', fmtMoney(r.refund_cents), 'refund'],
+      r.status === 'cancelled' && r.refund_cents != null && ['Refund owed on cancellation', fmtMoney(r.refund_cents), 'refund'],
       ['Cancellation policy', policyWords(r.cancellation_policy), 'policy'],
     ]));
     showActions(r.status);
