@@ -82,6 +82,8 @@ export function mountCalendar(root, ctx, firstRoute) {
   let cells = [];
   let structure = '';
   let plans = []; // [{rate_plan_id, name}]
+  let shownPlan = ''; // the plan whose rate the cells show ('' : the base rate)
+  let lastBody = null;
   const cellSig = new WeakMap();
   const cellPos = new WeakMap();
   const flashTimers = new WeakMap();
@@ -98,9 +100,11 @@ export function mountCalendar(root, ctx, firstRoute) {
   const monthInput = h('input', { id: 'cal-month', name: 'month', type: 'month', required: true });
   const prevButton = h('button', { type: 'button', class: 'month-prev' }, '‹ Previous month');
   const nextButton = h('button', { type: 'button', class: 'month-next' }, 'Next month ›');
+  const rateSelect = h('select', { id: 'cal-rate', name: 'rate_shown' }, h('option', { value: '' }, 'Base rate'));
   const toolbar = h('div', { class: 'toolbar' },
     field('Hotel', hotelSelect, 'field-hotel'),
     h('div', { class: 'month-nav' }, prevButton, field('Month', monthInput, 'field-month'), nextButton),
+    field('Rates shown', rateSelect, 'field-rate'),
   );
   const hotelInfo = h('p', { class: 'hotel-info' });
   const asOf = h('p', { class: 'as-of' }, 'Loading…');
@@ -126,6 +130,10 @@ export function mountCalendar(root, ctx, firstRoute) {
   });
   prevButton.addEventListener('click', () => go(hotelId, shiftMonth(month, -1)));
   nextButton.addEventListener('click', () => go(hotelId, shiftMonth(month, 1)));
+  rateSelect.addEventListener('change', () => {
+    shownPlan = rateSelect.value;
+    if (lastBody) render(lastBody);
+  });
 
   const onVisibility = () => {
     if (!document.hidden && !inFlight && hotelId != null) poll();
@@ -271,6 +279,7 @@ export function mountCalendar(root, ctx, firstRoute) {
 
   // -- Rendering ------------------------------------------------------------------------
   function render(body) {
+    lastBody = body;
     const start = body?.start_date ?? `${month}-01`;
     const end = body?.end_date ?? `${shiftMonth(month, 1)}-01`;
     const list = nightsBetween(start, end);
@@ -294,7 +303,27 @@ export function mountCalendar(root, ctx, firstRoute) {
     } else {
       types.forEach((rt, r) => list.forEach((date, c) => fillCell(cells[r][c], rt, normal(rt.nights.get(date), date), false)));
     }
-    if (plansChanged) updatePanelPlans();
+    if (plansChanged) {
+      updatePanelPlans();
+      updateRateChoices();
+    }
+  }
+
+  /** The plans the cells can show the rate of; a plan gone from the hotel falls back to the base rate. */
+  function updateRateChoices() {
+    rateSelect.replaceChildren(h('option', { value: '' }, 'Base rate'),
+      ...plans.map((p) => h('option', { value: String(p.rate_plan_id) }, `${p.name} (#${p.rate_plan_id})`)));
+    if (!plans.some((p) => String(p.rate_plan_id) === shownPlan) && shownPlan !== '') {
+      shownPlan = '';
+      if (lastBody) render(lastBody);
+    }
+    rateSelect.value = shownPlan;
+  }
+
+  /** The rate a cell shows: the base rate, or the chosen plan's price (null: the plan does not sell it). */
+  function shownRate(night) {
+    if (shownPlan === '') return night.rate_cents;
+    return night.prices.find((p) => String(p.rate_plan_id) === shownPlan)?.rate_cents ?? null;
   }
 
   function build(list, types) {
@@ -371,7 +400,7 @@ export function mountCalendar(root, ctx, firstRoute) {
 
   /** Write one night into its cell; flash it when its remaining count changed. */
   function fillCell(td, rt, night, initial) {
-    const sig = JSON.stringify(night);
+    const sig = `${shownPlan}|${JSON.stringify(night)}`;
     if (cellSig.get(td) === sig) return;
     cellSig.set(td, sig);
     const previous = td.dataset.remaining;
@@ -397,7 +426,8 @@ export function mountCalendar(root, ctx, firstRoute) {
       lines.push(h('span', { class: 'l1' }, h('span', { class: 'left' }, '—')));
     } else {
       lines.push(h('span', { class: 'l1' }, h('span', { class: 'left' }, String(night.remaining)), h('span', { class: 'cap' }, `/${capacity}`)));
-      lines.push(h('span', { class: 'l2 rate' }, night.rate_cents == null ? '–' : fmtRate(night.rate_cents)));
+      const rate = shownRate(night);
+      lines.push(h('span', { class: 'l2 rate' }, rate == null ? '–' : fmtRate(rate)));
     }
     if (!noInventory || night.held + night.confirmed > 0) {
       lines.push(h('span', { class: 'l3 hc' }, `H${night.held} C${night.confirmed}`));
@@ -445,7 +475,10 @@ export function mountCalendar(root, ctx, firstRoute) {
     const label = noInventory
       ? [`${rt.name}, ${day}: no inventory`]
       : [`${rt.name}, ${day}: ${night.remaining} of ${capacity} left`, `${night.held} held`, `${night.confirmed} confirmed`];
-    if (!noInventory && night.rate_cents != null) label.push(`rate ${fmtRate(night.rate_cents)}`);
+    const labelRate = shownRate(night);
+    if (!noInventory && labelRate != null) {
+      label.push(shownPlan === '' ? `rate ${fmtRate(labelRate)}` : `${planName(Number(shownPlan))} ${fmtRate(labelRate)}`);
+    }
     for (const m of marks) label.push(m.long);
     td.replaceChildren(...lines, srOnly(label.join(', ')));
 

@@ -156,6 +156,16 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
   assert.match(await cell(page, WATCHED).textContent(), new RegExp(`${before.remaining}`));
   await shot(page, '02-calendar');
 
+  // The cells show the base rate, or a plan's (the Flexible plan sells at 210).
+  assert.equal((await cell(page, WATCHED).locator('.rate').textContent()).trim(), '180');
+  await page.getByLabel('Rates shown').selectOption({ label: 'Flexible (#1)' });
+  await page.waitForFunction(
+    ([night, roomType]) => document.querySelector(`td[data-night="${night}"][data-room-type="${roomType}"] .rate`)?.textContent.trim() === '210',
+    [WATCHED, ROOM_TYPE],
+    { timeout: WAIT },
+  );
+  await page.getByLabel('Rates shown').selectOption({ label: 'Base rate' });
+
   // A hold through the API: the cell drops by one without a reload.
   await page.evaluate(() => { window.stillTheSamePage = true; });
   const hold = await api('POST', '/v1/reservations', CHANNEL, {

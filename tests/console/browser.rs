@@ -56,6 +56,18 @@ async fn staff_work_the_console_in_a_real_browser() {
         )
         .await
         .assert_status(200);
+    let rates = json!({"room_type_id": KING, "start_date": first,
+                       "end_date": plus_days(first, 60), "rate_cents": 21_000});
+    server
+        .call(
+            Method::PUT,
+            &format!("/v1/hotels/{HOTEL}/rate-plans/{FLEXIBLE}/rates"),
+            ADMIN,
+            None,
+            Some(&rates),
+        )
+        .await
+        .assert_status(200);
     // The scenario works on the month after `first`'s, whose nights all have rooms.
     let night = plus_days(first, 35);
     let month_start = night.with_day0(0).unwrap_or(night);
