@@ -76,6 +76,8 @@ async fn me_names_the_token_and_its_role() {
     );
     assert_eq!(auditor.assert_status(200)["role"], "auditor");
     unknown.assert_error(401, "unauthorized");
+    // The server first, so that its runners write no key after the clean-up.
+    drop(server);
     db.drop_database().await;
 }
 
@@ -100,6 +102,8 @@ async fn hotels_without_a_city_lists_every_hotel_by_id() {
         lisbon.assert_status(200)["hotels"].as_array().map(Vec::len),
         Some(1)
     );
+    // The server first, so that its runners write no key after the clean-up.
+    drop(server);
     db.drop_database().await;
 }
 
@@ -198,6 +202,8 @@ async fn the_calendar_shows_each_nights_rooms_rates_and_restrictions_and_follows
         night(&calendar, &plus_days(first, 1).to_string())["remaining"],
         3
     );
+    // The server first, so that its runners write no key after the clean-up.
+    drop(server);
     db.drop_database().await;
 }
 
@@ -223,6 +229,8 @@ async fn a_calendar_past_the_inventory_shows_nights_without_rooms() {
                 "held": 0, "confirmed": 0, "remaining": 0, "rate_cents": null,
                 "restrictions": {}, "prices": []})
     );
+    // The server first, so that its runners write no key after the clean-up.
+    drop(server);
     db.drop_database().await;
 }
 
@@ -259,6 +267,8 @@ async fn the_calendar_is_for_staff_and_auditors_and_refuses_bad_ranges() {
     get(&server, &at("812", plus_days(first, 62)), ADMIN)
         .await
         .assert_status(200);
+    // The server first, so that its runners write no key after the clean-up.
+    drop(server);
     db.drop_database().await;
 }
 
@@ -339,6 +349,8 @@ async fn the_reservation_search_filters_by_status() {
     get(&server, "/v1/reservations?status=lost", ADMIN)
         .await
         .assert_error(422, "invalid_request");
+    // The server first, so that its runners write no key after the clean-up.
+    drop(server);
     db.drop_database().await;
 }
 
@@ -401,6 +413,8 @@ async fn reservations_made_per_minute_count_what_became_of_them() {
     get(&server, "/v1/ops/bookings?minutes=1441", ADMIN)
         .await
         .assert_error(422, "invalid_request");
+    // The server first, so that its runners write no key after the clean-up.
+    drop(server);
     db.drop_database().await;
 }
 
@@ -448,6 +462,8 @@ async fn the_console_is_served_with_its_files_and_a_strict_content_policy() {
         "text/javascript; charset=utf-8"
     );
     missing.assert_error(404, "not_found");
+    // The server first, so that its runners write no key after the clean-up.
+    drop(server);
     db.drop_database().await;
 }
 
@@ -486,5 +502,7 @@ async fn without_redis_the_calendar_reads_the_write_sides_rows() {
         night(calendar, &plus_days(first, 2).to_string())["remaining"],
         5
     );
+    // The server first, so that its runners write no key after the clean-up.
+    drop(server);
     db.drop_database().await;
 }

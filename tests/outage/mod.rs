@@ -196,5 +196,6 @@ async fn with_redis_down_reads_go_straight_to_postgresql_and_return_to_the_model
 
     // Assert: the reads found the model again.
     assert_eq!(back, ["cache"], "reads never returned to the model");
+    drop(server);
     db.drop_database().await;
 }
