@@ -149,10 +149,22 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
   await signIn(page, ADMIN);
   await page.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: WAIT });
 
-  // The watched night shows the rooms left the API reports.
+  // The watched night shows the rooms left the API reports (once the read model has
+  // the catalog the test made a moment ago: its plan's rates were set last).
+  const before = await eventually(async () => {
+    const night = await calendarNight(WATCHED);
+    assert.ok(night.prices.some((p) => p.rate_cents === 21000), JSON.stringify(night));
+    return night;
+  });
   await openCalendar(page);
-  const before = await calendarNight(WATCHED);
-  assert.equal(await roomsLeft(page, WATCHED), before.remaining);
+  await page.waitForFunction(
+    ([night, roomType, left]) => {
+      const el = document.querySelector(`td[data-night="${night}"][data-room-type="${roomType}"] .left`);
+      return el && Number(el.textContent.trim()) === left;
+    },
+    [WATCHED, ROOM_TYPE, before.remaining],
+    { timeout: WAIT },
+  );
   assert.match(await cell(page, WATCHED).textContent(), new RegExp(`${before.remaining}`));
   await shot(page, '02-calendar');
 

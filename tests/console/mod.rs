@@ -216,6 +216,12 @@ async fn a_calendar_past_the_inventory_shows_nights_without_rooms() {
         plus_days(first, 42)
     );
 
+    // (Once the read model has the inventory: a moment after it was set.)
+    calendar_until(&server, &path, |c| {
+        night(c, &plus_days(first, 39).to_string())["total_rooms"] == 5
+    })
+    .await;
+
     let calendar = get(&server, &path, AUDITOR).await;
 
     let calendar = calendar.assert_status(200);

@@ -25,12 +25,23 @@ async fn app_on(pair: &ReplicaPair) -> TestApp {
     .await
 }
 
+/// A pool on the replica's copy of `database`, once the replica has replayed its
+/// creation (on a busy machine it may not have yet when the test gets here).
 async fn replica_pool(pair: &ReplicaPair, database: &str) -> PgPool {
-    PgPoolOptions::new()
-        .max_connections(2)
-        .connect(&pair.replica_url(database))
-        .await
-        .expect("the replica")
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match PgPoolOptions::new()
+            .max_connections(2)
+            .connect(&pair.replica_url(database))
+            .await
+        {
+            Ok(pool) => return pool,
+            Err(_) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("the replica: {e}"),
+        }
+    }
 }
 
 /// Waits until the replica has replayed everything the primary has written.
