@@ -350,15 +350,8 @@ async fn retention_deletes_messages_sent_long_ago_and_keeps_those_still_owed() {
     send_mail(&app, &sink).await;
 
     // Act: a retention pass a day on, then 31 days on.
-    let retention = reservations::sweeper::Retention::default();
-    app.clock.advance(chrono::Duration::days(1));
-    let early = reservations::sweeper::retention_once(app.payments.commands(), retention)
-        .await
-        .expect("pass");
-    app.clock.advance(chrono::Duration::days(30));
-    let late = reservations::sweeper::retention_once(app.payments.commands(), retention)
-        .await
-        .expect("pass");
+    let early = app.retention_after(1).await;
+    let late = app.retention_after(30).await;
 
     // Assert
     assert_eq!(early.mail_outbox, 0);

@@ -245,6 +245,18 @@ async fn rows_as_text(pool: &sqlx::PgPool, sql: &str) -> Vec<String> {
 }
 
 impl TestApp {
+    /// Moves the clock `days` on and runs one retention pass with the default
+    /// retention (what the tests of deleting old rows compare).
+    pub async fn retention_after(&self, days: i64) -> reservations::sweeper::Retained {
+        self.clock.advance(chrono::Duration::days(days));
+        reservations::sweeper::retention_once(
+            self.payments.commands(),
+            reservations::sweeper::Retention::default(),
+        )
+        .await
+        .expect("a retention pass")
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.address, path)
     }

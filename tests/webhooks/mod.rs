@@ -658,15 +658,8 @@ async fn retention_deletes_deliveries_delivered_long_ago_and_keeps_those_still_o
     send(&app, &sender_config(), chrono::Duration::seconds(0)).await;
 
     // Act
-    let retention = reservations::sweeper::Retention::default();
-    app.clock.advance(chrono::Duration::days(1));
-    let early = reservations::sweeper::retention_once(app.payments.commands(), retention)
-        .await
-        .expect("pass");
-    app.clock.advance(chrono::Duration::days(30));
-    let late = reservations::sweeper::retention_once(app.payments.commands(), retention)
-        .await
-        .expect("pass");
+    let early = app.retention_after(1).await;
+    let late = app.retention_after(30).await;
 
     // Assert
     assert_eq!(early.webhook_deliveries, 0);
