@@ -251,6 +251,33 @@ pub(super) fn today_at(hotel: &Hotel, now: DateTime<Utc>) -> NaiveDate {
         .map_or_else(|| now.date_naive(), |d| local_date(now, d.timezone()))
 }
 
+/// The terms each plan selling `room_type` (or the base rate, when none does) sells it
+/// on for `guests`.
+pub(super) fn sale_terms(
+    hotel: &Hotel,
+    room_type: RoomTypeId,
+    guests: GuestCount,
+) -> Vec<SaleTerms> {
+    booking::selling_plans(hotel, room_type)
+        .into_iter()
+        .filter_map(|plan| SaleTerms::resolve(hotel, room_type, plan, guests).ok())
+        .collect()
+}
+
+/// One room's price on `night` under each of `terms` (a plan that does not price the
+/// night is left out).
+pub(super) fn plan_prices(terms: &[SaleTerms], night: &NightView<'_>) -> Vec<PlanPrice> {
+    terms
+        .iter()
+        .filter_map(|t| {
+            Some(PlanPrice {
+                rate_plan_id: t.rate_plan_id(),
+                rate_cents: night.price(t)?,
+            })
+        })
+        .collect()
+}
+
 /// A hotel's availability from its catalog and a view of its nights, whichever source
 /// they came from.
 fn describe<'v>(
@@ -263,10 +290,7 @@ fn describe<'v>(
         .room_types()
         .iter()
         .map(|(id, details)| {
-            let terms: Vec<SaleTerms> = booking::selling_plans(hotel, *id)
-                .into_iter()
-                .filter_map(|plan| SaleTerms::resolve(hotel, *id, plan, query.guests).ok())
-                .collect();
+            let terms = sale_terms(hotel, *id, query.guests);
             RoomTypeNights {
                 room_type_id: id.get(),
                 name: details.name().to_owned(),
@@ -287,15 +311,7 @@ fn describe<'v>(
                             remaining: night.remaining,
                             rate_cents: Some(night.base_rate.get()),
                             restrictions: night.restrictions.clone(),
-                            prices: terms
-                                .iter()
-                                .filter_map(|t| {
-                                    Some(PlanPrice {
-                                        rate_plan_id: t.rate_plan_id(),
-                                        rate_cents: night.price(t)?,
-                                    })
-                                })
-                                .collect(),
+                            prices: plan_prices(&terms, &night),
                         },
                     })
                     .collect(),

@@ -8,13 +8,13 @@
 //! not fall back to PostgreSQL on a last room: nothing is sold from it, and staff
 //! watching a busy night would otherwise turn every poll into a database read.
 
-use aggregates::booking::{self, NightView, SaleTerms};
+use aggregates::booking::NightView;
 use aggregates::restrictions::RestrictionSet;
 use aggregates::{GuestCount, Hotel, HotelId, RoomTypeId, StayDates};
 use chrono::Utc;
 use chrono::{DateTime, NaiveDate};
 
-use super::availability::{to_u32, PlanPrice, StoredNight};
+use super::availability::{plan_prices, sale_terms, to_u32, PlanPrice, StoredNight};
 use super::{Lsn, Queries, QueryError, Source};
 
 /// Most nights one calendar read covers: two months.
@@ -68,10 +68,7 @@ fn rows<'v>(
         .room_types()
         .iter()
         .map(|(id, details)| {
-            let terms: Vec<SaleTerms> = booking::selling_plans(hotel, *id)
-                .into_iter()
-                .filter_map(|plan| SaleTerms::resolve(hotel, *id, plan, GuestCount::ONE).ok())
-                .collect();
+            let terms = sale_terms(hotel, *id, GuestCount::ONE);
             CalendarRow {
                 room_type_id: id.get(),
                 name: details.name().to_owned(),
@@ -88,15 +85,7 @@ fn rows<'v>(
                             date,
                             rooms: Some(rooms),
                             restrictions: view.restrictions.clone(),
-                            prices: terms
-                                .iter()
-                                .filter_map(|t| {
-                                    Some(PlanPrice {
-                                        rate_plan_id: t.rate_plan_id(),
-                                        rate_cents: view.price(t)?,
-                                    })
-                                })
-                                .collect(),
+                            prices: plan_prices(&terms, &view),
                         },
                     })
                     .collect(),
