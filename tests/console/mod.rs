@@ -34,26 +34,35 @@ fn night<'a>(calendar: &'a Value, date: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no night {date} in {calendar}"))
 }
 
-/// Reads the calendar until `done` holds for it (the read model follows the log a
-/// moment after a write), for at most 10 s.
+/// Reads with `read` until `done` holds for what it read (the read models follow the
+/// log a moment after a write), for at most 10 s; `what` names it if it never does.
+async fn read_until<T: std::fmt::Debug, F: std::future::Future<Output = T>>(
+    what: &str,
+    mut read: impl FnMut() -> F,
+    done: impl Fn(&T) -> bool,
+) -> T {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let value = read().await;
+        if done(&value) {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} never showed it: {value:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// Reads the calendar at `path` until `done` holds for it.
 async fn calendar_until(
     server: &ServerProcess,
     path: &str,
     done: impl Fn(&Value) -> bool,
 ) -> Value {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let reply = get(server, path, ADMIN).await;
-        let calendar = reply.assert_status(200).clone();
-        if done(&calendar) {
-            return calendar;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the calendar never showed it: {calendar}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let read = || async move { get(server, path, ADMIN).await.assert_status(200).clone() };
+    read_until("the calendar", read, done).await
 }
 
 #[tokio::test]
@@ -338,14 +347,12 @@ async fn the_reservation_search_filters_by_status() {
             ids
         }
     };
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while ids("cancelled").await.is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the view never had the cancellation"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    read_until(
+        "the reservations view",
+        || ids("cancelled"),
+        |ids| !ids.is_empty(),
+    )
+    .await;
 
     // Assert
     assert_eq!(ids("confirmed").await, vec![confirmed]);
@@ -380,8 +387,7 @@ async fn reservations_made_per_minute_count_what_became_of_them() {
         .assert_status(201);
 
     // Act: once the view has both (they may straddle a minute, so sum the span).
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    let (made, confirmed, minutes) = loop {
+    let read = || async {
         let reply = get(&server, "/v1/ops/bookings?minutes=5", AUDITOR).await;
         let minutes = reply.assert_status(200)["minutes"]
             .as_array()
@@ -393,12 +399,13 @@ async fn reservations_made_per_minute_count_what_became_of_them() {
                 .filter_map(|m| m[field].as_i64())
                 .sum::<i64>()
         };
-        let (made, confirmed) = (sum("held"), sum("confirmed"));
-        if made == 2 && confirmed == 1 || tokio::time::Instant::now() > deadline {
-            break (made, confirmed, minutes);
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        (sum("held"), sum("confirmed"), minutes)
     };
+    let (made, confirmed, minutes) =
+        read_until("the booking rate", read, |(made, confirmed, _)| {
+            (*made, *confirmed) == (2, 1)
+        })
+        .await;
 
     // Assert: five minutes, oldest first, the two reservations counted once.
     assert_eq!((made, confirmed), (2, 1));
