@@ -124,6 +124,18 @@ async function roomsLeft(page, night) {
   return Number(text.trim());
 }
 
+/** Waits (without reloading) until the cell of `night` shows `left` rooms left. */
+async function untilLeft(page, night, left) {
+  await page.waitForFunction(
+    ([n, roomType, l]) => {
+      const el = document.querySelector(`td[data-night="${n}"][data-room-type="${roomType}"] .left`);
+      return el && Number(el.textContent.trim()) === l;
+    },
+    [night, ROOM_TYPE, left],
+    { timeout: WAIT },
+  );
+}
+
 async function openCalendar(page) {
   await page.goto(`${BASE}/console/#/calendar/${HOTEL}?month=${MONTH}`);
   await cell(page, WATCHED).waitFor({ timeout: WAIT });
@@ -157,14 +169,7 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
     return night;
   });
   await openCalendar(page);
-  await page.waitForFunction(
-    ([night, roomType, left]) => {
-      const el = document.querySelector(`td[data-night="${night}"][data-room-type="${roomType}"] .left`);
-      return el && Number(el.textContent.trim()) === left;
-    },
-    [WATCHED, ROOM_TYPE, before.remaining],
-    { timeout: WAIT },
-  );
+  await untilLeft(page, WATCHED, before.remaining);
   assert.match(await cell(page, WATCHED).textContent(), new RegExp(`${before.remaining}`));
   await shot(page, '02-calendar');
 
@@ -185,14 +190,7 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
     rooms: 1, guest: { name: 'Rui Costa', email: 'rui@example.com' },
   });
   assert.equal(hold.status, 201, JSON.stringify(hold.json));
-  await page.waitForFunction(
-    ([night, roomType, left]) => {
-      const el = document.querySelector(`td[data-night="${night}"][data-room-type="${roomType}"] .left`);
-      return el && Number(el.textContent.trim()) === left;
-    },
-    [WATCHED, ROOM_TYPE, before.remaining - 1],
-    { timeout: WAIT },
-  );
+  await untilLeft(page, WATCHED, before.remaining - 1);
   assert.equal(await page.evaluate(() => window.stillTheSamePage), true, 'the page was reloaded');
   await shot(page, '03-after-a-hold');
 
@@ -286,14 +284,7 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
   await page.locator('.status[data-status="cancelled"]').first().waitFor({ timeout: WAIT });
   await shot(page, '07-cancelled');
   await page.goto(`${BASE}/console/#/calendar/${HOTEL}?month=${MONTH}`);
-  await page.waitForFunction(
-    ([night, roomType, left]) => {
-      const el = document.querySelector(`td[data-night="${night}"][data-room-type="${roomType}"] .left`);
-      return el && Number(el.textContent.trim()) === left;
-    },
-    [stayNight, ROOM_TYPE, leftBefore + reservation.rooms],
-    { timeout: WAIT },
-  );
+  await untilLeft(page, stayNight, leftBefore + reservation.rooms);
   await shot(page, '08-nights-back');
 
   // The audit verifies.
