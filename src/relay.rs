@@ -14,8 +14,12 @@
 //! - each message carries `Nats-Msg-Id` = its position, and JetStream drops a copy it
 //!   has stored within the stream's duplicate window;
 //! - beyond that window too: the relay publishes nothing the stream already holds. When
-//!   it starts, and after any failure, it reads the position of the stream's last
-//!   message, and skips every event up to it.
+//!   it starts, and after any failure, it reads the stream's last message, finds that
+//!   event in the log, and skips every event up to it **in commit order**: up to its
+//!   checkpoint (transaction, position), never up to its position alone. Positions are
+//!   handed out at insert and transactions commit in another order, so an event
+//!   published later can carry a smaller position than the last one published; a skip
+//!   by position would drop it, and with it whole group-commit batches.
 //!
 //! Each message also states the stream sequence it must follow
 //! (`Nats-Expected-Last-Sequence`), so JetStream refuses a message whose predecessor is
@@ -120,12 +124,20 @@ pub async fn connect(url: &str) -> anyhow::Result<jetstream::Context> {
     Ok(jetstream::new(client))
 }
 
-/// The last message the stream holds: its stream sequence, and the log position it
-/// carries (`None` when the stream holds nothing).
+/// The last message the stream holds: its stream sequence, and the place in the log
+/// (commit order) of the event it carries (`None` when the stream holds nothing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Published {
     sequence: u64,
-    position: Option<i64>,
+    last: Option<Checkpoint>,
+}
+
+impl Published {
+    /// Whether the stream already holds `event`: it comes, in commit order, no later
+    /// than the last event published.
+    fn holds(&self, event: &StoredEvent) -> bool {
+        self.last.is_some_and(|last| event.checkpoint() <= last)
+    }
 }
 
 /// The relay (see the module docs).
@@ -177,7 +189,7 @@ impl JetStreamRelay {
         if info.state.messages == 0 {
             return Ok(Published {
                 sequence,
-                position: None,
+                last: None,
             });
         }
         let last = stream
@@ -213,19 +225,20 @@ impl JetStreamRelay {
             .await?
             .map(|row| StoredEvent::from_row(&row))
             .transpose()?;
-        let same = in_log.is_some_and(|event| EventOut::from(&event) == item);
-        metrics::gauge!("relay_diverged").set(if same { 0.0 } else { 1.0 });
-        if !same {
+        let same = in_log.filter(|event| EventOut::from(event) == item);
+        metrics::gauge!("relay_diverged").set(if same.is_some() { 0.0 } else { 1.0 });
+        let Some(event) = same else {
             anyhow::bail!(
-                "stream {} ends with position {position} ({} #{}), which the event log does not                  hold: it was published from a history this database no longer has",
+                "stream {} ends with position {position} ({} #{}), which the event log does not \
+                 hold: it was published from a history this database no longer has",
                 self.target.stream,
                 item.stream,
                 item.version
             );
-        }
+        };
         Ok(Published {
             sequence,
-            position: Some(position),
+            last: Some(event.checkpoint()),
         })
     }
 
@@ -240,10 +253,7 @@ impl JetStreamRelay {
         };
         let mut acks: Vec<(u64, PublishAckFuture)> = Vec::with_capacity(batch.len());
         for event in batch {
-            if published
-                .position
-                .is_some_and(|last| event.position <= last)
-            {
+            if published.holds(event) {
                 // Already in the stream: published before a crash or a lost checkpoint.
                 continue;
             }
@@ -259,7 +269,7 @@ impl JetStreamRelay {
                 .context("publishing to JetStream")?;
             published = Published {
                 sequence: published.sequence + 1,
-                position: Some(event.position),
+                last: Some(event.checkpoint()),
             };
             acks.push((published.sequence, ack));
         }

@@ -141,26 +141,31 @@ pub async fn read(pool: &PgPool, now: DateTime<Utc>) -> Result<StalledWork, sqlx
         (OutboxKind::Email, email),
         (OutboxKind::Webhook, webhook),
     ];
-    // The relay's backlog: the events after its checkpoint, in commit order.
+    // The relay's backlog: the events after its checkpoint, in commit order, counted up
+    // to the cap every projection's lag has. (A difference of positions would
+    // miscount: transactions commit in another order than their positions.) No row:
+    // this deployment does not relay.
     let relay = sqlx::query(
-        "SELECT (SELECT max(global_position) FROM events) - c.global_position AS pending,
+        "SELECT (SELECT count(*) FROM (
+                   SELECT 1 FROM events e
+                    WHERE (e.transaction_id, e.global_position) > (c.transaction_id, c.global_position)
+                    ORDER BY e.transaction_id, e.global_position
+                    LIMIT $2) b) AS pending,
                 (SELECT e.recorded_at FROM events e
                   WHERE (e.transaction_id, e.global_position) > (c.transaction_id, c.global_position)
                   ORDER BY e.transaction_id, e.global_position LIMIT 1) AS oldest
            FROM projection_checkpoints c WHERE c.name = $1",
     )
     .bind(crate::relay::RELAY)
+    .bind(projections::log::LAG_CAP)
     .fetch_optional(pool)
     .await?;
     if let Some(row) = relay {
-        let pending: Option<i64> = row.try_get("pending")?;
-        let oldest: Option<DateTime<Utc>> = row.try_get("oldest")?;
-        let pending = pending.unwrap_or(0).max(0);
         outboxes.push((
             OutboxKind::Relay,
             OutboxState {
-                pending: if oldest.is_some() { pending.max(1) } else { 0 },
-                oldest_seconds: age(now, oldest),
+                pending: row.try_get("pending")?,
+                oldest_seconds: age(now, row.try_get("oldest")?),
                 failed: 0,
             },
         ));

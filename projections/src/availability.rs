@@ -328,6 +328,10 @@ type TouchedHotels<'a> = BTreeMap<i64, Vec<(&'a StoredEvent, &'a HotelEvent)>>;
 
 /// The field of a generation's `meta` naming the PostgreSQL timeline it was built on.
 const TIMELINE: &str = "timeline";
+/// `meta`'s field holding the transaction of the last event applied: with `position`,
+/// where the model stands in commit order (a position alone does not say, since
+/// transactions commit in another order than their positions).
+const TRANSACTION: &str = "transaction_id";
 
 /// The timeline the primary writes on (the first eight hex digits of its current WAL
 /// file's name): it changes when a replica is promoted or a backup is restored into a
@@ -626,7 +630,13 @@ impl Projection for AvailabilityProjection {
         }
         let mut position = redis::pipe();
         if let Some(last) = batch.last() {
-            position.hset(self.keys.meta(generation), "position", last.position);
+            position.hset_multiple(
+                self.keys.meta(generation),
+                &[
+                    ("position", last.position),
+                    (TRANSACTION, last.transaction_id),
+                ],
+            );
         }
         write.extend(cities);
         if self.redis.is_cluster() {
@@ -660,7 +670,12 @@ impl Projection for AvailabilityProjection {
         let line = timeline(conn).await?;
         meta.hset_multiple(
             self.keys.meta(generation),
-            &[("ready", "0"), ("position", "0"), (TIMELINE, line.as_str())],
+            &[
+                ("ready", "0"),
+                ("position", "0"),
+                (TRANSACTION, "0"),
+                (TIMELINE, line.as_str()),
+            ],
         );
         fresh.push(meta);
         for b in 0..BUCKETS {
@@ -687,11 +702,24 @@ impl Projection for AvailabilityProjection {
         // restored from an older snapshot, or was left by an older binary while a newer
         // one moved the checkpoint on. Resuming would skip the events in between. On a
         // cluster, a node that came back empty took its buckets' markers with it.
-        let (recorded, position): (Option<String>, Option<i64>) = self
+        let (recorded, position, transaction): (Option<String>, Option<i64>, Option<i64>) = self
             .redis
-            .hmget(self.keys.meta(generation), &[TIMELINE, "position"])
+            .hmget(
+                self.keys.meta(generation),
+                &[TIMELINE, "position", TRANSACTION],
+            )
             .await?;
-        if position.is_none_or(|p| p < checkpoint.position) {
+        let stands_at = match (transaction, position) {
+            (Some(transaction_id), Some(position)) => Some(Checkpoint {
+                transaction_id,
+                position,
+            }),
+            // Written before the model kept its transaction: only the checkpoint's own
+            // position says it is not behind.
+            (None, Some(position)) if position == checkpoint.position => Some(checkpoint),
+            _ => None,
+        };
+        if stands_at.is_none_or(|at| at < checkpoint) {
             return Ok(false);
         }
         // A model built from another line of the log's history: PostgreSQL failed over

@@ -47,19 +47,38 @@ pub async fn hotel_with_rooms(
     )
     .await
     .expect("set hotel");
+    room_type_with_rooms(svc, KING, first, nights, total_rooms).await;
+}
+
+/// Adds room type `room_type` (sleeping two) to hotel 812 with `total_rooms` rooms at
+/// 180.00 a night on `nights` nights starting at `first`.
+pub async fn room_type_with_rooms(
+    svc: &CommandService,
+    room_type: i64,
+    first: NaiveDate,
+    nights: u64,
+    total_rooms: i64,
+) {
+    let room_type = RoomTypeId::parse(room_type).expect("room type id");
+    let staff = reservations::commands::Caller::Staff("staff".into());
+    let name = if room_type == king() {
+        "king".to_owned()
+    } else {
+        format!("type {room_type}")
+    };
     svc.set_room_type(
-        &reservations::commands::Caller::Staff("staff".into()),
+        &staff,
         hotel_id(),
-        king(),
-        RoomTypeDetails::parse("king", 2).expect("room type"),
+        room_type,
+        RoomTypeDetails::parse(&name, 2).expect("room type"),
     )
     .await
     .expect("set room type");
     let last = first.checked_add_days(Days::new(nights)).expect("date");
     svc.set_inventory(
-        &reservations::commands::Caller::Staff("staff".into()),
+        &staff,
         hotel_id(),
-        king(),
+        room_type,
         stay(first, last),
         InventoryUpdate {
             total_rooms,
