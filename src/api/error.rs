@@ -268,6 +268,11 @@ impl From<QueryError> for ApiError {
     fn from(e: QueryError) -> Self {
         match e {
             QueryError::Database(e) => database(e),
+            // Only a read of the replica answers this, and the primary is then asked:
+            // reaching a client means the primary could not be.
+            QueryError::NotReplayed => {
+                ApiError::unavailable("the database is unavailable; try again shortly")
+            }
             QueryError::Corrupt(detail) => {
                 tracing::error!(%detail, "stored state unreadable");
                 ApiError::new(

@@ -2,8 +2,9 @@
 //! confidence, else from the write side's rows, exact as of now.
 //!
 //! The read model is skipped (and PostgreSQL answers) when Redis is down or slow, the
-//! projection has not caught up, the hotel is unknown to it, or a night is down to its
-//! last room, where a stale "1 left" costs most. Either way the answer says where it
+//! projection has not caught up, the hotel, one of its room types or a night of the
+//! stay is unknown to it (unknown is not sold out: see [`holds_every_night`]), or a
+//! night is down to its last room, where a stale "1 left" costs most. Either way the answer says where it
 //! came from and as of when; a hold never relies on it.
 //!
 //! Both sources end in the same place: a hotel's catalog and, per room type and date, a
@@ -278,6 +279,27 @@ pub(super) fn plan_prices(terms: &[SaleTerms], night: &NightView<'_>) -> Vec<Pla
         .collect()
 }
 
+/// Whether a source holds everything a stay's answer is made of: a catalog with room
+/// types, and a night for every room type on every night of the stay.
+///
+/// A night a source does not hold is unknown there, not sold out: the read model has
+/// not projected it yet, or the replica has not replayed it (inventory set a moment
+/// ago), or it has no inventory at all. Only the primary tells those apart, so a
+/// source that lacks one hands the question on (the model to PostgreSQL, the replica
+/// to the primary) rather than answer "0 left". A room type without inventory on the
+/// nights asked therefore costs a read of the primary, however old its absence.
+pub(super) fn holds_every_night<'v>(
+    hotel: &Hotel,
+    stay: &StayDates,
+    view: impl Fn(RoomTypeId, NaiveDate) -> Option<NightView<'v>>,
+) -> bool {
+    !hotel.room_types().is_empty()
+        && hotel
+            .room_types()
+            .keys()
+            .all(|room_type| stay.nights().all(|date| view(*room_type, date).is_some()))
+}
+
 /// A hotel's availability from its catalog and a view of its nights, whichever source
 /// they came from.
 fn describe<'v>(
@@ -407,7 +429,14 @@ impl Queries {
         query: &StayQuery,
         token: Option<Lsn>,
     ) -> Result<Option<StayAvailability>, QueryError> {
-        let answer = match self.cached_availability(hotel, query).await {
+        // A read that presents a write's token wants that write in the answer, and the
+        // model cannot say whether it holds it (a room type just added, say): only
+        // PostgreSQL can.
+        let cached = match token {
+            None => self.cached_availability(hotel, query).await,
+            Some(_) => None,
+        };
+        let answer = match cached {
             Some(answer) => Some(answer),
             None => {
                 self.on_replica(token, |q| async move {
@@ -448,6 +477,12 @@ impl Queries {
             return None;
         }
         let catalog = &cached.hotel.hotel;
+        if !holds_every_night(catalog, &query.stay, |room_type, date| {
+            cached.hotel.view(room_type, date)
+        }) {
+            metrics::counter!("availability_cache_unknown_total").increment(1);
+            return None;
+        }
         let today = today_at(catalog, self.clock.now());
         let (room_types, offers) = describe(catalog, query, today, |room_type, date| {
             cached.hotel.view(room_type, date)
@@ -467,17 +502,26 @@ impl Queries {
         id: HotelId,
         query: &StayQuery,
     ) -> Result<Option<StayAvailability>, QueryError> {
+        let on_replica = self.replica_as_of.is_some();
         let Some(hotel) = self.hotel(id).await? else {
-            return Ok(None);
+            return if on_replica {
+                Err(QueryError::NotReplayed)
+            } else {
+                Ok(None)
+            };
         };
         let now = self.clock.now();
         let nights = self.stored_nights(&[id.get()], &query.stay, now).await?;
-        let today = today_at(&hotel, now);
-        let (room_types, offers) = describe(&hotel, query, today, |room_type, date| {
+        let view = |room_type: RoomTypeId, date| {
             nights
                 .get(&(id.get(), room_type.get(), date))
                 .map(StoredNight::view)
-        });
+        };
+        if on_replica && !holds_every_night(&hotel, &query.stay, view) {
+            return Err(QueryError::NotReplayed);
+        }
+        let today = today_at(&hotel, now);
+        let (room_types, offers) = describe(&hotel, query, today, view);
         let (source, as_of) = self.database_as_of(now);
         Ok(Some(StayAvailability {
             source,

@@ -59,6 +59,11 @@ pub enum QueryError {
     /// A stored row could not be decoded: a bug, never the client's fault.
     #[error("stored state unreadable: {0}")]
     Corrupt(String),
+    /// The read replica lacks something the question names (a hotel, its room types,
+    /// a night of a stay) that the primary may already hold: only a read of the replica
+    /// answers this, and the primary is asked instead.
+    #[error("the read replica has not replayed what the read needs")]
+    NotReplayed,
 }
 
 /// The write side's loader, read without locks for a look-up as of now.
@@ -84,6 +89,7 @@ impl ReplicaFailure for QueryError {
         match self {
             QueryError::Database(_) => Some(Fallback::Failed),
             QueryError::Corrupt(_) => None,
+            QueryError::NotReplayed => Some(Fallback::Unreplayed),
         }
     }
 }

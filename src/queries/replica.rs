@@ -109,6 +109,9 @@ pub enum Fallback {
     BehindToken,
     /// It failed this read.
     Failed,
+    /// It lacks a hotel, room type or night the read names (see
+    /// [`super::QueryError::NotReplayed`]).
+    Unreplayed,
 }
 
 impl Fallback {
@@ -118,6 +121,7 @@ impl Fallback {
             Fallback::Lagging => "lagging",
             Fallback::BehindToken => "behind_token",
             Fallback::Failed => "failed",
+            Fallback::Unreplayed => "unreplayed",
         }
     }
 }

@@ -5,8 +5,9 @@
 //! when it can answer with confidence, else from the write side's rows, and either way
 //! the offers are the domain's (`aggregates::booking::offers`), so the two sources list
 //! the same offers at the same prices for the same nights. PostgreSQL answers when Redis
-//! is down or slow, the model is not caught up or cannot read one of the city's
-//! hotels, or an offer the answer would list takes a night's last rooms (its
+//! is down or slow, the model is not caught up, cannot read one of the city's hotels
+//! or does not hold one whole (a room type or a night of the stay it has not seen is
+//! unknown, not sold out), or an offer the answer would list takes a night's last rooms (its
 //! `remaining` is no more than the rooms asked for), where a stale answer costs most.
 //! Sold-out nights do not send a search to the database: they only hide offers, the
 //! direction the cache errs in anyway.
@@ -22,7 +23,7 @@ use aggregates::Hotel;
 use chrono::{DateTime, Utc};
 use projections::availability::{HotelFields, Interner};
 
-use super::availability::{today_at, Source, StayQuery, StoredNight};
+use super::availability::{holds_every_night, today_at, Source, StayQuery, StoredNight};
 use super::memo::Question;
 use super::{Lsn, Queries, QueryError};
 
@@ -88,7 +89,12 @@ impl Queries {
         search: &CitySearch,
         token: Option<Lsn>,
     ) -> Result<SearchAnswer, QueryError> {
-        let answer = match self.cached_search(search).await {
+        // As for a hotel's availability: a write's token is answered from PostgreSQL.
+        let cached = match token {
+            None => self.cached_search(search).await,
+            Some(_) => None,
+        };
+        let answer = match cached {
             Some(answer) => answer,
             None => {
                 self.on_replica(token, |q| async move { q.database_search(search).await })
@@ -137,6 +143,13 @@ impl Queries {
                 continue;
             }
             let days = read.decode(&dates, &mut terms)?;
+            // A hotel the model does not hold whole is unknown, not sold out: the
+            // database answers the search. (What the memo recalls was held whole when
+            // it was judged, from these very bytes.)
+            if !holds_every_night(&read.hotel, &stay.stay, |rt, date| days.view(rt, date)) {
+                metrics::counter!("availability_cache_unknown_total").increment(1);
+                return None;
+            }
             let request = stay.offer_request(question.today);
             let offers: Arc<[Offer]> =
                 aggregates::booking::offers(&read.hotel, &request, |rt, date| days.view(rt, date))
@@ -189,13 +202,25 @@ impl Queries {
         } else {
             self.stored_nights(&ids, &search.stay.stay, now).await?
         };
+        let view = |id: i64| {
+            let nights = &nights;
+            move |rt: aggregates::RoomTypeId, date| {
+                nights.get(&(id, rt.get(), date)).map(StoredNight::view)
+            }
+        };
+        // The replica holds every hotel it lists whole, or the primary answers.
+        if self.replica_as_of.is_some()
+            && !hotels
+                .iter()
+                .all(|(id, hotel)| holds_every_night(hotel, &search.stay.stay, view(*id)))
+        {
+            return Err(QueryError::NotReplayed);
+        }
         let answered = hotels
             .iter()
             .map(|(id, hotel)| {
                 let request = search.stay.offer_request(today_at(hotel, now));
-                let offers = aggregates::booking::offers(hotel, &request, |rt, date| {
-                    nights.get(&(*id, rt.get(), date)).map(StoredNight::view)
-                });
+                let offers = aggregates::booking::offers(hotel, &request, view(*id));
                 (*id, hotel, offers)
             })
             .collect();

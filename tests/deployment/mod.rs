@@ -184,6 +184,9 @@ async fn the_contract_holds_on_two_servers_over_a_replica_a_redis_cluster_and_je
     // with the whole catalog (the model trails the log: a search read before then may
     // not show a hotel just written yet).
     wait_checkpoints(&db.pool, &["availability"]).await;
+    // A read presenting the staff's last write's token would be answered by PostgreSQL
+    // (the model cannot say it holds that write): a guest's browser has none.
+    client.token = None;
     let availability = format!(
         "/v1/hotels/{TEJO}/availability?start_date={first}&end_date={}",
         plus_days(first, 3)
@@ -459,6 +462,7 @@ async fn the_contract_holds_on_two_servers_over_a_replica_a_redis_cluster_and_je
     )
     .await;
     let rows = night_rows(&db.pool).await;
+    client.token = None;
     let mut model = String::new();
     for _ in 0..300 {
         let (_, body) = client.get(0, &availability, WEB).await;

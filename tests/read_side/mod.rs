@@ -965,3 +965,157 @@ async fn a_committed_hold_wakes_the_listeners_of_events() {
     drop(listener);
     db.drop_database().await;
 }
+
+/// Holds the availability projection's checkpoint row, so its runner cannot commit a
+/// batch (it locks the row first): the model is paused until [`Paused::resume`].
+struct Paused(sqlx::Transaction<'static, sqlx::Postgres>);
+
+impl Paused {
+    async fn availability(pool: &PgPool) -> Self {
+        let mut tx = pool.begin().await.expect("tx");
+        sqlx::query("SELECT 1 FROM projection_checkpoints WHERE name = $1 FOR UPDATE")
+            .bind(availability::NAME)
+            .execute(&mut *tx)
+            .await
+            .expect("lock the checkpoint");
+        Self(tx)
+    }
+
+    async fn resume(self) {
+        self.0.rollback().await.expect("rollback");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn nights_and_room_types_the_model_has_not_seen_are_read_from_postgresql_not_sold_out() {
+    // Arrange: the model serves hotel 812 (king, five rooms on day 20 to 24), then is
+    // paused.
+    let db = TestDb::new().await;
+    let redis = PrivateRedis::start();
+    redis.wait_ready().await;
+    let app = RunningApp::start(&db, &redis.url(), "web-token-1:channel:web").await;
+    let base = app.base.clone();
+    let svc = db.service(Strategy::Pessimistic);
+    hotel_with_rooms(&svc, day(20), 5, 5).await;
+    wait_caught_up(&db.pool, availability::NAME).await;
+    let client = reqwest::Client::new();
+    let get_with = |path: String, token: Option<&'static str>| {
+        let client = client.clone();
+        let base = base.clone();
+        async move {
+            let mut request = client
+                .get(format!("{base}{path}"))
+                .bearer_auth("web-token-1");
+            if let Some(token) = token {
+                request = request.header("Consistency-Token", token);
+            }
+            request
+                .send()
+                .await
+                .expect("get")
+                .json::<serde_json::Value>()
+                .await
+                .expect("json")
+        }
+    };
+    let get = |path: String| get_with(path, None);
+    let hotel = |from: u64, to: u64| {
+        format!(
+            "/v1/hotels/{HOTEL}/availability?start_date={}&end_date={}",
+            day(from),
+            day(to)
+        )
+    };
+    let city = |from: u64, to: u64| {
+        format!(
+            "/v1/availability?city=Lisbon&start_date={}&end_date={}",
+            day(from),
+            day(to)
+        )
+    };
+    let mut known = serde_json::Value::Null;
+    for _ in 0..100 {
+        known = get(hotel(20, 22)).await;
+        if known["source"] == "cache" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(known["source"], "cache", "{known}");
+    let paused = Paused::availability(&db.pool).await;
+
+    // Act: thirty new nights, then the questions at once; then a new room type on the
+    // nights the model knows, asked by a reader that just wrote.
+    svc.set_inventory(
+        &reservations::commands::Caller::Staff("staff".into()),
+        hotel_id(),
+        king(),
+        stay(day(40), day(70)),
+        aggregates::booking::InventoryUpdate {
+            total_rooms: 7,
+            overbooking_allowance: Some(0),
+            rate_cents: Some(aggregates::Cents::new(15_000)),
+        },
+    )
+    .await
+    .expect("set inventory");
+    let new_nights = get(hotel(41, 44)).await;
+    let new_nights_in_city = get(city(41, 44)).await;
+    room_type_with_rooms(&svc, 4, day(20), 5, 2).await;
+    // A room type the model has not seen is not in its catalog: only a read that
+    // presents a write's token (any token) can say it needs it.
+    let new_room_type = get_with(hotel(20, 22), Some("0/1")).await;
+    let new_room_type_in_city = get_with(city(20, 22), Some("0/1")).await;
+
+    // Assert: PostgreSQL answered each, with the rooms that are there.
+    assert_eq!(new_nights["source"], "database", "{new_nights}");
+    let nights = &new_nights["room_types"][0]["nights"];
+    for night in nights.as_array().expect("nights") {
+        assert_eq!(night["remaining"], 7, "{new_nights}");
+        assert_eq!(night["rate_cents"], 15_000, "{new_nights}");
+    }
+    assert_eq!(
+        new_nights["room_types"][0]["available"], true,
+        "{new_nights}"
+    );
+    assert_eq!(
+        new_nights_in_city["source"], "database",
+        "{new_nights_in_city}"
+    );
+    assert_eq!(
+        new_nights_in_city["hotels"][0]["hotel_id"], HOTEL,
+        "{new_nights_in_city}"
+    );
+    assert_eq!(new_room_type["source"], "database", "{new_room_type}");
+    let types: Vec<i64> = new_room_type["room_types"]
+        .as_array()
+        .expect("room types")
+        .iter()
+        .filter_map(|t| t["room_type_id"].as_i64())
+        .collect();
+    assert_eq!(types, vec![KING, 4], "{new_room_type}");
+    assert_eq!(
+        new_room_type["room_types"][1]["remaining"], 2,
+        "{new_room_type}"
+    );
+    assert_eq!(new_room_type_in_city["source"], "database");
+
+    // And once the model has seen them, it answers them itself, with the same rooms.
+    // (Days 41 to 43 stay with PostgreSQL: type 4 has no inventory there, which only
+    // the database can tell from "not seen yet".)
+    paused.resume().await;
+    wait_caught_up(&db.pool, availability::NAME).await;
+    let mut cached = serde_json::Value::Null;
+    for _ in 0..100 {
+        cached = get(hotel(20, 22)).await;
+        if cached["source"] == "cache" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(cached["source"], "cache", "{cached}");
+    assert_eq!(cached["room_types"], new_room_type["room_types"]);
+    assert_eq!(get(hotel(41, 44)).await["source"], "database");
+    app.stop().await;
+    db.drop_database().await;
+}

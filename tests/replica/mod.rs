@@ -109,6 +109,26 @@ async fn reads_go_to_the_replica_and_a_writes_consistency_token_sees_the_write()
         )
         .await;
     let availability = app.availability(WEB, HOTEL, day(2), day(4), Some(1)).await;
+    // Nights and a hotel the paused replica has not replayed: unknown there, so the
+    // primary answers them, not "0 left" or "no such hotel".
+    app.put_inventory(
+        HOTEL,
+        KING,
+        &json!({"start_date": day(30), "end_date": day(40), "total_rooms": 4,
+                "overbooking_allowance": 0, "rate_cents": RATE}),
+    )
+    .await
+    .assert_status(200);
+    let new_nights = app
+        .availability(WEB, HOTEL, day(31), day(34), Some(1))
+        .await;
+    app.put_hotel(
+        813,
+        &json!({"name": "Hotel Douro", "city": "Porto", "timezone": "Europe/Lisbon"}),
+    )
+    .await
+    .assert_status(200);
+    let new_hotel = app.availability(WEB, 813, day(2), day(4), Some(1)).await;
     let bad_token = app
         .send(
             app.request(Method::GET, &format!("/v1/hotels/{HOTEL}"), Some(WEB))
@@ -138,6 +158,17 @@ async fn reads_go_to_the_replica_and_a_writes_consistency_token_sees_the_write()
     );
     availability.assert_status(200);
     assert_eq!(availability.json["source"], "replica");
+    new_nights.assert_status(200);
+    assert_eq!(new_nights.json["source"], "database", "{}", new_nights.text);
+    let remaining: Vec<i64> = new_nights.json["room_types"][0]["nights"]
+        .as_array()
+        .expect("nights")
+        .iter()
+        .filter_map(|n| n["remaining"].as_i64())
+        .collect();
+    assert_eq!(remaining, vec![4, 4, 4], "{}", new_nights.text);
+    new_hotel.assert_status(200);
+    assert_eq!(new_hotel.json["source"], "database", "{}", new_hotel.text);
     bad_token.assert_error(400, "invalid_consistency_token");
     assert_eq!(hotel_name(&after_replay), "Hotel Tejo Novo");
     assert!(
