@@ -481,12 +481,17 @@ pub(crate) fn iso_date<S: serde::Serializer>(
 pub struct RoomTypeAvailability {
     pub room_type_id: i64,
     pub name: String,
-    /// `remaining >= rooms` on every night, and the room sleeps the guests.
+    /// Whether a hold of `rooms` rooms of this type for this stay and `guests` would be
+    /// accepted now under some plan (or the base rate): exactly when `offers` is not
+    /// empty. Enough rooms on every night is not enough: restrictions, occupancy and
+    /// the booking limits decide too.
     pub available: bool,
-    /// The minimum over the nights.
+    /// The fewest rooms left over the nights (0 for a night without inventory).
     pub remaining: u32,
-    /// Price of the stay for the rooms asked at the base rate, when every night has a
-    /// rate.
+    /// The price of the stay for the rooms and guests asked at the base rate (no plan),
+    /// each night priced as in `prices` (extra guests included): what a hold without a
+    /// `rate_plan_id` would cost. `null` when a night has no inventory or the room does
+    /// not sleep the guests.
     pub total_cents: Option<i64>,
     pub nights: Vec<NightOut>,
     /// What the stay can be booked as (see `GET /v1/availability`), cheapest first.
@@ -531,7 +536,7 @@ pub async fn availability(
         query.rooms,
         query.guests,
     )?;
-    let (rooms, guests) = (stay_query.rooms.get(), stay_query.guests.get());
+    let guests = stay_query.guests.get();
     let answer = state
         .queries
         .availability(id, &stay_query, consistency.0)
@@ -546,25 +551,22 @@ pub async fn availability(
         .room_types
         .into_iter()
         .map(|rt| {
-            let sleeps = rt.max_occupancy >= guests;
             let nights: Vec<NightOut> = rt.nights.into_iter().map(NightOut::of).collect();
             let remaining = nights.iter().map(|n| n.remaining).min().unwrap_or(0);
-            let total_cents = nights
+            let offers: Vec<OfferOut> = offers
                 .iter()
-                .try_fold(0_i64, |sum, n| sum.checked_add(n.rate_cents?))
-                .and_then(|nightly| nightly.checked_mul(i64::from(rooms)));
+                .filter(|o| o.room_type_id.get() == rt.room_type_id)
+                .map(OfferOut::from)
+                .collect();
             RoomTypeAvailability {
                 room_type_id: rt.room_type_id,
                 name: rt.name,
-                available: remaining >= rooms && sleeps,
+                // One rule: the offers' (a hold's).
+                available: !offers.is_empty(),
                 remaining,
-                total_cents,
+                total_cents: rt.base_total.map(Cents::get),
                 nights,
-                offers: offers
-                    .iter()
-                    .filter(|o| o.room_type_id.get() == rt.room_type_id)
-                    .map(OfferOut::from)
-                    .collect(),
+                offers,
             }
         })
         .collect();

@@ -230,6 +230,10 @@ pub struct RoomTypeNights {
     pub name: String,
     pub max_occupancy: u32,
     pub nights: Vec<NightAvailability>,
+    /// The stay for the rooms and guests asked at the base rate (no plan), each night
+    /// priced as a hold without a plan would price it (extra guests included); `None`
+    /// when a night has no inventory or the room does not sleep the guests.
+    pub base_total: Option<Cents>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -313,10 +317,21 @@ fn describe<'v>(
         .iter()
         .map(|(id, details)| {
             let terms = sale_terms(hotel, *id, query.guests);
+            let base = SaleTerms::resolve(hotel, *id, None, query.guests).ok();
+            let base_total = base.and_then(|base| {
+                query
+                    .stay
+                    .nights()
+                    .try_fold(Cents::ZERO, |sum, date| {
+                        sum.checked_add(view(*id, date)?.price(&base)?)
+                    })?
+                    .checked_mul(query.rooms.get())
+            });
             RoomTypeNights {
                 room_type_id: id.get(),
                 name: details.name().to_owned(),
                 max_occupancy: details.max_occupancy(),
+                base_total,
                 nights: query
                     .stay
                     .nights()

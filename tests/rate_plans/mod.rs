@@ -5,6 +5,7 @@
 mod races;
 
 use chrono::{Datelike, NaiveDate, Weekday};
+use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -444,6 +445,110 @@ async fn guests_beyond_the_base_occupancy_pay_the_extra_guest_charge_and_beyond_
     // Two rooms, two nights, two guests over the base in each room.
     assert_eq!(held["total_cents"], 2 * 2 * (RATE + 2 * 2_500));
     assert_eq!(held["guests"], 3);
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_room_types_total_prices_the_guests_asked_as_its_nights_and_its_offer_do() {
+    // Arrange: 180.00 a night for two, 20.00 for each guest beyond.
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 10, 5).await;
+    app.put_room_type(
+        HOTEL,
+        KING,
+        &json!({"name": "king", "max_occupancy": 3, "base_occupancy": 2,
+                "extra_guest_cents": 2_000}),
+    )
+    .await
+    .assert_status(200);
+
+    // Act: two nights for three guests.
+    let reply = app
+        .send(
+            app.request(
+                Method::GET,
+                &format!("/v1/hotels/{HOTEL}/availability"),
+                Some(WEB),
+            )
+            .query(&[
+                ("start_date", day(11).to_string()),
+                ("end_date", day(13).to_string()),
+                ("guests", "3".to_owned()),
+            ]),
+        )
+        .await;
+    let held = app
+        .hold(WEB, "three", &{
+            let mut body = hold_body(day(11), day(13), 1);
+            body["guests"] = json!(3);
+            body
+        })
+        .await;
+
+    // Assert: one price per night, one total, everywhere.
+    let answer = reply.assert_status(200);
+    let king = &answer["room_types"][0];
+    for night in king["nights"].as_array().expect("nights") {
+        assert_eq!(night["prices"][0]["rate_cents"], RATE + 2_000, "{king}");
+    }
+    assert_eq!(king["offers"][0]["total_cents"], 2 * (RATE + 2_000));
+    assert_eq!(king["total_cents"], 2 * (RATE + 2_000), "{king}");
+    assert_eq!(held.assert_status(201)["total_cents"], king["total_cents"]);
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn available_is_true_exactly_when_a_hold_would_be_accepted_now() {
+    // Arrange: rooms on every night; day 12 stop-sold, day 15 a minimum stay of 3.
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 10, 5).await;
+    app.put_restrictions(
+        HOTEL,
+        KING,
+        &json!({"start_date": day(12), "end_date": day(13), "stop_sell": true}),
+    )
+    .await
+    .assert_status(200);
+    app.put_restrictions(
+        HOTEL,
+        KING,
+        &json!({"start_date": day(15), "end_date": day(16), "min_stay": 3}),
+    )
+    .await
+    .assert_status(200);
+    let cases = [
+        ("open", day(17), day(19)),
+        ("over the stop-sell", day(11), day(13)),
+        ("too short from day 15", day(15), day(17)),
+        ("long enough from day 15", day(15), day(18)),
+    ];
+
+    for (n, (case, from, to)) in cases.into_iter().enumerate() {
+        // Act: ask, then try.
+        let asked = app.availability(WEB, HOTEL, from, to, Some(1)).await;
+        let held = app
+            .hold(WEB, &format!("case-{n}"), &hold_body(from, to, 1))
+            .await;
+
+        // Assert: the answer foretold the hold's fate.
+        let asked = asked.assert_status(200);
+        let king = &asked["room_types"][0];
+        assert!(
+            king["remaining"].as_i64() >= Some(4),
+            "{case}: rooms on every night"
+        );
+        assert_eq!(
+            king["available"],
+            held.status.is_success(),
+            "{case}: {king} / {}",
+            held.text
+        );
+        assert_eq!(
+            king["available"],
+            !king["offers"].as_array().expect("offers").is_empty(),
+            "{case}"
+        );
+    }
     app.finish().await;
 }
 
