@@ -779,11 +779,21 @@ impl Reservation {
                                 refund_percent.min(self.refund_cap_percent.unwrap_or(100))
                             }
                         };
-                        let charge = self
-                            .ledger()
+                        let ledger = self.ledger();
+                        let charge = ledger
+                            .as_ref()
                             .map_or(Cents::ZERO, |l| l.charge(details.total_cents));
-                        let refund_cents = charge.percent(percent);
-                        let keep = Cents::new(charge.get() - refund_cents.get());
+                        let given_back = charge.percent(percent);
+                        let keep = Cents::new(charge.get() - given_back.get());
+                        // A refund is money returned, and only money taken can be: before
+                        // the capture, what the guest does not owe is released from the
+                        // authorization (voided whole, or captured only in the part kept),
+                        // never refunded.
+                        let refund_cents = if ledger.as_ref().is_some_and(|l| l.is_captured()) {
+                            given_back
+                        } else {
+                            Cents::ZERO
+                        };
                         let mut events = vec![ReservationEvent::ReservationCancelled {
                             cancelled_at: now,
                             reason: Personal::Clear(reason),
@@ -1028,7 +1038,15 @@ impl Reservation {
             } => {
                 self.status = Some(ReservationStatus::Cancelled);
                 self.updated_at = Some(*cancelled_at);
-                self.refund_cents = *refund_cents;
+                // Cancellations recorded before a refund meant money returned carried
+                // the policy's share even when nothing had been captured (the
+                // authorization was voided): read those as the nothing they returned.
+                // States from before the ledger keep theirs (their payment was taken
+                // at confirmation, and the ledger is read from it).
+                self.refund_cents = match &self.ledger {
+                    Some(ledger) if !ledger.is_captured() => Cents::ZERO,
+                    _ => *refund_cents,
+                };
             }
             ReservationEvent::PaymentDeclined { declined_at, .. } => {
                 self.status = Some(ReservationStatus::Declined);

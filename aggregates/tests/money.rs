@@ -250,6 +250,7 @@ impl Model {
                     CancelledBy::Guest
                 };
                 let charge = self.charge();
+                let was_captured = self.reservation.ledger().is_some_and(|l| l.is_captured());
                 let share = self.guest_share_now();
                 let result = self.run(ReservationCommand::Cancel {
                     now: self.now,
@@ -259,12 +260,18 @@ impl Model {
                     refund_percent: if by_hotel { 100 } else { share },
                 });
                 if let Ok(events) = result {
-                    let refund = match events.first() {
+                    let recorded = match events.first() {
                         Some(ReservationEvent::ReservationCancelled { refund_cents, .. }) => {
                             *refund_cents
                         }
                         other => panic!("expected the cancellation first, got {other:?}"),
                     };
+                    // What the guest is given back of what they stood to pay: released
+                    // from the authorization before the capture, refunded after. Only
+                    // the refunded part is the cancellation's refund_cents.
+                    let refund = Cents::new(charge.get() - self.charge().get());
+                    let refunded = if was_captured { refund } else { Cents::ZERO };
+                    assert_eq!(recorded, refunded, "refund_cents is money returned");
                     if by_hotel {
                         assert_eq!(refund, charge, "the hotel gives everything back");
                     } else {

@@ -591,10 +591,23 @@ async fn a_guest_cancelling_before_the_capture_deadline_has_the_authorization_vo
         .await;
     app.deliver_payments().await;
 
-    // Assert: nothing was ever charged: the authorization is voided, not refunded
+    // Assert: nothing was ever charged: the authorization is voided, not refunded, and
+    // every answer says no money was returned (none was taken).
     let body = reply.assert_status(200);
     assert_eq!(body["payment"]["status"], "voided", "{body}");
     assert_eq!(body["payment"]["captured_cents"], 0);
+    assert_eq!(body["refund_cents"], 0, "{body}");
+    let view = app.get_reservation(WEB, &id).await;
+    assert_eq!(view.assert_status(200)["refund_cents"], 0);
+    let history = app.reservation_events(WEB, &id).await;
+    let cancelled = history.assert_status(200)["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["type"] == "ReservationCancelled")
+        .cloned()
+        .expect("the cancellation in the history");
+    assert_eq!(cancelled["data"]["refund_cents"], 0, "{cancelled}");
     assert_eq!(app.gateway.count(&id, "void"), 1);
     assert_eq!(app.gateway.count(&id, "capture"), 0);
     assert_eq!(app.gateway.count(&id, "refund"), 0);

@@ -433,18 +433,33 @@ async fn a_relaying_server_killed_mid_load_leaves_every_event_in_the_stream_once
     db.drop_database().await;
 }
 
+/// Events of the log read (in commit order) after one with a greater position.
+async fn committed_out_of_position_order(pool: &PgPool) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM (
+           SELECT global_position < max(global_position) OVER (
+                    ORDER BY transaction_id, global_position
+                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS behind
+             FROM events) e
+          WHERE behind",
+    )
+    .fetch_one(pool)
+    .await
+    .expect("order")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_servers_racing_many_batches_leave_every_position_of_the_log_in_the_stream() {
     // Arrange: two servers on one database, one of them relaying (whichever holds the
     // lock), each committing its own group-commit batches. Concurrent batches take
     // their positions in one order and commit in another: the log's commit order is
     // not its position order, which is what a relay that skips by position loses.
-    // Holds of different room types take different locks, so their batches run side by
-    // side.
+    // Each server books room types of its own: a batch locks the room types it books,
+    // so batches of the two servers never wait for each other and run side by side.
     let db = TestDb::new().await;
     let svc = db.service(Strategy::Group);
     hotel_with_rooms(&svc, day(1), 22, 10_000).await;
-    let room_types: Vec<i64> = (KING..KING + 8).collect();
+    let room_types: Vec<i64> = (KING..KING + 16).collect();
     for room_type in &room_types[1..] {
         room_type_with_rooms(&svc, *room_type, day(1), 22, 10_000).await;
     }
@@ -454,11 +469,20 @@ async fn two_servers_racing_many_batches_leave_every_position_of_the_log_in_the_
     let second = serve(&db, &target).await;
 
     // Act: 24 clients, twelve per server, holding one night each of eight room types on
-    // twenty nights.
+    // twenty nights, until the log has events committed out of position order (at
+    // least five seconds, at most thirty).
     let (stop, stopped) = watch::channel(false);
-    let loads = [first.port, second.port]
-        .map(|port| tokio::spawn(hold_load(port, room_types.clone(), 12, stopped.clone())));
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (own_first, own_second) = room_types.split_at(8);
+    let loads = [(first.port, own_first), (second.port, own_second)]
+        .map(|(port, types)| tokio::spawn(hold_load(port, types.to_vec(), 12, stopped.clone())));
+    let started = tokio::time::Instant::now();
+    let mut out_of_order = 0;
+    while started.elapsed() < Duration::from_secs(30)
+        && (out_of_order == 0 || started.elapsed() < Duration::from_secs(5))
+    {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        out_of_order = committed_out_of_position_order(&db.pool).await;
+    }
     let _ = stop.send(true);
     let mut acknowledged = 0;
     for load in loads {
@@ -470,17 +494,6 @@ async fn two_servers_racing_many_batches_leave_every_position_of_the_log_in_the_
 
     // Assert: the batches did commit out of position order (else this test proves
     // nothing), and every position of the log is in the stream once, in commit order.
-    let out_of_order: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM (
-           SELECT global_position < max(global_position) OVER (
-                    ORDER BY transaction_id, global_position
-                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS behind
-             FROM events) e
-          WHERE behind",
-    )
-    .fetch_one(&db.pool)
-    .await
-    .expect("order");
     assert!(acknowledged > 100, "{acknowledged} holds acknowledged");
     assert!(
         out_of_order > 0,

@@ -576,7 +576,8 @@ fn cancelling_before_the_capture_voids_the_authorization() {
         cancelled_at: at(30),
         reason: Personal::Clear("plans changed".into()),
         by: CancelledBy::Hotel,
-        refund_cents: Cents::new(48_000),
+        // A refund is money returned: nothing was taken.
+        refund_cents: Cents::ZERO,
     };
     let voided = ReservationEvent::PaymentVoided {
         gateway_key: format!("{}:void:txn_1", Uuid::from_u128(1)),
@@ -593,10 +594,35 @@ fn cancelling_before_the_capture_voids_the_authorization() {
         })
         .then_expect_events(vec![cancelled.clone(), voided.clone()]);
     let after = state(&[placed(), paid_at("txn_1", 5), cancelled, voided]);
-    assert_eq!(after.refund_cents(), Cents::new(48_000));
+    assert_eq!(after.refund_cents(), Cents::ZERO);
     assert_eq!(after.payment(), Some(&card("txn_1", 48_000)));
     assert_eq!(after.payment_status(), PaymentStatus::Voided);
     assert_eq!(after.capture_due_at(), None);
+}
+
+#[test]
+fn a_cancellation_recorded_with_the_policys_share_before_the_capture_reads_as_no_refund() {
+    // Given a void recorded when a cancellation's refund_cents still carried the
+    // policy's share, then the reservation says nothing was refunded.
+    let history = [
+        placed(),
+        paid_at("txn_1", 5),
+        ReservationEvent::ReservationCancelled {
+            cancelled_at: at(30),
+            reason: Personal::Clear("plans changed".into()),
+            by: CancelledBy::Guest,
+            refund_cents: Cents::new(48_000),
+        },
+        ReservationEvent::PaymentVoided {
+            gateway_key: format!("{}:void:txn_1", Uuid::from_u128(1)),
+            voided_at: at(30),
+        },
+    ];
+
+    let after = state(&history);
+
+    assert_eq!(after.refund_cents(), Cents::ZERO);
+    assert_eq!(after.payment_status(), PaymentStatus::Voided);
 }
 
 #[test]

@@ -181,7 +181,7 @@ fn cancelling_a_paid_stay_refunds_by_the_policy_and_releases_its_nights() {
                 cancelled_at: hours_before_check_in(30),
                 reason: Personal::Clear("plans".into()),
                 by: CancelledBy::Guest,
-                refund_cents: Cents::new(22_000),
+                refund_cents: Cents::ZERO,
             },
             ReservationEvent::PaymentCaptured {
                 amount_cents: Cents::new(22_000),
