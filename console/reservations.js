@@ -299,12 +299,13 @@ export function mountReservation(root, ctx, route) {
     const p = r.payment ?? {};
     money.body.replaceChildren(dl([
       ['Total', fmtMoney(r.total_cents), 'total'],
-      r.paid_cents != null && ['Authorized at confirmation', fmtMoney(r.paid_cents), 'paid'],
+      r.paid_cents != null && ['Paid (taken, less refunds)', fmtMoney(r.paid_cents), 'paid'],
       ['Payment', String(p.status ?? '—'), 'payment_status'],
-      ['Authorized', fmtMoney(p.authorized_cents), 'authorized'],
+      ['Authorized on the card', fmtMoney(p.authorized_cents), 'authorized'],
+      p.to_capture_cents != null && ['To be captured', fmtMoney(p.to_capture_cents), 'to_capture'],
       ['Captured', fmtMoney(p.captured_cents), 'captured'],
       ['Refunded', fmtMoney(p.refunded_cents), 'refunded'],
-      r.status === 'cancelled' && r.refund_cents != null && ['Refund owed on cancellation', fmtMoney(r.refund_cents), 'refund'],
+      r.status === 'cancelled' && r.refund_cents != null && ['Refunded by the cancellation', fmtMoney(r.refund_cents), 'refund'],
       ['Cancellation policy', policyWords(r.cancellation_policy), 'policy'],
     ]));
     showActions(r.status);

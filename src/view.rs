@@ -34,10 +34,12 @@ pub struct ReservationView {
     pub hold_expires_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-    /// What the guest paid (the authorization that confirmed it), in cents.
+    /// What the guest has paid and kept paid: captured, less refunded (0 while the
+    /// card is only authorized). Outcomes stored before it meant this carried the
+    /// confirming authorization's amount.
     #[serde(default)]
     pub paid_cents: Cents,
-    /// What a cancellation gave back, in cents.
+    /// What a cancellation returned (refunded of what was captured), in cents.
     #[serde(default)]
     pub refund_cents: Cents,
     /// The plan it was sold under (`None`: the base rate). Outcomes stored before plans
@@ -54,11 +56,19 @@ pub struct ReservationView {
     pub payment: PaymentView,
 }
 
-/// A reservation's money: the ledger's status and amounts.
+/// A reservation's money: the ledger's status and amounts, each one thing (see the
+/// API's "The money of a stay").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentView {
     pub status: PaymentStatus,
+    /// Every authorization granted on the card, added up: what the provider holds for
+    /// the stay. A cheaper move does not lower it; the capture takes only what is owed
+    /// and releases the rest.
     pub authorized_cents: Cents,
+    /// What the capture still to come will take: the stay's price as far as the
+    /// authorization covers it, while authorized and not captured; 0 otherwise.
+    #[serde(default)]
+    pub to_capture_cents: Cents,
     pub captured_cents: Cents,
     pub refunded_cents: Cents,
 }
@@ -68,6 +78,7 @@ impl Default for PaymentView {
         Self {
             status: PaymentStatus::None,
             authorized_cents: Cents::ZERO,
+            to_capture_cents: Cents::ZERO,
             captured_cents: Cents::ZERO,
             refunded_cents: Cents::ZERO,
         }
@@ -76,9 +87,15 @@ impl Default for PaymentView {
 
 impl PaymentView {
     pub fn of(reservation: &Reservation) -> Self {
+        let price = reservation.details().map_or(Cents::ZERO, |d| d.total_cents);
         reservation.ledger().map_or_else(Self::default, |l| Self {
             status: l.status(),
             authorized_cents: l.authorized,
+            to_capture_cents: if l.is_open() && !l.is_captured() {
+                l.charge(price)
+            } else {
+                Cents::ZERO
+            },
             captured_cents: l.captured,
             refunded_cents: l.refunded,
         })
@@ -152,9 +169,7 @@ impl ReservationView {
             hold_expires_at: d.hold_expires_at,
             created_at: d.created_at,
             updated_at: reservation.updated_at().unwrap_or(d.created_at),
-            paid_cents: reservation
-                .payment()
-                .map_or(Cents::ZERO, |p| p.amount_cents),
+            paid_cents: reservation.ledger().map_or(Cents::ZERO, |l| l.net()),
             refund_cents: reservation.refund_cents(),
             rate_plan_id: d.rate_plan_id.map(|p| p.get()),
             cancellation_policy: d.cancellation_policy,

@@ -8,7 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use aggregates::{Guest, HotelId, Personal, ReservationId, ReservationStatus, StayDates};
+use aggregates::{
+    Guest, HotelId, PaymentStatus, Personal, ReservationId, ReservationStatus, StayDates,
+};
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
@@ -276,6 +278,12 @@ fn reservation_out(
     } else {
         row.status
     };
+    // As the reservation computes it: what is owed, while the card is only authorized.
+    let to_capture = if row.payment_status == PaymentStatus::Authorized.as_str() {
+        row.total_cents.min(row.authorized_cents)
+    } else {
+        0
+    };
     ReservationOut {
         reservation_id: row.reservation_id,
         hotel_id: row.hotel_id,
@@ -300,6 +308,7 @@ fn reservation_out(
         payment: super::reservations::PaymentOut {
             status: row.payment_status,
             authorized_cents: row.authorized_cents,
+            to_capture_cents: to_capture,
             captured_cents: row.captured_cents,
             refunded_cents: row.refunded_cents,
         },

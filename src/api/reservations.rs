@@ -89,12 +89,16 @@ pub struct ReservationOut {
     pub hold_expires_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-    /// What the guest paid (the card authorization that confirmed it); 0 before. Not
-    /// in the read-side look-up (`GET /v1/reservations?...`).
+    /// What the guest has paid: taken from the card and not given back
+    /// (`payment.captured_cents - payment.refunded_cents`); 0 while the card is only
+    /// authorized. Not in the read-side look-up (`GET /v1/reservations?...`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paid_cents: Option<i64>,
-    /// Present on a cancelled reservation: what goes back to the guest's card, by the
-    /// `cancellation_policy` it was sold under (all of it when the hotel cancels).
+    /// Present on a cancelled reservation: the money the cancellation returned to the
+    /// guest's card, out of what had been captured, by the `cancellation_policy` it was
+    /// sold under (all of it when the hotel cancels). 0 when it came before the
+    /// capture: the authorization was voided (or only the kept share captured), and
+    /// nothing taken was given back.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refund_cents: Option<i64>,
     /// The rate plan it was sold under; `null`: the base rate.
@@ -118,9 +122,16 @@ pub struct PaymentOut {
     /// `none`, `authorized`, `captured`, `voided`, `refunded` or `partially_refunded`.
     #[schema(example = "authorized")]
     pub status: String,
-    /// The authorization and its increments.
+    /// Every authorization granted on the card, added up (the first and any increase a
+    /// dearer move asked for). A cheaper move does not lower it: see `to_capture_cents`.
     pub authorized_cents: i64,
+    /// What the capture still to come will take (the stay's current price, as far as
+    /// the authorization covers it), while the card is authorized and nothing is
+    /// captured; the rest of the authorization is released then. 0 otherwise.
+    pub to_capture_cents: i64,
+    /// Taken from the card, added up.
     pub captured_cents: i64,
+    /// Given back of what was taken, added up.
     pub refunded_cents: i64,
 }
 
@@ -129,6 +140,7 @@ impl From<crate::view::PaymentView> for PaymentOut {
         Self {
             status: p.status.as_str().to_owned(),
             authorized_cents: p.authorized_cents.get(),
+            to_capture_cents: p.to_capture_cents.get(),
             captured_cents: p.captured_cents.get(),
             refunded_cents: p.refunded_cents.get(),
         }

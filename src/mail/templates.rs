@@ -223,6 +223,8 @@ pub fn render(
             total => money(facts.total_cents),
             policy => Policy::from(facts.cancellation_policy).value(),
             refund => facts.refund_cents.filter(|c| c.get() > 0).map(money),
+            card => facts.kept_cents.is_some(),
+            kept => facts.kept_cents.filter(|c| c.get() > 0).map(money),
             previous_check_in,
             previous_check_out,
             fee => facts.fee_cents.map(money),
@@ -284,6 +286,7 @@ mod tests {
             cancellation_policy: CancellationPolicy::HOUSE,
             at: Utc::now(),
             refund_cents: Some(Cents::new(24_025)),
+            kept_cents: Some(Cents::new(24_025)),
             previous_stay: Some(StayDates::parse(day(1), day(4)).expect("dates")),
             fee_cents: Some(Cents::new(16_016)),
             released_from: Some(day(11)),
@@ -345,11 +348,32 @@ mod tests {
     fn a_cancellation_without_refund_says_so() {
         let facts = MailFacts {
             refund_cents: Some(Cents::ZERO),
+            kept_cents: Some(Cents::new(24_025)),
             ..facts()
         };
         let mail =
             render(MailKind::Cancellation, &facts, &names(Language::English)).expect("renders");
         assert!(mail.text.contains("Nothing is refunded"), "{}", mail.text);
+        assert!(mail.text.contains("240.25"), "{}", mail.text);
+    }
+
+    #[test]
+    fn a_cancellation_that_voids_the_card_says_nothing_was_charged_not_refunded() {
+        for language in [Language::English, Language::French, Language::Portuguese] {
+            let facts = MailFacts {
+                refund_cents: Some(Cents::ZERO),
+                kept_cents: Some(Cents::ZERO),
+                ..facts()
+            };
+            let mail = render(MailKind::Cancellation, &facts, &names(language)).expect("renders");
+            let english = language == Language::English;
+            assert!(
+                !english || mail.text.contains("Nothing was charged"),
+                "{}",
+                mail.text
+            );
+            assert!(!mail.text.contains("0.00"), "{}", mail.text);
+        }
     }
 
     #[test]

@@ -92,9 +92,13 @@ pub struct MailFacts {
     pub cancellation_policy: CancellationPolicy,
     /// When the event happened.
     pub at: DateTime<Utc>,
-    /// A cancellation: what goes back to the card.
+    /// A cancellation: what goes back to the card of what was taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refund_cents: Option<Cents>,
+    /// A cancellation of a stay paid by card: what the hotel keeps once it is carried
+    /// out (0 when the authorization is voided). `None`: no card was ever given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_cents: Option<Cents>,
     /// A change of dates: the dates before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_stay: Option<StayDates>,
@@ -127,6 +131,7 @@ fn messages(
         cancellation_policy: details.cancellation_policy,
         at,
         refund_cents: None,
+        kept_cents: None,
         previous_stay: None,
         fee_cents: None,
         released_from: None,
@@ -145,6 +150,8 @@ fn messages(
                 ..
             } => MailFacts {
                 refund_cents: Some(*refund_cents),
+                // The state after the cancellation's own capture, void or refund.
+                kept_cents: reservation.ledger().map(|l| l.net()),
                 ..facts(*cancelled_at)
             },
             ReservationEvent::HoldExpired { expired_at } => facts(*expired_at),

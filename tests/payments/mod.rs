@@ -87,7 +87,13 @@ async fn paying_with_an_approved_card_confirms_every_night_and_captures_once() {
 
     let body = reply.assert_status(200);
     assert_eq!(body["status"], "confirmed");
-    assert_eq!(body["paid_cents"], total);
+    // Authorized, not captured: nothing is taken before the policy's deadline.
+    assert_eq!(body["paid_cents"], 0);
+    assert_eq!(
+        body["payment"],
+        json!({"status": "authorized", "authorized_cents": total, "to_capture_cents": total,
+               "captured_cents": 0, "refunded_cents": 0})
+    );
     let confirmed: i64 = sqlx::query_scalar("SELECT sum(confirmed) FROM room_nights")
         .fetch_one(&app.db.pool)
         .await
@@ -98,12 +104,6 @@ async fn paying_with_an_approved_card_confirms_every_night_and_captures_once() {
     assert_eq!(replay.text, reply.text, "a replay is the first response");
     let again = app.confirm(WEB, "pay-2", &id, "tok_ok").await;
     assert_eq!(again.assert_status(200)["status"], "confirmed");
-    // Authorized, not captured: nothing is taken before the policy's deadline.
-    assert_eq!(
-        body["payment"],
-        json!({"status": "authorized", "authorized_cents": total, "captured_cents": 0,
-               "refunded_cents": 0})
-    );
     let delivered = app.payments.deliver_outbox(100).await.expect("outbox");
     assert_eq!(delivered.done, 0);
     assert_eq!(app.capture_due().await, 0, "not due before the deadline");
@@ -175,7 +175,8 @@ async fn a_slow_provider_answers_202_and_the_webhook_confirms_later() {
     assert_eq!(app.gateway.release_webhooks().await, 1);
     let now = app.get_reservation(WEB, &id).await;
     assert_eq!(now.json["status"], "confirmed");
-    assert_eq!(now.json["paid_cents"], total);
+    assert_eq!(now.json["payment"]["authorized_cents"], total);
+    assert_eq!(now.json["payment"]["to_capture_cents"], total);
     let replay = app.confirm(WEB, "pay", &id, "tok_timeout").await;
     assert_eq!(
         replay.status.as_u16(),
@@ -552,7 +553,7 @@ async fn the_no_show_worker_marks_unarrived_guests_once_the_arrival_date_and_its
     assert_eq!(
         *payment,
         json!({"status": "partially_refunded", "authorized_cents": 3 * RATE,
-               "captured_cents": 3 * RATE, "refunded_cents": 2 * RATE})
+               "to_capture_cents": 0, "captured_cents": 3 * RATE, "refunded_cents": 2 * RATE})
     );
     let refunds: Vec<i64> = app
         .gateway
@@ -1056,9 +1057,10 @@ async fn a_dearer_move_of_a_captured_stay_authorizes_and_captures_the_difference
     assert_eq!(body["total_cents"], 4 * RATE, "{body}");
     assert_eq!(
         body["payment"],
-        json!({"status": "captured", "authorized_cents": 4 * RATE,
+        json!({"status": "captured", "authorized_cents": 4 * RATE, "to_capture_cents": 0,
                "captured_cents": 4 * RATE, "refunded_cents": 0})
     );
+    assert_eq!(body["paid_cents"], 4 * RATE, "paid is what was taken");
     assert_eq!(gateway_amounts(&app, &id, "increment"), vec![RATE]);
     assert_eq!(gateway_amounts(&app, &id, "capture"), vec![3 * RATE, RATE]);
     let replay = app
@@ -1137,7 +1139,19 @@ async fn a_cheaper_move_refunds_the_difference_once_captured_and_captures_less_b
     // Assert: the captured one is refunded the night; the other will be captured at
     // the lower price when its deadline comes
     assert_eq!(gateway_amounts(&app, &captured, "refund"), vec![RATE]);
-    assert_eq!(reply.assert_status(200)["payment"]["status"], "authorized");
+    let shorter = app.get_reservation(WEB, &captured).await;
+    assert_eq!(shorter.json["paid_cents"], 2 * RATE, "{}", shorter.text);
+    assert_eq!(shorter.json["payment"]["refunded_cents"], RATE);
+    // The authorization keeps what the provider holds; what will be captured says
+    // that only the new total will be taken.
+    let body = reply.assert_status(200);
+    assert_eq!(
+        body["payment"],
+        json!({"status": "authorized", "authorized_cents": 3 * RATE,
+               "to_capture_cents": 2 * RATE, "captured_cents": 0, "refunded_cents": 0})
+    );
+    assert_eq!(body["total_cents"], 2 * RATE);
+    assert_eq!(body["paid_cents"], 0);
     app.clock
         .set(in_lisbon(day(11), 15 * 60) - Duration::hours(72));
     assert_eq!(app.capture_due().await, 1);
@@ -1145,6 +1159,9 @@ async fn a_cheaper_move_refunds_the_difference_once_captured_and_captures_less_b
         gateway_amounts(&app, &uncaptured, "capture"),
         vec![2 * RATE]
     );
+    let captured_now = app.get_reservation(WEB, &uncaptured).await;
+    assert_eq!(captured_now.json["paid_cents"], 2 * RATE);
+    assert_eq!(captured_now.json["payment"]["to_capture_cents"], 0);
     assert_invariants_at(&app.db.pool, app.now()).await;
     app.finish().await;
 }
