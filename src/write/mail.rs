@@ -12,7 +12,8 @@ use std::fmt;
 
 use aggregates::rate_plan::CancellationPolicy;
 use aggregates::{
-    Cents, GuestCount, HotelId, Reservation, ReservationEvent, RoomCount, RoomTypeId, StayDates,
+    Cents, GuestCount, HotelId, Reservation, ReservationEvent, ReservationStatus, RoomCount,
+    RoomTypeId, StayDates,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
@@ -155,6 +156,13 @@ fn messages(
                 ..facts(*cancelled_at)
             },
             ReservationEvent::HoldExpired { expired_at } => facts(*expired_at),
+            // Guests hear about a stay once it is confirmed: a hold's moves are not news
+            // (its confirmation will carry the dates it ends with).
+            ReservationEvent::DatesChanged { .. }
+                if reservation.recorded_status() != Some(ReservationStatus::Confirmed) =>
+            {
+                continue
+            }
             ReservationEvent::DatesChanged { changed_at, .. } => MailFacts {
                 previous_stay: before.and_then(|b| b.details()).map(|d| d.stay),
                 ..facts(*changed_at)

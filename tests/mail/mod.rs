@@ -152,6 +152,59 @@ async fn a_declined_card_sends_no_confirmation() {
 }
 
 #[tokio::test]
+async fn a_holds_date_changes_are_not_news_and_its_confirmation_carries_the_last_dates() {
+    // Arrange: a hold of 10..13, moved twice before it is paid for.
+    let sink = SmtpSink::start().await;
+    let app = spawn_app().await;
+    let id = held(&app, 2).await;
+
+    // Act
+    for (n, (from, to)) in [(11, 14), (12, 15)].into_iter().enumerate() {
+        app.change_dates(
+            WEB,
+            &format!("move-{n}"),
+            &id,
+            &serde_json::json!({"start_date": day(from), "end_date": day(to)}),
+        )
+        .await
+        .assert_status(200);
+    }
+    let while_held = message_states(&app, &id).await;
+    app.confirm(WEB, "pay", &id, "tok_ok")
+        .await
+        .assert_status(200);
+    app.change_dates(
+        WEB,
+        "move-confirmed",
+        &id,
+        &serde_json::json!({"start_date": day(11), "end_date": day(14)}),
+    )
+    .await
+    .assert_status(200);
+    // One message of a reservation a pass, in order.
+    send_mail(&app, &sink).await;
+    send_mail(&app, &sink).await;
+
+    // Assert: nothing queued while held; then the confirmation, with the dates it was
+    // confirmed for, and one change of the confirmed stay.
+    assert_eq!(while_held, Vec::new());
+    let kinds: Vec<String> = message_states(&app, &id)
+        .await
+        .into_iter()
+        .map(|(kind, _)| kind)
+        .collect();
+    assert_eq!(kinds, vec!["confirmation", "dates_changed"]);
+    let received = sink.received();
+    assert_eq!(received.len(), 2, "{received:?}");
+    assert!(
+        received[0].raw.contains(&day(12).to_string()),
+        "{}",
+        received[0].raw
+    );
+    app.finish().await;
+}
+
+#[tokio::test]
 async fn messages_wait_for_a_mail_server_that_is_away_and_go_out_once_in_order() {
     // Arrange: the mail server is down while the guest confirms, then cancels.
     let mut sink = SmtpSink::start().await;
