@@ -415,7 +415,7 @@ pub enum ReservationError {
     NotFound,
     #[error("the reservation already exists with other details")]
     AlreadyExists,
-    #[error("the reservation is {status:?}")]
+    #[error("the reservation is {}", status.as_str())]
     InvalidState { status: ReservationStatus },
     #[error("the hold lapsed at {expired_at}")]
     HoldExpired { expired_at: DateTime<Utc> },

@@ -502,15 +502,25 @@ impl BookingLimits {
         Ok(())
     }
 
+    /// A number of rooms a reservation (or a question about one) may ask for: one rule,
+    /// and one message, for a hold, a date change and availability alike.
+    pub fn rooms(&self, value: i64) -> Result<RoomCount, InvalidInput> {
+        match RoomCount::parse(value) {
+            Ok(rooms) if rooms.get() <= self.max_rooms => Ok(rooms),
+            _ => Err(self.rooms_refused()),
+        }
+    }
+
+    fn rooms_refused(&self) -> InvalidInput {
+        InvalidInput::new("rooms", format!("must be between 1 and {}", self.max_rooms))
+    }
+
     /// The checks that need no clock: how long and how large. Cheap, so callers run it
     /// before loading anything for a stay.
     pub fn check_size(&self, stay: &StayDates, rooms: RoomCount) -> Result<(), InvalidInput> {
         self.check_nights(stay)?;
         if rooms.get() > self.max_rooms {
-            return Err(InvalidInput::new(
-                "rooms",
-                format!("a reservation may take at most {} rooms", self.max_rooms),
-            ));
+            return Err(self.rooms_refused());
         }
         Ok(())
     }

@@ -502,6 +502,12 @@ impl Model {
         })
     }
 
+    /// Whether the night was ever put on sale (a night without inventory is refused
+    /// as `no_inventory`, not `sold_out`).
+    fn on_sale(&self, date: NaiveDate) -> bool {
+        self.nights.get(&date).and_then(RoomNight::levels).is_some()
+    }
+
     fn fits(&self, date: NaiveDate, rooms: u32) -> bool {
         self.nights
             .get(&date)
@@ -760,6 +766,12 @@ impl Model {
                     (Err(Rejection::SoldOut { night }), false) => {
                         assert_eq!(broken, vec![], "a restricted stay refused as sold out");
                         assert_eq!(Some(*night), first_full);
+                        assert!(self.on_sale(*night), "{night} has no inventory");
+                    }
+                    (Err(Rejection::NoInventory { night }), false) => {
+                        assert_eq!(broken, vec![], "a restricted stay refused as no inventory");
+                        assert_eq!(Some(*night), first_full);
+                        assert!(!self.on_sale(*night), "{night} has inventory");
                     }
                     (Ok(decision), false) => {
                         assert_eq!(broken, vec![], "a stay sold against its restrictions");
@@ -956,6 +968,12 @@ impl Model {
                             assert!(status.occupies_nights());
                             assert_eq!(broken, vec![], "a restricted move refused as sold out");
                             assert_eq!(Some(*night), first_full);
+                            assert!(self.on_sale(*night), "{night} has no inventory");
+                        }
+                        Err(Rejection::NoInventory { night }) => {
+                            assert!(status.occupies_nights());
+                            assert_eq!(Some(*night), first_full);
+                            assert!(!self.on_sale(*night), "{night} has inventory");
                         }
                         Err(Rejection::Restricted { restriction, night }) => {
                             assert!(status.occupies_nights());

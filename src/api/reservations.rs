@@ -3,8 +3,7 @@
 
 pub use crate::feed::EventOut;
 use aggregates::{
-    Cents, Guest, GuestCount, HotelId, RatePlanId, Rejection, ReservationId, RoomCount, RoomTypeId,
-    StayDates,
+    Cents, Guest, GuestCount, HotelId, RatePlanId, Rejection, ReservationId, RoomTypeId, StayDates,
 };
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -260,7 +259,11 @@ pub async fn create(
         hotel_id: HotelId::parse(body.hotel_id)?,
         room_type_id: RoomTypeId::parse(body.room_type_id)?,
         stay: StayDates::parse(body.start_date, body.end_date)?,
-        rooms: RoomCount::parse(body.rooms.unwrap_or(1))?,
+        rooms: state
+            .commands
+            .config()
+            .limits
+            .rooms(body.rooms.unwrap_or(1))?,
         guest: Guest::parse(&body.guest.name, &body.guest.email)?,
         expected_total_cents: body.expected_total_cents.map(Cents::new),
         rate_plan_id: body.rate_plan_id.map(RatePlanId::parse).transpose()?,

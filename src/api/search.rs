@@ -8,7 +8,7 @@
 //! `invalid_request` naming the field.
 
 use aggregates::booking::Offer;
-use aggregates::{GuestCount, RoomCount, StayDates};
+use aggregates::{GuestCount, StayDates};
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -110,20 +110,8 @@ pub fn stay_query(
 ) -> Result<StayQuery, ApiError> {
     let stay = StayDates::parse(start_date, end_date)?;
     let limits = state.commands.config().limits;
-    if stay.night_count() > limits.max_nights {
-        return Err(ApiError::invalid(
-            "end_date",
-            format!("a stay may have at most {} nights", limits.max_nights),
-        ));
-    }
-    let rooms = rooms.unwrap_or(1);
-    if !(1..=i64::from(limits.max_rooms)).contains(&rooms) {
-        return Err(ApiError::invalid(
-            "rooms",
-            format!("rooms must be between 1 and {}", limits.max_rooms),
-        ));
-    }
-    let rooms = RoomCount::parse(rooms)?;
+    limits.check_nights(&stay)?;
+    let rooms = limits.rooms(rooms.unwrap_or(1))?;
     let guests = match guests {
         None => GuestCount::ONE,
         Some(g) => GuestCount::parse(g)?,

@@ -399,7 +399,10 @@ async fn the_occupancy_endpoint_is_for_admins_and_auditors_and_checks_its_range(
             .map(Vec::len),
         Some(400)
     );
-    missing_end.assert_error(400, "malformed_request");
+    assert_eq!(
+        missing_end.assert_error(422, "invalid_request")["field"],
+        "end_date"
+    );
     app.finish().await;
 }
 

@@ -278,7 +278,7 @@ async fn the_calendar_is_for_staff_and_auditors_and_refuses_bad_ranges() {
         ADMIN,
     )
     .await
-    .assert_error(400, "malformed_request");
+    .assert_error(422, "invalid_request");
     get(&server, &at("812", plus_days(first, 62)), ADMIN)
         .await
         .assert_status(200);

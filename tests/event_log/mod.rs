@@ -129,7 +129,10 @@ async fn the_feed_refuses_limits_outside_1_to_1000_and_negative_or_unknown_curso
     );
     assert_error_shape(&unknown);
     let garbage = app.get("/v1/events?limit=ten", Some(AUDITOR)).await;
-    garbage.assert_error(400, "malformed_request");
+    assert_eq!(
+        garbage.assert_error(422, "invalid_request")["field"],
+        "limit"
+    );
     let smallest = app.events_feed(AUDITOR, None, Some(1)).await;
     let largest = app.events_feed(AUDITOR, None, Some(1000)).await;
     assert!(

@@ -474,7 +474,7 @@ async fn changing_dates_with_a_stale_expected_total_is_409_price_changed_and_not
 }
 
 #[tokio::test]
-async fn a_hold_over_nights_without_inventory_is_sold_out_naming_the_first_of_them() {
+async fn a_hold_over_nights_without_inventory_is_no_inventory_naming_the_first_of_them() {
     let app = spawn_app().await;
     app.seed_hotel(day(10), 3, 5).await;
     let before = app.snapshot().await;
@@ -483,7 +483,16 @@ async fn a_hold_over_nights_without_inventory_is_sold_out_naming_the_first_of_th
         .hold(WEB, "beyond", &hold_body(day(11), day(15), 1))
         .await;
 
-    assert_eq!(reply.assert_error(409, "sold_out")["night"], date(13));
+    // Never on sale is not sold out: a client told "sold out" would wait for rooms
+    // that were never there.
+    let body = reply.assert_error(409, "no_inventory");
+    assert_eq!(body["night"], date(13));
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no inventory")),
+        "{body}"
+    );
     assert_eq!(app.snapshot().await, before);
     app.finish().await;
 }

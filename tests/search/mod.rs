@@ -580,7 +580,7 @@ async fn bad_search_parameters_are_refused_in_the_error_shape() {
         Option<&'static str>,
     );
     let cases: Vec<Case> = vec![
-        (without_city, 400, "malformed_request", None),
+        (without_city, 422, "invalid_request", Some("city")),
         (
             base(&[("city", "   ")]),
             422,
@@ -589,15 +589,15 @@ async fn bad_search_parameters_are_refused_in_the_error_shape() {
         ),
         (
             base(&[("start_date", "2027-13-01")]),
-            400,
-            "malformed_request",
-            None,
+            422,
+            "invalid_request",
+            Some("start_date"),
         ),
         (
             base(&[("end_date", "soon")]),
-            400,
-            "malformed_request",
-            None,
+            422,
+            "invalid_request",
+            Some("end_date"),
         ),
         (
             base(&[("end_date", &arrival().to_string())]),
@@ -623,7 +623,12 @@ async fn bad_search_parameters_are_refused_in_the_error_shape() {
             "invalid_request",
             Some("rooms"),
         ),
-        (base(&[("rooms", "two")]), 400, "malformed_request", None),
+        (
+            base(&[("rooms", "two")]),
+            422,
+            "invalid_request",
+            Some("rooms"),
+        ),
         (
             base(&[("guests", "0")]),
             422,
@@ -650,9 +655,9 @@ async fn bad_search_parameters_are_refused_in_the_error_shape() {
         ),
         (
             base(&[("limit", "99999999999999999999")]),
-            400,
-            "malformed_request",
-            None,
+            422,
+            "invalid_request",
+            Some("limit"),
         ),
     ];
     for (query, status, code, field) in cases {

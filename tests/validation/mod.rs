@@ -4,7 +4,8 @@
 //! that failed. Then requests that once reached PostgreSQL unchecked.
 //!
 //! A case of the table has:
-//! - `name`, `method`, `path` and the `status` expected;
+//! - `name`, `method`, `path` and the `status` expected; optionally the `error` code and
+//!   the `field` it must name;
 //! - `token`: absent, the web channel's; `null`, none; `web`, `mobile`, `admin` or
 //!   `auditor`, that test token; any other text is sent as the token;
 //! - `idempotency_key`: absent, `malformed <name>` on a POST and none otherwise; `null`,
@@ -30,11 +31,13 @@ use crate::support::*;
 const TABLE: &str = include_str!("../fixtures/malformed.json");
 
 /// The fields a case may have.
-const FIELDS: [&str; 11] = [
+const FIELDS: [&str; 13] = [
     "name",
     "method",
     "path",
     "status",
+    "error",
+    "field",
     "token",
     "idempotency_key",
     "json",
@@ -54,6 +57,8 @@ struct Case {
     content_type: Option<String>,
     body: Option<Vec<u8>>,
     status: u16,
+    error: Option<String>,
+    field: Option<String>,
 }
 
 /// The table's cases with their placeholders filled in (`id`: the web channel's hold).
@@ -143,6 +148,8 @@ fn read_case(case: &Value, id: &str) -> Case {
         content_type,
         body,
         status,
+        error: case["error"].as_str().map(str::to_owned),
+        field: case["field"].as_str().map(str::to_owned),
     }
 }
 
@@ -246,6 +253,32 @@ fn days_from_today(n: i64) -> NaiveDate {
     .expect("date")
 }
 
+/// Words of the code that an error message must never show a client.
+const CODE_WORDS: &[&str] = &[
+    "struct ",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "usize",
+    "i32",
+    "i64",
+    "isize",
+    "f64",
+    "Option<",
+    "Cancelled",
+    "CheckedIn",
+    "CheckedOut",
+    "NoShow",
+    "Confirmed",
+    "Held",
+    "Expired",
+    "Declined",
+    "Failed to deserialize",
+    "sequence",
+    "elements",
+];
+
 #[tokio::test]
 async fn malformed_and_invalid_requests_get_a_4xx_in_the_error_shape_and_change_nothing() {
     let app = spawn_app().await;
@@ -285,6 +318,38 @@ async fn malformed_and_invalid_requests_get_a_4xx_in_the_error_shape_and_change_
                 .get("content-type")
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|v| v.starts_with("application/json"));
+        // The API's words, not the code's: no Rust type or enum variant names, and a
+        // refused value (422 invalid_request) names the field it is about whenever the
+        // message starts with one.
+        let message = reply.json["message"].as_str().unwrap_or_default();
+        let code_words = CODE_WORDS.iter().find(|w| message.contains(*w));
+        let unnamed_field = reply.json["error"] == "invalid_request"
+            && message
+                .split_once(": ")
+                .is_some_and(|(field, _)| !field.contains(' '))
+            && !reply.json["field"].is_string();
+        if let Some(word) = code_words {
+            failures.push(format!(
+                "{}: the message names the code ({word}): {message}",
+                case.name
+            ));
+        }
+        if unnamed_field {
+            failures.push(format!("{}: no field named: {}", case.name, reply.text));
+        }
+        if let Some(error) = &case.error {
+            if reply.json["error"] != error.as_str() {
+                failures.push(format!("{}: expected {error}: {}", case.name, reply.text));
+            }
+        }
+        if let Some(field) = &case.field {
+            if reply.json["field"] != field.as_str() {
+                failures.push(format!(
+                    "{}: expected field {field}: {}",
+                    case.name, reply.text
+                ));
+            }
+        }
         if reply.status.as_u16() != case.status || !well_formed {
             failures.push(format!(
                 "{} {} ({}): expected {}, got {} {}",

@@ -96,7 +96,7 @@ pub enum Rejection {
     ReservationNotFound,
     #[error("a reservation with this id already exists")]
     ReservationExists,
-    #[error("the reservation is {status:?}")]
+    #[error("the reservation is {}", status.as_str())]
     InvalidState { status: ReservationStatus },
     #[error("the hold lapsed at {expired_at}")]
     HoldExpired { expired_at: DateTime<Utc> },
@@ -126,7 +126,7 @@ pub enum Rejection {
     OccupancyExceeded { max_occupancy: u32 },
     #[error("a derived rate plan is priced from its parent and has no rates of its own")]
     DerivedRatePlan,
-    #[error("{night} has no inventory to set this on")]
+    #[error("{night} has no inventory: no rooms were ever put on sale that night")]
     NoInventory { night: NaiveDate },
     #[error("rate plan {rate_plan_id} would derive from itself through its parents")]
     RatePlanCycle {

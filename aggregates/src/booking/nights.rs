@@ -53,16 +53,17 @@ pub(super) fn decide_nights(
     Ok(())
 }
 
-/// Runs one night's command, mapping "no room" to `sold_out` naming that night.
+/// Runs one night's command, mapping "no room left" to `sold_out` and "never put on
+/// sale" to `no_inventory`, each naming that night: a night with no inventory was never
+/// sold out, and a client told so would look for rooms that were never there.
 fn decide_night(
     night: &RoomNight,
     date: NaiveDate,
     command: RoomNightCommand,
 ) -> Result<Vec<RoomNightEvent>, Rejection> {
     night.decide(command).map_err(|e| match e {
-        RoomNightError::NotForSale | RoomNightError::SoldOut { .. } => {
-            Rejection::SoldOut { night: date }
-        }
+        RoomNightError::SoldOut { .. } => Rejection::SoldOut { night: date },
+        RoomNightError::NotForSale => Rejection::NoInventory { night: date },
         RoomNightError::AllocationMismatch { .. } => Rejection::ReservationExists,
         RoomNightError::HoldExpired { expired_at } => Rejection::HoldExpired { expired_at },
         RoomNightError::NoHold => Rejection::HoldExpired {

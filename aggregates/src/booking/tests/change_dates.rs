@@ -97,7 +97,7 @@ fn moving_onto_a_night_without_inventory_is_refused_naming_it() {
     let reservation = held(hold_cmd(1, 12, 14, 1), &mut nights);
     assert_eq!(
         change(&reservation, &nights, stay(13, 15), None, at(5)),
-        Err(Rejection::SoldOut { night: day(14) })
+        Err(Rejection::NoInventory { night: day(14) })
     );
 }
 

@@ -84,7 +84,7 @@ fn a_stay_sold_out_on_several_nights_names_the_first_of_them() {
 }
 
 #[test]
-fn a_stay_over_a_night_with_no_inventory_is_sold_out_on_that_night() {
+fn a_stay_over_a_night_with_no_inventory_is_refused_as_no_inventory_on_that_night() {
     let nights = nights(&[(10, 5, 0, 10_000), (12, 5, 0, 10_000)]);
     let result = hold_stay(
         &hotel(),
@@ -93,7 +93,7 @@ fn a_stay_over_a_night_with_no_inventory_is_sold_out_on_that_night() {
         &BookingLimits::default(),
         hold_cmd(1, 10, 13, 1),
     );
-    assert_eq!(result, Err(Rejection::SoldOut { night: day(11) }));
+    assert_eq!(result, Err(Rejection::NoInventory { night: day(11) }));
 }
 
 #[test]

@@ -44,3 +44,16 @@ fn rejections_survive_a_json_round_trip() {
         serde_json::json!({"error": "sold_out", "night": "2027-06-11"})
     );
 }
+
+#[test]
+fn a_state_refusal_names_the_status_as_the_api_writes_it() {
+    for status in ReservationStatus::ALL {
+        let message = Rejection::InvalidState { status }.to_string();
+
+        assert_eq!(message, format!("the reservation is {}", status.as_str()));
+        assert!(
+            !message.chars().any(|c| c.is_ascii_uppercase()),
+            "{message}"
+        );
+    }
+}
