@@ -208,6 +208,11 @@ pub struct Settings {
     #[arg(long, env = "WEBHOOK_TIMEOUT_MS", default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub webhook_timeout_ms: u64,
+    /// Hosts (names or addresses, comma-separated) that partner webhooks may reach
+    /// although they are loopback, private or link-local: a partner on a private link,
+    /// or a test's receiver. Empty: public addresses only.
+    #[arg(long, env = "WEBHOOK_ALLOWED_HOSTS", default_value = "")]
+    pub webhook_allowed_hosts: String,
 }
 
 impl Settings {
@@ -254,7 +259,12 @@ impl Settings {
             webhook_retry_hours: 24,
             webhook_pause_after: 50,
             webhook_timeout_ms: 10_000,
+            webhook_allowed_hosts: String::new(),
         }
+    }
+
+    pub fn webhook_destinations(&self) -> crate::webhooks::destinations::Destinations {
+        crate::webhooks::destinations::Destinations::parse(&self.webhook_allowed_hosts)
     }
 
     pub fn webhook_sender_config(&self) -> crate::webhooks::sender::SenderConfig {
@@ -534,6 +544,7 @@ impl Application {
             workers.push(crate::workers::spawn_webhook_sender(
                 payments.commands().clone(),
                 settings.webhook_sender_config(),
+                settings.webhook_destinations(),
                 std::time::Duration::from_millis(settings.webhook_poll_ms),
                 stopped.clone(),
             ));
@@ -558,6 +569,7 @@ impl Application {
             webhook_secret,
             hold_limiter,
             webhook_retry_window: settings.webhook_retry_window(),
+            webhook_destinations: settings.webhook_destinations(),
         });
         Ok(Self {
             listener,

@@ -437,18 +437,16 @@ pub fn spawn_mail_worker(
 pub fn spawn_webhook_sender(
     commands: crate::commands::CommandService,
     config: crate::webhooks::sender::SenderConfig,
+    destinations: crate::webhooks::destinations::Destinations,
     interval: std::time::Duration,
     mut shutdown: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     const BATCH: i64 = 50;
     tokio::spawn(async move {
-        // Deliveries go to partners' own URLs: no proxy from the environment, and no
-        // redirects (a receiver answers where it was subscribed).
-        let client = match reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-        {
+        // Deliveries go to partners' own URLs: no proxy from the environment, no
+        // redirects (a receiver answers where it was subscribed), and public addresses
+        // only unless the operator allowed a host (see `webhooks::destinations`).
+        let client = match crate::webhooks::sender::WebhookClient::new(destinations) {
             Ok(client) => client,
             Err(e) => {
                 tracing::error!(error = %e, "no HTTP client for webhooks; none is sent");

@@ -82,6 +82,8 @@ pub struct AppStateInner {
     /// How long a partner webhook delivery is retried (a manual retry gives it as long
     /// again).
     pub webhook_retry_window: chrono::Duration,
+    /// Where partner webhooks may go (checked when a subscription is put).
+    pub webhook_destinations: crate::webhooks::destinations::Destinations,
 }
 
 #[derive(OpenApi)]

@@ -82,6 +82,11 @@ pub async fn put(
         &body.secret,
     )
     .map_err(|e| ApiError::invalid(e.field, e.message))?;
+    state
+        .webhook_destinations
+        .check_url(&body.url)
+        .await
+        .map_err(|rule| ApiError::invalid("url", format!("url: {rule}")))?;
     let (stored, created) = webhooks::put(&state.pool, &subscription, state.commands.now())
         .await
         .map_err(database)?;

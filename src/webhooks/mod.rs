@@ -7,6 +7,7 @@
 //! ([`projection`]: every matching event once, even those committed while the
 //! subscriber was failing); and the worker that sends them ([`sender`]).
 
+pub mod destinations;
 pub mod projection;
 pub mod sender;
 

@@ -19,7 +19,46 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use sqlx::{PgPool, Row};
 
+use super::destinations::{self, Destinations};
 use super::{signature, signing_key};
+
+/// The HTTP client deliveries go out through, with the destinations it may reach (see
+/// [`destinations`]): the only way to send them, so no caller can skip the guard.
+#[derive(Debug, Clone)]
+pub struct WebhookClient {
+    http: reqwest::Client,
+    destinations: Destinations,
+}
+
+impl WebhookClient {
+    pub fn new(destinations: Destinations) -> reqwest::Result<Self> {
+        Ok(Self {
+            http: destinations::client(&destinations)?,
+            destinations,
+        })
+    }
+
+    fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    fn destinations(&self) -> &Destinations {
+        &self.destinations
+    }
+}
+
+/// An error with its causes, which is where reqwest says what went wrong (a refused
+/// connection, or the resolver's refusal of a private address).
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
 
 /// Deliveries of one pass sent at once.
 const CONCURRENCY: usize = 16;
@@ -72,7 +111,7 @@ struct Due {
 /// Sends up to `limit` due deliveries; safe in several processes at once.
 pub async fn send_due(
     pool: &PgPool,
-    client: &reqwest::Client,
+    client: &WebhookClient,
     config: &SenderConfig,
     now: DateTime<Utc>,
     limit: i64,
@@ -225,7 +264,7 @@ struct Answer {
 
 /// One attempt at a delivery.
 async fn post(
-    client: &reqwest::Client,
+    client: &WebhookClient,
     config: &SenderConfig,
     row: &Due,
     now: DateTime<Utc>,
@@ -238,9 +277,19 @@ async fn post(
         let error = "the subscription's secret is not a whsec_ key";
         return answer(None, Some(error.into()));
     };
+    // A host written as an address never reaches the client's guarded resolver: it is
+    // checked here (see `destinations`).
+    let literal = reqwest::Url::parse(&row.url).ok().and_then(|url| {
+        let host = url.host_str()?.to_owned();
+        Some((destinations::literal_ip(&host)?, host))
+    });
+    if let Some(refusal) = literal.and_then(|(ip, host)| client.destinations().refusal(&host, ip)) {
+        return answer(None, Some(refusal));
+    }
     let timestamp = now.timestamp();
     let signed = signature(&key, &row.delivery_id, timestamp, row.body.as_bytes());
     let sent = client
+        .http()
         .post(&row.url)
         .timeout(config.timeout)
         .header("content-type", "application/json")
@@ -259,6 +308,6 @@ async fn post(
             answer(Some(status.as_u16()), Some(format!("answered {status}")))
         }
         Err(e) if e.is_timeout() => answer(None, Some("no answer in time".into())),
-        Err(e) => answer(None, Some(format!("could not be reached: {e}"))),
+        Err(e) => answer(None, Some(format!("could not be reached: {}", causes(&e)))),
     }
 }

@@ -102,6 +102,9 @@ pub async fn spawn_app_on(
     // minutes) would refuse. The limit has its own tests (`rate_limit`), which spawn
     // with the default settings.
     settings.hold_limit_per_guest = 1_000_000;
+    // The webhook tests' receivers listen on loopback, which partners' URLs may not
+    // name unless allowed (the guard has its own test in `webhooks`).
+    settings.webhook_allowed_hosts = "127.0.0.1".into();
     adjust(&mut settings);
     let clock = ManualClock::new(Utc::now());
     let gateway = SimulatedGateway::new(gateway);

@@ -32,6 +32,8 @@ impl ServerProcess {
             .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
             .env("API_TOKENS", TOKENS)
             .env("HOLD_LIMIT_PER_GUEST", "0")
+            // The tests' webhook receivers listen on loopback.
+            .env("WEBHOOK_ALLOWED_HOSTS", "127.0.0.1")
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null());

@@ -11,8 +11,9 @@ use std::time::Duration;
 use axum::http::{HeaderMap, StatusCode};
 use base64::Engine;
 use hmac::{Hmac, Mac};
+use reservations::webhooks::destinations::Destinations;
 use reservations::webhooks::projection::WebhookProjection;
-use reservations::webhooks::sender::{send_due, Delivered, SenderConfig};
+use reservations::webhooks::sender::{send_due, Delivered, SenderConfig, WebhookClient};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
@@ -144,15 +145,18 @@ async fn make_deliveries(app: &TestApp) {
         .expect("deliveries made");
 }
 
+/// The sender's client, allowed to reach the receivers on loopback (as the servers of
+/// these tests are, by `WEBHOOK_ALLOWED_HOSTS`).
+fn loopback_client() -> WebhookClient {
+    WebhookClient::new(Destinations::parse("127.0.0.1")).expect("client")
+}
+
 /// Passes of the sender at the test clock, `step` apart, until one finds nothing due.
 /// The deliveries are made due at the time they are made (the database's clock), which
 /// the test clock, started with the server, trails: it is moved a minute on first.
 async fn send(app: &TestApp, config: &SenderConfig, step: chrono::Duration) -> Delivered {
     app.clock.advance(chrono::Duration::seconds(60));
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
+    let client = loopback_client();
     let mut total = Delivered::default();
     for _ in 0..20 {
         let pass = send_due(&app.db.pool, &client, config, app.now(), 100)
@@ -611,10 +615,7 @@ async fn four_senders_racing_send_each_delivery_once() {
     app.clock.advance(chrono::Duration::seconds(60));
 
     // Act: four senders at once, small batches, until nothing is due.
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
+    let client = loopback_client();
     let config = sender_config();
     let mut delivered = 0;
     for _ in 0..10 {
@@ -673,5 +674,104 @@ async fn retention_deletes_deliveries_delivered_long_ago_and_keeps_those_still_o
         .filter_map(|d| d["state"].as_str())
         .collect();
     assert_eq!(states, ["retrying"]);
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_url_on_loopback_or_a_private_network_is_refused_unless_the_operator_allows_it() {
+    // Arrange: a server with no allowed host, and a receiver on loopback.
+    let receiver = Receiver::start().await;
+    let app = spawn_app_with(|settings| settings.webhook_allowed_hosts = String::new()).await;
+    let port = receiver
+        .url
+        .split(':')
+        .nth(2)
+        .and_then(|p| p.split('/').next());
+    let localhost = format!("http://localhost:{}/hooks", port.expect("a port"));
+    let before = app.count("webhook_subscriptions").await;
+
+    // Act
+    let refused: Vec<(String, Reply)> = {
+        let mut replies = Vec::new();
+        for url in [
+            receiver.url.clone(),
+            localhost.clone(),
+            "http://169.254.169.254/latest/meta-data/".to_owned(),
+            "http://10.0.0.7/hooks".to_owned(),
+            "http://[::1]:8080/hooks".to_owned(),
+            "http://[::ffff:127.0.0.1]/hooks".to_owned(),
+        ] {
+            let body = json!({"url": url, "events": ["*"], "secret": SECRET});
+            replies.push((url, subscribe(&app, "ssrf", &body).await));
+        }
+        replies
+    };
+
+    // Assert: each refused naming the field, and nothing stored.
+    for (url, reply) in &refused {
+        let body = reply.assert_error(422, "invalid_request");
+        assert_eq!(body["field"], "url", "{url}: {body}");
+        assert!(
+            body["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("WEBHOOK_ALLOWED_HOSTS")),
+            "{url}: {body}"
+        );
+    }
+    assert_eq!(app.count("webhook_subscriptions").await, before);
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_delivery_to_a_name_that_resolves_to_loopback_is_not_sent_without_the_operators_leave() {
+    // Arrange: a subscription made while "localhost" was allowed, and a booking to
+    // deliver.
+    let receiver = Receiver::start().await;
+    let app = spawn_app_with(|settings| settings.webhook_allowed_hosts = "localhost".into()).await;
+    app.seed_hotel(day(10), 5, 3).await;
+    let port = receiver
+        .url
+        .split(':')
+        .nth(2)
+        .and_then(|p| p.split('/').next());
+    let url = format!("http://localhost:{}/hooks", port.expect("a port"));
+    subscribe(
+        &app,
+        "renamed",
+        &json!({"url": url, "events": ["*"], "secret": SECRET}),
+    )
+    .await
+    .assert_status(200);
+    app.hold_ok(WEB, "h", &hold_body(day(10), day(12), 1)).await;
+    make_deliveries(&app).await;
+    app.clock.advance(chrono::Duration::seconds(60));
+
+    // Act: a sender whose operator allows no private host.
+    let public_only = WebhookClient::new(Destinations::default()).expect("client");
+    let pass = send_due(&app.db.pool, &public_only, &sender_config(), app.now(), 10)
+        .await
+        .expect("a pass");
+
+    // Assert: the name was resolved, its loopback address refused, nothing sent.
+    assert_eq!(pass.delivered, 0);
+    assert!(receiver.hits().is_empty(), "{:?}", receiver.hits().len());
+    let log = app
+        .get("/v1/webhooks/renamed/deliveries", Some(ADMIN))
+        .await;
+    let tried: Vec<String> = log.assert_status(200)["deliveries"]
+        .as_array()
+        .expect("deliveries")
+        .iter()
+        .filter(|d| d["attempts"] == 1)
+        .filter_map(|d| d["last_error"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(tried.len(), pass.retrying, "{}", log.text);
+    assert!(pass.retrying > 0);
+    for error in tried {
+        assert!(
+            error.contains("localhost is 127.0.0.1, a loopback"),
+            "{error}"
+        );
+    }
     app.finish().await;
 }
