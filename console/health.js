@@ -86,10 +86,12 @@ export function mountHealth(root, ctx) {
   // -- Lag and stalled work ------------------------------------------------------------
   const metricsInfo = h('p', { class: 'muted metrics-info' }, 'Loading…');
   const metricsAlert = h('div');
+  // Runners failing now, with their reason (from /readyz: every server's view).
+  const failingBox = h('div', { class: 'failing' });
   const lagBox = h('div', { class: 'table-wrap' });
   const workBox = h('div', { class: 'table-wrap' });
   const outboxBox = h('div', { class: 'table-wrap' });
-  const lag = card('lag', 'Lag and stalled work', metricsInfo, metricsAlert,
+  const lag = card('lag', 'Lag and stalled work', metricsInfo, metricsAlert, failingBox,
     h('div', { class: 'metric-tables' },
       h('div', null, h('h3', null, 'Projections'), lagBox),
       h('div', null, h('h3', null, 'Stalled work'), workBox),
@@ -120,6 +122,7 @@ export function mountHealth(root, ctx) {
       const text = await ctx.api('/metrics', { text: true, signOutOn401: false });
       if (!alive) return;
       showMetrics(parseMetrics(text));
+      showFailing(await ctx.api('/readyz', { signOutOn401: false }));
       setText(metricsInfo, `As of ${fmtTime(new Date())} · refreshed every 5 s`);
       if (metricsError) metricsAlert.replaceChildren();
       metricsError = '';
@@ -131,6 +134,16 @@ export function mountHealth(root, ctx) {
     } finally {
       metricsBusy = false;
     }
+  }
+
+  function showFailing(ready) {
+    const failing = Array.isArray(ready?.failing) ? ready.failing : [];
+    failingBox.replaceChildren(...(failing.length === 0 ? [] : [
+      h('h3', null, 'Failing now'),
+      h('ul', { class: 'failing-list' }, failing.map((f) => h('li', { dataset: { runner: String(f.name) } },
+        h('strong', null, String(f.name)), ` since ${fmtTime(new Date(f.since))}: `,
+        h('code', null, String(f.error))))),
+    ]));
   }
 
   function showMetrics(samples) {

@@ -257,13 +257,59 @@ pub async fn run_sharing<P: Projection>(
             Ok(()) => backoff = Duration::from_millis(100),
             Err(e) => {
                 metrics::counter!("projection_errors_total", "projection" => name).increment(1);
-                tracing::warn!(projection = name, error = %e, ?backoff, "projection runner failed; retrying");
+                metrics::gauge!("projection_failing", "projection" => name).set(1.0);
+                // The whole chain: the context alone ("creating JetStream stream X")
+                // does not say why (the server's own reason is the cause).
+                let error = format!("{e:#}");
+                tracing::warn!(projection = name, %error, ?backoff, "projection runner failed; retrying");
+                record_failure(&pool, name, &error).await;
                 sleep_or_shutdown(backoff, &mut shutdown).await;
                 backoff = (backoff * 2).min(config.max_backoff);
             }
         }
     }
     tracing::info!(projection = name, "projection runner stopped");
+}
+
+/// Records why `name` failed, for every server's health answers (best effort: a
+/// database that is down is itself the reason, and says so elsewhere).
+async fn record_failure(pool: &PgPool, name: &str, error: &str) {
+    // At most a few kilobytes of it.
+    let error: String = error.chars().take(2_000).collect();
+    let recorded = sqlx::query(
+        "UPDATE projection_checkpoints
+            SET last_error = $2, failing_since = coalesce(failing_since, now())
+          WHERE name = $1",
+    )
+    .bind(name)
+    .bind(&error)
+    .execute(pool)
+    .await;
+    if let Err(e) = recorded {
+        tracing::debug!(projection = name, error = %e, "could not record the failure");
+    }
+}
+
+/// A projection whose runner is failing, as recorded by its last leader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failing {
+    pub name: String,
+    pub error: String,
+    pub since: chrono::DateTime<chrono::Utc>,
+}
+
+/// Every projection whose runner is failing now, by name.
+pub async fn failing(pool: &PgPool) -> Result<Vec<Failing>, sqlx::Error> {
+    let rows: Vec<(String, String, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
+        "SELECT name, last_error, failing_since FROM projection_checkpoints
+          WHERE last_error IS NOT NULL ORDER BY name",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(name, error, since)| Failing { name, error, since })
+        .collect())
 }
 
 async fn sleep_or_shutdown(duration: Duration, shutdown: &mut watch::Receiver<bool>) {
@@ -335,6 +381,15 @@ async fn follow<P: Projection>(
         checkpoint = Checkpoint::START;
         save_checkpoint(leader, name, generation, checkpoint).await?;
     }
+    // Its storage answers again: whatever failed before is over.
+    sqlx::query(
+        "UPDATE projection_checkpoints SET last_error = NULL, failing_since = NULL
+          WHERE name = $1 AND last_error IS NOT NULL",
+    )
+    .bind(name)
+    .execute(&mut *leader)
+    .await?;
+    metrics::gauge!("projection_failing", "projection" => name).set(0.0);
     let mut last_lag = Instant::now() - config.lag_interval;
     let mut horizon = Horizon::default();
     let mut next_read = Instant::now();

@@ -30,13 +30,49 @@ pub async fn healthz() -> Json<Status> {
     Json(Status { status: "ok" })
 }
 
-/// The database answers.
+/// Ready, and what is failing behind it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Readiness {
+    #[schema(example = "ready")]
+    pub status: &'static str,
+    /// The background work (projections, the JetStream relay) whose runner is failing
+    /// and retrying now, with its reason: the server still answers, but what it
+    /// derives is falling behind. Empty when all is well.
+    pub failing: Vec<FailingOut>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FailingOut {
+    /// The runner: `availability`, `occupancy`, `reservations_view`, `audit_log`,
+    /// `webhooks`, `jetstream_relay`.
+    #[schema(example = "jetstream_relay")]
+    pub name: String,
+    /// The whole error chain, the dependency's own reason included.
+    #[schema(
+        example = "creating JetStream stream RESERVATION_EVENTS: jetstream error: subjects overlap with an existing stream (code 400, error code 10065)"
+    )]
+    pub error: String,
+    /// When the current run of failures began.
+    pub since: chrono::DateTime<chrono::Utc>,
+}
+
+/// The database answers; `failing` lists the background work that is failing.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
-    responses((status = 200, body = Status), (status = 503, body = ErrorBody)))]
-pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, ApiError> {
-    let ping = sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&state.pool);
-    match tokio::time::timeout(Duration::from_secs(2), ping).await {
-        Ok(Ok(_)) => Ok(Json(Status { status: "ready" })),
+    responses((status = 200, body = Readiness), (status = 503, body = ErrorBody)))]
+pub async fn readyz(State(state): State<AppState>) -> Result<Json<Readiness>, ApiError> {
+    let failing = projections::runner::failing(&state.pool);
+    match tokio::time::timeout(Duration::from_secs(2), failing).await {
+        Ok(Ok(failing)) => Ok(Json(Readiness {
+            status: "ready",
+            failing: failing
+                .into_iter()
+                .map(|f| FailingOut {
+                    name: f.name,
+                    error: f.error,
+                    since: f.since,
+                })
+                .collect(),
+        })),
         Ok(Err(e)) => Err(super::error::database(e)),
         Err(_) => Err(ApiError::unavailable("the database did not answer in time")),
     }

@@ -555,3 +555,59 @@ async fn a_stream_that_ends_with_an_event_the_log_does_not_hold_stops_the_relay(
     delete_stream(&context, &target).await;
     db.drop_database().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_relay_that_cannot_create_its_stream_says_why_on_readyz_until_it_can() {
+    // Arrange: another stream owns the relay's subjects, so JetStream refuses to create
+    // the relay's own.
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 2, 1).await;
+    let target = own_target();
+    let context = jetstream_context().await;
+    let squatter = RelayTarget::parse(
+        &format!("{}_OTHER", target.stream()),
+        target.subject_prefix(),
+    )
+    .expect("target");
+    context
+        .create_stream(squatter.stream_config())
+        .await
+        .expect("the other stream");
+
+    // Act
+    let relay = RelayRunner::start(&app.db.pool, &target).await;
+    let mut failing = serde_json::Value::Null;
+    for _ in 0..100 {
+        failing = app.get("/readyz", None).await.json["failing"].clone();
+        if failing.as_array().is_some_and(|f| !f.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // ...then the other stream goes, and the relay creates its own.
+    delete_stream(&context, &squatter).await;
+    wait_relayed(&app.db.pool).await;
+    let mut recovered = serde_json::Value::Null;
+    for _ in 0..200 {
+        recovered = app.get("/readyz", None).await.json.clone();
+        if recovered["failing"].as_array().is_some_and(Vec::is_empty) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    relay.stop().await;
+
+    // Assert: the reason is NATS's own, not only what the relay was doing.
+    assert_eq!(failing[0]["name"], RELAY, "{failing}");
+    let error = failing[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(&format!("creating JetStream stream {}", target.stream())),
+        "{error}"
+    );
+    assert!(error.to_lowercase().contains("overlap"), "{error}");
+    assert!(failing[0]["since"].is_string(), "{failing}");
+    assert_eq!(recovered["status"], "ready");
+    assert_eq!(recovered["failing"], serde_json::json!([]), "{recovered}");
+    delete_stream(&context, &target).await;
+    app.finish().await;
+}
