@@ -40,7 +40,7 @@ enum Command {
         #[arg(
             long,
             env = "DATABASE_URL",
-            default_value = "postgres://localhost/reservations"
+            default_value = "postgres://postgres@127.0.0.1:5432/reservations"
         )]
         database_url: String,
     },
@@ -49,7 +49,7 @@ enum Command {
         #[arg(
             long,
             env = "DATABASE_URL",
-            default_value = "postgres://localhost/reservations"
+            default_value = "postgres://postgres@127.0.0.1:5432/reservations"
         )]
         database_url: String,
     },
@@ -85,7 +85,7 @@ enum GuestsCommand {
         #[arg(
             long,
             env = "DATABASE_URL",
-            default_value = "postgres://localhost/reservations"
+            default_value = "postgres://postgres@127.0.0.1:5432/reservations"
         )]
         database_url: String,
     },
@@ -110,7 +110,7 @@ enum JetstreamCommand {
         #[arg(
             long,
             env = "DATABASE_URL",
-            default_value = "postgres://localhost/occupancy_from_jetstream"
+            default_value = "postgres://postgres@127.0.0.1:5432/occupancy_from_jetstream"
         )]
         database_url: String,
     },
@@ -139,7 +139,7 @@ enum ReportCommand {
         #[arg(
             long,
             env = "DATABASE_URL",
-            default_value = "postgres://localhost/reservations"
+            default_value = "postgres://postgres@127.0.0.1:5432/reservations"
         )]
         database_url: String,
     },
@@ -154,7 +154,7 @@ enum AuditCommand {
         #[arg(
             long,
             env = "DATABASE_URL",
-            default_value = "postgres://localhost/reservations"
+            default_value = "postgres://postgres@127.0.0.1:5432/reservations"
         )]
         database_url: String,
         /// How long to wait for a running server's audit runner to catch up.
@@ -181,7 +181,7 @@ enum ProjectionsCommand {
         #[arg(
             long,
             env = "DATABASE_URL",
-            default_value = "postgres://localhost/reservations"
+            default_value = "postgres://postgres@127.0.0.1:5432/reservations"
         )]
         database_url: String,
     },
@@ -191,7 +191,7 @@ enum ProjectionsCommand {
         #[arg(
             long,
             env = "DATABASE_URL",
-            default_value = "postgres://localhost/reservations"
+            default_value = "postgres://postgres@127.0.0.1:5432/reservations"
         )]
         database_url: String,
     },

@@ -36,7 +36,7 @@ pub struct Settings {
     #[arg(
         long,
         env = "DATABASE_URL",
-        default_value = "postgres://localhost/reservations"
+        default_value = "postgres://postgres@127.0.0.1:5432/reservations"
     )]
     pub database_url: String,
     /// Redis for the availability read model and rate limits.

@@ -44,6 +44,8 @@
 //! - [`relay`]: the JetStream relay (every event once, in commit order, through a crash)
 //!   and occupancy rebuilt from the stream alone.
 //!
+//! - [`readme`]: the README's walkthrough, run as written against a fresh server.
+//!
 //! - [`webhooks`]: partner webhooks against a real HTTP receiver (signatures, retries
 //!   with one id and in order, pausing, a hotel filter, the subscription API).
 //!
@@ -81,6 +83,7 @@ mod privacy;
 mod rate_limit;
 mod rate_plans;
 mod read_side;
+mod readme;
 mod relay;
 mod replica;
 mod search;
