@@ -377,6 +377,15 @@ impl Application {
             crate::db::connect_and_migrate(&settings.database_url, settings.db_max_connections)
                 .await
                 .context("connecting to PostgreSQL")?;
+        // Partner secrets stored before they were sealed are sealed now (see
+        // `webhooks::secrets`); a failure leaves them readable as they are.
+        match crate::webhooks::secrets::seal_clear(&pool).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(sealed = n, "sealed the webhook secrets stored in the clear"),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not seal the webhook secrets stored in the clear")
+            }
+        }
         // Commands get connections set up for key look-ups (see `db::write_pool`).
         let write_pool = crate::db::write_pool(&settings.database_url, settings.db_max_connections)
             .await

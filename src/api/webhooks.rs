@@ -87,7 +87,16 @@ pub async fn put(
         .check_url(&body.url)
         .await
         .map_err(|rule| ApiError::invalid("url", format!("url: {rule}")))?;
-    let (stored, created) = webhooks::put(&state.pool, &subscription, state.commands.now())
+    let key = webhooks::secrets::SecretsKey::load(&state.pool)
+        .await
+        .map_err(|e| match e {
+            crate::privacy::KeyStoreError::Database(e) => database(e),
+            other => {
+                tracing::error!(error = %other, "the webhook secrets key is unusable");
+                ApiError::unavailable("the key store is unusable; try again shortly")
+            }
+        })?;
+    let (stored, created) = webhooks::put(&state.pool, &subscription, &key, state.commands.now())
         .await
         .map_err(database)?;
     tracing::info!(subscription = %subscription.id(), created, "webhook subscription put");

@@ -39,10 +39,24 @@ pub enum KeyStoreError {
     Corrupt(String),
 }
 
+/// The name of the guest-id secret in `privacy.settings`.
+pub const GUEST_ID_SECRET: &str = "guest_id_secret";
+/// The name of the key partner webhooks' signing secrets are sealed under.
+pub const WEBHOOK_SECRETS_KEY: &str = "webhook_secrets_key";
+
 #[async_trait]
 pub trait KeyStore: Send + Sync + 'static {
     /// The secret the guests' ids are derived with (made on first use).
-    async fn guest_id_secret(&self, conn: &mut PgConnection) -> Result<Vec<u8>, KeyStoreError>;
+    async fn guest_id_secret(&self, conn: &mut PgConnection) -> Result<Vec<u8>, KeyStoreError> {
+        self.deployment_secret(conn, GUEST_ID_SECRET).await
+    }
+
+    /// A 32-byte secret of the deployment, by name, made by the first process that asks.
+    async fn deployment_secret(
+        &self,
+        conn: &mut PgConnection,
+        name: &str,
+    ) -> Result<Vec<u8>, KeyStoreError>;
 
     /// The live key of each of `guests` (made for those that have none) and the state of
     /// each of `keys`, for sealing within the transaction on `conn`: none of them can be
@@ -99,26 +113,32 @@ fn key_of(row: &sqlx::postgres::PgRow) -> Result<(Uuid, KeyState), KeyStoreError
 
 #[async_trait]
 impl KeyStore for PgKeyStore {
-    async fn guest_id_secret(&self, conn: &mut PgConnection) -> Result<Vec<u8>, KeyStoreError> {
+    async fn deployment_secret(
+        &self,
+        conn: &mut PgConnection,
+        name: &str,
+    ) -> Result<Vec<u8>, KeyStoreError> {
         let mut fresh = [0u8; 32];
         rand::thread_rng().fill_bytes(&mut fresh);
         let made = sqlx::query(
             "WITH made AS (
-                 INSERT INTO privacy.settings (name, value) VALUES ('guest_id_secret', $1)
+                 INSERT INTO privacy.settings (name, value) VALUES ($2, $1)
                  ON CONFLICT (name) DO NOTHING
                  RETURNING value)
              SELECT value FROM made
              UNION ALL
-             SELECT value FROM privacy.settings WHERE name = 'guest_id_secret'",
+             SELECT value FROM privacy.settings WHERE name = $2",
         )
         .bind(&fresh[..])
+        .bind(name)
         .fetch_optional(&mut *conn)
         .await?;
         // Nothing: another process made it after this statement's snapshot was taken.
         let row = match made {
             Some(row) => row,
             None => {
-                sqlx::query("SELECT value FROM privacy.settings WHERE name = 'guest_id_secret'")
+                sqlx::query("SELECT value FROM privacy.settings WHERE name = $1")
+                    .bind(name)
                     .fetch_one(&mut *conn)
                     .await?
             }

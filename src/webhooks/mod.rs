@@ -9,6 +9,7 @@
 
 pub mod destinations;
 pub mod projection;
+pub mod secrets;
 pub mod sender;
 
 use base64::Engine;
@@ -211,9 +212,11 @@ fn stored(row: &sqlx::postgres::PgRow) -> Result<StoredSubscription, sqlx::Error
 
 /// Creates or replaces a subscription; a paused one resumes (its waiting deliveries
 /// go out, oldest first). Returns it as stored and whether it is new.
+/// The secret is stored sealed under `key` (see [`secrets`]).
 pub async fn put(
     pool: &PgPool,
     subscription: &Subscription,
+    key: &secrets::SecretsKey,
     now: DateTime<Utc>,
 ) -> Result<(StoredSubscription, bool), sqlx::Error> {
     let row = sqlx::query(
@@ -231,7 +234,7 @@ pub async fn put(
     .bind(&subscription.url)
     .bind(&subscription.event_types)
     .bind(&subscription.hotel_ids)
-    .bind(&subscription.secret)
+    .bind(key.seal(&subscription.id, &subscription.secret))
     .bind(now)
     .fetch_one(pool)
     .await?;

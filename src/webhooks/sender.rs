@@ -20,7 +20,9 @@ use futures::StreamExt;
 use sqlx::{PgPool, Row};
 
 use super::destinations::{self, Destinations};
+use super::secrets::SecretsKey;
 use super::{signature, signing_key};
+use crate::privacy::KeyStoreError;
 
 /// The HTTP client deliveries go out through, with the destinations it may reach (see
 /// [`destinations`]): the only way to send them, so no caller can skip the guard.
@@ -28,6 +30,8 @@ use super::{signature, signing_key};
 pub struct WebhookClient {
     http: reqwest::Client,
     destinations: Destinations,
+    /// The key the subscriptions' secrets are sealed under, loaded on first need.
+    secrets: std::sync::Arc<tokio::sync::OnceCell<SecretsKey>>,
 }
 
 impl WebhookClient {
@@ -35,7 +39,19 @@ impl WebhookClient {
         Ok(Self {
             http: destinations::client(&destinations)?,
             destinations,
+            secrets: std::sync::Arc::default(),
         })
+    }
+
+    async fn secrets(&self, pool: &PgPool) -> Result<&SecretsKey, sqlx::Error> {
+        self.secrets
+            .get_or_try_init(|| async {
+                SecretsKey::load(pool).await.map_err(|e| match e {
+                    KeyStoreError::Database(e) => e,
+                    other => sqlx::Error::Protocol(other.to_string()),
+                })
+            })
+            .await
     }
 
     fn http(&self) -> &reqwest::Client {
@@ -157,14 +173,22 @@ pub async fn send_due(
     .bind(lease_until)
     .fetch_all(pool)
     .await?;
+    let key = client.secrets(pool).await?;
     let mut due = Vec::with_capacity(rows.len());
     for row in rows {
+        let subscription: String = row.try_get("subscription_id")?;
+        let stored: String = row.try_get("secret")?;
+        // A secret that does not open signs nothing: the attempt fails and says why.
+        let secret = key.open(&subscription, &stored).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "a webhook secret does not open");
+            String::new()
+        });
         due.push(Due {
             id: row.try_get("id")?,
             delivery_id: row.try_get("delivery_id")?,
-            subscription: row.try_get("subscription_id")?,
+            subscription,
             url: row.try_get("url")?,
-            secret: row.try_get("secret")?,
+            secret,
             body: row.try_get("body")?,
             attempts: row.try_get("attempts")?,
             give_up_at: row.try_get("give_up_at")?,

@@ -775,3 +775,58 @@ async fn a_delivery_to_a_name_that_resolves_to_loopback_is_not_sent_without_the_
     }
     app.finish().await;
 }
+
+#[tokio::test]
+async fn a_subscriptions_secret_is_stored_sealed_and_still_signs_its_deliveries() {
+    // Arrange
+    let receiver = Receiver::start().await;
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 5, 3).await;
+    subscribe(
+        &app,
+        "pms",
+        &json!({"url": receiver.url, "events": ["reservation.held"], "secret": SECRET}),
+    )
+    .await
+    .assert_status(200);
+    let stored = || async {
+        sqlx::query_scalar::<_, String>(
+            "SELECT secret FROM webhook_subscriptions WHERE subscription_id = 'pms'",
+        )
+        .fetch_one(&app.db.pool)
+        .await
+        .expect("the row")
+    };
+    let sealed = stored().await;
+    // A secret stored in the clear before sealing existed is sealed at the next start.
+    sqlx::query("UPDATE webhook_subscriptions SET secret = $1")
+        .bind(SECRET)
+        .execute(&app.db.pool)
+        .await
+        .expect("a clear secret");
+    let resealed = reservations::webhooks::secrets::seal_clear(&app.db.pool)
+        .await
+        .expect("sealed");
+
+    // Act: a delivery is signed with the secret the row seals.
+    app.hold_ok(WEB, "h", &hold_body(day(10), day(12), 1)).await;
+    make_deliveries(&app).await;
+    send(&app, &sender_config(), chrono::Duration::seconds(1)).await;
+
+    // Assert
+    let secret_text = SECRET.trim_start_matches("whsec_");
+    for row in [&sealed, &stored().await] {
+        assert!(row.starts_with("sealed:v1:"), "{row}");
+        assert!(!row.contains(secret_text), "{row}");
+    }
+    assert_eq!(resealed, 1);
+    let hits = receiver.hits();
+    assert_eq!(hits.len(), 1);
+    assert!(
+        verifies(&hits[0]),
+        "signed with the subscription's own secret"
+    );
+    let listed = app.get("/v1/webhooks/pms", Some(ADMIN)).await;
+    assert!(!listed.text.contains(secret_text), "{}", listed.text);
+    app.finish().await;
+}
