@@ -13,7 +13,10 @@ async fn healthz_and_readyz_answer_200_without_a_token() {
     let ready = app.get("/readyz", None).await;
 
     assert_eq!(health.assert_status(200), &json!({"status": "ok"}));
-    assert_eq!(ready.assert_status(200), &json!({"status": "ready"}));
+    assert_eq!(
+        ready.assert_status(200),
+        &json!({"status": "ready", "failing": []})
+    );
     app.finish().await;
 }
 
