@@ -174,6 +174,17 @@ impl From<Rejection> for ApiError {
                     .with("restriction", restriction.as_str())
                     .with("night", night)
             }
+            // The contract's code, with what it is about.
+            Rejection::PlanDoesNotSell {
+                rate_plan_id,
+                room_type_id,
+            } => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_rate_plan",
+                message,
+            )
+            .with("rate_plan_id", rate_plan_id)
+            .with("room_type_id", room_type_id),
             Rejection::UnknownRatePlan => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "unknown_rate_plan",

@@ -210,6 +210,14 @@ async fn a_plan_that_does_not_sell_the_room_type_is_an_unknown_rate_plan_for_it(
     app.put_room_type(HOTEL, 4, &json!({"name": "twin", "max_occupancy": 2}))
         .await
         .assert_status(200);
+    app.put_inventory(
+        HOTEL,
+        4,
+        &json!({"start_date": day(10), "end_date": day(15), "total_rooms": 2,
+                "overbooking_allowance": 0, "rate_cents": RATE}),
+    )
+    .await
+    .assert_status(200);
     app.put_rate_plan(
         HOTEL,
         5,
@@ -222,8 +230,29 @@ async fn a_plan_that_does_not_sell_the_room_type_is_an_unknown_rate_plan_for_it(
     let held = app
         .hold(WEB, "twin-plan", &plan_hold(day(10), day(12), 5))
         .await;
+    // A rate for the plan over two room types, one it does not sell (as the console
+    // sends a selection of several types).
+    let rated = app
+        .put_ari(
+            HOTEL,
+            &json!({"updates": [
+                {"room_type_id": 4, "start_date": day(10), "end_date": day(12),
+                 "rates": [{"rate_plan_id": 5, "rate_cents": 9_000}]},
+                {"room_type_id": KING, "start_date": day(10), "end_date": day(12),
+                 "rates": [{"rate_plan_id": 5, "rate_cents": 9_000}]}]}),
+        )
+        .await;
 
     held.assert_error(422, "unknown_rate_plan");
+    let rated = rated.assert_error(422, "unknown_rate_plan");
+    assert_eq!(rated["room_type_id"], KING, "{rated}");
+    assert_eq!(rated["rate_plan_id"], 5, "{rated}");
+    assert!(
+        rated["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&format!("room type {KING}"))),
+        "{rated}"
+    );
     assert_eq!(app.snapshot().await, before);
     app.finish().await;
 }

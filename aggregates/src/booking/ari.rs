@@ -147,7 +147,10 @@ fn sold_plan(
     hotel
         .rate_plan(id)
         .filter(|plan| plan.sells(room_type_id))
-        .ok_or(Rejection::UnknownRatePlan)
+        .ok_or(Rejection::PlanDoesNotSell {
+            rate_plan_id: id,
+            room_type_id,
+        })
 }
 
 /// Decides `command` on each of `dates`, every one of which must have inventory.

@@ -43,7 +43,7 @@ use crate::reservation::{
 };
 use crate::restrictions::{Restricted, Restriction};
 use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
-use crate::types::{Cents, HotelId, InvalidInput, RoomTypeId, TimeZone};
+use crate::types::{Cents, HotelId, InvalidInput, RatePlanId, RoomTypeId, TimeZone};
 
 pub use ari::{update_ari, AriChange, AriDecision, AriUpdate, UpdateAri};
 pub use cancel::{cancel, check_in_instant, refund_cents, CHECK_IN_HOUR};
@@ -122,6 +122,14 @@ pub enum Rejection {
     },
     #[error("the hotel has no such rate plan for this room type")]
     UnknownRatePlan,
+    /// An update of a plan's nights names a room type the plan does not sell (or a plan
+    /// the hotel does not have): named, so staff setting a rate over several room types
+    /// see which one refused it.
+    #[error("rate plan {rate_plan_id} does not sell room type {room_type_id} (or does not exist)")]
+    PlanDoesNotSell {
+        rate_plan_id: RatePlanId,
+        room_type_id: RoomTypeId,
+    },
     #[error("the room sleeps at most {max_occupancy} guest(s)")]
     OccupancyExceeded { max_occupancy: u32 },
     #[error("a derived rate plan is priced from its parent and has no rates of its own")]

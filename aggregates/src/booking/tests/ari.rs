@@ -380,7 +380,7 @@ fn restrictions_may_be_set_for_a_derived_plan() {
 }
 
 #[test]
-fn restrictions_or_rates_for_an_unknown_plan_are_unknown_rate_plan() {
+fn restrictions_or_rates_for_an_unknown_plan_name_the_plan_and_the_room_type() {
     assert_eq!(
         ari(
             &four_nights(3),
@@ -391,14 +391,20 @@ fn restrictions_or_rates_for_an_unknown_plan_are_unknown_rate_plan() {
                 restrictions(Some(9), stop_sell())
             )]
         ),
-        Err(Rejection::UnknownRatePlan)
+        Err(Rejection::PlanDoesNotSell {
+            rate_plan_id: plan_id(9),
+            room_type_id: RoomTypeId::parse(3).expect("id"),
+        })
     );
     assert_eq!(
         ari(
             &four_nights(3),
             vec![update(10, 12, Weekdays::ALL, rate_of(9, 9_000))]
         ),
-        Err(Rejection::UnknownRatePlan)
+        Err(Rejection::PlanDoesNotSell {
+            rate_plan_id: plan_id(9),
+            room_type_id: RoomTypeId::parse(3).expect("id"),
+        })
     );
 }
 
