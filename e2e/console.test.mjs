@@ -301,6 +301,39 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
   await page.setViewportSize({ width: 768, height: 1024 });
   await openCalendar(page);
   await shot(page, '10-tablet');
+
+  // And on a phone (390 px): nothing runs off the screen but the grid, which scrolls
+  // in its frame, and a week of nights fits across it.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await openCalendar(page);
+  const fit = await page.evaluate(() => {
+    const bar = document.querySelector('header.topbar');
+    const frame = document.querySelector('.grid-wrap').getBoundingClientRect();
+    // Nights right of the sticky room-type column and inside the frame and the screen.
+    const from = document.querySelector('tbody tr:first-child th.rt').getBoundingClientRect().right;
+    const to = Math.min(frame.right, window.innerWidth) + 0.5;
+    const visible = [...document.querySelectorAll('tbody tr:first-child td.cell')]
+      .filter((td) => {
+        const r = td.getBoundingClientRect();
+        return r.left >= from - 0.5 && r.right <= to;
+      }).length;
+    // What sticks out, to name it if anything does.
+    const wide = [...document.querySelectorAll('body *')]
+      .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 0.5
+        && !el.closest('.grid-wrap'))
+      .slice(0, 3)
+      .map((el) => `${el.tagName.toLowerCase()}.${[...el.classList].join('.')}`);
+    return {
+      bar: bar.scrollWidth - bar.clientWidth,
+      page: document.documentElement.scrollWidth - window.innerWidth,
+      visible,
+      wide,
+    };
+  });
+  assert.equal(fit.bar, 0, `the top bar overflows by ${fit.bar} px`);
+  assert.ok(fit.page <= 0, `the page overflows by ${fit.page} px: ${fit.wide.join(', ')}`);
+  assert.ok(fit.visible >= 7, `${fit.visible} nights fit across a phone`);
+  await shot(page, '10b-phone');
   await page.context().close();
 });
 
