@@ -637,6 +637,10 @@ export function mountCalendar(root, ctx, firstRoute) {
     if (panel.selection !== key) {
       panel.selection = key;
       for (const input of panel.values) input.value = '';
+      // "Applies to" too: a restriction meant for one plan over the last selection
+      // must not quietly bind only that plan over this one.
+      panel.restrictionPlan.value = '';
+      panel.status.replaceChildren();
       prefillFlags();
     }
     updatePlaceholders();
@@ -785,8 +789,14 @@ export function mountCalendar(root, ctx, firstRoute) {
       const action = event.submitter?.dataset.action;
       const fs = { inventory, restrictions, rates: planRates }[action];
       if (!fs || !sel) return;
+      // The answer to the last submit is not this one's.
+      status.replaceChildren();
       for (const input of fs.querySelectorAll('input, select')) {
-        if (!input.reportValidity()) return;
+        if (!input.checkValidity()) {
+          const label = fs.querySelector(`label[for="${input.id}"]`)?.textContent ?? input.name;
+          input.reportValidity();
+          return invalid(input, `${label}: ${input.validationMessage}`);
+        }
       }
       let change;
       if (action === 'inventory') {

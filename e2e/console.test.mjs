@@ -253,10 +253,25 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
     assert.equal(kept.restrictions.stop_sell, true, JSON.stringify(kept.restrictions));
   });
 
+  // A later submit the page refuses (a minimum stay of 0) does not leave "Saved" up.
+  await panel.getByLabel('Min stay').fill('0');
+  await panel.getByRole('button', { name: 'Set restrictions' }).click();
+  await panel.locator('.panel-status [role="alert"]').waitFor({ timeout: WAIT });
+  assert.equal(await panel.getByText(/Saved:/).count(), 0, 'no stale "Saved"');
+  assert.match(await panel.locator('.panel-status').textContent(), /Min stay/);
+  // "Applies to" picked for this selection...
+  const appliesTo = panel.getByLabel('Applies to');
+  const planValue = await appliesTo.locator('option').nth(1).getAttribute('value');
+  assert.ok(planValue, 'the hotel has a plan to pick');
+  await appliesTo.selectOption(planValue);
+
   // Cutting the watched night's rooms below what is held: the server's answer names it.
   await page.keyboard.press('Escape');
   await cell(page, WATCHED).click();
   assert.equal(await panel.getByLabel('Min stay').inputValue(), '', 'a new selection starts empty');
+  // ...does not carry over to the next selection, as no other field does.
+  assert.equal(await panel.getByLabel('Applies to').inputValue(), '', '"Applies to" starts at every plan');
+  assert.equal(await panel.locator('.panel-status').textContent(), '', 'nor does the last answer');
   await panel.getByLabel('Total rooms').fill('0');
   await panel.getByRole('button', { name: 'Set inventory' }).click();
   await panel.getByText(/inventory_below_reserved/).waitFor({ timeout: WAIT });
