@@ -111,6 +111,15 @@ export function mountReservationSearch(root, ctx, firstRoute) {
   async function search(q) {
     currentQuery = q;
     const mine = ++searchGen;
+    // A date in the address that is not a day (typed by hand, 2027-02-30) is said so
+    // here, in the page's words, rather than sent.
+    if (q.get('date') && !isDate(q.get('date'))) {
+      lastRows = null;
+      info.textContent = 'The search was not made.';
+      results.replaceChildren(h('p', { role: 'alert', class: 'error' },
+        `Night: "${q.get('date')}" in the address is not a date that exists (YYYY-MM-DD).`));
+      return;
+    }
     const params = new URLSearchParams();
     for (const key of FILTERS) if (q.get(key)) params.set(key, q.get(key));
     params.set('limit', '100');

@@ -118,8 +118,11 @@ const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', '
 const MONTHS_LONG = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August',
   'September', 'October', 'November', 'December'];
 
+/** `YYYY-MM-DD` naming a day that exists (not 2027-02-30). */
 export function isDate(text) {
-  return typeof text === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(text);
+  if (typeof text !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(text)) return false;
+  const day = new Date(`${text}T00:00:00Z`);
+  return !Number.isNaN(day.getTime()) && day.toISOString().slice(0, 10) === text;
 }
 
 export function isMonth(text) {

@@ -279,6 +279,13 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
   assert.equal((await calendarNight(WATCHED)).total_rooms, before.total_rooms, 'a refused cut changed nothing');
   await shot(page, '05-refused-cut');
 
+  // A night typed by hand into the address that does not exist is said so in the page's
+  // words, and nothing is asked of the server.
+  await page.goto(`${BASE}/console/#/reservations?date=2027-02-30`);
+  const badDate = page.locator('[role="alert"]', { hasText: 'not a date that exists' });
+  await badDate.waitFor({ timeout: WAIT });
+  assert.match(await badDate.textContent(), /2027-02-30/);
+
   // Find the stay by its guest's e-mail, open it, cancel it; its nights come back.
   const reservation = (await api('GET', `/v1/reservations/${RESERVATION}`, ADMIN)).json;
   const stayNight = reservation.start_date;
@@ -445,6 +452,7 @@ test("the page's own parsers: money typed by staff, the metrics text, the nights
       rates: [18000, 14550, 7, null].map((c) => util.fmtRate(c)),
       nights: util.nightsBetween('2027-02-27', '2027-03-02'),
       leap: util.addDays('2028-02-28', 1),
+      dates: ['2028-02-29', '2027-02-29', '2027-02-30', '2027-13-01', '2027-1-01', ''].map((t) => util.isDate(t)),
       metrics,
     };
   });
@@ -454,6 +462,7 @@ test("the page's own parsers: money typed by staff, the metrics text, the nights
   assert.deepEqual(got.rates, ['180', '145.50', '0.07', '']);
   assert.deepEqual(got.nights, ['2027-02-27', '2027-02-28', '2027-03-01']);
   assert.equal(got.leap, '2028-02-29');
+  assert.deepEqual(got.dates, [true, false, false, false, false, false]);
   assert.deepEqual(got.metrics, [
     { name: 'projection_lag_seconds', labels: { projection: 'occupancy' }, value: 1.5 },
     { name: 'outbox_failed', labels: { kind: 'email' }, value: 2 },
