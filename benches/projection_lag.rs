@@ -92,7 +92,7 @@ async fn main() -> anyhow::Result<()> {
             room_type,
             StayDates::parse(first, first + Days::new(60))?,
             InventoryUpdate {
-                total_rooms: 1_000_000,
+                total_rooms: Some(1_000_000),
                 overbooking_allowance: Some(0),
                 rate_cents: Some(aggregates::Cents::new(10_000)),
             },

@@ -136,7 +136,7 @@ pub async fn seed(commands: &CommandService) -> anyhow::Result<u64> {
                 )
                 .await?;
             let base = InventoryUpdate {
-                total_rooms: room_type.rooms,
+                total_rooms: Some(room_type.rooms),
                 overbooking_allowance: Some(room_type.allowance),
                 rate_cents: Some(Cents::new(room_type.rate_cents)),
             };

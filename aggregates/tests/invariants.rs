@@ -443,7 +443,7 @@ impl Model {
                     room_type_id: king(),
                     range: range(offset, 1),
                     update: InventoryUpdate {
-                        total_rooms: total,
+                        total_rooms: Some(total),
                         overbooking_allowance: Some(allowance),
                         rate_cents: Some(Cents::new(10_000 + 1_000 * i64::from(offset))),
                     },
@@ -1005,7 +1005,7 @@ impl Model {
                         room_type_id: king(),
                         range: target,
                         update: InventoryUpdate {
-                            total_rooms: total,
+                            total_rooms: Some(total),
                             overbooking_allowance: allowance,
                             rate_cents: rate.map(Cents::new),
                         },

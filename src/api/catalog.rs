@@ -242,7 +242,7 @@ pub async fn put_inventory(
             room_type,
             range,
             InventoryUpdate {
-                total_rooms: body.total_rooms,
+                total_rooms: Some(body.total_rooms),
                 overbooking_allowance: body.overbooking_allowance,
                 rate_cents: body.rate_cents.map(Cents::new),
             },

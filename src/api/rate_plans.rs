@@ -466,8 +466,10 @@ pub async fn put_restrictions(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AriInventory {
+    /// Omitted: each night keeps its rooms (a rate-only change); a night without
+    /// inventory yet needs them.
     #[schema(example = 100, minimum = 0, maximum = 1_000_000)]
-    pub total_rooms: i64,
+    pub total_rooms: Option<i64>,
     #[schema(minimum = 0, maximum = 1_000_000)]
     pub overbooking_allowance: Option<i64>,
     #[schema(example = 18000, minimum = 0, maximum = 10_000_000_000_i64)]

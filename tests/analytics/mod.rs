@@ -85,7 +85,7 @@ async fn booking_workload(svc: &CommandService, clock: &ManualClock) -> Workload
         king(),
         stay(d(0), d(11)),
         InventoryUpdate {
-            total_rooms: 5,
+            total_rooms: Some(5),
             overbooking_allowance: None,
             rate_cents: Some(aggregates::Cents::new(20_000)),
         },
@@ -622,7 +622,7 @@ async fn concurrent_bookings(svc: &CommandService, round: usize) {
                         king(),
                         stay(d(0), d(16)),
                         InventoryUpdate {
-                            total_rooms: 4,
+                            total_rooms: Some(4),
                             overbooking_allowance: Some(1),
                             rate_cents: Some(aggregates::Cents::new(15_000 + 1_000 * round as i64)),
                         },

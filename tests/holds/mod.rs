@@ -573,7 +573,7 @@ async fn the_price_is_the_sum_of_the_nightly_rates_and_a_stale_price_is_refused(
         king(),
         stay(day(11), day(12)),
         InventoryUpdate {
-            total_rooms: 3,
+            total_rooms: Some(3),
             overbooking_allowance: None,
             rate_cents: Some(aggregates::Cents::new(25_000)),
         },

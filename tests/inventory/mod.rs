@@ -233,7 +233,7 @@ async fn setting_inventory_below_what_is_sold_is_rejected_and_changes_nothing() 
             king(),
             stay(day(10), day(15)),
             InventoryUpdate {
-                total_rooms: 1,
+                total_rooms: Some(1),
                 overbooking_allowance: None,
                 rate_cents: None,
             },
@@ -261,7 +261,7 @@ async fn the_overbooking_allowance_sells_exactly_that_many_more() {
         king(),
         stay(day(10), day(11)),
         InventoryUpdate {
-            total_rooms: 2,
+            total_rooms: Some(2),
             overbooking_allowance: Some(1),
             rate_cents: None,
         },

@@ -247,7 +247,7 @@ async fn three_hotels(svc: &CommandService) -> Vec<Room> {
                 room_type,
                 stay(day(30), last),
                 InventoryUpdate {
-                    total_rooms: ROOMS,
+                    total_rooms: Some(ROOMS),
                     overbooking_allowance: Some(0),
                     rate_cents: Some(aggregates::Cents::new(9_000)),
                 },

@@ -582,6 +582,67 @@ async fn available_is_true_exactly_when_a_hold_would_be_accepted_now() {
 }
 
 #[tokio::test]
+async fn a_rate_only_bulk_change_keeps_each_nights_rooms_and_a_night_never_on_sale_needs_them() {
+    // Arrange: 5 rooms on days 10 to 11, 9 on days 12 to 13.
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 2, 5).await;
+    app.put_inventory(
+        HOTEL,
+        KING,
+        &json!({"start_date": day(12), "end_date": day(14), "total_rooms": 9,
+                "overbooking_allowance": 1, "rate_cents": RATE}),
+    )
+    .await
+    .assert_status(200);
+    let before = app.snapshot().await;
+
+    // Act: a new rate over all four nights, rooms left out; then over a night that was
+    // never on sale.
+    let rated = app
+        .put_ari(
+            HOTEL,
+            &json!({"updates": [{"room_type_id": KING, "start_date": day(10), "end_date": day(14),
+                                 "inventory": {"rate_cents": 19_900}}]}),
+        )
+        .await;
+    let rows = night_rows(&app.db.pool).await;
+    let after_rate = app.snapshot().await;
+    let unknown = app
+        .put_ari(
+            HOTEL,
+            &json!({"updates": [{"room_type_id": KING, "start_date": day(20), "end_date": day(21),
+                                 "inventory": {"rate_cents": 19_900}}]}),
+        )
+        .await;
+
+    // Assert
+    assert_eq!(rated.assert_status(200)["nights"], 4);
+    let rooms: Vec<(i32, i32)> = (10..14)
+        .map(|d| {
+            let row = &rows[&(HOTEL, KING, day(d))];
+            (row.total_rooms, row.allowance)
+        })
+        .collect();
+    assert_eq!(rooms, vec![(5, 0), (5, 0), (9, 1), (9, 1)]);
+    for d in 10..14 {
+        let night = app.availability(WEB, HOTEL, day(d), day(d + 1), None).await;
+        assert_eq!(
+            night.json["room_types"][0]["nights"][0]["rate_cents"],
+            19_900
+        );
+    }
+    assert_ne!(after_rate, before);
+    let unknown = unknown.assert_error(422, "invalid_request");
+    // The refusal is decided on the night, past the boundary: it names the field and
+    // the night that needs it.
+    assert_eq!(unknown["field"], "total_rooms", "{unknown}");
+    let message = unknown["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&day(20).to_string()), "{unknown}");
+    assert_eq!(app.snapshot().await, after_rate);
+    app.finish().await;
+}
+
+#[tokio::test]
 async fn one_bulk_update_sets_a_year_of_inventory_weekend_restrictions_and_plan_rates() {
     let app = spawn_app().await;
     app.seed_hotel(day(10), 1, 5).await;

@@ -1052,7 +1052,7 @@ async fn nights_and_room_types_the_model_has_not_seen_are_read_from_postgresql_n
         king(),
         stay(day(40), day(70)),
         aggregates::booking::InventoryUpdate {
-            total_rooms: 7,
+            total_rooms: Some(7),
             overbooking_allowance: Some(0),
             rate_cents: Some(aggregates::Cents::new(15_000)),
         },

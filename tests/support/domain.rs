@@ -81,7 +81,7 @@ pub async fn room_type_with_rooms(
         room_type,
         stay(first, last),
         InventoryUpdate {
-            total_rooms,
+            total_rooms: Some(total_rooms),
             overbooking_allowance: Some(0),
             rate_cents: Some(aggregates::Cents::new(18_000)),
         },

@@ -57,7 +57,7 @@ pub fn roll_forward(
             change,
         };
         inventory.push(on(AriChange::Inventory(InventoryUpdate {
-            total_rooms: i64::from(levels.total_rooms()),
+            total_rooms: Some(i64::from(levels.total_rooms())),
             overbooking_allowance: Some(i64::from(levels.overbooking_allowance())),
             rate_cents: Some(levels.rate_cents()),
         })));
@@ -204,7 +204,7 @@ mod tests {
         }
         let rooms_on = |d: u32| {
             updates.iter().find_map(|u| match u.change {
-                AriChange::Inventory(i) if u.days.contains(day(d)) => Some(i.total_rooms),
+                AriChange::Inventory(i) if u.days.contains(day(d)) => i.total_rooms,
                 _ => None,
             })
         };

@@ -8,11 +8,12 @@ use crate::hotel::Hotel;
 use crate::room_night::{RoomNightCommand, RoomNightKey};
 use crate::types::{Cents, HotelId, InvalidInput, InventoryLevels, RoomTypeId, StayDates};
 
-/// What to set on each night of a range. Omitted allowance and rate keep the night's
-/// current values; a night without inventory yet needs a rate.
+/// What to set on each night of a range. Omitted rooms, allowance and rate keep the
+/// night's current values (a rate-only change keeps each night's rooms); a night
+/// without inventory yet needs its rooms and a rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InventoryUpdate {
-    pub total_rooms: i64,
+    pub total_rooms: Option<i64>,
     pub overbooking_allowance: Option<i64>,
     pub rate_cents: Option<Cents>,
 }
@@ -87,7 +88,17 @@ pub(super) fn set_levels(
                 .into())
             }
         };
-        let levels = InventoryLevels::parse(update.total_rooms, allowance, rate)?;
+        let Some(total_rooms) = update
+            .total_rooms
+            .or(current.map(|l| i64::from(l.total_rooms())))
+        else {
+            return Err(InvalidInput::new(
+                "total_rooms",
+                format!("{date} has no inventory yet: total_rooms is required"),
+            )
+            .into());
+        };
+        let levels = InventoryLevels::parse(total_rooms, allowance, rate)?;
         Ok(Some(RoomNightCommand::SetInventory {
             key: RoomNightKey::new(hotel_id, room_type_id, date),
             levels,

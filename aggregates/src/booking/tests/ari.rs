@@ -56,7 +56,7 @@ fn stop_sell() -> RestrictionsPatch {
 
 fn open_rooms(total: i64, rate: i64) -> AriChange {
     AriChange::Inventory(InventoryUpdate {
-        total_rooms: total,
+        total_rooms: Some(total),
         overbooking_allowance: None,
         rate_cents: Some(Cents::new(rate)),
     })

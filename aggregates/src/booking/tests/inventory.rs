@@ -4,7 +4,7 @@ use super::*;
 
 fn update(total: i64, allowance: Option<i64>, rate: Option<i64>) -> InventoryUpdate {
     InventoryUpdate {
-        total_rooms: total,
+        total_rooms: Some(total),
         overbooking_allowance: allowance,
         rate_cents: rate.map(Cents::new),
     }
