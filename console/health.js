@@ -2,7 +2,7 @@
 // failed outbox rows (admins) and bookings per minute.
 
 import { errorText } from './api.js';
-import { h, s, fmtInt, fmtSeconds, fmtDateTime, fmtHourMinute, fmtTime, plural, setText } from './util.js';
+import { h, s, fmtInt, fmtSeconds, fmtDateTime, fmtHourMinute, fmtTime, plural, setText, referenceOf } from './util.js';
 
 const METRICS_MS = 5000;
 const BOOKINGS_MS = 30000;
@@ -220,7 +220,7 @@ export function mountHealth(root, ctx) {
             h('td', null, String(row.kind ?? '')),
             h('td', null, String(row.what ?? '')),
             h('td', { class: 'mono' }, row.reservation_id
-              ? h('a', { href: `#/reservations/${encodeURIComponent(row.reservation_id)}`, title: row.reservation_id }, String(row.reservation_id).slice(0, 8))
+              ? h('a', { href: `#/reservations/${encodeURIComponent(row.reservation_id)}`, title: row.reservation_id }, referenceOf(row.reservation_id) ?? String(row.reservation_id))
               : '—'),
             h('td', { class: 'num' }, fmtInt(row.attempts)),
             h('td', { class: 'wrap' }, String(row.last_error ?? '')),

@@ -2,10 +2,10 @@
 // (`#/reservations/<id>`) with its money, messages, history and the staff actions.
 
 import { errorText, ApiError } from './api.js';
-import { h, field, fmtMoney, fmtInt, fmtDateTime, fmtTime, plural, uuid, isDate } from './util.js';
+import { h, field, fmtMoney, fmtInt, fmtDateTime, fmtTime, plural, uuid, isDate, referenceOf } from './util.js';
 
 const STATUSES = ['held', 'confirmed', 'cancelled', 'expired', 'checked_in', 'checked_out', 'no_show', 'declined'];
-const FILTERS = ['guest_email', 'date', 'hotel_id', 'status'];
+const FILTERS = ['reference', 'guest_email', 'date', 'hotel_id', 'status'];
 
 function statusBadge(status, extraClass) {
   return h('span', { class: ['badge', extraClass, `st-${status}`], dataset: { status } }, String(status).replace(/_/g, ' '));
@@ -60,6 +60,10 @@ export function mountReservationSearch(root, ctx, firstRoute) {
   let searchGen = 0;
   ctx.setTitle('Reservations');
 
+  // A reference as a guest reads it out: any case, with or without a hyphen (the server
+  // reads O as 0 and I, L as 1, and says what is wrong with anything else).
+  const reference = h('input', { id: 'res-reference', name: 'reference', autocomplete: 'off', spellcheck: 'false',
+    maxlength: '12', placeholder: 'K7M29QXD', class: 'mono' });
   const email = h('input', { id: 'res-email', name: 'guest_email', type: 'email', autocomplete: 'off' });
   const night = h('input', { id: 'res-night', name: 'date', type: 'date' });
   const hotel = h('select', { id: 'res-hotel', name: 'hotel_id' }, h('option', { value: '' }, 'Any hotel'));
@@ -67,7 +71,7 @@ export function mountReservationSearch(root, ctx, firstRoute) {
     h('option', { value: '' }, 'Any'), STATUSES.map((s) => h('option', { value: s }, s)));
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Search');
   const form = h('form', { class: 'search-form', role: 'search', 'aria-label': 'Find reservations' },
-    field('Guest e-mail', email, 'field-email'), field('Night', night), field('Hotel', hotel), field('Status', status),
+    field('Reference', reference, 'field-reference'), field('Guest e-mail', email, 'field-email'), field('Night', night), field('Hotel', hotel), field('Status', status),
     h('div', { class: 'actions' }, submit));
   const info = h('p', { role: 'status', class: 'result-info' });
   const results = h('div', { class: 'results table-wrap' });
@@ -91,7 +95,7 @@ export function mountReservationSearch(root, ctx, firstRoute) {
     event.preventDefault();
     if (!email.reportValidity()) return;
     const q = new URLSearchParams();
-    const values = { guest_email: email.value.trim(), date: night.value, hotel_id: hotel.value, status: status.value };
+    const values = { reference: reference.value.trim(), guest_email: email.value.trim(), date: night.value, hotel_id: hotel.value, status: status.value };
     for (const key of FILTERS) if (values[key]) q.set(key, values[key]);
     const hash = `#/reservations${q.toString() ? `?${q}` : ''}`;
     if (location.hash === hash) search(q);
@@ -99,6 +103,7 @@ export function mountReservationSearch(root, ctx, firstRoute) {
   });
 
   function fillForm(q) {
+    reference.value = q.get('reference') ?? '';
     email.value = q.get('guest_email') ?? '';
     night.value = isDate(q.get('date')) ? q.get('date') : '';
     if (q.get('hotel_id') && ![...hotel.options].some((o) => o.value === q.get('hotel_id'))) {
@@ -154,7 +159,7 @@ export function mountReservationSearch(root, ctx, firstRoute) {
       .map((t) => h('th', { scope: 'col', class: ['Rooms', 'Total'].includes(t) ? 'num' : null }, t)));
     const body = h('tbody', null, rows.map((r) => h('tr', { dataset: { reservationId: r.reservation_id } },
       h('td', { class: 'mono' }, h('a', { href: `#/reservations/${encodeURIComponent(r.reservation_id)}`, title: r.reservation_id },
-        String(r.reservation_id).slice(0, 8))),
+        String(r.reference ?? referenceOf(r.reservation_id) ?? r.reservation_id))),
       h('td', null, String(r.guest?.name ?? '')),
       h('td', null, String(r.guest?.email ?? '')),
       h('td', null, hotelLabel(hotels, r.hotel_id)),
@@ -208,7 +213,8 @@ export function mountReservation(root, ctx, route) {
   let alive = true;
   let loadGen = 0;
   let hotels = [];
-  ctx.setTitle(`Reservation ${id.slice(0, 8)}`);
+  const shortRef = referenceOf(id) ?? id;
+  ctx.setTitle(`Reservation ${shortRef}`);
 
   const section = (key, title) => {
     const body = h('div', { class: 'section-body' }, h('p', { class: 'loading' }, 'Loading…'));
@@ -235,7 +241,7 @@ export function mountReservation(root, ctx, route) {
 
   root.append(
     h('p', { class: 'crumbs' }, h('a', { href: '#/reservations', class: 'back-link' }, '← Back to the search')),
-    h('h1', { tabindex: '-1' }, 'Reservation ', h('span', { class: 'mono' }, id.slice(0, 8))),
+    h('h1', { tabindex: '-1' }, 'Reservation ', h('span', { class: 'mono reference' }, shortRef)),
     h('p', { class: 'muted mono full-id' }, id),
     top,
     h('div', { class: 'cards' }, stay.el, actions?.el, guest.el, money.el),

@@ -239,3 +239,23 @@ export function uuid() {
 export function setText(el, text) {
   if (el.textContent !== text) el.textContent = text;
 }
+
+/** Crockford's base 32, as the server prints references (no I, L, O, U). */
+const REFERENCE_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/**
+ * A reservation's short reference from its id, by the server's rule: the id's last 40
+ * bits (its last 10 hex digits) in Crockford's base 32. Lets a page name a reservation
+ * before its answer arrives; `null` for what is not an id.
+ */
+export function referenceOf(id) {
+  const hex = String(id ?? '').replace(/-/g, '');
+  if (!/^[0-9a-fA-F]{32}$/.test(hex)) return null;
+  let bits = BigInt(`0x${hex.slice(22)}`);
+  let out = '';
+  for (let i = 0; i < 8; i += 1) {
+    out = REFERENCE_ALPHABET[Number(bits & 31n)] + out;
+    bits >>= 5n;
+  }
+  return out;
+}

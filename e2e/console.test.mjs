@@ -294,11 +294,25 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
     assert.equal(night.confirmed, reservation.rooms, 'the stay is in the calendar');
     return night.remaining;
   });
+  // Each row reads the reservation's short reference, as the API answers it; typed as a
+  // guest reads it out (lower case, a hyphen), it finds that one reservation alone.
+  assert.match(reservation.reference, /^[0-9A-HJKMNP-TV-Z]{8}$/);
   await page.goto(`${BASE}/console/#/reservations`);
   await page.getByLabel('Guest e-mail').fill(GUEST_EMAIL);
   await page.getByRole('button', { name: 'Search' }).click();
+  const byEmail = page.locator(`a[href="#/reservations/${RESERVATION}"]`);
+  await byEmail.waitFor({ timeout: WAIT });
+  assert.equal((await byEmail.textContent()).trim(), reservation.reference);
+  const typed = `${reservation.reference.slice(0, 4)}-${reservation.reference.slice(4)}`.toLowerCase();
+  await page.getByLabel('Guest e-mail').fill('');
+  await page.getByLabel('Reference').fill(typed);
+  await page.getByRole('button', { name: 'Search' }).click();
+  await page.locator('.result-info', { hasText: /^1 reservation/ }).waitFor({ timeout: WAIT });
+  assert.equal(await page.locator('.reservations-table tbody tr').count(), 1);
+  await shot(page, '06a-found-by-reference');
   await page.locator(`a[href="#/reservations/${RESERVATION}"]`).click();
   await page.locator('.status[data-status="confirmed"]').first().waitFor({ timeout: WAIT });
+  assert.equal((await page.locator('h1 .reference').textContent()).trim(), reservation.reference);
   await shot(page, '06-reservation');
   await page.getByRole('button', { name: 'Cancel', exact: true }).click();
   await page.getByLabel('Reason (optional)').fill('guest called');
@@ -453,6 +467,8 @@ test("the page's own parsers: money typed by staff, the metrics text, the nights
       nights: util.nightsBetween('2027-02-27', '2027-03-02'),
       leap: util.addDays('2028-02-28', 1),
       dates: ['2028-02-29', '2027-02-29', '2027-02-30', '2027-13-01', '2027-1-01', ''].map((t) => util.isDate(t)),
+      references: ['01a2418a-0000-7000-8000-0000075bcd15', '01a2418a-0000-7000-8000-00ffffffffff', 'nope']
+        .map((t) => util.referenceOf(t)),
       metrics,
     };
   });
@@ -463,6 +479,8 @@ test("the page's own parsers: money typed by staff, the metrics text, the nights
   assert.deepEqual(got.nights, ['2027-02-27', '2027-02-28', '2027-03-01']);
   assert.equal(got.leap, '2028-02-29');
   assert.deepEqual(got.dates, [true, false, false, false, false, false]);
+  // The same references the server prints for these ids (its own unit test).
+  assert.deepEqual(got.references, ['003NQK8N', 'ZZZZZZZZ', null]);
   assert.deepEqual(got.metrics, [
     { name: 'projection_lag_seconds', labels: { projection: 'occupancy' }, value: 1.5 },
     { name: 'outbox_failed', labels: { kind: 'email' }, value: 2 },

@@ -48,5 +48,5 @@ pub use reservation::{
 pub use room_night::{Hold, RoomNight, RoomNightCommand, RoomNightEvent, RoomNightKey};
 pub use types::{
     BookingLimits, Cents, Guest, GuestCount, HotelId, InvalidInput, InventoryLevels, RatePlanId,
-    ReservationId, RoomCount, RoomTypeId, StayDates, TimeZone, Weekdays,
+    Reference, ReservationId, RoomCount, RoomTypeId, StayDates, TimeZone, Weekdays,
 };

@@ -119,6 +119,124 @@ impl fmt::Display for ReservationId {
     }
 }
 
+/// Crockford's base 32: digits and letters without I, L, O and U, so a reference read
+/// aloud or copied by hand has one spelling.
+const REFERENCE_ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+/// Characters in a reference: 8 of 5 bits, the id's last 40 bits.
+const REFERENCE_LEN: usize = 8;
+
+/// A reservation's short reference, the one a guest reads out on the phone: the last 40
+/// bits of its id in Crockford's base 32, e.g. `K7M29QXD`. Derived from the id, so every
+/// answer, e-mail, webhook and replay agrees on it without a field of its own in any
+/// event. Unique because the server puts it there: a new reservation's id ends in the
+/// [`Reference::numbered`] form of a number from a sequence no two holds share, shuffled
+/// so that consecutive bookings do not read alike (a typo of one is not the next).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Reference(u64);
+
+impl Reference {
+    /// The reference of `id`.
+    pub fn of(id: ReservationId) -> Self {
+        let bytes = id.0.as_bytes();
+        let low = bytes[11..]
+            .iter()
+            .fold(0u64, |bits, byte| (bits << 8) | u64::from(*byte));
+        Self(low)
+    }
+
+    /// The reference of the `number`th reservation: the number's 40 bits shuffled by a
+    /// fixed four-round Feistel permutation (a bijection, so distinct numbers give
+    /// distinct references). Numbers wrap at 2^40.
+    pub fn numbered(number: u64) -> Self {
+        let (mut left, mut right) = ((number >> HALF_BITS) & HALF_MASK, number & HALF_MASK);
+        for key in FEISTEL_KEYS {
+            (left, right) = (right, left ^ feistel_round(right, key));
+        }
+        Self((left << HALF_BITS) | right)
+    }
+
+    /// The number this reference was made from ([`Self::numbered`] undone).
+    pub fn number(&self) -> u64 {
+        let (mut left, mut right) = ((self.0 >> HALF_BITS) & HALF_MASK, self.0 & HALF_MASK);
+        for key in FEISTEL_KEYS.iter().rev() {
+            (left, right) = (right ^ feistel_round(left, *key), left);
+        }
+        (left << HALF_BITS) | right
+    }
+
+    /// A reference as a person may type it: any case, hyphens and spaces ignored, `O`
+    /// read as `0` and `I`/`L` as `1` (Crockford's rule for hand-copied codes).
+    pub fn parse(value: &str) -> Result<Self, InvalidInput> {
+        let invalid = || {
+            InvalidInput::new(
+                "reference",
+                "reference: 8 characters of 0-9 and A-Z without I, L, O and U (e.g. K7M29QXD)",
+            )
+        };
+        let mut bits = 0u64;
+        let mut count = 0;
+        for c in value.chars().filter(|c| *c != '-' && *c != ' ') {
+            let c = match c.to_ascii_uppercase() {
+                'O' => '0',
+                'I' | 'L' => '1',
+                other => other,
+            };
+            let digit = REFERENCE_ALPHABET
+                .iter()
+                .position(|a| char::from(*a) == c)
+                .ok_or_else(invalid)?;
+            count += 1;
+            if count > REFERENCE_LEN {
+                return Err(invalid());
+            }
+            bits = (bits << 5) | digit as u64;
+        }
+        if count != REFERENCE_LEN {
+            return Err(invalid());
+        }
+        Ok(Self(bits))
+    }
+}
+
+/// Bits in each half of a reference's Feistel permutation.
+const HALF_BITS: u32 = 20;
+const HALF_MASK: u64 = (1 << HALF_BITS) - 1;
+/// The permutation's round keys: fixed forever, since references are printed.
+const FEISTEL_KEYS: [u64; 4] = [0x5_1A2B, 0xC_3D4E, 0x7_F809, 0x3_1C2D];
+
+fn feistel_round(half: u64, key: u64) -> u64 {
+    ((half ^ key).wrapping_mul(0x2545_F491) >> 11) & HALF_MASK
+}
+
+impl fmt::Display for Reference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for i in (0..REFERENCE_LEN).rev() {
+            let digit = (self.0 >> (5 * i)) & 31;
+            let c = REFERENCE_ALPHABET[usize::try_from(digit).unwrap_or(0)];
+            write!(f, "{}", char::from(c))?;
+        }
+        Ok(())
+    }
+}
+
+impl ReservationId {
+    /// Its short reference (see [`Reference`]).
+    pub fn reference(&self) -> Reference {
+        Reference::of(*self)
+    }
+
+    /// `id` with its last 40 bits replaced by `reference`, so that the id reads as it.
+    /// The rest (a time-ordered id's time and random bits) is kept.
+    pub fn with_reference(id: Uuid, reference: Reference) -> Self {
+        let mut bytes = *id.as_bytes();
+        for (i, byte) in bytes[11..].iter_mut().enumerate() {
+            let shift = 8 * (4 - i);
+            *byte = u8::try_from((reference.0 >> shift) & 0xFF).unwrap_or(0);
+        }
+        Self(Uuid::from_bytes(bytes))
+    }
+}
+
 /// A stay: the half-open range of nights `[start, end)`. The check-out night is not part
 /// of it, so a stay ending on the 12th and one starting on the 12th share no night.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -657,6 +775,88 @@ mod tests {
 
     fn date(s: &str) -> NaiveDate {
         NaiveDate::parse_from_str(s, "%Y-%m-%d").expect("test date")
+    }
+
+    fn id(text: &str) -> ReservationId {
+        ReservationId::parse(text).expect("test id")
+    }
+
+    #[test]
+    fn a_reference_is_the_ids_last_40_bits_in_crockfords_base_32() {
+        let zero = id("01a2418a-0000-7000-8000-000000000000");
+        let last = id("01a2418a-0000-7000-8000-00ffffffffff");
+        let some = id("01a2418a-0000-7000-8000-0000075bcd15");
+
+        assert_eq!(zero.reference().to_string(), "00000000");
+        assert_eq!(last.reference().to_string(), "ZZZZZZZZ");
+        // 0x75bcd15 = 123456789 = 3 * 32^5 + 21 * 32^4 + 23 * 32^3 + 19 * 32^2 + 8 * 32 + 21
+        assert_eq!(some.reference().to_string(), "003NQK8N");
+    }
+
+    #[test]
+    fn a_reference_typed_by_hand_reads_as_printed() {
+        let printed = id("01a2418a-0000-7000-8000-0000075bcd15").reference();
+
+        for typed in [
+            "003NQK8N",
+            "003nqk8n",
+            "003N-QK8N",
+            "OO3NQK8N",
+            "003 nqk 8n",
+        ] {
+            assert_eq!(Reference::parse(typed), Ok(printed), "{typed}");
+        }
+        assert_eq!(Reference::parse("1IL00000"), Reference::parse("11100000"));
+    }
+
+    #[test]
+    fn a_reference_of_another_length_or_letter_is_refused_naming_the_field() {
+        for bad in ["", "003NQK8", "003NQK8N0", "003NQK8U", "003NQK8!", "----"] {
+            let refused = Reference::parse(bad).expect_err(bad);
+            assert_eq!(refused.field, "reference", "{bad}");
+        }
+    }
+
+    #[test]
+    fn consecutive_numbers_give_references_that_do_not_read_alike() {
+        let first = Reference::numbered(1_000).to_string();
+        let next = Reference::numbered(1_001).to_string();
+
+        let same = first
+            .chars()
+            .zip(next.chars())
+            .filter(|(a, b)| a == b)
+            .count();
+        assert!(same < 6, "{first} and {next}");
+    }
+
+    #[test]
+    fn an_id_made_with_a_reference_reads_as_it_and_keeps_its_time() {
+        let base = Uuid::parse_str("01a2418a-5c3e-7000-8abc-0123456789ab").expect("uuid");
+        let reference = Reference::numbered(42);
+
+        let id = ReservationId::with_reference(base, reference);
+
+        assert_eq!(id.reference(), reference);
+        assert_eq!(id.as_uuid().as_bytes()[..11], base.as_bytes()[..11]);
+        assert_eq!(id.as_uuid().get_version_num(), 7);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_reference_reads_back_as_itself(bits in 0u64..(1 << 40)) {
+            let reference = Reference(bits);
+            proptest::prop_assert_eq!(Reference::parse(&reference.to_string()), Ok(reference));
+            proptest::prop_assert_eq!(reference.to_string().len(), 8);
+        }
+
+        #[test]
+        fn numbering_is_a_bijection_on_40_bits(number in 0u64..(1 << 40), other in 0u64..(1 << 40)) {
+            let reference = Reference::numbered(number);
+            proptest::prop_assert_eq!(reference.number(), number);
+            proptest::prop_assert!(reference.0 < (1 << 40));
+            proptest::prop_assert_eq!(number == other, reference == Reference::numbered(other));
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use aggregates::{
-    Guest, HotelId, PaymentStatus, Personal, ReservationId, ReservationStatus, StayDates,
+    Guest, HotelId, PaymentStatus, Personal, Reference, ReservationId, ReservationStatus, StayDates,
 };
 use axum::extract::State;
 use axum::Json;
@@ -235,6 +235,10 @@ pub async fn occupancy(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ReservationSearch {
+    /// The reservation with this short reference (`K7M29QXD`): any case, hyphens and
+    /// spaces ignored, `O` read as `0`, `I` and `L` as `1`.
+    #[param(example = "K7M29QXD", min_length = 8, max_length = 40)]
+    pub reference: Option<String>,
     /// The guest's email (case-insensitive).
     #[param(max_length = 254)]
     pub guest_email: Option<String>,
@@ -286,6 +290,9 @@ fn reservation_out(
     };
     ReservationOut {
         reservation_id: row.reservation_id,
+        reference: ReservationId::from_uuid(row.reservation_id)
+            .reference()
+            .to_string(),
         hotel_id: row.hotel_id,
         room_type_id: row.room_type_id,
         start_date: row.start_date,
@@ -328,7 +335,7 @@ fn text_filter(field: &str, value: Option<String>, max: usize) -> Result<Option<
     Ok(Some(value.to_owned()))
 }
 
-/// Reservations by channel, guest email, or hotel and date, newest first.
+/// Reservations by reference, channel, guest email, or hotel and date, newest first.
 #[utoipa::path(get, path = "/v1/reservations", tag = "analytics", params(ReservationSearch),
     responses((status = 200, body = ReservationList), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody),
@@ -401,7 +408,15 @@ pub async fn list_reservations(
         ),
         None => None,
     };
+    let reference_number = match query.reference.as_deref() {
+        None => None,
+        Some(typed) => {
+            let number = Reference::parse(typed)?.number();
+            Some(i64::try_from(number).unwrap_or(i64::MAX))
+        }
+    };
     let filter = &ReservationFilter {
+        reference_number,
         channel,
         guest_email,
         guest_id,

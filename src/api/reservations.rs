@@ -72,6 +72,11 @@ pub struct CreateReservation {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReservationOut {
     pub reservation_id: uuid::Uuid,
+    /// The short reference a guest reads out: 8 characters of Crockford's base 32 (0-9
+    /// and A-Z without I, L, O, U), unique, the same in every answer, e-mail and webhook;
+    /// `GET /v1/reservations?reference=` finds the reservation by it.
+    #[schema(example = "K7M29QXD", pattern = "^[0-9A-HJKMNP-TV-Z]{8}$")]
+    pub reference: String,
     pub hotel_id: i64,
     pub room_type_id: i64,
     pub start_date: NaiveDate,
@@ -192,6 +197,9 @@ impl From<ReservationView> for ReservationOut {
     fn from(v: ReservationView) -> Self {
         Self {
             reservation_id: v.reservation_id,
+            reference: ReservationId::from_uuid(v.reservation_id)
+                .reference()
+                .to_string(),
             hotel_id: v.hotel_id,
             room_type_id: v.room_type_id,
             start_date: v.start_date,

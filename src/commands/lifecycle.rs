@@ -132,7 +132,9 @@ impl CommandService {
             .map_err(Rejection::from)?;
         let fingerprint = RequestFingerprint::new(scope, key, CommandName::HoldStay, &request)?;
         let now = self.now();
-        let reservation_id = ReservationId::from_uuid(Uuid::now_v7());
+        // The id ends in the reference, so the reference is unique as its number is.
+        let reference = self.references.next(&self.pool).await?;
+        let reservation_id = ReservationId::with_reference(Uuid::now_v7(), reference);
         let metadata = metadata(CommandName::HoldStay, channel, Some(&fingerprint));
         let hold = Hold {
             channel: channel.to_owned(),

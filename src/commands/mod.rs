@@ -7,6 +7,7 @@
 //! - [`catalog`]: hotels, room types and inventory (staff);
 //! - [`lifecycle`]: hold, cancel, change dates, confirm, expire, and the one shape every
 //!   command on an existing reservation takes;
+//! - [`references`]: the numbers behind new reservations' short references;
 //! - [`group`]: group commit, which decides the holds that queue meanwhile together in
 //!   one transaction per lane.
 //!
@@ -18,6 +19,7 @@ mod catalog;
 pub mod erase;
 pub mod group;
 mod lifecycle;
+pub mod references;
 
 use std::sync::Arc;
 
@@ -107,6 +109,8 @@ pub struct CommandService {
     /// Nights the bulk inventory commands may still start writing (see
     /// [`WriteConfig::bulk_nights_in_flight`]).
     bulk_nights: Arc<Semaphore>,
+    /// This server's block of reference numbers for new reservations.
+    references: references::ReferenceNumbers,
 }
 
 impl CommandService {
@@ -124,6 +128,7 @@ impl CommandService {
             )),
             privacy,
             bulk_nights: Arc::new(Semaphore::new(config.bulk_nights_in_flight.max(1) as usize)),
+            references: references::ReferenceNumbers::default(),
             pool,
             config,
             clock,

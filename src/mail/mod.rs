@@ -282,7 +282,10 @@ async fn attempt(
     };
     let place = place(pool, &row.facts).await?;
     let names = Names {
-        reference: row.reservation_id.to_string(),
+        // The short reference the guest reads out; the full id is in the web links.
+        reference: aggregates::ReservationId::from_uuid(row.reservation_id)
+            .reference()
+            .to_string(),
         guest_name: guest.name(),
         hotel: &place.hotel,
         room_type: &place.room_type,

@@ -15,6 +15,8 @@ use crate::write::Loader;
 /// What the search filters by; every filter given must hold.
 #[derive(Debug, Clone, Default)]
 pub struct ReservationFilter {
+    /// The number behind a reference (see [`aggregates::Reference::number`]).
+    pub reference_number: Option<i64>,
     pub channel: Option<String>,
     /// Lower-case, as the domain stores e-mails: finds the guests held before sealing.
     pub guest_email: Option<String>,
@@ -120,6 +122,9 @@ impl Queries {
                FROM reservations_view WHERE generation = ",
         );
         sql.push_bind(generation);
+        if let Some(number) = filter.reference_number {
+            sql.push(" AND reference_number = ").push_bind(number);
+        }
         if let Some(channel) = &filter.channel {
             sql.push(" AND channel = ").push_bind(channel);
         }

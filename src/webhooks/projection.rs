@@ -132,6 +132,7 @@ impl Projection for WebhookProjection {
                     }
                     let mut body = json!({
                         "reservation_id": reservation_id,
+                        "reference": reservation_id.reference().to_string(),
                         "hotel_id": hotel_id.get(),
                         "version": stored.sequence,
                     });

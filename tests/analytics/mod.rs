@@ -1284,3 +1284,117 @@ async fn the_migration_fills_the_plans_of_rows_written_before_it() {
     assert_eq!(listed(&reply, legacy)["guests"], 1);
     app.finish().await;
 }
+
+#[tokio::test]
+async fn every_reservation_reads_its_own_short_reference_and_is_found_by_it_as_a_person_types_it() {
+    // Arrange: the HTTP server and a second command service on the same database (as a
+    // second server would be), each with its own block of reference numbers.
+    let app = Arc::new(spawn_app().await);
+    app.seed_hotel(day(10), 5, 100).await;
+    let other = Arc::new(CommandService::with_clock(
+        app.db.pool.clone(),
+        config(Strategy::Group),
+        Arc::new(app.clock.clone()),
+    ));
+
+    // Act: forty holds at once, half through each.
+    let mut tasks = Vec::new();
+    for n in 0..40u64 {
+        let app = app.clone();
+        let other = other.clone();
+        tasks.push(tokio::spawn(async move {
+            if n % 2 == 0 {
+                app.hold_ok(WEB, &format!("ref-{n}"), &hold_body(day(10), day(12), 1))
+                    .await
+            } else {
+                let request = hold_request(stay(day(10), day(12)), 1, n as usize);
+                other
+                    .hold("web", key(&format!("ref-{n}")), request)
+                    .await
+                    .unwrap_or_else(|e| panic!("hold {n}: {e}"))
+                    .reservation_id
+                    .to_string()
+            }
+        }));
+    }
+    let mut ids = Vec::new();
+    for task in tasks {
+        ids.push(task.await.expect("task"));
+    }
+    let runners = Runners::start(&app.db.pool);
+    wait_caught_up(&app.db.pool).await;
+
+    // Assert: each answer's reference is 8 characters of the alphabet, the one its id
+    // ends in, and no two are alike.
+    let mut references = std::collections::BTreeSet::new();
+    for id in &ids {
+        let reply = app.get_reservation(WEB, id).await;
+        let reference = reply.str("reference");
+        assert!(
+            reference.len() == 8
+                && reference
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || "ABCDEFGHJKMNPQRSTVWXYZ".contains(c)),
+            "{reference}"
+        );
+        let parsed = ReservationId::parse(id).expect("id");
+        assert_eq!(parsed.reference().to_string(), reference);
+        references.insert(reference);
+    }
+    assert_eq!(references.len(), ids.len(), "{references:?}");
+
+    // Found by it: lower case, with a hyphen, O for 0, by the channel and by staff.
+    let (id, reference) = (
+        &ids[3],
+        app.get_reservation(WEB, &ids[3]).await.str("reference"),
+    );
+    let typed = format!("{}-{}", &reference[..4], &reference[4..])
+        .to_lowercase()
+        .replace('0', "o");
+    for token in [WEB, ADMIN] {
+        let found = app
+            .get(&format!("/v1/reservations?reference={typed}"), Some(token))
+            .await;
+        assert_eq!(ids_of(&found), vec![id.clone()], "{}", found.text);
+        assert_eq!(
+            found.json["reservations"][0]["reference"],
+            reference.as_str()
+        );
+    }
+    // Another channel's reservation is not found by its reference.
+    let mobile = app
+        .get(
+            &format!("/v1/reservations?reference={reference}"),
+            Some(MOBILE),
+        )
+        .await;
+    assert_eq!(ids_of(&mobile), Vec::<String>::new(), "{}", mobile.text);
+    // A reference nobody has finds nothing; one that cannot be a reference is refused.
+    let nobody = app
+        .get("/v1/reservations?reference=ZZZZZZZZ", Some(ADMIN))
+        .await;
+    assert_eq!(ids_of(&nobody), Vec::<String>::new(), "{}", nobody.text);
+    for bad in ["K7M29QX", "K7M29QXU", "K7M29QXD9"] {
+        let refused = app
+            .get(&format!("/v1/reservations?reference={bad}"), Some(ADMIN))
+            .await;
+        let error = refused.assert_error(422, "invalid_request");
+        assert_eq!(error["field"], "reference", "{bad}: {}", refused.text);
+    }
+    runners.stop().await;
+    if let Ok(app) = Arc::try_unwrap(app) {
+        app.finish().await;
+    }
+}
+
+/// The reservation ids a list answer names, in its order.
+fn ids_of(reply: &Reply) -> Vec<String> {
+    reply.json["reservations"]
+        .as_array()
+        .map(|rs| {
+            rs.iter()
+                .filter_map(|r| r["reservation_id"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -104,9 +104,12 @@ async fn twenty_duplicate_confirms_send_one_confirmation_after_the_payment() {
     );
     let subject = mail.header("Subject").unwrap_or_default();
     assert!(!subject.is_empty(), "{}", mail.raw);
+    let reservation = app.get_reservation(WEB, &id).await;
+    let reference = reservation.json["reference"].as_str().unwrap_or_default();
+    assert_eq!(reference.len(), 8, "{}", reservation.json);
     assert!(
-        mail.raw.contains(&id),
-        "the reference is in the message: {}",
+        mail.raw.contains(reference),
+        "the short reference is in the message: {}",
         mail.raw
     );
     assert!(

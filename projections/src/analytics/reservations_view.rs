@@ -1,5 +1,6 @@
 //! The reservations view (`reservations_view`): one row per reservation, for look-ups by
-//! channel, by guest email, and by hotel and date (see the [module docs](super)). Each
+//! channel, by guest email, by hotel and date, and by reference (see the [module
+//! docs](super)). Each
 //! row carries the rate plan, the cancellation policy and the guests the stay was sold
 //! with, from its `ReservationHeld`, because every answer about a reservation states
 //! them and the policy is the one recorded then, not the plan's of today.
@@ -7,7 +8,9 @@
 use std::collections::{HashMap, HashSet};
 
 use aggregates::rate_plan::CancellationPolicy;
-use aggregates::{Guest, PaymentStatus, Personal, ReservationEvent, ReservationStatus, TypedEvent};
+use aggregates::{
+    Guest, PaymentStatus, Personal, ReservationEvent, ReservationId, ReservationStatus, TypedEvent,
+};
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::types::Json;
 use sqlx::PgConnection;
@@ -158,13 +161,14 @@ const INSERT_VIEW_ROWS: &str = "INSERT INTO reservations_view (generation, reser
         hotel_id, room_type_id, start_date, end_date, rooms, status, guest_name, guest_email,
         channel, total_cents, hold_expires_at, created_at, updated_at, version,
         rate_plan_id, guests, cancellation_policy, payment_status, authorized_cents,
-        captured_cents, refunded_cents, paid_before_ledger, released_from, guest, guest_id)
+        captured_cents, refunded_cents, paid_before_ledger, released_from, guest, guest_id,
+        reference_number)
      SELECT $1, * FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::date[],
             $6::date[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
             $12::bigint[], $13::timestamptz[], $14::timestamptz[], $15::timestamptz[],
             $16::bigint[], $17::bigint[], $18::int[], $19::jsonb[], $20::text[],
             $21::bigint[], $22::bigint[], $23::bigint[], $24::bool[], $25::date[],
-            $26::jsonb[], $27::text[])";
+            $26::jsonb[], $27::text[], $28::bigint[])";
 
 /// Rows of the reservations view that exist, bound as [`INSERT_VIEW_ROWS`] binds them.
 /// The plan, guests and policy are fixed when the stay is held, but an update writes
@@ -430,10 +434,23 @@ impl ReservationsView {
             .bind(column!(released_from))
             .bind(column!(guest))
             .bind(column!(guest_id))
+            // $28, new rows only: the number behind the reference the id ends in. An
+            // update leaves it as it is (the id does not change).
+            .bind(
+                rows.iter()
+                    .map(|r| reference_number(r.reservation_id))
+                    .collect::<Vec<_>>(),
+            )
             .execute(&mut *tx)
             .await?;
         Ok(())
     }
+}
+
+/// The number behind a reservation's reference, as the view indexes it.
+fn reference_number(id: Uuid) -> i64 {
+    let number = ReservationId::from_uuid(id).reference().number();
+    i64::try_from(number).unwrap_or(i64::MAX)
 }
 
 impl Projection for ReservationsView {
