@@ -1,11 +1,13 @@
 // The live inventory calendar: room types × nights of a month, polled every 2 s, with
-// rectangle selection and a bulk-edit panel (admins) that sends one `PUT .../ari`.
+// rectangle selection and a bulk-edit panel (admins) that sends one `PUT .../ari`. An
+// inventory change is shown night by night, type by type (before → after) and sent only
+// once staff confirm it; the last one can be undone from the page.
 
 import { errorText } from './api.js';
 import {
   h, field, srOnly, fmtRate, fmtMoney, parseMoney, parseIntStrict, plural, addDays, nightsBetween,
   weekday, isWeekend, dayOfMonth, fmtDayShort, fmtDayLong, fmtMonth, currentMonth, shiftMonth, isMonth,
-  fmtTime, setText,
+  fmtTime, setText, parseChange, applyChange,
 } from './util.js';
 
 const POLL_MS = 2000;
@@ -85,6 +87,10 @@ export function mountCalendar(root, ctx, firstRoute) {
   let shownPlan = ''; // the plan whose rate the cells show ('' : the base rate)
   let lastBody = null;
   const cellSig = new WeakMap();
+  // Each cell's night as last shown, for the bulk edit's before → after.
+  const cellNight = new WeakMap();
+  // The last inventory change saved from this page, and how to put it back.
+  let lastChange = null;
   const cellPos = new WeakMap();
   const flashTimers = new WeakMap();
   let focusPos = { r: 0, c: 0 };
@@ -111,6 +117,7 @@ export function mountCalendar(root, ctx, firstRoute) {
   const alerts = h('div', { class: 'alerts' });
   const gridWrap = h('div', { class: 'grid-wrap' });
   const panelSlot = h('div', { class: 'panel-slot' });
+  const undoBar = h('div', { class: 'undo-bar', role: 'status' });
   const hint = h('p', { class: 'hint grid-hint' }, admin
     ? 'Click a night to select it; Shift+click or drag to select a block. Arrow keys move, Shift+arrows extend, Space selects, Escape clears.'
     : 'Read-only: arrow keys move between nights.');
@@ -121,6 +128,7 @@ export function mountCalendar(root, ctx, firstRoute) {
     alerts, gridWrap,
     h('div', { class: 'cal-foot' }, legend(), hint),
     panelSlot,
+    undoBar,
   );
   root.append(view);
 
@@ -406,6 +414,7 @@ export function mountCalendar(root, ctx, firstRoute) {
     const previous = td.dataset.remaining;
 
     const noInventory = night.missing || (night.total_rooms === 0 && night.rate_cents == null && night.prices.length === 0);
+    cellNight.set(td, { night, none: noInventory });
     const capacity = night.total_rooms + night.overbooking_allowance;
     const base = binding(night.restrictions);
     const baseKeys = new Map(base.map((b) => [b.key, b.value]));
@@ -636,6 +645,8 @@ export function mountCalendar(root, ctx, firstRoute) {
     const key = `${sel.r0},${sel.r1},${sel.c0},${sel.c1}`;
     if (panel.selection !== key) {
       panel.selection = key;
+      panel.setRooms(types);
+      panel.closePreview();
       for (const input of panel.values) input.value = '';
       // "Applies to" too: a restriction meant for one plan over the last selection
       // must not quietly bind only that plan over this one.
@@ -648,15 +659,15 @@ export function mountCalendar(root, ctx, firstRoute) {
 
   /** Hint the current values: the selection's common value, or "mixed". */
   function updatePlaceholders() {
-    const values = (attr) => {
+    const values = (attr, rows = [sel.r0, sel.r1]) => {
       const seen = new Set();
-      for (let r = sel.r0; r <= sel.r1; r += 1) {
+      for (let r = rows[0]; r <= rows[1]; r += 1) {
         for (let c = sel.c0; c <= sel.c1; c += 1) seen.add(cells[r][c].dataset[attr] ?? '');
       }
       return seen;
     };
-    const hintFor = (input, attr, format = (v) => v) => {
-      const seen = values(attr);
+    const hintFor = (input, attr, format = (v) => v, rows = undefined) => {
+      const seen = values(attr, rows);
       if (seen.size === 1) {
         const [v] = seen;
         input.placeholder = v === '' ? '' : `now ${format(v)}`;
@@ -664,7 +675,10 @@ export function mountCalendar(root, ctx, firstRoute) {
         input.placeholder = 'mixed';
       }
     };
-    hintFor(panel.total, 'total');
+    for (const [id, input] of panel.rooms) {
+      const r = roomTypes.findIndex((t) => t.id === id);
+      hintFor(input, 'total', (v) => v, [r, r]);
+    }
     hintFor(panel.allowance, 'allowance');
     hintFor(panel.rate, 'rate', (v) => fmtRate(Number(v)));
   }
@@ -717,14 +731,34 @@ export function mountCalendar(root, ctx, firstRoute) {
     const check = (id, name, text) => h('div', { class: 'check' },
       h('input', { id, name, type: 'checkbox' }), h('label', { for: id }, text));
 
-    const total = num('edit-total-rooms', 'total_rooms', 0, true);
-    const allowance = num('edit-overbooking', 'overbooking_allowance', 0);
-    const rate = money('edit-rate', 'rate');
-    const inventoryButton = h('button', { type: 'submit', class: 'primary', dataset: { action: 'inventory' } }, 'Set inventory');
+    // Inventory fields take a value (45) or a change of each night's own (+2, -10%): over
+    // several room types, rooms are given per type, so one count never lands on all.
+    const change = (id, name, title) =>
+      h('input', { id, name, type: 'text', inputmode: 'decimal', autocomplete: 'off', spellcheck: 'false', title });
+    const roomsTitle = 'A number of rooms (45), or a change of each night\'s rooms (+2, -3, -10%)';
+    const roomsBox = h('div', { class: 'row rooms-fields' });
+    const rooms = new Map();
+    function setRooms(types) {
+      rooms.clear();
+      const one = types.length === 1;
+      roomsBox.replaceChildren(...types.map((t) => {
+        const input = change(one ? 'edit-total-rooms' : `edit-total-rooms-${t.id}`, 'total_rooms', roomsTitle);
+        input.dataset.roomType = String(t.id);
+        rooms.set(t.id, input);
+        return field(one ? 'Total rooms' : `Total rooms: ${t.name}`, input);
+      }));
+    }
+    const allowance = change('edit-overbooking', 'overbooking_allowance', 'A number (2), or a change (+1, -1)');
+    const rate = change('edit-rate', 'rate', 'An amount (180 or 180.50), or a change of each night\'s rate (+5, -10%)');
+    const inventoryButton = h('button', { type: 'submit', class: 'primary', dataset: { action: 'inventory' } }, 'Preview changes');
+    const preview = h('div', { class: 'inventory-preview', hidden: true, tabindex: '-1' });
     const inventory = h('fieldset', { class: 'fs-inventory' },
       h('legend', null, 'Inventory'),
-      h('div', { class: 'row' }, field('Total rooms', total), field('Overbooking allowance', allowance), field('Rate', rate)),
-      h('div', { class: 'actions' }, inventoryButton));
+      roomsBox,
+      h('div', { class: 'row' }, field('Overbooking allowance', allowance), field('Base rate', rate)),
+      h('div', { class: 'actions' }, inventoryButton,
+        h('span', { class: 'hint' }, 'Empty keeps each night\'s value; 45 sets it; +2, -3 or -10% changes each night\'s own. You see every change before it is sent.')),
+      preview);
 
     const stopSell = check('edit-stop-sell', 'stop_sell', 'Stop-sell');
     const cta = check('edit-cta', 'closed_to_arrival', 'Closed to arrival');
@@ -800,19 +834,21 @@ export function mountCalendar(root, ctx, firstRoute) {
       }
       let change;
       if (action === 'inventory') {
-        const n = parseIntStrict(total.value);
-        if (Number.isNaN(n)) return invalid(total, 'Total rooms: a whole number.');
-        change = { total_rooms: n };
-        if (allowance.value.trim() !== '') {
-          const a = parseIntStrict(allowance.value);
-          if (Number.isNaN(a)) return invalid(allowance, 'Overbooking allowance: a whole number.');
-          change.overbooking_allowance = a;
+        const changes = { rooms: new Map(), allowance: parseChange(allowance.value), rate: parseChange(rate.value, true) };
+        for (const [id, input] of rooms) {
+          const c = parseChange(input.value);
+          const label = fs.querySelector(`label[for="${input.id}"]`)?.textContent ?? 'Total rooms';
+          if (!c) return invalid(input, `${label}: a number of rooms (45), or a change (+2, -3, -10%).`);
+          changes.rooms.set(id, c);
         }
-        if (rate.value.trim() !== '') {
-          const cents = parseMoney(rate.value);
-          if (Number.isNaN(cents)) return invalid(rate, 'Rate: an amount such as 180 or 180.50.');
-          change.rate_cents = cents;
+        if (!changes.allowance) return invalid(allowance, 'Overbooking allowance: a number (2), or a change (+1, -1).');
+        if (!changes.rate) return invalid(rate, 'Base rate: an amount (180 or 180.50), or a change (+5, -10%).');
+        const all = [...changes.rooms.values(), changes.allowance, changes.rate];
+        if (all.every((c) => c.kind === 'keep')) {
+          return invalid(rooms.values().next().value ?? rate, 'Nothing to change: give rooms, an allowance or a rate.');
         }
+        showPreview(changes);
+        return undefined;
       } else if (action === 'restrictions') {
         change = {};
         const names = { SS: 'stop_sell', CTA: 'closed_to_arrival', CTD: 'closed_to_departure' };
@@ -868,8 +904,186 @@ export function mountCalendar(root, ctx, firstRoute) {
       input.focus();
     }
 
-    const values = [total, allowance, rate, minStay, maxStay, planRate];
-    return { section, summary, range, status, total, allowance, rate, flags, values, restrictionPlan, ratePlan, ratePlanNote, ratePlanButton };
+    /**
+     * What `changes` would do to each selected night, type by type: its values before
+     * and after, the updates to send, and the updates that would put it back. Nights
+     * without inventory are changed only when given rooms and a rate outright.
+     */
+    function inventoryPlan(changes) {
+      const sections = [];
+      const problems = [];
+      const warnings = [];
+      let skipped = 0;
+      for (let r = sel.r0; r <= sel.r1; r += 1) {
+        const type = roomTypes[r];
+        const roomsChange = changes.rooms.get(type.id) ?? { kind: 'keep' };
+        const rows = [];
+        for (let c = sel.c0; c <= sel.c1; c += 1) {
+          const shown = cellNight.get(cells[r][c]);
+          const night = shown?.night;
+          const none = !night || shown.none;
+          const before = none ? null : { rooms: night.total_rooms, allowance: night.overbooking_allowance, rate: night.rate_cents };
+          const after = {
+            rooms: applyChange(roomsChange, before ? before.rooms : null),
+            allowance: applyChange(changes.allowance, before ? before.allowance : 0),
+            rate: applyChange(changes.rate, before ? before.rate : null),
+          };
+          if (none && (after.rooms == null || after.rate == null)) {
+            skipped += 1;
+            continue;
+          }
+          const changed = !before || ['rooms', 'allowance', 'rate'].some((k) => before[k] !== after[k]);
+          if (!changed) continue;
+          const where = `${type.name}, ${nights[c]}`;
+          if (after.rooms < 0 || after.allowance < 0) problems.push(`${where}: rooms and overbooking cannot go below 0.`);
+          if (after.rate != null && after.rate < 0) problems.push(`${where}: the rate cannot go below 0.`);
+          const sold = night ? night.held + night.confirmed : 0;
+          if (after.rooms + after.allowance < sold) {
+            warnings.push(`${where}: ${sold} rooms are held or sold; the server refuses fewer.`);
+          }
+          rows.push({ date: nights[c], before, after });
+        }
+        sections.push({ type, rows, roomsChange });
+      }
+      const sent = (kind, before) => kind !== 'keep' || !before;
+      const ranges = (pick) => {
+        const updates = [];
+        for (const { type, rows, roomsChange } of sections) {
+          let open = null;
+          for (const row of rows) {
+            const inventory = pick(row, roomsChange);
+            if (!inventory) { open = null; continue; }
+            const same = open && open.end_date === row.date && JSON.stringify(open.inventory) === JSON.stringify(inventory);
+            if (same) {
+              open.end_date = addDays(row.date, 1);
+            } else {
+              open = { room_type_id: type.id, start_date: row.date, end_date: addDays(row.date, 1), inventory };
+              updates.push(open);
+            }
+          }
+        }
+        return updates;
+      };
+      const forward = ranges((row, roomsChange) => {
+        const inv = {};
+        if (sent(roomsChange.kind, row.before)) inv.total_rooms = row.after.rooms;
+        if (changes.allowance.kind !== 'keep') inv.overbooking_allowance = row.after.allowance;
+        if (sent(changes.rate.kind, row.before) && row.after.rate != null) inv.rate_cents = row.after.rate;
+        return inv;
+      });
+      const back = ranges((row, roomsChange) => {
+        if (!row.before) return null;
+        const inv = {};
+        if (roomsChange.kind !== 'keep') inv.total_rooms = row.before.rooms;
+        if (changes.allowance.kind !== 'keep') inv.overbooking_allowance = row.before.allowance;
+        if (changes.rate.kind !== 'keep' && row.before.rate != null) inv.rate_cents = row.before.rate;
+        return Object.keys(inv).length ? inv : null;
+      });
+      const count = sections.reduce((n, sec) => n + sec.rows.length, 0);
+      const opened = sections.reduce((n, sec) => n + sec.rows.filter((row) => !row.before).length, 0);
+      return { sections, problems, warnings, skipped, forward, back, count, opened };
+    }
+
+    function closePreview() {
+      preview.hidden = true;
+      preview.replaceChildren();
+      inventoryButton.hidden = false;
+    }
+
+    function showPreview(changes) {
+      const plan = inventoryPlan(changes);
+      const money = (v) => (v == null ? '—' : fmtRate(v));
+      const value = (before, after, format = String) => {
+        if (before == null) return h('span', { class: 'new' }, format(after));
+        if (before === after) return h('span', { class: 'same' }, format(after));
+        return h('span', { class: 'changed' }, `${format(before)} → ${format(after)}`);
+      };
+      const tables = plan.sections.map(({ type, rows }) => h('div', { class: 'preview-type', dataset: { roomType: String(type.id) } },
+        h('h4', null, `${type.name}: ${rows.length === 0 ? 'no night changes' : plural(rows.length, 'night', 'nights')}`),
+        rows.length === 0 ? null : h('table', { class: 'data preview-table', 'aria-label': `Changes to ${type.name}` },
+          h('thead', null, h('tr', null, ['Night', 'Rooms', 'Overbooking', 'Rate'].map((t) => h('th', { scope: 'col' }, t)))),
+          h('tbody', null, rows.map((row) => h('tr', { dataset: { night: row.date, roomType: String(type.id) } },
+            h('th', { scope: 'row', class: 'nowrap' }, row.date),
+            h('td', { dataset: { field: 'rooms' } }, value(row.before?.rooms, row.after.rooms)),
+            h('td', { dataset: { field: 'allowance' } }, value(row.before?.allowance, row.after.allowance)),
+            h('td', { dataset: { field: 'rate' } }, value(row.before?.rate, row.after.rate, money))))))));
+      const save = h('button', { type: 'button', class: 'primary save-changes', disabled: plan.count === 0 || plan.problems.length > 0 },
+        `Save ${plural(plan.count, 'night', 'nights')}`);
+      const back = h('button', { type: 'button', class: 'back' }, 'Back');
+      back.addEventListener('click', () => { closePreview(); inventoryButton.focus(); });
+      save.addEventListener('click', () => saveInventory(plan, save, back));
+      preview.replaceChildren(...[
+        h('h3', null, plan.count === 0 ? 'Nothing would change' : `Check before saving: ${plural(plan.count, 'night changes', 'nights change')}`),
+        plan.problems.length ? h('ul', { role: 'alert', class: 'error problems' }, plan.problems.map((t) => h('li', null, t))) : null,
+        plan.warnings.length ? h('ul', { class: 'warning' }, plan.warnings.map((t) => h('li', null, t))) : null,
+        plan.skipped ? h('p', { class: 'hint' }, `${plural(plan.skipped, 'night has', 'nights have')} no inventory yet and ${plan.skipped === 1 ? 'is' : 'are'} left out: give rooms and a rate as numbers to put ${plan.skipped === 1 ? 'it' : 'them'} on sale.`) : null,
+        ...tables,
+        h('div', { class: 'actions' }, save, back)].filter(Boolean));
+      preview.hidden = false;
+      inventoryButton.hidden = true;
+      preview.focus();
+    }
+
+    async function saveInventory(plan, save, back) {
+      const saving = hotelId;
+      save.disabled = true;
+      back.disabled = true;
+      buttons.forEach((b) => { b.disabled = true; });
+      status.replaceChildren(h('span', { class: 'pending' }, 'Saving…'));
+      try {
+        const answer = await ctx.api(`/v1/hotels/${saving}/ari`, { method: 'PUT', body: { updates: plan.forward } });
+        if (!alive) return;
+        const n = Number(answer?.nights ?? 0);
+        closePreview();
+        status.replaceChildren(h('span', { class: 'ok' }, `Saved: ${plural(n, 'night', 'nights')}.`));
+        offerUndo({ hotel: saving, back: plan.back, nights: plan.count, opened: plan.opened });
+      } catch (e) {
+        if (!alive) return;
+        closePreview();
+        status.replaceChildren(h('span', { role: 'alert', class: 'error' }, errorText(e)));
+      } finally {
+        buttons.forEach((b) => { b.disabled = false; });
+        ratePlanButton.disabled = plans.length === 0;
+        if (alive && saving === hotelId) refresh();
+      }
+    }
+
+    const values = [allowance, rate, minStay, maxStay, planRate];
+    return { section, summary, range, status, rooms, setRooms, closePreview, allowance, rate, flags, values, restrictionPlan, ratePlan, ratePlanNote, ratePlanButton };
+  }
+
+  // -- Undo ------------------------------------------------------------------------------
+
+  /** Offers to put back the last inventory change saved here (one at a time). */
+  function offerUndo(change) {
+    lastChange = change;
+    const button = h('button', { type: 'button', class: 'undo' }, 'Undo last change');
+    button.addEventListener('click', () => undo(button));
+    const undoable = change.back.length > 0;
+    undoBar.replaceChildren(...[
+      h('span', null, `Last inventory change: ${plural(change.nights, 'night', 'nights')} of hotel #${change.hotel}.`),
+      undoable ? button : null,
+      change.opened ? h('span', { class: 'hint' }, ` ${plural(change.opened, 'night', 'nights')} had no inventory before; undo leaves ${change.opened === 1 ? 'it' : 'them'} on sale (stop-sell to close).`) : null]
+      .filter(Boolean));
+  }
+
+  async function undo(button) {
+    const change = lastChange;
+    if (!change) return;
+    button.disabled = true;
+    try {
+      const answer = await ctx.api(`/v1/hotels/${change.hotel}/ari`, { method: 'PUT', body: { updates: change.back } });
+      if (!alive) return;
+      lastChange = null;
+      undoBar.replaceChildren(h('span', { class: 'ok' },
+        `Undone: ${plural(Number(answer?.nights ?? 0), 'night is', 'nights are')} back as ${Number(answer?.nights ?? 0) === 1 ? 'it was' : 'they were'}.`));
+    } catch (e) {
+      if (!alive) return;
+      button.disabled = false;
+      undoBar.append(h('span', { role: 'alert', class: 'error' }, ` Undo failed: ${errorText(e)}`));
+    } finally {
+      if (alive && change.hotel === hotelId) refresh();
+    }
   }
 
   // -- The view -------------------------------------------------------------------------

@@ -96,6 +96,37 @@ export function parseIntStrict(text) {
   return /^\d{1,9}$/.test(t) ? Number(t) : NaN;
 }
 
+/**
+ * A change typed into a bulk-edit field, as staff write them: empty keeps each night's
+ * value, `45` sets it, `+2` or `-3` adds to each night's own value, `+10%` or `-10%`
+ * scales it (rounded to a whole room, or to the cent). `money` reads amounts as money
+ * (`-5` is five units of money, in cents). `null` when the text is none of these.
+ */
+export function parseChange(text, money = false) {
+  const t = String(text ?? '').replace(/\u2212/g, '-').replace(/\s+/g, '');
+  if (t === '') return { kind: 'keep' };
+  const pct = /^([+-])(\d{1,3}(?:[.,]\d{1,2})?)%$/.exec(t);
+  if (pct) {
+    const v = Number(pct[2].replace(',', '.'));
+    return { kind: 'pct', value: pct[1] === '-' ? -v : v };
+  }
+  const sign = t[0] === '+' || t[0] === '-' ? t[0] : '';
+  const n = money ? parseMoney(sign ? t.slice(1) : t) : parseIntStrict(sign ? t.slice(1) : t);
+  if (Number.isNaN(n)) return null;
+  if (!sign) return { kind: 'set', value: n };
+  return { kind: 'add', value: sign === '-' ? -n : n };
+}
+
+/** A night's value after `change` (see parseChange); `null` when there is nothing to change. */
+export function applyChange(change, before) {
+  switch (change?.kind) {
+    case 'set': return change.value;
+    case 'add': return before == null ? null : before + change.value;
+    case 'pct': return before == null ? null : Math.round((before * (100 + change.value)) / 100);
+    default: return before;
+  }
+}
+
 export function plural(n, one, many) {
   return `${fmtInt(n)} ${n === 1 ? one : many}`;
 }

@@ -31,6 +31,7 @@ const HOTEL = Number(env('HOTEL_ID'));
 const ROOM_TYPE = Number(env('ROOM_TYPE_ID'));
 const MONTH = env('MONTH');
 const WATCHED = env('WATCHED_NIGHT');
+const TWIN = Number(env('TWIN_ID'));
 const RESERVATION = env('RESERVATION_ID');
 const GUEST_EMAIL = env('GUEST_EMAIL');
 const SHOTS = env('SCREENSHOTS');
@@ -61,11 +62,21 @@ async function api(method, url, token, body) {
   return { status: response.status, json: text ? JSON.parse(text) : null };
 }
 
-async function calendarNight(night) {
+async function calendarNight(night, roomType = ROOM_TYPE) {
   const end = plusDays(night, 1);
   const reply = await api('GET', `/v1/hotels/${HOTEL}/calendar?start_date=${night}&end_date=${end}`, ADMIN);
   assert.equal(reply.status, 200, JSON.stringify(reply.json));
-  return reply.json.room_types.find((rt) => rt.room_type_id === ROOM_TYPE).nights[0];
+  return reply.json.room_types.find((rt) => rt.room_type_id === roomType).nights[0];
+}
+
+/** Rooms and rate of `roomType` on each of `dates`, as the API reads them: `[[rooms, rate], ...]`. */
+async function levels(dates, roomType) {
+  const out = [];
+  for (const date of dates) {
+    const night = await calendarNight(date, roomType);
+    out.push([night.total_rooms, night.rate_cents]);
+  }
+  return out;
 }
 
 /**
@@ -117,7 +128,7 @@ async function signIn(page, token) {
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
 
-const cell = (page, night) => page.locator(`td[data-night="${night}"][data-room-type="${ROOM_TYPE}"]`);
+const cell = (page, night, roomType = ROOM_TYPE) => page.locator(`td[data-night="${night}"][data-room-type="${roomType}"]`);
 
 async function roomsLeft(page, night) {
   const text = await cell(page, night).locator('.left').textContent();
@@ -272,12 +283,54 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
   // ...does not carry over to the next selection, as no other field does.
   assert.equal(await panel.getByLabel('Applies to').inputValue(), '', '"Applies to" starts at every plan');
   assert.equal(await panel.locator('.panel-status').textContent(), '', 'nor does the last answer');
-  await panel.getByLabel('Total rooms').fill('0');
-  await panel.getByRole('button', { name: 'Set inventory' }).click();
+  await panel.getByLabel('Total rooms', { exact: true }).fill('0');
+  await panel.getByRole('button', { name: 'Preview changes' }).click();
+  // The preview warns before anything is sent; the server's answer is still the word.
+  await panel.locator('.inventory-preview .warning').waitFor({ timeout: WAIT });
+  await panel.getByRole('button', { name: 'Save 1 night' }).click();
   await panel.getByText(/inventory_below_reserved/).waitFor({ timeout: WAIT });
   assert.match(await panel.textContent(), new RegExp(WATCHED));
   assert.equal((await calendarNight(WATCHED)).total_rooms, before.total_rooms, 'a refused cut changed nothing');
   await shot(page, '05-refused-cut');
+
+  // A bulk change over two room types: two rooms more for king, a twin count of its
+  // own, every rate 10% down. Nothing is sent until the preview, type by type and
+  // night by night, is confirmed; then the page undoes it.
+  await page.keyboard.press('Escape');
+  const bulk = [plusDays(WATCHED, 15), plusDays(WATCHED, 16), plusDays(WATCHED, 17)];
+  const kingBefore = await levels(bulk, ROOM_TYPE);
+  const twinBefore = await levels(bulk, TWIN);
+  await cell(page, bulk[0]).click();
+  await cell(page, bulk[2], TWIN).click({ modifiers: ['Shift'] });
+  await panel.getByLabel('Total rooms: king').fill('+2');
+  await panel.getByLabel('Total rooms: twin').fill('6');
+  await panel.getByLabel('Base rate').fill('-10%');
+  await panel.getByRole('button', { name: 'Preview changes' }).click();
+  const previewed = async (roomType, night, field) => (await panel
+    .locator(`.inventory-preview tr[data-room-type="${roomType}"][data-night="${night}"] td[data-field="${field}"]`)
+    .textContent()).trim();
+  const money = (cents) => (cents % 100 === 0 ? String(cents / 100) : (cents / 100).toFixed(2));
+  for (const [i, night] of bulk.entries()) {
+    const [kingRooms, kingRate] = kingBefore[i];
+    const [twinRooms, twinRate] = twinBefore[i];
+    assert.equal(await previewed(ROOM_TYPE, night, 'rooms'), `${kingRooms} → ${kingRooms + 2}`);
+    assert.equal(await previewed(ROOM_TYPE, night, 'rate'), `${money(kingRate)} → ${money(Math.round(kingRate * 0.9))}`);
+    assert.equal(await previewed(TWIN, night, 'rooms'), `${twinRooms} → 6`);
+    assert.equal(await previewed(TWIN, night, 'rate'), `${money(twinRate)} → ${money(Math.round(twinRate * 0.9))}`);
+  }
+  assert.doesNotMatch(await panel.locator('.inventory-preview').textContent(), /null|undefined|NaN/);
+  assert.deepEqual(await levels(bulk, ROOM_TYPE), kingBefore, 'nothing is sent before the preview is confirmed');
+  await shot(page, '05b-bulk-preview');
+  await panel.getByRole('button', { name: 'Save 6 nights' }).click();
+  await panel.getByText(/Saved: 6 nights/).waitFor({ timeout: WAIT });
+  assert.deepEqual(await levels(bulk, ROOM_TYPE),
+    kingBefore.map(([rooms, rate]) => [rooms + 2, Math.round(rate * 0.9)]));
+  assert.deepEqual(await levels(bulk, TWIN), twinBefore.map(([, rate]) => [6, Math.round(rate * 0.9)]));
+  await page.getByRole('button', { name: 'Undo last change' }).click();
+  await page.locator('.undo-bar', { hasText: /Undone: 6 nights are back/ }).waitFor({ timeout: WAIT });
+  assert.deepEqual(await levels(bulk, ROOM_TYPE), kingBefore, 'undo puts king back');
+  assert.deepEqual(await levels(bulk, TWIN), twinBefore, 'undo puts twin back');
+  await shot(page, '05c-bulk-undone');
 
   // A night typed by hand into the address that does not exist is said so in the page's
   // words, and nothing is asked of the server.
@@ -467,6 +520,10 @@ test("the page's own parsers: money typed by staff, the metrics text, the nights
       nights: util.nightsBetween('2027-02-27', '2027-03-02'),
       leap: util.addDays('2028-02-28', 1),
       dates: ['2028-02-29', '2027-02-29', '2027-02-30', '2027-13-01', '2027-1-01', ''].map((t) => util.isDate(t)),
+      changes: ['', '45', '+2', '-3', '−3', '+10%', '-12.5%', '-5', 'abc', '+', '4.5'].map((t) => util.parseChange(t)),
+      moneyChanges: ['180.50', '-5', '+10%'].map((t) => util.parseChange(t, true)),
+      applied: [[{ kind: 'add', value: 2 }, 5], [{ kind: 'pct', value: -10 }, 18000], [{ kind: 'pct', value: 10 }, null],
+        [{ kind: 'set', value: 6 }, null], [{ kind: 'keep' }, 7]].map(([c, b]) => util.applyChange(c, b)),
       references: ['01a2418a-0000-7000-8000-0000075bcd15', '01a2418a-0000-7000-8000-00ffffffffff', 'nope']
         .map((t) => util.referenceOf(t)),
       metrics,
@@ -479,6 +536,11 @@ test("the page's own parsers: money typed by staff, the metrics text, the nights
   assert.deepEqual(got.nights, ['2027-02-27', '2027-02-28', '2027-03-01']);
   assert.equal(got.leap, '2028-02-29');
   assert.deepEqual(got.dates, [true, false, false, false, false, false]);
+  assert.deepEqual(got.changes, [{ kind: 'keep' }, { kind: 'set', value: 45 }, { kind: 'add', value: 2 },
+    { kind: 'add', value: -3 }, { kind: 'add', value: -3 }, { kind: 'pct', value: 10 }, { kind: 'pct', value: -12.5 },
+    { kind: 'add', value: -5 }, null, null, null]);
+  assert.deepEqual(got.moneyChanges, [{ kind: 'set', value: 18050 }, { kind: 'add', value: -500 }, { kind: 'pct', value: 10 }]);
+  assert.deepEqual(got.applied, [7, 16200, null, 6, 7]);
   // The same references the server prints for these ids (its own unit test).
   assert.deepEqual(got.references, ['003NQK8N', 'ZZZZZZZZ', null]);
   assert.deepEqual(got.metrics, [

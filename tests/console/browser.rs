@@ -15,6 +15,9 @@ use serde_json::json;
 
 use crate::support::*;
 
+/// The second room type of the scenario's hotel.
+const TWIN: i64 = 4;
+
 fn chromium() -> PathBuf {
     let path = PathBuf::from(
         std::env::var("CHROMIUM_PATH").unwrap_or_else(|_| "/usr/bin/chromium".to_owned()),
@@ -38,7 +41,7 @@ fn e2e_folder() -> PathBuf {
 
 #[tokio::test]
 async fn staff_work_the_console_in_a_real_browser() {
-    // Arrange: a hotel with 5 king rooms on 60 nights, a plan, and a confirmed stay of
+    // Arrange: a hotel with 5 king rooms and 8 twins on 60 nights, a plan, and a confirmed stay of
     // two rooms the scenario cancels from its page.
     let (chromium, folder) = (chromium(), e2e_folder());
     let db = TestDb::new().await;
@@ -68,6 +71,30 @@ async fn staff_work_the_console_in_a_real_browser() {
         )
         .await
         .assert_status(200);
+    // A second room type, for the bulk edit over several types.
+    let twin = json!({"name": "twin", "max_occupancy": 2});
+    server
+        .call(
+            Method::PUT,
+            &format!("/v1/hotels/{HOTEL}/room-types/{TWIN}"),
+            ADMIN,
+            None,
+            Some(&twin),
+        )
+        .await
+        .assert_status(200);
+    let twin_nights = json!({"start_date": first, "end_date": plus_days(first, 60),
+                             "total_rooms": 8, "overbooking_allowance": 0, "rate_cents": 15_000});
+    server
+        .call(
+            Method::PUT,
+            &format!("/v1/hotels/{HOTEL}/room-types/{TWIN}/inventory"),
+            ADMIN,
+            None,
+            Some(&twin_nights),
+        )
+        .await
+        .assert_status(200);
     // The scenario works on the month after `first`'s, whose nights all have rooms.
     let night = plus_days(first, 35);
     let month_start = night.with_day0(0).unwrap_or(night);
@@ -89,6 +116,7 @@ async fn staff_work_the_console_in_a_real_browser() {
             ("CHANNEL_TOKEN", WEB.to_owned()),
             ("HOTEL_ID", HOTEL.to_string()),
             ("ROOM_TYPE_ID", KING.to_string()),
+            ("TWIN_ID", TWIN.to_string()),
             ("MONTH", month_start.format("%Y-%m").to_string()),
             ("WATCHED_NIGHT", watched.to_string()),
             ("RESERVATION_ID", to_cancel.clone()),
