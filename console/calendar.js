@@ -59,6 +59,7 @@ function normal(night, date) {
     confirmed: Number(n.confirmed ?? 0),
     remaining: Number(n.remaining ?? 0),
     rate_cents: n.rate_cents ?? null,
+    has_inventory: n.has_inventory,
     restrictions: n.restrictions ?? {},
     prices: Array.isArray(n.prices) ? n.prices : [],
     missing: night == null,
@@ -413,7 +414,8 @@ export function mountCalendar(root, ctx, firstRoute) {
     cellSig.set(td, sig);
     const previous = td.dataset.remaining;
 
-    const noInventory = night.missing || (night.total_rooms === 0 && night.rate_cents == null && night.prices.length === 0);
+    const noInventory = night.missing || night.has_inventory === false
+      || (night.has_inventory == null && night.total_rooms === 0 && night.rate_cents == null && night.prices.length === 0);
     cellNight.set(td, { night, none: noInventory });
     const capacity = night.total_rooms + night.overbooking_allowance;
     const base = binding(night.restrictions);

@@ -30,6 +30,10 @@ pub struct CalendarNightOut {
     #[serde(serialize_with = "iso_date")]
     #[schema(value_type = String, format = Date)]
     pub date: NaiveDate,
+    /// Whether the night has ever been put on sale (given rooms and a rate). `false`: it
+    /// has no inventory (known, not merely unseen: a night the read model has not seen
+    /// is read from PostgreSQL), and its counters read 0, its rate `null`.
+    pub has_inventory: bool,
     /// Rooms for sale; 0 for a night without inventory.
     pub total_rooms: i64,
     pub overbooking_allowance: i64,
@@ -52,6 +56,7 @@ impl CalendarNightOut {
         let rooms = night.rooms;
         Self {
             date: night.date,
+            has_inventory: rooms.is_some(),
             total_rooms: rooms.map_or(0, |r| r.total_rooms),
             overbooking_allowance: rooms.map_or(0, |r| r.overbooking_allowance),
             held: rooms.map_or(0, |r| r.held),

@@ -4,9 +4,12 @@
 //!
 //! It reads like availability (`availability.rs`): the Redis read model when it can
 //! answer, else the write side's rows, exact as of now; the answer says which and as of
-//! when, so a console polling it can show how fresh it is. Unlike availability it does
-//! not fall back to PostgreSQL on a last room: nothing is sold from it, and staff
-//! watching a busy night would otherwise turn every poll into a database read.
+//! when, so a console polling it can show how fresh it is. As there, a night or room
+//! type the model (or the replica) does not hold is not shown as "no inventory": the
+//! question goes on to PostgreSQL (the primary), which alone tells a night not yet
+//! projected from one never put on sale. Unlike availability it does not fall back on
+//! a last room: nothing is sold from it, and staff watching a busy night would
+//! otherwise turn every poll into a database read.
 
 use aggregates::booking::NightView;
 use aggregates::restrictions::RestrictionSet;
@@ -14,7 +17,9 @@ use aggregates::{GuestCount, Hotel, HotelId, RoomTypeId, StayDates};
 use chrono::Utc;
 use chrono::{DateTime, NaiveDate};
 
-use super::availability::{plan_prices, sale_terms, to_u32, PlanPrice, StoredNight};
+use super::availability::{
+    holds_every_night, plan_prices, sale_terms, to_u32, PlanPrice, StoredNight,
+};
 use super::{Lsn, Queries, QueryError, Source};
 
 /// Most nights one calendar read covers: two months.
@@ -135,6 +140,12 @@ impl Queries {
             .await?;
         let days = &cached.hotel.days;
         let catalog = &cached.hotel.hotel;
+        if !holds_every_night(catalog, range, |room_type, date| {
+            cached.hotel.view(room_type, date)
+        }) {
+            metrics::counter!("availability_cache_unknown_total").increment(1);
+            return None;
+        }
         let room_types = rows(catalog, range, |room_type, date| {
             let day = days.iter().find(|d| d.date == date)?;
             let counters = day.night(room_type.get())?;
@@ -161,11 +172,25 @@ impl Queries {
         id: HotelId,
         range: &StayDates,
     ) -> Result<Option<Calendar>, QueryError> {
+        let on_replica = self.replica_as_of.is_some();
         let Some(hotel) = self.hotel(id).await? else {
-            return Ok(None);
+            return if on_replica {
+                Err(QueryError::NotReplayed)
+            } else {
+                Ok(None)
+            };
         };
         let now = self.clock.now();
         let nights = self.stored_nights(&[id.get()], range, now).await?;
+        if on_replica
+            && !holds_every_night(&hotel, range, |room_type, date| {
+                nights
+                    .get(&(id.get(), room_type.get(), date))
+                    .map(StoredNight::view)
+            })
+        {
+            return Err(QueryError::NotReplayed);
+        }
         let room_types = rows(&hotel, range, |room_type, date| {
             let night = nights.get(&(id.get(), room_type.get(), date))?;
             Some((night.rooms(), night.view()))

@@ -993,7 +993,12 @@ async fn nights_and_room_types_the_model_has_not_seen_are_read_from_postgresql_n
     let db = TestDb::new().await;
     let redis = PrivateRedis::start();
     redis.wait_ready().await;
-    let app = RunningApp::start(&db, &redis.url(), "web-token-1:channel:web").await;
+    let app = RunningApp::start(
+        &db,
+        &redis.url(),
+        "web-token-1:channel:web,admin-token-1:admin:staff",
+    )
+    .await;
     let base = app.base.clone();
     let svc = db.service(Strategy::Pessimistic);
     hotel_with_rooms(&svc, day(20), 5, 5).await;
@@ -1061,6 +1066,20 @@ async fn nights_and_room_types_the_model_has_not_seen_are_read_from_postgresql_n
     .expect("set inventory");
     let new_nights = get(hotel(41, 44)).await;
     let new_nights_in_city = get(city(41, 44)).await;
+    // The console's calendar, which staff poll: the same nights, not "no inventory".
+    let new_nights_in_calendar = client
+        .get(format!(
+            "{base}/v1/hotels/{HOTEL}/calendar?start_date={}&end_date={}",
+            day(41),
+            day(44)
+        ))
+        .bearer_auth("admin-token-1")
+        .send()
+        .await
+        .expect("calendar")
+        .json::<serde_json::Value>()
+        .await
+        .expect("json");
     room_type_with_rooms(&svc, 4, day(20), 5, 2).await;
     // A room type the model has not seen is not in its catalog: only a read that
     // presents a write's token (any token) can say it needs it.
@@ -1086,6 +1105,17 @@ async fn nights_and_room_types_the_model_has_not_seen_are_read_from_postgresql_n
         new_nights_in_city["hotels"][0]["hotel_id"], HOTEL,
         "{new_nights_in_city}"
     );
+    assert_eq!(
+        new_nights_in_calendar["source"], "database",
+        "{new_nights_in_calendar}"
+    );
+    for night in new_nights_in_calendar["room_types"][0]["nights"]
+        .as_array()
+        .expect("calendar nights")
+    {
+        assert_eq!(night["total_rooms"], 7, "{new_nights_in_calendar}");
+        assert_eq!(night["remaining"], 7, "{new_nights_in_calendar}");
+    }
     assert_eq!(new_room_type["source"], "database", "{new_room_type}");
     let types: Vec<i64> = new_room_type["room_types"]
         .as_array()
