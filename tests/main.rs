@@ -33,6 +33,8 @@
 //! - [`ops`]: liveness, readiness, metrics, OpenAPI;
 //! - [`console`]: the staff console's endpoints, the page as served, and the page in a
 //!   real headless Chromium;
+//! - [`contract`]: the served OpenAPI document against the server: its examples are
+//!   taken, and requests generated from it are taken or refused as its schemas say;
 //! - [`outage`]: PostgreSQL going away under a running server;
 //! - [`servers`]: three server processes on one primary racing for the last rooms;
 //! - [`cluster`]: the availability model and the hold limit on a Redis Cluster of the
@@ -70,6 +72,7 @@ mod auth;
 mod catalog;
 mod cluster;
 mod console;
+mod contract;
 mod deployment;
 mod event_log;
 mod holds;

@@ -729,6 +729,12 @@ impl TimeZone {
         })
     }
 
+    /// Every name [`TimeZone::parse`] takes, as it takes them (the API's document lists
+    /// them).
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        chrono_tz::TZ_VARIANTS.iter().map(|tz| tz.name())
+    }
+
     /// The IANA name, as it was parsed.
     pub fn name(self) -> &'static str {
         self.0.name()
@@ -1002,6 +1008,8 @@ mod tests {
         let err = TimeZone::parse("Mars/Olympus").expect_err("unknown");
         assert_eq!(err.field, "timezone");
         assert!(TimeZone::parse("europe/lisbon").is_err());
+        assert!(TimeZone::names().all(|name| TimeZone::parse(name).is_ok()));
+        assert!(TimeZone::names().any(|name| name == "Europe/Lisbon"));
 
         let json = serde_json::to_string(&lisbon).expect("serializes");
         assert_eq!(json, r#""Europe/Lisbon""#);

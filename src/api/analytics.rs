@@ -37,8 +37,10 @@ const MAX_LIMIT: i64 = 500;
 #[into_params(parameter_in = Query)]
 pub struct OccupancyQuery {
     /// First night reported.
+    #[param(required = true, schema_with = super::schema::start_date)]
     pub start_date: NaiveDate,
     /// The night after the last one reported (half-open range), at most 400 nights on.
+    #[param(required = true, schema_with = super::schema::report_end_date)]
     pub end_date: NaiveDate,
 }
 
@@ -240,20 +242,30 @@ pub struct ReservationSearch {
     #[param(example = "K7M29QXD", min_length = 8, max_length = 40)]
     pub reference: Option<String>,
     /// The guest's email (case-insensitive).
-    #[param(max_length = 254)]
+    #[param(
+        min_length = 1,
+        max_length = 254,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     pub guest_email: Option<String>,
     /// Reservations at this hotel.
     #[param(minimum = 1, maximum = 9_007_199_254_740_991_i64)]
     pub hotel_id: Option<i64>,
     /// Reservations whose stay includes this night (`start_date <= date < end_date`).
+    #[param(schema_with = super::schema::date)]
     pub date: Option<NaiveDate>,
     /// Reservations made through this channel. A channel may only name itself (its own
     /// reservations are all it sees, with or without this).
-    #[param(max_length = 200)]
+    #[param(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     pub channel: Option<String>,
     /// Reservations in this status (`held`, `confirmed`, `cancelled`, `expired`,
     /// `declined`, `checked_in`, `checked_out`, `no_show`); a hold past its expiry is
     /// `expired`.
+    #[param(schema_with = super::schema::reservation_status)]
     pub status: Option<String>,
     /// At most this many, newest first (1..=500, default 100).
     #[param(minimum = 1, maximum = 500)]

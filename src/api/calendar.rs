@@ -19,8 +19,10 @@ use crate::queries::{CalendarNight, MAX_CALENDAR_NIGHTS};
 #[into_params(parameter_in = Query)]
 pub struct CalendarQuery {
     /// First night shown.
+    #[param(required = true, schema_with = super::schema::start_date)]
     pub start_date: NaiveDate,
     /// The night after the last one shown (half-open), at most 62 nights on.
+    #[param(required = true, schema_with = super::schema::calendar_end_date)]
     pub end_date: NaiveDate,
 }
 

@@ -37,13 +37,8 @@ pub struct PutHotel {
         pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
     )]
     pub city: String,
-    /// IANA timezone name.
-    #[schema(
-        example = "Europe/Lisbon",
-        min_length = 1,
-        max_length = 64,
-        pattern = r"^[A-Za-z][A-Za-z0-9_+\-]*(/[A-Za-z0-9_+\-]+)*$"
-    )]
+    /// IANA timezone name (one the server knows, case and all).
+    #[schema(schema_with = super::schema::timezone)]
     pub timezone: String,
 }
 
@@ -151,7 +146,7 @@ pub struct PutRoomType {
     #[schema(example = 2, minimum = 1, maximum = 50)]
     pub max_occupancy: i64,
     /// Guests the rate covers (1 to `max_occupancy`; default `max_occupancy`).
-    #[schema(example = 2, minimum = 1, maximum = 50)]
+    #[schema(schema_with = super::schema::base_occupancy)]
     pub base_occupancy: Option<i64>,
     /// Added per night and room for each guest beyond `base_occupancy` (default 0).
     #[schema(example = 2500, minimum = 0, maximum = 100_000_000)]
@@ -191,8 +186,10 @@ pub async fn put_room_type(
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PutInventory {
     /// First night set.
+    #[schema(schema_with = super::schema::start_date)]
     pub start_date: NaiveDate,
-    /// The night after the last one set (half-open range).
+    /// The night after the last one set (half-open range, at most 800 nights).
+    #[schema(schema_with = super::schema::update_end_date)]
     pub end_date: NaiveDate,
     #[schema(example = 100, minimum = 0, maximum = 1_000_000)]
     pub total_rooms: i64,
@@ -287,7 +284,7 @@ pub struct CitySearch {
     #[param(
         min_length = 1,
         max_length = 100,
-        pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$"
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
     )]
     pub city: Option<String>,
 }
@@ -342,8 +339,10 @@ pub async fn search_hotels(
 #[into_params(parameter_in = Query)]
 pub struct AvailabilityQuery {
     /// First night of the stay.
+    #[param(required = true, schema_with = super::schema::start_date)]
     pub start_date: NaiveDate,
     /// Check-out day: the stay is `[start_date, end_date)`, at most 30 nights.
+    #[param(required = true, schema_with = super::schema::stay_end_date)]
     pub end_date: NaiveDate,
     /// Rooms wanted on every night (default 1).
     #[param(minimum = 1, maximum = 10)]

@@ -17,18 +17,28 @@ use super::reservations::{answer, caller, EventOut, ReservationOut};
 use super::AppState;
 use crate::commands::erase::{self, GuestRef};
 
-/// Whom a request is about: exactly one of the two.
-#[derive(Debug, Deserialize, ToSchema, IntoParams)]
+/// Whom a request is about: exactly one of the two. As a body, its schema is
+/// `schema::guest_query` (one of two objects); as a query, each parameter says that it
+/// and the other exclude each other (`x-exactly-one-of`).
+#[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct GuestQuery {
-    /// The guest's e-mail (case-insensitive).
-    #[param(max_length = 254)]
-    #[schema(example = "ana@example.com", max_length = 254)]
+    /// The guest's e-mail (case-insensitive); exactly one of `email` and `guest_id`.
+    #[param(schema_with = super::schema::guest_email)]
     pub email: Option<String>,
-    /// The guest's id, as an export or an erasure answered it.
-    #[schema(example = "g_0123456789abcdef0123456789abcdef")]
+    /// The guest's id, as an export or an erasure answered it; exactly one of `email`
+    /// and `guest_id`.
+    #[param(schema_with = super::schema::guest_id)]
     pub guest_id: Option<String>,
 }
+
+impl utoipa::PartialSchema for GuestQuery {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        super::schema::guest_query()
+    }
+}
+
+impl ToSchema for GuestQuery {}
 
 impl GuestQuery {
     fn guest(self) -> Result<GuestRef, ApiError> {
@@ -71,7 +81,7 @@ pub struct ErasureOut {
 /// those reservations shows `"[erased]"` for the guest from then on. The history still
 /// verifies. A repeat destroys and records nothing more.
 #[utoipa::path(post, path = "/v1/guests/erase", tag = "guests", request_body = GuestQuery,
-    params(("Idempotency-Key" = String, Header)),
+    params(("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
     responses((status = 200, body = ErasureOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),

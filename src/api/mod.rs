@@ -16,6 +16,7 @@ pub mod ops;
 pub mod payments;
 pub mod rate_plans;
 pub mod reservations;
+pub mod schema;
 pub mod search;
 pub mod stays;
 pub mod webhooks;
@@ -106,7 +107,7 @@ pub struct AppStateInner {
         ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::outbox, ops::retry_outbox,
         ops::me, ops::bookings, calendar::calendar,
     ),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &RequiredRanges),
     tags(
         (name = "catalog", description = "Hotels, room types and inventory (admin)"),
         (name = "browse", description = "Hotel look-ups and availability (any role)"),
@@ -130,6 +131,35 @@ impl Modify for BearerAuth {
             "bearer",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
+    }
+}
+
+/// A query parameter whose schema is written out (`schema_with`, for the rules of
+/// `schema`) loses the `required` its Rust type gives it: the derive says nothing then.
+/// Every `start_date` and `end_date` in a query is required (a range needs both ends),
+/// so they are marked so here.
+struct RequiredRanges;
+
+impl Modify for RequiredRanges {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::path::ParameterIn;
+        use utoipa::openapi::Required;
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                for parameter in operation.parameters.iter_mut().flatten() {
+                    let range_end = parameter.name == "start_date" || parameter.name == "end_date";
+                    if range_end && parameter.parameter_in == ParameterIn::Query {
+                        parameter.required = Required::True;
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -108,7 +108,7 @@ pub async fn openapi() -> impl IntoResponse {
 #[into_params(parameter_in = Query)]
 pub struct OutboxQuery {
     /// Only `failed` (the rows a person has to look at).
-    #[param(example = "failed")]
+    #[param(example = "failed", schema_with = super::schema::outbox_state)]
     pub state: Option<String>,
     /// At most this many rows (1..=1000, default 100).
     #[param(minimum = 1, maximum = 1000)]

@@ -84,12 +84,19 @@ pub async fn confirm(
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct WebhookIn {
-    #[schema(example = "sim_00000001", min_length = 1, max_length = 255)]
+    /// 1 to 255 printable ASCII characters, no spaces.
+    #[schema(
+        example = "sim_00000001",
+        min_length = 1,
+        max_length = 255,
+        pattern = r"^[!-~]+$"
+    )]
     pub provider_txn_id: String,
     pub reservation_id: uuid::Uuid,
     /// `authorized` or `declined`.
     #[schema(example = "authorized")]
     pub status: WebhookStatus,
+    #[schema(minimum = 0)]
     pub amount_cents: i64,
 }
 
@@ -109,7 +116,7 @@ pub struct WebhookOut {
 /// least once: a repeat is acknowledged and changes nothing.
 #[utoipa::path(post, path = "/v1/payments/webhook", tag = "payments",
     request_body = WebhookIn,
-    params(("X-Signature" = String, Header, description = "hex HMAC-SHA256 of the body")),
+    params(("X-Signature" = String, Header, description = "hex HMAC-SHA256 of the body (`sha256=` before it is optional)")),
     responses(
         (status = 200, body = WebhookOut),
         (status = 400, body = ErrorBody),

@@ -68,15 +68,15 @@ impl From<CancellationPolicy> for PolicyOut {
 
 /// A cancellation policy as clients send it; a refundable one without its windows gets
 /// the house policy's.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+///
+/// Its schema is `schema::cancellation_policy`: the two kinds of policy apart, which
+/// the fields alone do not say.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyIn {
     pub refundable: bool,
-    #[schema(example = 72, minimum = 0, maximum = 8784)]
     pub full_refund_hours: Option<i64>,
-    #[schema(example = 24, minimum = 0, maximum = 8784)]
     pub partial_refund_hours: Option<i64>,
-    #[schema(example = 50, minimum = 0, maximum = 100)]
     pub partial_refund_percent: Option<i64>,
 }
 
@@ -127,13 +127,19 @@ pub struct DerivedFrom {
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PutRatePlan {
-    #[schema(example = "Non-refundable", min_length = 1, max_length = 100)]
+    #[schema(
+        example = "Non-refundable",
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     pub name: String,
     /// The room types the plan sells (1 to 200, each a room type of the hotel).
-    #[schema(example = json!([1, 2]))]
+    #[schema(schema_with = super::schema::room_type_ids)]
     pub room_type_ids: Vec<i64>,
     /// Default: the house policy (refundable: all back at 72 hours or more before
     /// check-in, half at 24 hours or more).
+    #[schema(schema_with = super::schema::cancellation_policy)]
     pub cancellation_policy: Option<PolicyIn>,
     /// Absent: the plan costs the night's base rate, or its own rates where set.
     pub derived_from: Option<DerivedFrom>,
@@ -248,13 +254,15 @@ fn weekdays(days: Option<&[String]>) -> Result<Weekdays, ApiError> {
 pub struct PutPlanRates {
     #[schema(example = 1, minimum = 1, maximum = 9_007_199_254_740_991_i64)]
     pub room_type_id: i64,
+    #[schema(schema_with = super::schema::start_date)]
     pub start_date: NaiveDate,
     /// The night after the last one set (half-open range).
+    #[schema(schema_with = super::schema::update_end_date)]
     pub end_date: NaiveDate,
     #[schema(example = 15000, minimum = 0, maximum = 10_000_000_000_i64)]
     pub rate_cents: i64,
     /// Only the nights on these days of the week (`mon` .. `sun`); absent: every night.
-    #[schema(example = json!(["fri", "sat"]))]
+    #[schema(schema_with = super::schema::days)]
     pub days: Option<Vec<String>>,
 }
 
@@ -328,44 +336,36 @@ where
 }
 
 /// Restrictions as clients send them: a field left out keeps its value, `null` clears
-/// it.
-#[derive(Debug, Default, Deserialize, ToSchema)]
+/// it. Their schema is `schema::put_restrictions` (and `schema::ari_restrictions` in a
+/// bulk update), which also says that at least one must be given.
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RestrictionsIn {
     /// The plan the restrictions are for; `null` or absent: every plan of the room type.
-    #[schema(example = json!(null), minimum = 1, maximum = 9_007_199_254_740_991_i64)]
     pub rate_plan_id: Option<i64>,
     /// Stays arriving on the night last at least this many nights.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<i64>, example = 2, minimum = 1, maximum = 1000)]
     pub min_stay: Option<Option<i64>>,
     /// Stays arriving on the night last at most this many nights.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<i64>, example = 14, minimum = 1, maximum = 1000)]
     pub max_stay: Option<Option<i64>>,
     /// Every stay including the night lasts at least this many nights.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<i64>, minimum = 1, maximum = 1000)]
     pub min_stay_through: Option<Option<i64>>,
     /// No stay may start on the night.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<bool>)]
     pub closed_to_arrival: Option<Option<bool>>,
     /// No stay may end on this date (`end_date` equal to it).
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<bool>)]
     pub closed_to_departure: Option<Option<bool>>,
     /// The night is not sold at all.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<bool>)]
     pub stop_sell: Option<Option<bool>>,
     /// Stays arriving on the night are booked at least this many days ahead.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<i64>, minimum = 0, maximum = 1000)]
     pub min_advance_days: Option<Option<i64>>,
     /// Stays arriving on the night are booked at most this many days ahead.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<i64>, minimum = 0, maximum = 1000)]
     pub max_advance_days: Option<Option<i64>>,
 }
 
@@ -405,17 +405,28 @@ impl RestrictionsIn {
     }
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+/// One flat object on the wire: the range, its days and the restrictions side by
+/// side. Its schema is written out (`schema::put_restrictions`) rather than derived: a
+/// derived one joins the flattened restrictions with `allOf`, and their "no other
+/// fields" then contradicts the range's fields, so no body could satisfy it.
+#[derive(Debug, Deserialize)]
 pub struct PutRestrictions {
     pub start_date: NaiveDate,
     /// The night after the last one set (half-open range).
     pub end_date: NaiveDate,
     /// Only the nights on these days of the week (`mon` .. `sun`); absent: every night.
-    #[schema(example = json!(["fri", "sat"]))]
     pub days: Option<Vec<String>>,
     #[serde(flatten)]
     pub restrictions: RestrictionsIn,
 }
+
+impl utoipa::PartialSchema for PutRestrictions {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        super::schema::put_restrictions()
+    }
+}
+
+impl ToSchema for PutRestrictions {}
 
 /// Set restrictions on every night of a range, for every plan or one.
 #[utoipa::path(put, path = "/v1/hotels/{hotel_id}/room-types/{room_type_id}/restrictions", tag = "catalog",
@@ -487,17 +498,15 @@ pub struct AriRate {
 }
 
 /// One range of a bulk update, and what it sets on each of its nights (in this order:
-/// inventory, restrictions, plan rates).
-#[derive(Debug, Deserialize, ToSchema)]
+/// inventory, restrictions, plan rates). Its schema is `schema::ari_updates`'s items.
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AriRange {
-    #[schema(minimum = 1, maximum = 9_007_199_254_740_991_i64)]
     pub room_type_id: i64,
     pub start_date: NaiveDate,
     /// The night after the last one set (half-open range).
     pub end_date: NaiveDate,
     /// Only the nights on these days of the week (`mon` .. `sun`); absent: every night.
-    #[schema(example = json!(["fri", "sat"]))]
     pub days: Option<Vec<String>>,
     pub inventory: Option<AriInventory>,
     pub restrictions: Option<RestrictionsIn>,
@@ -509,6 +518,7 @@ pub struct AriRange {
 #[serde(deny_unknown_fields)]
 pub struct PutAri {
     /// Applied in order, each on the state the earlier ones leave; all or none.
+    #[schema(schema_with = super::schema::ari_updates)]
     pub updates: Vec<AriRange>,
 }
 

@@ -47,8 +47,10 @@ pub struct CreateReservation {
     #[schema(example = 3, minimum = 1, maximum = 9_007_199_254_740_991_i64)]
     pub room_type_id: i64,
     /// First night of the stay.
+    #[schema(schema_with = super::schema::stay_start_date)]
     pub start_date: NaiveDate,
     /// Check-out day: the stay is `[start_date, end_date)`.
+    #[schema(schema_with = super::schema::stay_end_date)]
     pub end_date: NaiveDate,
     /// Rooms on every night (default 1; at most 10).
     #[schema(example = 1, minimum = 1, maximum = 10)]
@@ -527,7 +529,9 @@ async fn staff_action(
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct ChangeDates {
+    #[schema(schema_with = super::schema::stay_start_date)]
     pub start_date: NaiveDate,
+    #[schema(schema_with = super::schema::stay_end_date)]
     pub end_date: NaiveDate,
     pub expected_total_cents: Option<i64>,
 }

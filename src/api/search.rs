@@ -36,8 +36,10 @@ pub struct SearchParams {
     )]
     pub city: String,
     /// First night of the stay.
+    #[param(required = true, schema_with = super::schema::start_date)]
     pub start_date: NaiveDate,
     /// Check-out day: the stay is `[start_date, end_date)`, at most 30 nights.
+    #[param(required = true, schema_with = super::schema::stay_end_date)]
     pub end_date: NaiveDate,
     /// Rooms wanted on every night (default 1).
     #[param(minimum = 1, maximum = 10)]

@@ -22,11 +22,26 @@ use crate::queries::stays::{rate, NoShowReport, StayNight, StaysRead};
 #[into_params(parameter_in = Query)]
 pub struct StaysQuery {
     /// First date reported.
+    #[param(required = true, schema_with = super::schema::start_date)]
     pub start_date: NaiveDate,
     /// The date after the last one reported (half-open range), at most 400 days on.
+    #[param(required = true, schema_with = super::schema::report_end_date)]
     pub end_date: NaiveDate,
-    /// For the no-show report: the largest probability of walking a guest accepted
-    /// (0 < risk < 1, default 0.05).
+}
+
+/// The no-show report's range, and the risk it accepts.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct NoShowsQuery {
+    /// First date reported.
+    #[param(required = true, schema_with = super::schema::start_date)]
+    pub start_date: NaiveDate,
+    /// The date after the last one reported (half-open range), at most 400 days on.
+    #[param(required = true, schema_with = super::schema::report_end_date)]
+    pub end_date: NaiveDate,
+    /// The largest probability of walking a guest accepted (0 < risk < 1, default
+    /// 0.05).
+    #[param(exclusive_minimum = 0, exclusive_maximum = 1)]
     pub risk: Option<f64>,
 }
 
@@ -73,9 +88,9 @@ async fn read(
     principal: &Principal,
     consistency: Consistency,
     id: i64,
-    query: &StaysQuery,
+    (start, end): (NaiveDate, NaiveDate),
 ) -> Result<(HotelId, StayDates, StaysRead), ApiError> {
-    let (id, range) = report_range(principal, id, query.start_date, query.end_date)?;
+    let (id, range) = report_range(principal, id, start, end)?;
     let nights = &range;
     let read = state
         .queries
@@ -101,7 +116,8 @@ pub async fn stays(
     ApiPath(id): ApiPath<i64>,
     ApiQuery(query): ApiQuery<StaysQuery>,
 ) -> Result<Json<StaysReport>, ApiError> {
-    let (id, range, read) = read(&state, &principal, consistency, id, &query).await?;
+    let dates = (query.start_date, query.end_date);
+    let (id, range, read) = read(&state, &principal, consistency, id, dates).await?;
     let by_night: BTreeMap<(i64, NaiveDate), &StayNight> = read
         .nights
         .iter()
@@ -208,7 +224,7 @@ impl From<NoShowReport> for RoomTypeNoShows {
 /// The no-show rate per room type over a range and the overbooking allowance it
 /// suggests: the largest allowance `A` with `P(Binomial(C + A, 1 - p) > C) <= risk`.
 #[utoipa::path(get, path = "/v1/hotels/{hotel_id}/no-shows", tag = "analytics",
-    params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64), StaysQuery),
+    params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64), NoShowsQuery),
     responses((status = 200, body = NoShowsReport), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
@@ -220,7 +236,7 @@ pub async fn no_shows(
     principal: Principal,
     consistency: Consistency,
     ApiPath(id): ApiPath<i64>,
-    ApiQuery(query): ApiQuery<StaysQuery>,
+    ApiQuery(query): ApiQuery<NoShowsQuery>,
 ) -> Result<Json<NoShowsReport>, ApiError> {
     let risk = query.risk.unwrap_or(0.05);
     if !(risk > 0.0 && risk < 1.0) {
@@ -229,7 +245,8 @@ pub async fn no_shows(
             "risk: between 0 and 1, exclusive",
         ));
     }
-    let (id, range, read) = read(&state, &principal, consistency, id, &query).await?;
+    let dates = (query.start_date, query.end_date);
+    let (id, range, read) = read(&state, &principal, consistency, id, dates).await?;
     Ok(Json(NoShowsReport {
         hotel_id: id.get(),
         start_date: range.start(),

@@ -16,19 +16,28 @@ use crate::webhooks::{self, Subscription};
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PutSubscription {
-    /// Where deliveries are POSTed.
-    #[schema(example = "https://pms.example/hooks/reservations")]
+    /// Where deliveries are POSTed: an absolute `http://` or `https://` URL of at most
+    /// 2048 characters, to a host the server is allowed to deliver to.
+    #[schema(
+        example = "https://pms.example/hooks/reservations",
+        max_length = 2048,
+        pattern = r"^https?://[^/?#\s]+[^\s]*$"
+    )]
     pub url: String,
     /// Event types (`reservation.held`, `.confirmed`, `.cancelled`, `.expired`,
     /// `.declined`, `.dates_changed`, `.checked_in`, `.checked_out`, `.no_show`,
     /// `inventory.changed`), or `["*"]` for all.
-    #[schema(example = json!(["reservation.confirmed", "inventory.changed"]))]
+    #[schema(schema_with = super::schema::webhook_events)]
     pub events: Vec<String>,
-    /// Only these hotels' events; absent: every hotel.
+    /// Only these hotels' events (1 to 1000 positive ids); absent: every hotel.
+    #[schema(schema_with = super::schema::webhook_hotel_ids)]
     pub hotel_ids: Option<Vec<i64>>,
     /// `whsec_` and the base64 of 24 to 64 random bytes: the key deliveries are signed
     /// with (Standard Webhooks).
-    #[schema(example = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")]
+    #[schema(
+        example = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        pattern = r"^whsec_((?:[A-Za-z0-9+/]{4}){8}|(?:[A-Za-z0-9+/]{4}){8,20}(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)|(?:[A-Za-z0-9+/]{4}){21}[A-Za-z0-9+/][AQgw]==)$"
+    )]
     pub secret: String,
 }
 
@@ -61,7 +70,7 @@ impl From<webhooks::StoredSubscription> for SubscriptionOut {
 
 /// Subscribe, or change a subscription (a paused one resumes).
 #[utoipa::path(put, path = "/v1/webhooks/{subscription_id}", tag = "webhooks",
-    params(("subscription_id" = String, Path, description = "1..=64 of [A-Za-z0-9_.-], chosen by the partner")),
+    params(("subscription_id" = String, Path, description = "1..=64 of [A-Za-z0-9_.-], chosen by the partner", pattern = r"^[A-Za-z0-9_.\-]{1,64}$")),
     request_body = PutSubscription,
     responses((status = 200, body = SubscriptionOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
