@@ -239,7 +239,7 @@ pub async fn occupancy(
 pub struct ReservationSearch {
     /// The reservation with this short reference (`K7M29QXD`): any case, hyphens and
     /// spaces ignored, `O` read as `0`, `I` and `L` as `1`.
-    #[param(example = "K7M29QXD", min_length = 8, max_length = 40)]
+    #[param(example = "K7M29QXD", pattern = r"^[ -]*([0-9A-TV-Za-tv-z][ -]*){8}$")]
     pub reference: Option<String>,
     /// The guest's email (case-insensitive).
     #[param(
