@@ -9,7 +9,10 @@
 #   - every statement PostgreSQL ran (pg_stat_statements, when it is loaded): calls,
 #     execution time and rows per hold, the hold path's and the projections' apart by the
 #     tables they touch; and transactions per hold;
-#   - bytes of tables and indexes, and WAL, per hold (`loadgen storage`).
+#   - bytes of tables and indexes, and WAL, per hold (`loadgen storage`);
+#   - beside it, the raw-SQL baseline's spread booking (`tools/baseline`) on the same
+#     PostgreSQL for as long: PostgreSQL's and pgbench's CPU, statements, WAL and bytes
+#     per booking (BASELINE=0 leaves it out).
 #
 # Figures and how to read them: docs/benchmarks.md, "The hold's budget".
 #
@@ -17,7 +20,8 @@
 #   SECONDS_PER_RUN=30 CLIENTS=64 scripts/budget.sh
 #
 # Statements need `pg_stat_statements` in `shared_preload_libraries` (then a restart);
-# without it the statement table is left out and the script says so.
+# without it the statement table is left out and the script says so. Planning time
+# needs `pg_stat_statements.track_planning = on` too.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,6 +36,7 @@ CLIENTS=${CLIENTS:-32}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-15}
 START_DATE=${START_DATE:-$(date -u -d '+30 days' +%F)}
 SKIP_BUILD=${SKIP_BUILD:-0}
+BASELINE=${BASELINE:-1}
 ADMIN_TOKEN=budget-admin-$RANDOM$RANDOM
 CHANNEL_TOKEN=budget-channel-$RANDOM$RANDOM
 run_dir=${RUN_DIR:-$repo/target/budget/$(date -u +%Y%m%dT%H%M%SZ)}
@@ -146,21 +151,62 @@ per_hold() { awk -v a="$1" -v b="$2" -v n="$holds_made" 'BEGIN { if (n > 0) prin
 if [[ $statements == 1 ]]; then
   {
     echo
-    echo "| statement (first 90 characters) | calls per hold | ms per hold | rows per hold |"
-    echo "|---|---|---|---|"
+    echo "| statement (first 90 characters) | calls per hold | ms per hold | plans per hold | planning ms per hold | rows per hold |"
+    echo "|---|---|---|---|---|---|"
     psql_db "SELECT '| ' || replace(left(regexp_replace(query, '\s+', ' ', 'g'), 90), '|', '/')
                     || ' | ' || round(calls::numeric / $holds_made, 3)
                     || ' | ' || round((total_exec_time / $holds_made)::numeric, 4)
+                    || ' | ' || round(plans::numeric / $holds_made, 3)
+                    || ' | ' || round((total_plan_time / $holds_made)::numeric, 4)
                     || ' | ' || round(rows::numeric / $holds_made, 2) || ' |'
                FROM pg_stat_statements
               WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
               ORDER BY total_exec_time DESC LIMIT ${TOP_STATEMENTS:-30}"
     psql_db "SELECT 'statements per hold: ' || round(sum(calls)::numeric / $holds_made, 2)
                     || ', execution ' || round((sum(total_exec_time) / $holds_made)::numeric, 3) || ' ms per hold'
+                    || ', planning ' || round((sum(total_plan_time) / $holds_made)::numeric, 3) || ' ms per hold'
+                    || ' (planning is counted with pg_stat_statements.track_planning on)'
                FROM pg_stat_statements
               WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
   } | tee -a "$run_dir/budget.md"
 else
   echo "(statements: add pg_stat_statements to shared_preload_libraries and restart PostgreSQL)" | tee -a "$run_dir/budget.md"
+fi
+
+# The baseline: the seeds' booking in raw SQL, as many seconds, as many clients.
+if [[ $BASELINE == 1 ]]; then
+  base_db=${DB_NAME}_baseline
+  psql_admin "DROP DATABASE IF EXISTS \"$base_db\" WITH (FORCE)"
+  psql_admin "CREATE DATABASE \"$base_db\""
+  base_url=$PG_URL/$base_db
+  psql -q "$base_url" -v ON_ERROR_STOP=1 -f "$repo/tools/baseline/schema.sql" >/dev/null
+  psql_base() { psql "$base_url" -qAtX -c "$1"; }
+  [[ $statements == 1 ]] && psql_base "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+  psql_base "CHECKPOINT" >/dev/null
+  base_lsn=$(psql_base "SELECT pg_current_wal_lsn()")
+  base_bytes=$(psql_base "SELECT sum(pg_total_relation_size(oid)) FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace")
+  [[ $statements == 1 ]] && psql_base "SELECT pg_stat_statements_reset()" >/dev/null
+  pg0=$(cpu_postgres)
+  # `times` prints the shell's, then its children's (pgbench's) user and system time.
+  bench_out=$(bash -c "pgbench -n -f '$repo/tools/baseline/spread.sql' -c $CLIENTS -j 2 -T $SECONDS_PER_RUN '$base_url' 2>/dev/null; times")
+  pg1=$(cpu_postgres)
+  booked=$(echo "$bench_out" | sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p')
+  client_cpu=$(echo "$bench_out" | tail -n 1 | awk '{ n = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); sub(/s/, "", p[2]); n += p[1] * 60 + p[2] } print n }')
+  base_wal=$(psql_base "SELECT pg_current_wal_lsn() - '$base_lsn'::pg_lsn")
+  base_after=$(psql_base "SELECT sum(pg_total_relation_size(oid)) FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace")
+  {
+    echo
+    echo "## Beside it, the raw-SQL baseline: $booked spread bookings in ${SECONDS_PER_RUN} s, $CLIENTS clients"
+    echo
+    awk -v n="$booked" -v a="$pg0" -v b="$pg1" -v c="$client_cpu" -v w="$base_wal" -v x="$base_bytes" -v y="$base_after" -v s="$SECONDS_PER_RUN" \
+      'BEGIN { if (n > 0) printf "%.0f bookings/s; CPU per booking: PostgreSQL %.3f ms, pgbench %.3f ms; WAL %.0f bytes, tables and indexes %.0f bytes per booking\n", n / s, (b - a) * 1000 / n, c * 1000 / n, w / n, (y - x) / n }'
+    if [[ $statements == 1 ]]; then
+      psql_base "SELECT 'statements per booking: ' || round(sum(calls)::numeric / $booked, 2)
+                        || ', execution ' || round((sum(total_exec_time) / $booked)::numeric, 3) || ' ms per booking'
+                   FROM pg_stat_statements
+                  WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    fi
+  } | tee -a "$run_dir/budget.md"
+  psql_admin "DROP DATABASE IF EXISTS \"$base_db\" WITH (FORCE)"
 fi
 echo "results: $run_dir"
