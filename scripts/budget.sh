@@ -42,6 +42,8 @@ CHANNEL_TOKEN=budget-channel-$RANDOM$RANDOM
 run_dir=${RUN_DIR:-$repo/target/budget/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$run_dir"
 bin=$repo/target/release
+# The server measured (another build's, to compare two versions on this machine).
+SERVER_BIN=${SERVER_BIN:-$bin/reservations}
 
 psql_admin() { psql "$PG_URL/postgres" -qAtX -c "$1"; }
 psql_db() { psql "$PG_URL/$DB_NAME" -qAtX -c "$1"; }
@@ -55,7 +57,7 @@ server_log=$run_dir/server.log
 env DATABASE_URL="$PG_URL/$DB_NAME" REDIS_URL="$REDIS_URL" LISTEN_ADDR=127.0.0.1:0 \
   API_TOKENS="$ADMIN_TOKEN:admin:budget-admin,$CHANNEL_TOKEN:channel:loadgen" \
   RUN_PROJECTIONS=true HOLD_LIMIT_PER_GUEST=0 INVENTORY_HORIZON_DAYS=0 LOG_JSON=true \
-  RUST_LOG="${RUST_LOG:-info,sqlx=warn}" "$bin/reservations" serve >"$server_log" 2>&1 &
+  RUST_LOG="${RUST_LOG:-info,sqlx=warn}" "$SERVER_BIN" serve >"$server_log" 2>&1 &
 server_pid=$!
 trap 'kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true' EXIT
 url=""

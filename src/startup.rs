@@ -73,6 +73,11 @@ pub struct Settings {
     #[arg(long, env = "GROUP_COMMIT_LANES", default_value_t = crate::commands::group::DEFAULT_LANES as u32,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub group_commit_lanes: u32,
+    /// Which hotels' holds may share a transaction: `id:shard` or `first-last:shard`,
+    /// comma-separated (e.g. `1-499:eu,500-999:us`); a hotel not named is in `main`, so
+    /// empty is one shard. Every server of a database must use the same map.
+    #[arg(long, env = "HOTEL_SHARDS", default_value = "")]
+    pub hotel_shards: String,
     /// Most nights the bulk inventory commands may be writing at once, over all
     /// requests (inventory ranges, bulk ARI, the horizon); more wait their turn. Bounds
     /// the server's memory under many concurrent year-long updates.
@@ -229,6 +234,7 @@ impl Settings {
             payment_webhook_secret: None,
             strategy: Strategy::Group,
             group_commit_lanes: crate::commands::group::DEFAULT_LANES as u32,
+            hotel_shards: String::new(),
             bulk_write_nights: 10_000,
             run_projections: true,
             projection_gather_ms: 20,
@@ -373,10 +379,14 @@ impl Application {
             )),
             _ => None,
         };
+        let shards = crate::commands::shards::ShardMap::parse(&settings.hotel_shards)
+            .map_err(anyhow::Error::msg)?;
         let pool =
             crate::db::connect_and_migrate(&settings.database_url, settings.db_max_connections)
                 .await
                 .context("connecting to PostgreSQL")?;
+        // Two servers batching by different maps could join two shards in a transaction.
+        crate::commands::shards::check_recorded(&pool, &shards).await?;
         // Partner secrets stored before they were sealed are sealed now (see
         // `webhooks::secrets`); a failure leaves them readable as they are.
         match crate::webhooks::secrets::seal_clear(&pool).await {
@@ -494,7 +504,8 @@ impl Application {
             queries = queries.with_replica(replica);
         }
         let commands =
-            CommandService::with_clock(write_pool.clone(), settings.write_config(), clock);
+            CommandService::with_clock(write_pool.clone(), settings.write_config(), clock)
+                .with_shards(shards);
         let payments = PaymentService::new(
             commands.clone(),
             Arc::new(gateway.clone()),

@@ -9,7 +9,7 @@
 //! one booking, and optimistic retries are worse. So holds are handed to a few **lanes**
 //! (a hotel always to the same one, by a hash of its id): each lane runs one
 //! transaction at a time and takes what queued meanwhile for the oldest waiting hold's
-//! hotel into the next one, whatever its room types. That transaction claims every
+//! shard into the next one, whatever its hotels and room types. That transaction claims every
 //! request's idempotency key, takes the locks of every room in the batch in one fixed
 //! order, reads all their nights in one statement, decides the holds one after the
 //! other in memory, and writes all of them in one statement. A refused hold (sold out)
@@ -17,13 +17,14 @@
 //! state cannot be used) is run again one hold at a time, so one hold that cannot be
 //! written never fails its neighbours; an unreachable database fails the batch at once.
 //!
-//! **A batch never holds two hotels.** Every transaction on the write side touches one
-//! `hotel_id`, the key a sharded log would be distributed by: a batch that spanned
-//! hotels would become a distributed transaction the day hotels live on different
-//! nodes. Holds of other hotels that queued behind wait for their own batch, oldest
-//! first, so none waits longer than the batches ahead of it. Spread load (every hold a
-//! different hotel) therefore gets batches of about one, and its throughput comes from
-//! the lanes running side by side, with PostgreSQL flushing their commits' WAL together.
+//! **A batch never spans two shards** ([`super::shards`]): hotels are the key a sharded
+//! log would be distributed by, and a batch over two shards would become a distributed
+//! transaction the day they live on different nodes. Within a shard a batch takes any
+//! hotels: spread load (every hold a different hotel) shares one transaction's
+//! statements and commit among the holds that queued together, as a flash sale on one
+//! hotel does. (With a transaction per hotel, spread load paid all of it per hold.)
+//! Holds of other shards that queued behind wait for their own batch, oldest first, so
+//! none waits longer than the batches ahead of it.
 //!
 //! Correctness is the pessimistic strategy's: the same `(hotel, room type)` advisory
 //! locks order batches with every other writer of those nights (in this process or
@@ -41,6 +42,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use sqlx::PgPool;
 
+use super::shards::ShardMap;
 use super::{HoldRequest, Outcome, ReservationView, WriteConfig};
 use crate::error::CommandError;
 use crate::privacy::Privacy;
@@ -100,18 +102,18 @@ pub struct GroupCommit {
     pool: PgPool,
     config: WriteConfig,
     privacy: Privacy,
+    /// Which hotels may share a batch.
+    shards: Arc<ShardMap>,
     lanes: usize,
     queues: Mutex<HashMap<usize, mpsc::UnboundedSender<HoldJob>>>,
 }
 
-/// Lanes when none are configured: with batches of one hotel, spread load gets a
-/// transaction per hold, and its throughput comes from lanes side by side; four were
-/// the best of 2, 4, 8 and 16 on two cores, on spread and hot alike (docs/scaling.md,
-/// "Group commit within one hotel").
+/// Lanes when none are configured: four were the best of 2, 4, 8 and 16 on two cores,
+/// on spread and hot alike (docs/scaling.md, "Group commit within one hotel").
 pub const DEFAULT_LANES: usize = 4;
 /// Most holds decided in one transaction.
 const MAX_BATCH: usize = 256;
-/// Most holds a worker takes off its queue to sort into batches by hotel: enough for
+/// Most holds a worker takes off its queue to sort into batches by shard: enough for
 /// several batches, few enough that sorting them stays cheap.
 const MAX_WAITING: usize = 4 * MAX_BATCH;
 /// A worker with nothing to do for this long stops (the next hold starts a new one).
@@ -119,11 +121,12 @@ const IDLE: Duration = Duration::from_secs(5);
 
 impl GroupCommit {
     /// `config.group_lanes` transactions at most in flight at once (at least one).
-    pub fn new(pool: PgPool, config: WriteConfig, privacy: Privacy) -> Self {
+    pub fn new(pool: PgPool, config: WriteConfig, privacy: Privacy, shards: Arc<ShardMap>) -> Self {
         Self {
             pool,
             config,
             privacy,
+            shards,
             lanes: config.group_lanes.max(1),
             queues: Mutex::default(),
         }
@@ -172,7 +175,7 @@ impl GroupCommit {
 }
 
 async fn worker(group: Arc<GroupCommit>, lane: usize, mut jobs: mpsc::UnboundedReceiver<HoldJob>) {
-    // Holds taken off the queue that are not in a batch yet (other hotels' than the
+    // Holds taken off the queue that are not in a batch yet (other shards' than the
     // batch being formed), oldest first.
     let mut waiting: VecDeque<HoldJob> = VecDeque::new();
     loop {
@@ -196,7 +199,8 @@ async fn worker(group: Arc<GroupCommit>, lane: usize, mut jobs: mpsc::UnboundedR
                 Err(_) => break,
             }
         }
-        let batch = one_hotel(&mut waiting, |job| job.room().0, MAX_BATCH);
+        let shards = &group.shards;
+        let batch = one_shard(&mut waiting, |job| shards.shard_of(job.room().0), MAX_BATCH);
         let started = Instant::now();
         metrics::histogram!("group_commit_batch_size").record(batch.len() as f64);
         for job in &batch {
@@ -238,16 +242,16 @@ async fn worker(group: Arc<GroupCommit>, lane: usize, mut jobs: mpsc::UnboundedR
     }
 }
 
-/// Takes the next batch out of `waiting`: the oldest hold's hotel's holds, in arrival
+/// Takes the next batch out of `waiting`: the oldest hold's shard's holds, in arrival
 /// order, at most `max`; the others stay, in their order.
-fn one_hotel<T>(waiting: &mut VecDeque<T>, hotel_of: impl Fn(&T) -> HotelId, max: usize) -> Vec<T> {
-    let Some(hotel) = waiting.front().map(&hotel_of) else {
+fn one_shard<T>(waiting: &mut VecDeque<T>, shard_of: impl Fn(&T) -> usize, max: usize) -> Vec<T> {
+    let Some(shard) = waiting.front().map(&shard_of) else {
         return Vec::new();
     };
     let mut batch = Vec::new();
     let mut rest = VecDeque::with_capacity(waiting.len());
     for item in waiting.drain(..) {
-        if batch.len() < max && hotel_of(&item) == hotel {
+        if batch.len() < max && shard_of(&item) == shard {
             batch.push(item);
         } else {
             rest.push_back(item);
@@ -473,11 +477,16 @@ mod tests {
         items.iter().map(|&(_, n)| n).collect()
     }
 
+    /// Hotels as their own shards (the map where every hotel is alone).
+    fn alone(&(h, _): &(HotelId, usize)) -> usize {
+        usize::try_from(h.get()).unwrap_or(0)
+    }
+
     #[test]
-    fn a_batch_is_the_oldest_holds_hotel_in_arrival_order() {
+    fn a_batch_is_the_oldest_holds_shard_in_arrival_order() {
         let mut queue = waiting(&[7, 3, 7, 9, 7, 3]);
 
-        let batch = one_hotel(&mut queue, |&(h, _)| h, MAX_BATCH);
+        let batch = one_shard(&mut queue, alone, MAX_BATCH);
 
         assert_eq!(arrivals(&batch), vec![0, 2, 4]);
         assert_eq!(arrivals(queue.make_contiguous()), vec![1, 3, 5]);
@@ -488,7 +497,7 @@ mod tests {
         let mut queue = waiting(&[7, 3, 7, 9, 7, 3]);
         let mut batches = Vec::new();
         while !queue.is_empty() {
-            batches.push(arrivals(&one_hotel(&mut queue, |&(h, _)| h, MAX_BATCH)));
+            batches.push(arrivals(&one_shard(&mut queue, alone, MAX_BATCH)));
         }
 
         assert_eq!(batches, vec![vec![0, 2, 4], vec![1, 5], vec![3]]);
@@ -498,16 +507,39 @@ mod tests {
     fn a_full_batch_leaves_its_hotels_later_holds_in_order() {
         let mut queue = waiting(&[5, 5, 5, 6, 5]);
 
-        let batch = one_hotel(&mut queue, |&(h, _)| h, 2);
+        let batch = one_shard(&mut queue, alone, 2);
 
         assert_eq!(arrivals(&batch), vec![0, 1]);
         assert_eq!(arrivals(queue.make_contiguous()), vec![2, 3, 4]);
     }
 
     #[test]
+    fn one_shard_batches_every_hotel_waiting_in_arrival_order() {
+        let map = ShardMap::parse("").expect("one shard");
+        let mut queue = waiting(&[7, 3, 7, 9, 7, 3]);
+
+        let batch = one_shard(&mut queue, |&(h, _)| map.shard_of(h), MAX_BATCH);
+
+        assert_eq!(arrivals(&batch), vec![0, 1, 2, 3, 4, 5]);
+        assert!(queue.is_empty());
+    }
+
+    #[test]
+    fn hotels_of_another_shard_wait_for_their_own_batch() {
+        let map = ShardMap::parse("9:us").expect("two shards");
+        let mut queue = waiting(&[7, 9, 3, 9, 7]);
+
+        let first = one_shard(&mut queue, |&(h, _)| map.shard_of(h), MAX_BATCH);
+        let second = one_shard(&mut queue, |&(h, _)| map.shard_of(h), MAX_BATCH);
+
+        assert_eq!(arrivals(&first), vec![0, 2, 4]);
+        assert_eq!(arrivals(&second), vec![1, 3]);
+    }
+
+    #[test]
     fn an_empty_queue_gives_an_empty_batch() {
         let mut queue = waiting(&[]);
 
-        assert!(one_hotel(&mut queue, |&(h, _)| h, MAX_BATCH).is_empty());
+        assert!(one_shard(&mut queue, alone, MAX_BATCH).is_empty());
     }
 }

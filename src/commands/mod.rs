@@ -8,6 +8,7 @@
 //! - [`lifecycle`]: hold, cancel, change dates, confirm, expire, and the one shape every
 //!   command on an existing reservation takes;
 //! - [`references`]: the numbers behind new reservations' short references;
+//! - [`shards`]: which hotels may share a transaction;
 //! - [`group`]: group commit, which decides the holds that queue meanwhile together in
 //!   one transaction per lane.
 //!
@@ -20,6 +21,7 @@ pub mod erase;
 pub mod group;
 mod lifecycle;
 pub mod references;
+pub mod shards;
 
 use std::sync::Arc;
 
@@ -125,6 +127,7 @@ impl CommandService {
                 pool.clone(),
                 config,
                 privacy.clone(),
+                Arc::new(shards::ShardMap::default()),
             )),
             privacy,
             bulk_nights: Arc::new(Semaphore::new(config.bulk_nights_in_flight.max(1) as usize)),
@@ -133,6 +136,18 @@ impl CommandService {
             config,
             clock,
         }
+    }
+
+    /// The same service with group commit batching by `shards` (one shard unless
+    /// given): see [`shards`].
+    pub fn with_shards(mut self, shards: shards::ShardMap) -> Self {
+        self.group = Arc::new(group::GroupCommit::new(
+            self.pool.clone(),
+            self.config,
+            self.privacy.clone(),
+            Arc::new(shards),
+        ));
+        self
     }
 
     pub fn config(&self) -> &WriteConfig {

@@ -1298,3 +1298,135 @@ async fn a_reservation_row_keeps_only_what_its_columns_do_not_and_old_rows_still
     drop(conn);
     app.finish().await;
 }
+
+/// Hotels `ids` in Lisbon, each with a king room type of `rooms` rooms on days 10 to 12.
+async fn hotels_with_kings(app: &TestApp, ids: &[i64], rooms: i64) {
+    for &id in ids {
+        app.put_hotel(
+            id,
+            &json!({"name": format!("Hotel {id}"), "city": "Lisbon", "timezone": "Europe/Lisbon"}),
+        )
+        .await
+        .assert_status(200);
+        app.put_room_type(id, KING, &json!({"name": "king", "max_occupancy": 2}))
+            .await
+            .assert_status(200);
+        app.put_inventory(
+            id,
+            KING,
+            &json!({"start_date": day(10), "end_date": day(13), "total_rooms": rooms,
+                    "overbooking_allowance": 0, "rate_cents": RATE}),
+        )
+        .await
+        .assert_status(200);
+    }
+}
+
+/// The hotels of the reservations each transaction wrote, by transaction.
+async fn hotels_by_transaction(pool: &sqlx::PgPool) -> Vec<(String, Vec<i64>)> {
+    sqlx::query_as(
+        "SELECT xmin::text, array_agg(DISTINCT hotel_id ORDER BY hotel_id)
+           FROM reservations GROUP BY xmin::text",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("reservations by transaction")
+}
+
+#[tokio::test]
+async fn no_transaction_spans_two_shards_and_one_shard_batches_many_hotels() {
+    // Arrange: hotels 1 and 2 in shard "a", hotel 3 in "b"; one lane, so holds that
+    // arrive together queue for the same transactions.
+    let app = Arc::new(
+        spawn_app_with(|s| {
+            s.hotel_shards = "1-2:a,3:b".into();
+            s.group_commit_lanes = 1;
+        })
+        .await,
+    );
+    hotels_with_kings(&app, &[1, 2, 3], 1_000).await;
+
+    // Act: bursts of 60 holds at once over the three hotels, until some transaction has
+    // taken two hotels (batches form while the one before commits).
+    let mut rounds = 0;
+    loop {
+        let mut tasks = Vec::new();
+        for n in 0..60 {
+            let app = app.clone();
+            tasks.push(tokio::spawn(async move {
+                let hotel = [1, 2, 3][n % 3];
+                let body = json!({"hotel_id": hotel, "room_type_id": KING,
+                                  "start_date": day(10), "end_date": day(12), "rooms": 1,
+                                  "guest": {"name": "Ana Lima", "email": "ana@example.com"}});
+                app.hold(WEB, &format!("shard-{rounds}-{n}"), &body).await
+            }));
+        }
+        for task in tasks {
+            task.await.expect("task").assert_status(201);
+        }
+        rounds += 1;
+        let shared = hotels_by_transaction(&app.db.pool)
+            .await
+            .iter()
+            .any(|(_, hotels)| hotels.len() > 1);
+        if shared || rounds == 5 {
+            break;
+        }
+    }
+
+    // Assert: every transaction's hotels are of one shard, and one shard's hotels did
+    // share transactions.
+    let written = hotels_by_transaction(&app.db.pool).await;
+    let shard = |hotel: i64| if hotel == 3 { "b" } else { "a" };
+    for (transaction, hotels) in &written {
+        let shards: std::collections::BTreeSet<&str> = hotels.iter().map(|h| shard(*h)).collect();
+        assert_eq!(
+            shards.len(),
+            1,
+            "transaction {transaction} wrote hotels {hotels:?}"
+        );
+    }
+    assert!(
+        written.iter().any(|(_, hotels)| hotels == &vec![1, 2]),
+        "no transaction held hotels 1 and 2 together in {rounds} rounds: {written:?}"
+    );
+    assert_invariants(&app.db.pool).await;
+    if let Ok(app) = Arc::try_unwrap(app) {
+        app.finish().await;
+    }
+}
+
+#[tokio::test]
+async fn servers_with_different_shard_maps_refuse_to_share_a_database() {
+    // Arrange: a server mapping hotels 1 to 99 to shard "eu" has started on the database.
+    let app = spawn_app_with(|s| s.hotel_shards = "1-99:eu".into()).await;
+    let another = |map: &str| {
+        let mut settings = reservations::startup::Settings::for_database(&app.db.url);
+        settings.listen_addr = "127.0.0.1:0".into();
+        settings.api_tokens = Some(TOKENS.into());
+        settings.run_projections = false;
+        settings.run_workers = false;
+        settings.hotel_shards = map.into();
+        reservations::startup::Application::build_with_clock(
+            settings,
+            Arc::new(ManualClock::new(Utc::now())),
+        )
+    };
+
+    // Act
+    let other_map = another("1-99:us").await;
+    let one_shard = another("").await;
+    let same_map = another(" 1-99:eu ").await;
+
+    // Assert: only a server with the same map (however written) starts.
+    let refused = other_map.err().expect("another map is refused");
+    assert!(
+        refused.to_string().contains("HOTEL_SHARDS=1-99:us")
+            && refused.to_string().contains("HOTEL_SHARDS=1-99:eu"),
+        "{refused:#}"
+    );
+    assert!(one_shard.is_err(), "one shard is another map too");
+    assert!(same_map.is_ok(), "{:?}", same_map.err());
+    drop(same_map);
+    app.finish().await;
+}

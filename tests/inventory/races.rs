@@ -12,6 +12,7 @@ use aggregates::booking::InventoryUpdate;
 use aggregates::{HotelDetails, HotelId, Rejection, RoomTypeDetails, RoomTypeId};
 use chrono::{Days, NaiveDate};
 use rand::{Rng, SeedableRng};
+use reservations::commands::shards::ShardMap;
 use reservations::commands::{CommandService, HoldRequest, WriteConfig};
 use reservations::error::CommandError;
 use reservations::write::Strategy;
@@ -260,11 +261,12 @@ async fn three_hotels(svc: &CommandService) -> Vec<Room> {
     rooms
 }
 
-/// Group commit batches holds of one hotel's different rooms into one transaction,
-/// each lane locking its batch's rooms in one order, and never puts two hotels in one
-/// transaction. Two servers with different lane counts map the same hotels to
-/// different lanes, so their batches meet on shared rooms in every combination: they
-/// must queue (never deadlock), and never oversell.
+/// Group commit batches holds of a shard's hotels and rooms into one transaction, each
+/// lane locking its batch's rooms in one order, and never puts two shards in one
+/// transaction. Here the first hotel is a shard of its own and the other two share
+/// `main`. Two servers with different lane counts map the same hotels to different
+/// lanes, so their batches meet on shared rooms in every combination: they must queue
+/// (never deadlock), and never oversell.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_servers_batching_holds_of_six_rooms_never_oversell() {
     let db = TestDb::new().await;
@@ -273,34 +275,41 @@ async fn two_servers_batching_holds_of_six_rooms_never_oversell() {
         group_lanes,
         ..WriteConfig::default()
     };
-    let first = CommandService::new(db.pool.clone(), lanes(1));
-    let second = CommandService::new(db.another_pool().await, lanes(3));
+    let shards = || ShardMap::parse(&format!("{HOTEL}:alone")).expect("shard map");
+    let first = CommandService::new(db.pool.clone(), lanes(1)).with_shards(shards());
+    let second = CommandService::new(db.another_pool().await, lanes(3)).with_shards(shards());
     let rooms = three_hotels(&first).await;
 
     let tally = race(vec![first, second], 2024, &rooms).await;
 
     check_after_race(&db, &tally, rooms.len()).await;
-    // Some transaction really decided holds of more than one room.
-    let (most_rooms,): (i64,) = sqlx::query_as(
-        "SELECT coalesce(max(n), 0) FROM (
-             SELECT count(DISTINCT split_part(aggregate_id, ':', 1) || ':'
-                                   || split_part(aggregate_id, ':', 2)) AS n
-               FROM events WHERE event_type = 'RoomsHeld' GROUP BY transaction_id) t",
+    // Per transaction, the rooms and hotels whose stays it held.
+    let per_transaction: Vec<(i64, i64, bool)> = sqlx::query_as(
+        "SELECT count(DISTINCT split_part(aggregate_id, ':', 1) || ':'
+                             || split_part(aggregate_id, ':', 2)),
+                count(DISTINCT split_part(aggregate_id, ':', 1)),
+                bool_or(split_part(aggregate_id, ':', 1) = $1)
+                    AND bool_or(split_part(aggregate_id, ':', 1) <> $1)
+           FROM events WHERE event_type = 'RoomsHeld' GROUP BY transaction_id",
     )
-    .fetch_one(&db.pool)
+    .bind(HOTEL.to_string())
+    .fetch_all(&db.pool)
     .await
     .expect("rooms per transaction");
-    assert!(most_rooms > 1, "no transaction held stays of two rooms");
-    // ... and none touched two hotels.
-    let (most_hotels,): (i64,) = sqlx::query_as(
-        "SELECT coalesce(max(n), 0) FROM (
-             SELECT count(DISTINCT split_part(aggregate_id, ':', 1)) AS n
-               FROM events WHERE event_type = 'RoomsHeld' GROUP BY transaction_id) t",
-    )
-    .fetch_one(&db.pool)
-    .await
-    .expect("hotels per transaction");
-    assert_eq!(most_hotels, 1, "a transaction held stays of two hotels");
+    // Some transaction really decided holds of more than one room, and of two hotels...
+    assert!(
+        per_transaction.iter().any(|(rooms, _, _)| *rooms > 1),
+        "no transaction held stays of two rooms"
+    );
+    assert!(
+        per_transaction.iter().any(|(_, hotels, _)| *hotels > 1),
+        "no transaction held stays of two hotels of one shard"
+    );
+    // ... and none joined the hotel that is a shard of its own with another.
+    assert!(
+        per_transaction.iter().all(|(_, _, mixed)| !mixed),
+        "a transaction held stays of two shards"
+    );
     db.drop_database().await;
 }
 
