@@ -584,6 +584,130 @@ impl CommandService {
         self.recorded(expiry(&EXPIRY, &reservation_id)).await
     }
 
+    /// Records the expiry of every hold of `ids` that has lapsed, in one transaction (the
+    /// sweeper's batches): the reservations and the nights of all their rooms are loaded
+    /// in a statement each, every expiry is decided on the nights as the ones before it
+    /// left them, and all are written in one statement, as group commit writes holds.
+    /// A reservation no longer held, or still live, is left as it is. Returns how many
+    /// expiries this call recorded.
+    ///
+    /// Locks as single commands do: the rooms' advisory locks first (in one order), then
+    /// the reservations' rows (in id order), so a batch queues behind a hold, a
+    /// cancellation or another sweeper instead of deadlocking with them.
+    pub async fn expire_lapsed_many(&self, ids: &[ReservationId]) -> Result<usize, CommandError> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let now = self.now();
+        let metadata = metadata(CommandName::ExpireHold, EXPIRY.name(), None);
+        with_retries(self.config.retry, |_| async {
+            let mut tx = self.pool.begin().await?;
+            let result = self.expire_many_once(&mut tx, ids, &metadata, now).await;
+            settle(tx, result).await
+        })
+        .await
+    }
+
+    async fn expire_many_once(
+        &self,
+        tx: &mut PgConnection,
+        ids: &[ReservationId],
+        metadata: &EventMetadata,
+        now: DateTime<Utc>,
+    ) -> Result<usize, AttemptError> {
+        let lock = self.config.strategy.locks_nights();
+        let mut loader = Loader { conn: &mut *tx };
+        // Which rooms: read unlocked, then lock the rooms, then the rows (as `run_once`).
+        let mut found = loader.reservations(ids, false).await?;
+        let rooms: BTreeSet<(HotelId, RoomTypeId)> = found
+            .iter()
+            .filter_map(|l| l.reservation.details())
+            .map(|d| (d.hotel_id, d.room_type_id))
+            .collect();
+        let rooms: Vec<(HotelId, RoomTypeId)> = rooms.into_iter().collect();
+        if lock {
+            loader.open(&[], &rooms, true).await?;
+            found = loader.reservations(ids, true).await?;
+        }
+        let mut wanted: std::collections::BTreeMap<(HotelId, RoomTypeId), BTreeSet<NaiveDate>> =
+            std::collections::BTreeMap::new();
+        for details in found.iter().filter_map(|l| l.reservation.details()) {
+            wanted
+                .entry((details.hotel_id, details.room_type_id))
+                .or_default()
+                .extend(details.stay.nights());
+        }
+        let wanted: Vec<WantedNights> = wanted
+            .into_iter()
+            .map(|((hotel_id, room_type_id), dates)| WantedNights {
+                hotel_id,
+                room_type_id,
+                dates: dates.into_iter().collect(),
+                peek: Vec::new(),
+            })
+            .collect();
+        // Every lapsed hold's allocations come with the nights.
+        let loaded = loader.nights_of(&wanted, None, now, lock).await?;
+        let mut rooms: std::collections::HashMap<(HotelId, RoomTypeId), (LoadedNights, Nights)> =
+            loaded
+                .into_iter()
+                .map(|l| ((l.hotel_id, l.room_type_id), (l.clone(), l.nights)))
+                .collect();
+        let mut writer = Writer::new(metadata)?;
+        let stored = writer.set_metadata(metadata)?.clone();
+        let mut decided: std::collections::HashMap<(HotelId, RoomTypeId), Vec<Decision>> =
+            std::collections::HashMap::new();
+        let mut written = Vec::new();
+        for before in &found {
+            let Some(details) = before.reservation.details() else {
+                continue;
+            };
+            let room = (details.hotel_id, details.room_type_id);
+            let Some((_, nights)) = rooms.get_mut(&room) else {
+                continue;
+            };
+            // Not held any more, or not lapsed, or expired already (no events): someone
+            // else decided it, or there is nothing to do.
+            let Ok(decision) = booking::expire_hold(&before.reservation, nights, now) else {
+                continue;
+            };
+            if decision.reservation.is_empty() {
+                continue;
+            }
+            for (key, events) in &decision.nights {
+                let night = nights.entry(key.night).or_default();
+                for event in events {
+                    night.apply_event(event);
+                }
+            }
+            let after = writer.queue_reservation(Some(before), &decision.reservation)?;
+            if let Some(after) = after {
+                written.push((after, before, decision.reservation.clone()));
+            }
+            decided.entry(room).or_default().push(decision);
+        }
+        for (room, decisions) in &decided {
+            if let Some((loaded, _)) = rooms.get(room) {
+                let refs: Vec<(&serde_json::Value, &Decision)> =
+                    decisions.iter().map(|d| (&stored, d)).collect();
+                writer.queue_nights_of(loaded, &refs)?;
+            }
+        }
+        writer.flush(&mut *tx, &self.privacy).await?;
+        for (after, before, events) in &written {
+            outbox::enqueue(&mut *tx, after, events, now).await?;
+            mail::enqueue(
+                &mut *tx,
+                after,
+                Some((&before.reservation, before.version)),
+                events,
+                now,
+            )
+            .await?;
+        }
+        Ok(written.len())
+    }
+
     /// The reservation as of now (read-your-writes: read from the inline state that the
     /// command wrote in its own transaction). The payment saga decides on it; HTTP reads
     /// go through [`crate::queries`].

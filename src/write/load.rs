@@ -278,6 +278,45 @@ impl Loader<'_> {
         }
     }
 
+    /// The stored reservations of `ids` that exist, in id order; with `lock`, their rows
+    /// are locked `FOR UPDATE` in that order (so two batches on shared reservations queue
+    /// rather than deadlock).
+    pub async fn reservations(
+        &mut self,
+        ids: &[ReservationId],
+        lock: bool,
+    ) -> Result<Vec<LoadedReservation>, AttemptError> {
+        static LOCKED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+            format!(
+                "SELECT {} FROM reservations WHERE reservation_id = ANY($1)
+                  ORDER BY reservation_id FOR UPDATE",
+                super::reservation_row::COLUMNS
+            )
+        });
+        static READ: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+            format!(
+                "SELECT {} FROM reservations WHERE reservation_id = ANY($1)
+                  ORDER BY reservation_id",
+                super::reservation_row::COLUMNS
+            )
+        });
+        let sql = if lock { LOCKED.as_str() } else { READ.as_str() };
+        let ids: Vec<uuid::Uuid> = ids.iter().map(ReservationId::as_uuid).collect();
+        let rows = sqlx::query(sql)
+            .bind(&ids)
+            .fetch_all(&mut *self.conn)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(LoadedReservation {
+                    reservation: super::reservation_row::restore(row)
+                        .map_err(|e| corrupt("reservation", e))?,
+                    version: row.try_get("version")?,
+                })
+            })
+            .collect()
+    }
+
     /// The given nights of one room, in night order. With `lock`, their rows are locked
     /// `FOR UPDATE` in that order before anything is decided.
     pub async fn nights(

@@ -898,6 +898,66 @@ async fn two_sweepers_expire_every_lapsed_hold_once_and_leave_live_ones() {
 }
 
 #[tokio::test]
+async fn a_pass_expires_six_hundred_lapsed_holds_in_a_few_transactions_and_frees_their_nights() {
+    // Arrange: 600 holds of one to three nights at once, all lapsed.
+    let app = Arc::new(spawn_app().await);
+    app.seed_hotel(day(10), 6, 2_000).await;
+    let mut tasks = Vec::new();
+    for worker in 0..12u64 {
+        let app = app.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for n in 0..50u64 {
+                let first = 10 + (worker + n) % 3;
+                let body = hold_body(day(first), day(first + 1 + n % 3), 1);
+                ids.push(
+                    app.hold_ok(WEB, &format!("lapse-{worker}-{n}"), &body)
+                        .await,
+                );
+            }
+            ids
+        }));
+    }
+    let mut lapsed = Vec::new();
+    for task in tasks {
+        lapsed.extend(task.await.expect("task"));
+    }
+    app.clock.advance(Duration::seconds(HOLD_TTL_SECONDS + 1));
+
+    // Act: one pass.
+    let swept = sweep_once(app.payments.commands(), 1_000, Duration::seconds(120))
+        .await
+        .expect("sweep");
+
+    // Assert: every hold expired once, in a few transactions, and every night is free.
+    assert_eq!(swept.expired, 600);
+    let (expired, transactions): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT transaction_id) FROM events
+          WHERE event_type = 'HoldExpired'",
+    )
+    .fetch_one(&app.db.pool)
+    .await
+    .expect("expiries");
+    assert_eq!(expired, 600);
+    // Batches of 100 (the sweeper's `EXPIRY_BATCH`): six transactions, where one a
+    // hold took 600.
+    assert!(
+        transactions <= 6,
+        "600 expiries took {transactions} transactions"
+    );
+    for id in lapsed.iter().step_by(37) {
+        assert_eq!(status_of(&app, id).await, "expired", "{id}");
+    }
+    for d in 10..16 {
+        assert_eq!(app.taken(day(d)).await, 0, "night {d} is free again");
+    }
+    assert_invariants_at(&app.db.pool, app.now()).await;
+    if let Ok(app) = Arc::try_unwrap(app) {
+        app.finish().await;
+    }
+}
+
+#[tokio::test]
 async fn a_backlog_of_lapsed_holds_larger_than_a_batch_says_there_is_more_until_it_is_gone() {
     let app = spawn_app().await;
     app.seed_hotel(day(10), 20, 20).await;
