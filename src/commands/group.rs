@@ -108,9 +108,12 @@ pub struct GroupCommit {
     queues: Mutex<HashMap<usize, mpsc::UnboundedSender<HoldJob>>>,
 }
 
-/// Lanes when none are configured: four were the best of 2, 4, 8 and 16 on two cores,
-/// on spread and hot alike (docs/scaling.md, "Group commit within one hotel").
-pub const DEFAULT_LANES: usize = 4;
+/// Lanes when none are configured. With batches of one hotel, four were the best of 2,
+/// 4, 8 and 16 on two cores; with batches of a shard, fewer lanes make larger batches,
+/// and two beat four on spread load on two cores (2,385-2,797 holds/s against
+/// 1,877-2,414, alternated; docs/benchmarks.md, "The hold's budget"). A flash sale on
+/// one hotel is one lane whatever the count.
+pub const DEFAULT_LANES: usize = 2;
 /// Most holds decided in one transaction.
 const MAX_BATCH: usize = 256;
 /// Most holds a worker takes off its queue to sort into batches by shard: enough for
