@@ -53,30 +53,14 @@ if [[ $SKIP_BUILD != 1 ]]; then
 fi
 psql_admin "DROP DATABASE IF EXISTS \"$DB_NAME\" WITH (FORCE)"
 
-server_log=$run_dir/server.log
-env DATABASE_URL="$PG_URL/$DB_NAME" REDIS_URL="$REDIS_URL" LISTEN_ADDR=127.0.0.1:0 \
-  API_TOKENS="$ADMIN_TOKEN:admin:budget-admin,$CHANNEL_TOKEN:channel:loadgen" \
-  RUN_PROJECTIONS=true HOLD_LIMIT_PER_GUEST=0 INVENTORY_HORIZON_DAYS=0 LOG_JSON=true \
-  RUST_LOG="${RUST_LOG:-info,sqlx=warn}" "$SERVER_BIN" serve >"$server_log" 2>&1 &
-server_pid=$!
-trap 'kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true' EXIT
-url=""
-for _ in $(seq 1 1200); do
-  port=$(sed -n 's/.*"port":\([0-9][0-9]*\).*/\1/p' "$server_log" | head -n 1)
-  if [[ -n $port ]] && curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null; then
-    url=http://127.0.0.1:$port
-    break
-  fi
-  sleep 0.1
-done
-[[ -n $url ]] || { echo "the server did not start; see $server_log"; exit 1; }
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
+start_server "$SERVER_BIN" "$PG_URL/$DB_NAME" "$run_dir/server.log" "$ADMIN_TOKEN" "$CHANNEL_TOKEN"
 
 catalog=(--hotels "$HOTELS" --room-types "$ROOM_TYPES" --nights "$NIGHTS" --start-date "$START_DATE")
 "$bin/loadgen" setup --url "$url" --admin-token "$ADMIN_TOKEN" "${catalog[@]}" --rooms "$ROOMS"
 
 QUIESCE_SECONDS=600
-# shellcheck source=scripts/lib.sh
-source "$repo/scripts/lib.sh"
 
 # CPU seconds (user + system) a process has used, and its children that have exited.
 ticks=$(getconf CLK_TCK)
