@@ -8,7 +8,7 @@
 //! decide, append, and record the outcome — all in one transaction, retried whole on a
 //! lost race.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use aggregates::booking;
 use aggregates::{
@@ -629,8 +629,7 @@ impl CommandService {
             loader.open(&[], &rooms, true).await?;
             found = loader.reservations(ids, true).await?;
         }
-        let mut wanted: std::collections::BTreeMap<(HotelId, RoomTypeId), BTreeSet<NaiveDate>> =
-            std::collections::BTreeMap::new();
+        let mut wanted: BTreeMap<(HotelId, RoomTypeId), BTreeSet<NaiveDate>> = BTreeMap::new();
         for details in found.iter().filter_map(|l| l.reservation.details()) {
             wanted
                 .entry((details.hotel_id, details.room_type_id))
@@ -648,15 +647,13 @@ impl CommandService {
             .collect();
         // Every lapsed hold's allocations come with the nights.
         let loaded = loader.nights_of(&wanted, None, now, lock).await?;
-        let mut rooms: std::collections::HashMap<(HotelId, RoomTypeId), (LoadedNights, Nights)> =
-            loaded
-                .into_iter()
-                .map(|l| ((l.hotel_id, l.room_type_id), (l.clone(), l.nights)))
-                .collect();
+        let mut rooms: HashMap<(HotelId, RoomTypeId), (LoadedNights, Nights)> = loaded
+            .into_iter()
+            .map(|l| ((l.hotel_id, l.room_type_id), (l.clone(), l.nights)))
+            .collect();
         let mut writer = Writer::new(metadata)?;
         let stored = writer.set_metadata(metadata)?.clone();
-        let mut decided: std::collections::HashMap<(HotelId, RoomTypeId), Vec<Decision>> =
-            std::collections::HashMap::new();
+        let mut decided: HashMap<(HotelId, RoomTypeId), Vec<Decision>> = HashMap::new();
         let mut written = Vec::new();
         for before in &found {
             let Some(details) = before.reservation.details() else {
