@@ -36,7 +36,7 @@ use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aggregates::{booking, Decision, HotelId, Nights, Reservation, ReservationId};
+use aggregates::{booking, HotelId, Reservation, ReservationId};
 use chrono::{DateTime, NaiveDate, Utc};
 use tokio::sync::{mpsc, oneshot};
 
@@ -47,8 +47,8 @@ use super::{HoldRequest, Outcome, ReservationView, WriteConfig};
 use crate::error::CommandError;
 use crate::privacy::Privacy;
 use crate::write::{
-    idempotency, settle, with_retries, AttemptError, EventMetadata, LoadedNights, Loader,
-    RequestFingerprint, Room, WantedNights, Writer,
+    idempotency, settle, with_retries, AttemptError, EventMetadata, Loader, RequestFingerprint,
+    Room, RoomWork, WantedNights, Writer,
 };
 
 /// A hold to decide, as the caller prepared it.
@@ -307,14 +307,6 @@ fn copy_error(e: &CommandError, message: &str) -> CommandError {
     }
 }
 
-/// One room's part of a batch: its nights as loaded, as the holds decided so far leave
-/// them, and those holds' decisions.
-struct RoomWork {
-    loaded: LoadedNights,
-    nights: Nights,
-    decided: Vec<(serde_json::Value, Decision)>,
-}
-
 async fn attempt(
     config: &WriteConfig,
     privacy: &Privacy,
@@ -377,15 +369,9 @@ async fn attempt(
     let mut work: HashMap<Room, RoomWork> = loaded
         .into_iter()
         .map(|loaded| {
-            let room = (loaded.hotel_id, loaded.room_type_id);
-            let nights = loaded.nights.clone();
             (
-                room,
-                RoomWork {
-                    loaded,
-                    nights,
-                    decided: Vec::new(),
-                },
+                (loaded.hotel_id, loaded.room_type_id),
+                RoomWork::new(loaded),
             )
         })
         .collect();
@@ -407,26 +393,20 @@ async fn attempt(
         let decision = booking::hold_stay(
             hotel,
             &Reservation::default(),
-            &work.nights,
+            work.nights(),
             &config.limits,
             hold.decide(config.hold_ttl),
         );
         let outcome: Outcome = match decision {
             Err(rejection) => Err(rejection),
             Ok(decision) => {
-                // The next hold of this room decides on the nights as this one leaves them.
-                for (key, events) in &decision.nights {
-                    let night = work.nights.entry(key.night).or_default();
-                    for event in events {
-                        night.apply_event(event);
-                    }
-                }
                 let metadata = writer.set_metadata(&hold.metadata)?.clone();
                 let after = writer.queue_reservation(None, &decision.reservation)?;
                 let view = after
                     .as_ref()
                     .and_then(|r| ReservationView::of(r, hold.now));
-                work.decided.push((metadata, decision));
+                // The next hold of this room decides on the nights as this one leaves them.
+                work.decided(metadata, decision);
                 view.ok_or_else(|| {
                     AttemptError::Fatal(CommandError::Internal("a hold left no reservation".into()))
                 })
@@ -437,12 +417,7 @@ async fn attempt(
         outcomes.push(Ok(outcome));
     }
     for work in work.values() {
-        if work.decided.is_empty() {
-            continue;
-        }
-        let refs: Vec<(&serde_json::Value, &Decision)> =
-            work.decided.iter().map(|(m, d)| (m, d)).collect();
-        writer.queue_nights_of(&work.loaded, &refs)?;
+        work.queue(&mut writer)?;
     }
     writer.flush(&mut *tx, privacy).await?;
     Ok(outcomes)

@@ -28,7 +28,8 @@ use crate::error::CommandError;
 use crate::privacy::Privacy;
 use crate::write::{
     idempotency, mail, outbox, settle, with_retries, AttemptError, EventMetadata, IdempotencyKey,
-    LoadedNights, LoadedReservation, Loader, RequestFingerprint, Strategy, WantedNights, Writer,
+    LoadedNights, LoadedReservation, Loader, RequestFingerprint, RoomWork, Strategy, WantedNights,
+    Writer,
 };
 
 /// The staff's actions on a stay under way.
@@ -647,48 +648,41 @@ impl CommandService {
             .collect();
         // Every lapsed hold's allocations come with the nights.
         let loaded = loader.nights_of(&wanted, None, now, lock).await?;
-        let mut rooms: HashMap<(HotelId, RoomTypeId), (LoadedNights, Nights)> = loaded
+        let mut work: HashMap<(HotelId, RoomTypeId), RoomWork> = loaded
             .into_iter()
-            .map(|l| ((l.hotel_id, l.room_type_id), (l.clone(), l.nights)))
+            .map(|loaded| {
+                (
+                    (loaded.hotel_id, loaded.room_type_id),
+                    RoomWork::new(loaded),
+                )
+            })
             .collect();
         let mut writer = Writer::new(metadata)?;
         let stored = writer.set_metadata(metadata)?.clone();
-        let mut decided: HashMap<(HotelId, RoomTypeId), Vec<Decision>> = HashMap::new();
         let mut written = Vec::new();
         for before in &found {
             let Some(details) = before.reservation.details() else {
                 continue;
             };
-            let room = (details.hotel_id, details.room_type_id);
-            let Some((_, nights)) = rooms.get_mut(&room) else {
+            let Some(room) = work.get_mut(&(details.hotel_id, details.room_type_id)) else {
                 continue;
             };
             // Not held any more, or not lapsed, or expired already (no events): someone
             // else decided it, or there is nothing to do.
-            let Ok(decision) = booking::expire_hold(&before.reservation, nights, now) else {
+            let Ok(decision) = booking::expire_hold(&before.reservation, room.nights(), now) else {
                 continue;
             };
             if decision.reservation.is_empty() {
                 continue;
             }
-            for (key, events) in &decision.nights {
-                let night = nights.entry(key.night).or_default();
-                for event in events {
-                    night.apply_event(event);
-                }
-            }
             let after = writer.queue_reservation(Some(before), &decision.reservation)?;
             if let Some(after) = after {
                 written.push((after, before, decision.reservation.clone()));
             }
-            decided.entry(room).or_default().push(decision);
+            room.decided(stored.clone(), decision);
         }
-        for (room, decisions) in &decided {
-            if let Some((loaded, _)) = rooms.get(room) {
-                let refs: Vec<(&serde_json::Value, &Decision)> =
-                    decisions.iter().map(|d| (&stored, d)).collect();
-                writer.queue_nights_of(loaded, &refs)?;
-            }
+        for room in work.values() {
+            room.queue(&mut writer)?;
         }
         writer.flush(&mut *tx, &self.privacy).await?;
         for (after, before, events) in &written {

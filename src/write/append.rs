@@ -118,6 +118,54 @@ pub struct Writer {
     idempotency: IdempotencyRows,
 }
 
+/// One room's part of a batch of commands decided together (group commit's holds, the
+/// sweeper's expiries): its nights as loaded, as the decisions so far leave them (each
+/// is taken on the state the one before left), and those decisions with their
+/// commands' metadata, for [`Writer::queue_nights_of`].
+pub struct RoomWork {
+    loaded: LoadedNights,
+    nights: aggregates::Nights,
+    decided: Vec<(serde_json::Value, Decision)>,
+}
+
+impl RoomWork {
+    pub fn new(loaded: LoadedNights) -> Self {
+        let nights = loaded.nights.clone();
+        Self {
+            loaded,
+            nights,
+            decided: Vec::new(),
+        }
+    }
+
+    /// The nights the next decision is taken on.
+    pub fn nights(&self) -> &aggregates::Nights {
+        &self.nights
+    }
+
+    /// Records `decision`, taken on [`Self::nights`], stored with `metadata`: the next
+    /// decision sees the nights as this one leaves them.
+    pub fn decided(&mut self, metadata: serde_json::Value, decision: Decision) {
+        for (key, events) in &decision.nights {
+            let night = self.nights.entry(key.night).or_default();
+            for event in events {
+                night.apply_event(event);
+            }
+        }
+        self.decided.push((metadata, decision));
+    }
+
+    /// Queues the nights its decisions changed, each written once (nothing if none).
+    pub fn queue(&self, writer: &mut Writer) -> Result<(), AttemptError> {
+        if self.decided.is_empty() {
+            return Ok(());
+        }
+        let refs: Vec<(&serde_json::Value, &Decision)> =
+            self.decided.iter().map(|(m, d)| (m, d)).collect();
+        writer.queue_nights_of(&self.loaded, &refs)
+    }
+}
+
 impl Writer {
     pub fn new(metadata: &EventMetadata) -> Result<Self, AttemptError> {
         Ok(Self {

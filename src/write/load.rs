@@ -248,34 +248,10 @@ impl Loader<'_> {
         reservation_id: ReservationId,
         lock: bool,
     ) -> Result<Option<LoadedReservation>, AttemptError> {
-        static LOCKED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-            format!(
-                "SELECT {} FROM reservations WHERE reservation_id = $1 FOR UPDATE",
-                super::reservation_row::COLUMNS
-            )
-        });
-        static READ: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-            format!(
-                "SELECT {} FROM reservations WHERE reservation_id = $1",
-                super::reservation_row::COLUMNS
-            )
-        });
-        let sql = if lock { LOCKED.as_str() } else { READ.as_str() };
-        let row = sqlx::query(sql)
-            .bind(reservation_id.as_uuid())
-            .fetch_optional(&mut *self.conn)
-            .await?;
-        match row {
-            None => Ok(None),
-            Some(row) => {
-                let reservation =
-                    super::reservation_row::restore(&row).map_err(|e| corrupt("reservation", e))?;
-                Ok(Some(LoadedReservation {
-                    reservation,
-                    version: row.try_get("version")?,
-                }))
-            }
-        }
+        Ok(self
+            .reservations(std::slice::from_ref(&reservation_id), lock)
+            .await?
+            .pop())
     }
 
     /// The stored reservations of `ids` that exist, in id order; with `lock`, their rows

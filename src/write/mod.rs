@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::CommandError;
 
-pub use append::{EventMetadata, Writer};
+pub use append::{EventMetadata, RoomWork, Writer};
 pub use idempotency::{IdempotencyKey, RequestFingerprint};
 pub use load::{
     nights_sql, Claim, LoadedNights, LoadedReservation, Loader, Opened, Room, WantedNights,
