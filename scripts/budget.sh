@@ -55,7 +55,7 @@ psql_admin "DROP DATABASE IF EXISTS \"$DB_NAME\" WITH (FORCE)"
 
 # shellcheck source=scripts/lib.sh
 source "$repo/scripts/lib.sh"
-start_server "$SERVER_BIN" "$PG_URL/$DB_NAME" "$run_dir/server.log" "$ADMIN_TOKEN" "$CHANNEL_TOKEN"
+start_measured_server "$SERVER_BIN" "$PG_URL/$DB_NAME" "$run_dir/server.log" "$ADMIN_TOKEN" "$CHANNEL_TOKEN"
 
 catalog=(--hotels "$HOTELS" --room-types "$ROOM_TYPES" --nights "$NIGHTS" --start-date "$START_DATE")
 "$bin/loadgen" setup --url "$url" --admin-token "$ADMIN_TOKEN" "${catalog[@]}" --rooms "$ROOMS"

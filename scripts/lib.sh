@@ -21,11 +21,11 @@ quiesce() {
   echo "(projections still behind after ${QUIESCE_SECONDS:-120} s: lag $lag)"
 }
 
-# start_server BIN DATABASE_URL LOG ADMIN_TOKEN CHANNEL_TOKEN: a server with its
+# start_measured_server BIN DATABASE_URL LOG ADMIN_TOKEN CHANNEL_TOKEN: a server with its
 # projections on a port of its own, with the settings a measurement wants (no per-guest
 # hold limit, no inventory horizon, JSON logs), stopped when the script exits. Sets
 # $server_pid and $url, or exits if it does not answer /readyz within two minutes.
-start_server() {
+start_measured_server() {
   local bin=$1 database_url=$2 log=$3 admin=$4 channel=$5 port
   env DATABASE_URL="$database_url" REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}" \
     LISTEN_ADDR=127.0.0.1:0 API_TOKENS="$admin:admin:bench-admin,$channel:channel:loadgen" \
