@@ -122,6 +122,16 @@ async fn reads_go_to_the_replica_and_a_writes_consistency_token_sees_the_write()
     let new_nights = app
         .availability(WEB, HOTEL, day(31), day(34), Some(1))
         .await;
+    let new_nights_in_calendar = app
+        .get(
+            &format!(
+                "/v1/hotels/{HOTEL}/calendar?start_date={}&end_date={}",
+                day(31),
+                day(34)
+            ),
+            Some(ADMIN),
+        )
+        .await;
     app.put_hotel(
         813,
         &json!({"name": "Hotel Douro", "city": "Porto", "timezone": "Europe/Lisbon"}),
@@ -167,6 +177,25 @@ async fn reads_go_to_the_replica_and_a_writes_consistency_token_sees_the_write()
         .filter_map(|n| n["remaining"].as_i64())
         .collect();
     assert_eq!(remaining, vec![4, 4, 4], "{}", new_nights.text);
+    // The staff's calendar too: the primary's nights, not "no inventory".
+    new_nights_in_calendar.assert_status(200);
+    assert_eq!(
+        new_nights_in_calendar.json["source"], "database",
+        "{}",
+        new_nights_in_calendar.text
+    );
+    let rooms: Vec<(bool, i64)> = new_nights_in_calendar.json["room_types"][0]["nights"]
+        .as_array()
+        .expect("calendar nights")
+        .iter()
+        .filter_map(|n| Some((n["has_inventory"].as_bool()?, n["total_rooms"].as_i64()?)))
+        .collect();
+    assert_eq!(
+        rooms,
+        vec![(true, 4), (true, 4), (true, 4)],
+        "{}",
+        new_nights_in_calendar.text
+    );
     new_hotel.assert_status(200);
     assert_eq!(new_hotel.json["source"], "database", "{}", new_hotel.text);
     bad_token.assert_error(400, "invalid_consistency_token");
