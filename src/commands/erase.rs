@@ -115,8 +115,10 @@ pub async fn erase(
             recorded += 1;
         }
     }
-    // A stored answer is `{"Ok": <the reservation's view>}`: its guest goes (sealed ones
-    // are unreadable already; answers stored before sealing are in the clear).
+    // An answer stored whole (`{"Ok": <the reservation's view>}`, as records written
+    // before answers were kept by reference hold it) loses its guest (sealed ones are
+    // unreadable already; answers stored before sealing are in the clear). One stored
+    // by reference reads the guest as erased on its own (see `commands::answers`).
     let texts: Vec<String> = ids.iter().map(Uuid::to_string).collect();
     let scrubbed = sqlx::query(
         "UPDATE idempotency_keys SET outcome = jsonb_set(outcome, '{Ok,guest}', '\"erased\"')

@@ -42,6 +42,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use sqlx::PgPool;
 
+use super::answers::StoredAnswer;
 use super::shards::ShardMap;
 use super::{HoldRequest, Outcome, ReservationView, WriteConfig};
 use crate::error::CommandError;
@@ -333,8 +334,8 @@ async fn attempt(
             answers.push(Some(Err(CommandError::InFlight)));
             continue;
         }
-        match idempotency::judge::<Outcome>(&job.hold.fingerprint, claim.record) {
-            Ok(Some(stored)) => answers.push(Some(Ok(stored))),
+        match idempotency::judge::<StoredAnswer>(&job.hold.fingerprint, claim.record) {
+            Ok(Some(stored)) => answers.push(Some(Ok(stored.answer(&mut *tx).await?))),
             Ok(None) => answers.push(None),
             Err(AttemptError::Fatal(e)) => answers.push(Some(Err(e))),
             Err(AttemptError::Conflict) => return Err(AttemptError::Conflict),
@@ -397,9 +398,11 @@ async fn attempt(
             &config.limits,
             hold.decide(config.hold_ttl),
         );
+        let mut version = 0;
         let outcome: Outcome = match decision {
             Err(rejection) => Err(rejection),
             Ok(decision) => {
+                version = decision.reservation.len() as i64;
                 let metadata = writer.set_metadata(&hold.metadata)?.clone();
                 let after = writer.queue_reservation(None, &decision.reservation)?;
                 let view = after
@@ -413,7 +416,10 @@ async fn attempt(
                 .map(Ok)?
             }
         };
-        writer.queue_idempotency(&hold.fingerprint, &outcome)?;
+        writer.queue_idempotency(
+            &hold.fingerprint,
+            &StoredAnswer::of(&outcome, version, hold.now),
+        )?;
         outcomes.push(Ok(outcome));
     }
     for work in work.values() {

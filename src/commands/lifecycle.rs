@@ -22,6 +22,7 @@ use serde::Serialize;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::answers::StoredAnswer;
 use super::group::Hold;
 use super::{Caller, CommandService, Outcome, ReservationView};
 use crate::error::CommandError;
@@ -178,9 +179,9 @@ impl CommandService {
         match claim {
             Some(claim) if claim.claimed => {
                 if let Some(stored) =
-                    idempotency::judge::<Outcome>(&hold.fingerprint, claim.record)?
+                    idempotency::judge::<StoredAnswer>(&hold.fingerprint, claim.record)?
                 {
-                    return Ok(stored);
+                    return stored.answer(&mut *tx).await;
                 }
             }
             _ => return Err(CommandError::InFlight.into()),
@@ -798,8 +799,8 @@ impl CommandService {
         let lock = self.config.strategy.locks_nights();
         let reservation_id = command.reservation_id;
         if let Some(fingerprint) = fingerprint {
-            if let Some(stored) = idempotency::claim::<Outcome>(tx, fingerprint).await? {
-                return Ok(stored);
+            if let Some(stored) = idempotency::claim::<StoredAnswer>(tx, fingerprint).await? {
+                return stored.answer(&mut *tx).await;
             }
         }
         let mut loader = Loader { conn: &mut *tx };
@@ -944,9 +945,11 @@ async fn finish(
     decision: Result<Decision, Rejection>,
 ) -> Result<Outcome, AttemptError> {
     let mut writer = Writer::new(with.metadata)?;
+    let mut version = with.before.map_or(0, |b| b.version);
     let (outcome, written) = match decision {
         Err(rejection) => (Err(rejection), None),
         Ok(decision) => {
+            version += decision.reservation.len() as i64;
             writer.queue_nights(with.nights, &decision)?;
             let after = writer.queue_reservation(with.before, &decision.reservation)?;
             let view = after
@@ -961,7 +964,7 @@ async fn finish(
         }
     };
     if let Some(fingerprint) = with.fingerprint {
-        writer.queue_idempotency(fingerprint, &outcome)?;
+        writer.queue_idempotency(fingerprint, &StoredAnswer::of(&outcome, version, with.now))?;
     }
     writer.flush(conn, with.privacy).await?;
     if let Some((after, events)) = written {

@@ -4,6 +4,8 @@
 //! with retries, stamps the current time and new ids into the commands, and keeps
 //! idempotency records for the calls clients may retry.
 //!
+//! - [`answers`]: what an idempotency record keeps of an answer, and how a retry gets it
+//!   back;
 //! - [`catalog`]: hotels, room types and inventory (staff);
 //! - [`lifecycle`]: hold, cancel, change dates, confirm, expire, and the one shape every
 //!   command on an existing reservation takes;
@@ -16,6 +18,7 @@
 //! nothing of commands. Group commit's workers hold a narrow handle (the pool and the
 //! configuration), not the service, so no reference cycle keeps either alive.
 
+pub mod answers;
 mod catalog;
 pub mod erase;
 pub mod group;

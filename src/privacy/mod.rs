@@ -5,8 +5,9 @@
 //! into free text about it (a cancellation's reason). The domain carries these as
 //! [`Personal`] values and never reads them; the write side seals every value still in
 //! the clear as it stores a decision ([`crate::write`], at flush), under the guest's own
-//! key, so the log, the reservation's row, its view, the idempotency record of the
-//! answer, the relay's stream and every backup hold only ciphertext. Everything else
+//! key, so the log, the reservation's row, its view, the relay's stream and every
+//! backup hold only ciphertext (an idempotency record refers to the reservation and
+//! holds no copy of the guest). Everything else
 //! stays plain: the projections, the analytics and the audit's replay never need a key.
 //!
 //! - [`cipher`]: sealing and opening one value (XChaCha20-Poly1305, bound to the

@@ -467,7 +467,7 @@ impl Writer {
         if nothing {
             return Ok(());
         }
-        let slots = personal_slots(&mut rows, &mut self.new_reservations, &mut self.idempotency)?;
+        let slots = personal_slots(&mut rows, &mut self.new_reservations)?;
         seal::seal(&mut *conn, privacy, slots).await?;
         let types: Vec<&str> = rows.iter().map(|r| r.aggregate_type).collect();
         let ids: Vec<&str> = rows.iter().map(|r| r.aggregate_id.as_str()).collect();
@@ -684,11 +684,11 @@ SELECT (SELECT count(*) FROM nights_updated) AS nights_updated,
        (SELECT count(*) FROM idempotency_written) AS idempotency_written";
 
 /// Every personal value in the clear that the queued writes hold: the guest and the
-/// reason in reservation events, a new row's guest, the guest in a stored answer.
+/// reason in reservation events, a new row's guest. (A stored answer refers to the
+/// reservation and holds none; see `commands::answers`.)
 fn personal_slots<'a>(
     events: &'a mut [EventRow],
     new_reservations: &'a mut ReservationRows,
-    idempotency: &'a mut IdempotencyRows,
 ) -> Result<Vec<Slot<'a>>, AttemptError> {
     let mut slots = Vec::new();
     for row in events.iter_mut() {
@@ -722,30 +722,6 @@ fn personal_slots<'a>(
                 value,
                 binding: Binding {
                     reservation: ReservationId::from_uuid(*id),
-                    field: Field::Guest,
-                },
-                owner,
-            });
-        }
-    }
-    // A stored answer is an `Outcome`: `{"Ok": <the reservation's view>}` or a rejection.
-    for outcome in &mut idempotency.outcome {
-        let Some(view) = outcome.get_mut("Ok") else {
-            continue;
-        };
-        let Some(reservation) = view
-            .get("reservation_id")
-            .and_then(serde_json::Value::as_str)
-            .and_then(|id| Uuid::parse_str(id).ok())
-        else {
-            continue;
-        };
-        if let Some(value) = view.get_mut("guest").filter(|value| seal::is_clear(value)) {
-            let owner = clear_email(value)?;
-            slots.push(Slot {
-                value,
-                binding: Binding {
-                    reservation: ReservationId::from_uuid(reservation),
                     field: Field::Guest,
                 },
                 owner,

@@ -39,6 +39,54 @@ async fn a_replayed_hold_answers_the_first_status_and_body_byte_for_byte() {
 }
 
 #[tokio::test]
+async fn a_stored_answer_refers_to_the_reservation_and_a_replay_after_erasure_reads_the_guest_as_erased(
+) {
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 5, 5).await;
+    let body = hold_body(day(10), day(12), 1);
+    let first = app.hold(WEB, "kept", &body).await;
+    let first = first.assert_status(201).clone();
+    let id = first["reservation_id"].as_str().expect("id").to_owned();
+
+    // The record keeps where the answer is (the stream, its version, the time), not a
+    // copy of it: no guest, no amounts.
+    let stored: serde_json::Value =
+        sqlx::query_scalar("SELECT outcome FROM idempotency_keys WHERE key = 'kept'")
+            .fetch_one(&app.db.pool)
+            .await
+            .expect("the record");
+    assert_eq!(
+        stored["Reservation"]["reservation_id"],
+        id.as_str(),
+        "{stored}"
+    );
+    assert_eq!(stored["Reservation"]["version"], 1, "{stored}");
+    assert!(stored.pointer("/Reservation/guest").is_none(), "{stored}");
+    assert!(!stored.to_string().contains("total_cents"), "{stored}");
+
+    app.post_json(
+        "/v1/guests/erase",
+        ADMIN,
+        "erase-ana",
+        &json!({"email": "ana@example.com"}),
+    )
+    .await
+    .assert_status(200);
+    let replay = app.hold(WEB, "kept", &body).await;
+
+    let mut replayed = replay.assert_status(201).clone();
+    assert_eq!(
+        replayed["guest"],
+        json!({"name": "[erased]", "email": "[erased]"}),
+        "the guest is gone from every copy, the stored answer's too"
+    );
+    replayed["guest"] = first["guest"].clone();
+    assert_eq!(replayed, first, "everything else as first answered");
+    assert_eq!(app.count("reservations").await, 1);
+    app.finish().await;
+}
+
+#[tokio::test]
 async fn a_replay_with_the_same_request_in_other_json_formatting_is_still_a_replay() {
     let app = spawn_app().await;
     app.seed_hotel(day(10), 5, 5).await;
