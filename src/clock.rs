@@ -3,19 +3,21 @@
 
 use std::sync::{Arc, Mutex};
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Duration, SubsecRound, Utc};
 
 pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> DateTime<Utc>;
 }
 
-/// Wall-clock time.
+/// Wall-clock time, to the microsecond: what PostgreSQL's `timestamptz` keeps, so a
+/// time the write side stores in a column reads back equal to the one in the events
+/// (and the reservation's row need not keep a second, finer copy of it).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
-        Utc::now()
+        Utc::now().trunc_subsecs(6)
     }
 }
 

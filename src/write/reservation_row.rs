@@ -1,8 +1,9 @@
 //! The reservation row's `state`: the aggregate's JSON without what the row's own
 //! columns already say (ids, dates, rooms, guest, channel, total, status; see
-//! docs/scaling.md). The times stay in the JSON: the columns keep microseconds, the
-//! aggregate the clock's nanoseconds, and a reservation must read back as it was
-//! answered.
+//! docs/scaling.md), nor what reads back as its default (no payment yet, nothing
+//! refunded). Its times go too when the columns keep them exactly (a column keeps
+//! microseconds; a time with finer digits stays in the JSON, so a reservation always
+//! reads back as it was answered).
 //! Written slim by [`slim`]; loaded by [`restore`], which puts the columns back before
 //! the aggregate is read. A state stored before this (the whole aggregate) loads as it
 //! is: a key present in the JSON is kept.
@@ -10,7 +11,7 @@
 use aggregates::{
     Cents, Guest, HotelId, Personal, Reservation, ReservationId, RoomCount, RoomTypeId, StayDates,
 };
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::{Map, Value};
 use sqlx::postgres::PgRow;
 use sqlx::Row;
@@ -27,18 +28,51 @@ const DETAIL_COLUMNS: [&str; 8] = [
     "total_cents",
 ];
 
+/// The `details` times the row's columns hold, when they hold them exactly.
+const DETAIL_TIMES: [&str; 2] = ["created_at", "hold_expires_at"];
+
+/// Top-level keys that read back as their default when absent (`#[serde(default)]` on
+/// the aggregate), and the default each is left out at.
+fn is_default(key: &str, value: &Value) -> bool {
+    match key {
+        "payment" => value.is_null(),
+        "refunded_payments" => value.as_array().is_some_and(Vec::is_empty),
+        "refund_cents" => value.as_i64() == Some(0),
+        _ => false,
+    }
+}
+
+/// Whether a stored time is one a `timestamptz` column keeps exactly (whole
+/// microseconds).
+fn column_keeps(value: &Value) -> bool {
+    value
+        .as_str()
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .is_some_and(|t| t.timestamp_subsec_nanos() % 1_000 == 0)
+}
+
 /// The columns [`restore`] reads, for the loader's SELECT.
 pub const COLUMNS: &str = "state, version, reservation_id, hotel_id, room_type_id, start_date,
-    end_date, rooms, status, guest, guest_name, guest_email, channel, total_cents";
+    end_date, rooms, status, guest, guest_name, guest_email, channel, total_cents,
+    created_at, hold_expires_at, updated_at";
 
 /// The aggregate's JSON without what the columns say.
 pub fn slim(reservation: &Reservation) -> Result<Value, serde_json::Error> {
     let mut state = serde_json::to_value(reservation)?;
     if let Some(object) = state.as_object_mut() {
         object.remove("status");
+        object.retain(|key, value| !is_default(key, value));
+        if object.get("updated_at").is_some_and(column_keeps) {
+            object.remove("updated_at");
+        }
         if let Some(Value::Object(details)) = object.get_mut("details") {
             for key in DETAIL_COLUMNS {
                 details.remove(key);
+            }
+            for key in DETAIL_TIMES {
+                if details.get(key).is_some_and(column_keeps) {
+                    details.remove(key);
+                }
             }
         }
     }
@@ -114,17 +148,30 @@ pub fn restore(row: &PgRow) -> Result<Reservation, String> {
             )))?,
         ),
     ];
+    let time = |name: &str| -> Result<Value, String> {
+        let at: DateTime<Utc> = row.try_get(name).map_err(column)?;
+        json(serde_json::to_value(at))
+    };
+    let times: [(&str, Value); 2] = [
+        ("created_at", time("created_at")?),
+        ("hold_expires_at", time("hold_expires_at")?),
+    ];
     let status = Value::String(row.try_get("status").map_err(column)?);
+    let updated_at = time("updated_at")?;
     let object = state
         .as_object_mut()
         .ok_or_else(|| "the state is not an object".to_owned())?;
     object.entry("status").or_insert(status);
+    object.entry("updated_at").or_insert(updated_at);
     let held = object
         .entry("details")
         .or_insert_with(|| Value::Object(Map::new()));
     let held = held
         .as_object_mut()
         .ok_or_else(|| "the details are not an object".to_owned())?;
+    for (key, value) in times {
+        held.entry(key).or_insert(value);
+    }
     for (key, value) in details {
         if key == "guest" {
             // A whole state stored before sealing has its guest in the old shape; the

@@ -1261,10 +1261,13 @@ async fn a_reservation_row_keeps_only_what_its_columns_do_not_and_old_rows_still
     ] {
         assert!(state["details"].get(key).is_none(), "{key} in {state}");
     }
-    assert!(
-        state["details"].get("hold_expires_at").is_some(),
-        "times stay: {state}"
-    );
+    // and what reads back as its default, and the times its columns keep exactly
+    for key in ["payment", "refund_cents", "refunded_payments", "updated_at"] {
+        assert!(state.get(key).is_none(), "{key} in {state}");
+    }
+    for key in ["created_at", "hold_expires_at"] {
+        assert!(state["details"].get(key).is_none(), "{key} in {state}");
+    }
 
     // Act: the row as a build before this one wrote it (the whole aggregate)
     let mut conn = app.db.pool.acquire().await.expect("conn");
@@ -1428,5 +1431,42 @@ async fn servers_with_different_shard_maps_refuse_to_share_a_database() {
     assert!(one_shard.is_err(), "one shard is another map too");
     assert!(same_map.is_ok(), "{:?}", same_map.err());
     drop(same_map);
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn a_reservation_reads_back_its_times_exactly_whether_its_row_keeps_them_or_its_state_does() {
+    // The row's columns keep microseconds, so the state leaves out a time they keep
+    // exactly and keeps one with finer digits itself: either way a later answer, made
+    // from the row, shows the times the hold was answered with.
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 5, 5).await;
+    for (key, nanos) in [("micros", 0), ("nanos", 123)] {
+        app.clock.advance(Duration::nanoseconds(nanos));
+        let held = app.hold(WEB, key, &hold_body(day(10), day(12), 1)).await;
+        let held = held.assert_status(201).clone();
+        let id = held["reservation_id"].as_str().expect("id").to_owned();
+
+        let cancelled = app
+            .cancel(WEB, &format!("{key}-cancel"), &id, &json!({}))
+            .await;
+
+        let cancelled = cancelled.assert_status(200);
+        for time in ["created_at", "hold_expires_at"] {
+            assert_eq!(cancelled[time], held[time], "{key}: {time}");
+        }
+        let state: Value = sqlx::query_scalar(
+            "SELECT state FROM reservations WHERE reservation_id = $1::text::uuid",
+        )
+        .bind(&id)
+        .fetch_one(&app.db.pool)
+        .await
+        .expect("the row");
+        assert_eq!(
+            state.pointer("/details/created_at").is_some(),
+            nanos > 0,
+            "{key}: the state keeps the time only when the column cannot: {state}"
+        );
+    }
     app.finish().await;
 }

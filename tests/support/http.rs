@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Days, NaiveDate, Utc};
+use chrono::{DateTime, Days, NaiveDate, SubsecRound, Utc};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use reservations::clock::ManualClock;
@@ -106,7 +106,7 @@ pub async fn spawn_app_on(
     // name unless allowed (the guard has its own test in `webhooks`).
     settings.webhook_allowed_hosts = "127.0.0.1".into();
     adjust(&mut settings);
-    let clock = ManualClock::new(Utc::now());
+    let clock = ManualClock::new(Utc::now().trunc_subsecs(6));
     let gateway = SimulatedGateway::new(gateway);
     let app = Application::build_with(settings, Arc::new(clock.clone()), gateway.clone())
         .await
