@@ -320,31 +320,11 @@ async fn attempt(
     let fingerprints: Vec<&RequestFingerprint> =
         batch.iter().map(|j| &j.hold.fingerprint).collect();
     let rooms: Vec<Room> = batch.iter().map(HoldJob::room).collect();
-    let mut opened = Loader { conn: &mut *tx }
-        .open(&fingerprints, &rooms, true)
-        .await?;
-    let claims = std::mem::take(&mut opened.claims);
-    // Which holds run, and what the others answer (replayed, in flight, key reused).
-    let mut answers: Vec<Option<Result<Outcome, CommandError>>> = Vec::with_capacity(batch.len());
-    let mut seen: HashSet<i64> = HashSet::new();
-    for (job, claim) in batch.iter().zip(claims) {
-        // The same key twice in one batch: the advisory lock is re-entrant within the
-        // transaction, so the second copy is answered as the concurrent duplicate it is.
-        if !claim.claimed || !seen.insert(job.hold.fingerprint.lock_id()) {
-            answers.push(Some(Err(CommandError::InFlight)));
-            continue;
-        }
-        match idempotency::judge::<StoredAnswer>(&job.hold.fingerprint, claim.record) {
-            Ok(Some(stored)) => answers.push(Some(Ok(stored.answer(&mut *tx).await?))),
-            Ok(None) => answers.push(None),
-            Err(AttemptError::Fatal(e)) => answers.push(Some(Err(e))),
-            Err(AttemptError::Conflict) => return Err(AttemptError::Conflict),
-        }
-    }
-    // Every night the holds that run want, room by room.
-    // (and, peeked at, their check-out days).
+    // Every night the batch's holds want, room by room (and, peeked at, their check-out
+    // days), read with the claims in one statement: a hold the claims then answer
+    // (replayed, in flight) only had its nights read for nothing.
     let mut wanted: BTreeMap<Room, (Vec<NaiveDate>, Vec<NaiveDate>)> = BTreeMap::new();
-    for (job, _) in batch.iter().zip(&answers).filter(|(_, a)| a.is_none()) {
+    for job in batch {
         let (dates, peek) = wanted.entry(job.room()).or_default();
         dates.extend(job.hold.request.stay.nights());
         peek.push(job.hold.request.stay.end());
@@ -364,9 +344,27 @@ async fn attempt(
             }
         })
         .collect();
-    let loaded = Loader { conn: &mut *tx }
-        .nights_of(&wanted, None, latest_now(batch), true)
+    let (mut opened, loaded) = Loader { conn: &mut *tx }
+        .open_with_nights(&fingerprints, &rooms, &wanted, latest_now(batch))
         .await?;
+    let claims = std::mem::take(&mut opened.claims);
+    // Which holds run, and what the others answer (replayed, in flight, key reused).
+    let mut answers: Vec<Option<Result<Outcome, CommandError>>> = Vec::with_capacity(batch.len());
+    let mut seen: HashSet<i64> = HashSet::new();
+    for (job, claim) in batch.iter().zip(claims) {
+        // The same key twice in one batch: the advisory lock is re-entrant within the
+        // transaction, so the second copy is answered as the concurrent duplicate it is.
+        if !claim.claimed || !seen.insert(job.hold.fingerprint.lock_id()) {
+            answers.push(Some(Err(CommandError::InFlight)));
+            continue;
+        }
+        match idempotency::judge::<StoredAnswer>(&job.hold.fingerprint, claim.record) {
+            Ok(Some(stored)) => answers.push(Some(Ok(stored.answer(&mut *tx).await?))),
+            Ok(None) => answers.push(None),
+            Err(AttemptError::Fatal(e)) => answers.push(Some(Err(e))),
+            Err(AttemptError::Conflict) => return Err(AttemptError::Conflict),
+        }
+    }
     let mut work: HashMap<Room, RoomWork> = loaded
         .into_iter()
         .map(|loaded| {

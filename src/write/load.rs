@@ -93,7 +93,11 @@ pub struct Claim {
 /// The first statement of a hold or a batch of holds ([`Loader::open`]): `$1..$3` the
 /// requests' lock ids, clients and keys, `$4, $5` the rooms' advisory keys, `$6`
 /// whether to lock them, `$7` the hotels.
-const OPEN_SQL: &str = "WITH rooms AS MATERIALIZED (
+static OPEN_SQL: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("WITH {OPEN_CTES} {OPEN_SELECT} ORDER BY ord"));
+
+/// [`OPEN_SQL`]'s CTEs: the rooms' locks (`rooms`, one row) and the requests' claims.
+const OPEN_CTES: &str = "rooms AS MATERIALIZED (
                   SELECT count(*) AS locked
                     FROM (SELECT pg_advisory_xact_lock(r.hotel, r.room_type)
                             FROM unnest($4::int[], $5::int[]) AS r(hotel, room_type)
@@ -102,8 +106,11 @@ const OPEN_SQL: &str = "WITH rooms AS MATERIALIZED (
                   SELECT u.ord, pg_try_advisory_xact_lock(u.lock_id) AS claimed, u.client, u.key
                     FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY
                          AS u(lock_id, client, key, ord)
-             )
-             SELECT 0::bigint AS ord, NULL::bool AS claimed, NULL::text AS request_hash,
+             )";
+
+/// [`OPEN_SQL`]'s rows: the hotels (`ord` 0), then each request's claim and record.
+const OPEN_SELECT: &str =
+    "SELECT 0::bigint AS ord, NULL::bool AS claimed, NULL::text AS request_hash,
                     NULL::text AS state, NULL::jsonb AS outcome, h.state AS hotel_state
                FROM rooms CROSS JOIN hotels h
               WHERE h.hotel_id = ANY($7::bigint[])
@@ -114,8 +121,33 @@ const OPEN_SQL: &str = "WITH rooms AS MATERIALIZED (
                     SELECT r.request_hash, r.state, r.outcome FROM idempotency_keys r
                      WHERE r.client = c.client AND r.key = c.key
                        AND r.created_at > now() - interval '24 hours'
-                    OFFSET 0) k ON true
-             ORDER BY ord";
+                    OFFSET 0) k ON true";
+
+/// [`Loader::open_with_nights`]: the opening and the nights read in one statement, the
+/// nights' parameters after the opening's seven. A row is the opening's (its night
+/// columns NULL) or the nights read's (`is_night` not NULL, its opening columns NULL).
+/// The wanted nights wait for `rooms`, so the rooms' locks come before any night's row
+/// lock, as when the two ran one after the other.
+static OPEN_WITH_NIGHTS_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let nights = NightsSql::after(8, true, false, Some("rooms"));
+    format!(
+        "WITH {OPEN_CTES}, {ctes},
+         opening AS ({OPEN_SELECT}),
+         nights AS ({select})
+         SELECT o.*, NULL::bool AS is_night, NULL::bigint AS hotel_id,
+                NULL::bigint AS room_type_id, NULL::date AS night, NULL::int AS total_rooms,
+                NULL::int AS overbooking_allowance, NULL::bigint AS rate_cents,
+                NULL::int AS confirmed, NULL::int AS held, NULL::bigint AS version,
+                NULL::jsonb AS restrictions, NULL::jsonb AS plan_rates,
+                NULL::uuid AS reservation_id, NULL::int AS rooms,
+                NULL::timestamptz AS expires_at
+           FROM opening o
+         UNION ALL
+         SELECT NULL, NULL, NULL, NULL, NULL, NULL, n.* FROM nights n",
+        ctes = nights.ctes,
+        select = nights.select,
+    )
+});
 
 pub struct Loader<'c> {
     pub conn: &'c mut PgConnection,
@@ -168,63 +200,39 @@ impl Loader<'_> {
         rooms: &[Room],
         lock: bool,
     ) -> Result<Opened, AttemptError> {
-        let lock_ids: Vec<i64> = requests.iter().map(|r| r.lock_id()).collect();
-        let clients: Vec<&str> = requests.iter().map(|r| r.client.as_str()).collect();
-        let keys: Vec<&str> = requests.iter().map(|r| r.key.as_str()).collect();
-        let mut room_keys: Vec<(i32, i32)> = rooms.iter().map(|r| advisory_key(*r)).collect();
-        room_keys.sort_unstable();
-        room_keys.dedup();
-        let (lock_hotels, lock_room_types): (Vec<i32>, Vec<i32>) = room_keys.into_iter().unzip();
-        let mut hotel_ids: Vec<i64> = rooms.iter().map(|(h, _)| h.get()).collect();
-        hotel_ids.sort_unstable();
-        hotel_ids.dedup();
-        // The locks are taken in array order: a function scan yields its rows in order
-        // and nothing here sorts them. Each key's record is probed by its primary key
-        // (the lateral subquery, which OFFSET 0 keeps from being flattened into a join):
-        // as a join, a generic plan made while the table was small read every record of
-        // the last day through `idempotency_keys_by_age` for every batch, and a hold
-        // slowed as the day's records grew (docs/scaling.md, finding 1).
-        let rows = sqlx::query(OPEN_SQL)
-            .bind(&lock_ids)
-            .bind(&clients)
-            .bind(&keys)
-            .bind(&lock_hotels)
-            .bind(&lock_room_types)
-            .bind(lock)
-            .bind(&hotel_ids)
+        let params = OpenParams::of(requests, rooms);
+        let rows = params
+            .bind(sqlx::query(OPEN_SQL.as_str()), lock)
             .fetch_all(&mut *self.conn)
             .await?;
-        let mut opened = Opened {
-            hotels: HashMap::with_capacity(hotel_ids.len()),
-            claims: Vec::with_capacity(requests.len()),
-        };
+        Opened::decode(&rows, requests.len())
+    }
+
+    /// [`Self::open`] with the rooms locked, and [`Self::nights_of`] the `wanted`
+    /// nights of a hold batch (locked, no reservation's own allocations), in ONE
+    /// statement: a round trip less for every batch of holds.
+    pub async fn open_with_nights(
+        &mut self,
+        requests: &[&super::RequestFingerprint],
+        rooms: &[Room],
+        wanted: &[WantedNights],
+        now: DateTime<Utc>,
+    ) -> Result<(Opened, Vec<LoadedNights>), AttemptError> {
+        let params = OpenParams::of(requests, rooms);
+        let nights = NightParams::of(wanted);
+        let query = params.bind(sqlx::query(OPEN_WITH_NIGHTS_SQL.as_str()), true);
+        let rows = nights.bind(query, now).fetch_all(&mut *self.conn).await?;
+        let mut opening = Vec::new();
+        let mut night_rows = Vec::new();
         for row in rows {
-            let ord: i64 = row.try_get("ord")?;
-            if ord == 0 {
-                if let Some(state) = row.try_get::<Option<serde_json::Value>, _>("hotel_state")? {
-                    let hotel: Hotel =
-                        serde_json::from_value(state).map_err(|e| corrupt("hotel", e))?;
-                    if let Some(hotel_id) = hotel.hotel_id() {
-                        opened.hotels.insert(hotel_id, hotel);
-                    }
-                }
-                continue;
+            if row.try_get::<Option<bool>, _>("is_night")?.is_some() {
+                night_rows.push(row);
+            } else {
+                opening.push(row);
             }
-            let claimed: bool = row.try_get::<Option<bool>, _>("claimed")?.unwrap_or(false);
-            let record = match row.try_get::<Option<String>, _>("request_hash")? {
-                Some(request_hash) => Some(super::idempotency::StoredRecord {
-                    request_hash,
-                    state: row.try_get("state")?,
-                    outcome: row.try_get("outcome")?,
-                }),
-                None => None,
-            };
-            opened.claims.push(Claim { claimed, record });
         }
-        if opened.claims.len() != requests.len() {
-            return Err(corrupt("claims", "one claim per request expected"));
-        }
-        Ok(opened)
+        let opened = Opened::decode(&opening, requests.len())?;
+        Ok((opened, decode_nights(wanted, night_rows)?))
     }
 
     /// The hotel aggregate and its version (a default aggregate at version 0 if unknown).
@@ -379,117 +387,237 @@ impl Loader<'_> {
         // optimistic one, one snapshot is exactly what the version checks at write time
         // compare against.
         let sql = nights_sql(lock, reservation_id.is_some());
-        let mut hotels = Vec::new();
-        let mut room_types = Vec::new();
-        let mut nights = Vec::new();
-        let mut peeks = Vec::new();
-        for room in wanted {
-            for night in &room.dates {
-                hotels.push(room.hotel_id.get());
-                room_types.push(room.room_type_id.get());
-                nights.push(*night);
-                peeks.push(false);
-            }
-            for night in room.peek.iter().filter(|d| !room.dates.contains(d)) {
-                hotels.push(room.hotel_id.get());
-                room_types.push(room.room_type_id.get());
-                nights.push(*night);
-                peeks.push(true);
-            }
-        }
         // A prepared statement with a generic plan, like the rest of the write path (see
         // `db::write_pool`): planning it on every call was most of its time (see
         // finding 11). See `nights_sql` for why its plan is safe whatever the statistics.
-        let query = sqlx::query(&sql)
-            .bind(&hotels)
-            .bind(&room_types)
-            .bind(&nights)
-            .bind(now)
-            .bind(&peeks);
+        let params = NightParams::of(wanted);
+        let query = params.bind(sqlx::query(&sql), now);
         let query = match reservation_id {
             Some(id) => query.bind(id.as_uuid()),
             None => query,
         };
         let all_rows = query.fetch_all(&mut *self.conn).await?;
+        decode_nights(wanted, all_rows)
+    }
+}
 
-        type NightKey = (i64, i64, NaiveDate);
-        let mut holds: HashMap<NightKey, BTreeMap<ReservationId, Hold>> = HashMap::new();
-        let mut confirmations: HashMap<NightKey, BTreeMap<ReservationId, u32>> = HashMap::new();
-        let mut night_rows = Vec::new();
-        for row in all_rows {
-            let key: NightKey = (
-                row.try_get("hotel_id")?,
-                row.try_get("room_type_id")?,
-                row.try_get("night")?,
-            );
-            if row.try_get::<bool, _>("is_night")? {
-                night_rows.push((key, row));
+type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+/// [`OPEN_SQL`]'s parameters but `$6` (whether to lock the rooms).
+struct OpenParams {
+    lock_ids: Vec<i64>,
+    clients: Vec<String>,
+    keys: Vec<String>,
+    lock_hotels: Vec<i32>,
+    lock_room_types: Vec<i32>,
+    hotel_ids: Vec<i64>,
+}
+
+impl OpenParams {
+    fn of(requests: &[&super::RequestFingerprint], rooms: &[Room]) -> Self {
+        let mut room_keys: Vec<(i32, i32)> = rooms.iter().map(|r| advisory_key(*r)).collect();
+        room_keys.sort_unstable();
+        room_keys.dedup();
+        let (lock_hotels, lock_room_types) = room_keys.into_iter().unzip();
+        let mut hotel_ids: Vec<i64> = rooms.iter().map(|(h, _)| h.get()).collect();
+        hotel_ids.sort_unstable();
+        hotel_ids.dedup();
+        Self {
+            lock_ids: requests.iter().map(|r| r.lock_id()).collect(),
+            clients: requests.iter().map(|r| r.client.clone()).collect(),
+            keys: requests.iter().map(|r| r.key.as_str().to_owned()).collect(),
+            lock_hotels,
+            lock_room_types,
+            hotel_ids,
+        }
+    }
+
+    /// `$1..$7`. The locks are taken in array order: a function scan yields its rows in
+    /// order and nothing sorts them. Each key's record is probed by its primary key
+    /// (the lateral subquery, which OFFSET 0 keeps from being flattened into a join):
+    /// as a join, a generic plan made while the table was small read every record of
+    /// the last day through `idempotency_keys_by_age` for every batch, and a hold
+    /// slowed as the day's records grew (docs/scaling.md, finding 1).
+    fn bind<'q>(&'q self, query: PgQuery<'q>, lock: bool) -> PgQuery<'q> {
+        query
+            .bind(&self.lock_ids)
+            .bind(&self.clients)
+            .bind(&self.keys)
+            .bind(&self.lock_hotels)
+            .bind(&self.lock_room_types)
+            .bind(lock)
+            .bind(&self.hotel_ids)
+    }
+}
+
+/// The nights read's arrays (see [`nights_sql`]): every wanted night, then the peeked
+/// ones not already wanted.
+struct NightParams {
+    hotels: Vec<i64>,
+    room_types: Vec<i64>,
+    nights: Vec<NaiveDate>,
+    peeks: Vec<bool>,
+}
+
+impl NightParams {
+    fn of(wanted: &[WantedNights]) -> Self {
+        let mut params = Self {
+            hotels: Vec::new(),
+            room_types: Vec::new(),
+            nights: Vec::new(),
+            peeks: Vec::new(),
+        };
+        for room in wanted {
+            let peeked = room.peek.iter().filter(|d| !room.dates.contains(d));
+            for (night, peek) in room
+                .dates
+                .iter()
+                .map(|d| (d, false))
+                .chain(peeked.map(|d| (d, true)))
+            {
+                params.hotels.push(room.hotel_id.get());
+                params.room_types.push(room.room_type_id.get());
+                params.nights.push(*night);
+                params.peeks.push(peek);
+            }
+        }
+        params
+    }
+
+    /// The nights read's `$1..$5` (numbered after whatever `query` bound before).
+    fn bind<'q>(&'q self, query: PgQuery<'q>, now: DateTime<Utc>) -> PgQuery<'q> {
+        query
+            .bind(&self.hotels)
+            .bind(&self.room_types)
+            .bind(&self.nights)
+            .bind(now)
+            .bind(&self.peeks)
+    }
+}
+
+impl Opened {
+    /// The opening's rows: the hotels (`ord` 0) and one claim per request.
+    fn decode(rows: &[sqlx::postgres::PgRow], requests: usize) -> Result<Self, AttemptError> {
+        let mut opened = Opened {
+            hotels: HashMap::new(),
+            claims: Vec::with_capacity(requests),
+        };
+        let mut claims = Vec::with_capacity(requests);
+        for row in rows {
+            let ord: i64 = row.try_get("ord")?;
+            if ord == 0 {
+                if let Some(state) = row.try_get::<Option<serde_json::Value>, _>("hotel_state")? {
+                    let hotel: Hotel =
+                        serde_json::from_value(state).map_err(|e| corrupt("hotel", e))?;
+                    if let Some(hotel_id) = hotel.hotel_id() {
+                        opened.hotels.insert(hotel_id, hotel);
+                    }
+                }
                 continue;
             }
-            let id = ReservationId::from_uuid(
-                row.try_get::<Option<Uuid>, _>("reservation_id")?
-                    .ok_or_else(|| corrupt("allocation", "no reservation id"))?,
-            );
-            let rooms = non_negative(row.try_get::<Option<i32>, _>("rooms")?.unwrap_or(0))?;
-            match row.try_get::<Option<DateTime<Utc>>, _>("expires_at")? {
-                Some(expires_at) => {
-                    holds
-                        .entry(key)
-                        .or_default()
-                        .insert(id, Hold { rooms, expires_at });
-                }
-                None => {
-                    confirmations.entry(key).or_default().insert(id, rooms);
-                }
+            let claimed: bool = row.try_get::<Option<bool>, _>("claimed")?.unwrap_or(false);
+            let record = match row.try_get::<Option<String>, _>("request_hash")? {
+                Some(request_hash) => Some(super::idempotency::StoredRecord {
+                    request_hash,
+                    state: row.try_get("state")?,
+                    outcome: row.try_get("outcome")?,
+                }),
+                None => None,
+            };
+            claims.push((ord, Claim { claimed, record }));
+        }
+        claims.sort_by_key(|(ord, _)| *ord);
+        opened.claims = claims.into_iter().map(|(_, claim)| claim).collect();
+        if opened.claims.len() != requests {
+            return Err(corrupt("claims", "one claim per request expected"));
+        }
+        Ok(opened)
+    }
+}
+
+/// The nights read's rows (see [`nights_sql`]) as each wanted room's nights, in the
+/// order the rooms were wanted.
+fn decode_nights(
+    wanted: &[WantedNights],
+    all_rows: Vec<sqlx::postgres::PgRow>,
+) -> Result<Vec<LoadedNights>, AttemptError> {
+    type NightKey = (i64, i64, NaiveDate);
+    let mut holds: HashMap<NightKey, BTreeMap<ReservationId, Hold>> = HashMap::new();
+    let mut confirmations: HashMap<NightKey, BTreeMap<ReservationId, u32>> = HashMap::new();
+    let mut night_rows = Vec::new();
+    for row in all_rows {
+        let key: NightKey = (
+            row.try_get("hotel_id")?,
+            row.try_get("room_type_id")?,
+            row.try_get("night")?,
+        );
+        if row.try_get::<bool, _>("is_night")? {
+            night_rows.push((key, row));
+            continue;
+        }
+        let id = ReservationId::from_uuid(
+            row.try_get::<Option<Uuid>, _>("reservation_id")?
+                .ok_or_else(|| corrupt("allocation", "no reservation id"))?,
+        );
+        let rooms = non_negative(row.try_get::<Option<i32>, _>("rooms")?.unwrap_or(0))?;
+        match row.try_get::<Option<DateTime<Utc>>, _>("expires_at")? {
+            Some(expires_at) => {
+                holds
+                    .entry(key)
+                    .or_default()
+                    .insert(id, Hold { rooms, expires_at });
+            }
+            None => {
+                confirmations.entry(key).or_default().insert(id, rooms);
             }
         }
-
-        let mut loaded: Vec<LoadedNights> = wanted
-            .iter()
-            .map(|room| LoadedNights {
-                hotel_id: room.hotel_id,
-                room_type_id: room.room_type_id,
-                nights: Nights::new(),
-                versions: BTreeMap::new(),
-            })
-            .collect();
-        let index: HashMap<(i64, i64), usize> = wanted
-            .iter()
-            .enumerate()
-            .map(|(i, room)| ((room.hotel_id.get(), room.room_type_id.get()), i))
-            .collect();
-        for (key, row) in night_rows {
-            let (hotel, room_type, night) = key;
-            let Some(target) = index
-                .get(&(hotel, room_type))
-                .and_then(|i| loaded.get_mut(*i))
-            else {
-                return Err(corrupt("room night", "a night no room asked for"));
-            };
-            // A night row's columns are NOT NULL: decoded as plain values, a NULL is an
-            // error rather than a zero.
-            let levels = InventoryLevels::parse(
-                i64::from(row.try_get::<i32, _>("total_rooms")?),
-                i64::from(row.try_get::<i32, _>("overbooking_allowance")?),
-                Cents::new(row.try_get("rate_cents")?),
-            )
-            .map_err(|e| corrupt("room night", e))?;
-            let restrictions = json_column(&row, "restrictions")?;
-            let plan_rates = json_column(&row, "plan_rates")?;
-            let state = RoomNight::from_snapshot(
-                RoomNightKey::new(target.hotel_id, target.room_type_id, night),
-                levels,
-                non_negative(row.try_get("confirmed")?)?,
-                non_negative(row.try_get("held")?)?,
-                holds.remove(&key).unwrap_or_default(),
-                confirmations.remove(&key).unwrap_or_default(),
-            )
-            .with_terms(restrictions, plan_rates);
-            target.versions.insert(night, row.try_get("version")?);
-            target.nights.insert(night, state);
-        }
-        Ok(loaded)
     }
+
+    let mut loaded: Vec<LoadedNights> = wanted
+        .iter()
+        .map(|room| LoadedNights {
+            hotel_id: room.hotel_id,
+            room_type_id: room.room_type_id,
+            nights: Nights::new(),
+            versions: BTreeMap::new(),
+        })
+        .collect();
+    let index: HashMap<(i64, i64), usize> = wanted
+        .iter()
+        .enumerate()
+        .map(|(i, room)| ((room.hotel_id.get(), room.room_type_id.get()), i))
+        .collect();
+    for (key, row) in night_rows {
+        let (hotel, room_type, night) = key;
+        let Some(target) = index
+            .get(&(hotel, room_type))
+            .and_then(|i| loaded.get_mut(*i))
+        else {
+            return Err(corrupt("room night", "a night no room asked for"));
+        };
+        // A night row's columns are NOT NULL: decoded as plain values, a NULL is an
+        // error rather than a zero.
+        let levels = InventoryLevels::parse(
+            i64::from(row.try_get::<i32, _>("total_rooms")?),
+            i64::from(row.try_get::<i32, _>("overbooking_allowance")?),
+            Cents::new(row.try_get("rate_cents")?),
+        )
+        .map_err(|e| corrupt("room night", e))?;
+        let restrictions = json_column(&row, "restrictions")?;
+        let plan_rates = json_column(&row, "plan_rates")?;
+        let state = RoomNight::from_snapshot(
+            RoomNightKey::new(target.hotel_id, target.room_type_id, night),
+            levels,
+            non_negative(row.try_get("confirmed")?)?,
+            non_negative(row.try_get("held")?)?,
+            holds.remove(&key).unwrap_or_default(),
+            confirmations.remove(&key).unwrap_or_default(),
+        )
+        .with_terms(restrictions, plan_rates);
+        target.versions.insert(night, row.try_get("version")?);
+        target.nights.insert(night, state);
+    }
+    Ok(loaded)
 }
 
 /// A room's advisory lock key: the two-int key space, where ids beyond 2^31 fold onto
@@ -530,59 +658,102 @@ fn non_negative(value: i32) -> Result<u32, AttemptError> {
 /// sold-out one. A hold, whose reservation is new, has no allocations of its own to read,
 /// so its statement has no such branch.
 pub fn nights_sql(lock: bool, reservation: bool) -> String {
-    let allocations = |condition: &str| {
-        format!(
-            "UNION ALL
-             SELECT false, w.hotel_id, w.room_type_id, w.night, NULL, NULL, NULL, NULL,
-                    NULL, NULL, NULL, NULL, a.reservation_id, a.rooms, a.expires_at
-               FROM wanted w
-              CROSS JOIN LATERAL (
-                    SELECT a.reservation_id, a.rooms, a.expires_at
-                      FROM room_night_allocations a
-                     WHERE a.hotel_id = w.hotel_id AND a.room_type_id = w.room_type_id
-                       AND a.night = w.night AND {condition}
-                    OFFSET 0) a
-              WHERE NOT w.peek"
-        )
-    };
-    let lapsed = allocations("a.expires_at <= $4");
-    let own = if reservation {
-        allocations("a.reservation_id = $6")
-    } else {
-        String::new()
-    };
-    let lock = if lock { "FOR UPDATE OF rn" } else { "" };
-    // The night's columns, read alike from the locked nights and the peeked ones.
-    let columns = "rn.hotel_id, rn.room_type_id, rn.night, rn.total_rooms,
-                     rn.overbooking_allowance, rn.rate_cents, rn.confirmed, rn.held,
-                     rn.version, rn.restrictions, rn.plan_rates";
-    format!(
-        "WITH wanted AS MATERIALIZED (
-              SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::date[], $5::bool[])
-                     AS w(hotel_id, room_type_id, night, peek)
-         ), n AS (
-              SELECT {columns}
-                FROM wanted w
-                JOIN room_nights rn USING (hotel_id, room_type_id, night)
-               WHERE NOT w.peek
-               ORDER BY rn.hotel_id, rn.room_type_id, rn.night
-               {lock}
-         ), p AS (
-              SELECT {columns}
-                FROM wanted w
-                JOIN room_nights rn USING (hotel_id, room_type_id, night)
-               WHERE w.peek)
-         SELECT true AS is_night, hotel_id, room_type_id, night, total_rooms,
-                overbooking_allowance, rate_cents, confirmed, held, version,
-                restrictions, plan_rates, NULL::uuid AS reservation_id, NULL::int AS rooms,
-                NULL::timestamptz AS expires_at
-           FROM n
-         UNION ALL
-         SELECT true, hotel_id, room_type_id, night, total_rooms, overbooking_allowance,
-                rate_cents, confirmed, held, version, restrictions, plan_rates, NULL, NULL,
-                NULL
-           FROM p
-         {lapsed}
-         {own}"
-    )
+    let parts = NightsSql::new(1, lock, reservation);
+    format!("WITH {} {}", parts.ctes, parts.select)
+}
+
+/// The nights read in two parts, so [`Loader::open_with_nights`] can run it in the
+/// same statement as the opening: its CTEs (`wanted`, `n`, `p`) and the `SELECT` over
+/// them. Its parameters are numbered from `first` (`$first` is the `$1` of
+/// [`nights_sql`]'s description, and so on); `after`, if given, is a CTE the wanted
+/// nights wait for (the opening's room locks, taken before any night's row lock).
+struct NightsSql {
+    ctes: String,
+    select: String,
+}
+
+impl NightsSql {
+    fn new(first: usize, lock: bool, reservation: bool) -> Self {
+        Self::after(first, lock, reservation, None)
+    }
+
+    fn after(first: usize, lock: bool, reservation: bool, after: Option<&str>) -> Self {
+        let p = |n: usize| format!("${}", first + n - 1);
+        let (hotels, room_types, nights, now, peeks, own) = (p(1), p(2), p(3), p(4), p(5), p(6));
+        // Run after the room locks in one statement, the read's snapshot predates them:
+        // a batch that held the same room and committed meanwhile is unseen. The nights
+        // are locked, and a lock reads a row's latest version; the allocations are then
+        // locked too, so one that batch deleted (a lapsed hold it dropped) is not read
+        // as still there, and one it changed is read as changed. (Rows it inserted are
+        // its own live holds, which nothing here wants.)
+        let lock_allocations = if after.is_some() && lock {
+            "FOR UPDATE"
+        } else {
+            ""
+        };
+        let allocations = |condition: &str| {
+            format!(
+                "UNION ALL
+                 SELECT false, w.hotel_id, w.room_type_id, w.night, NULL, NULL, NULL, NULL,
+                        NULL, NULL, NULL, NULL, a.reservation_id, a.rooms, a.expires_at
+                   FROM wanted w
+                  CROSS JOIN LATERAL (
+                        SELECT a.reservation_id, a.rooms, a.expires_at
+                          FROM room_night_allocations a
+                         WHERE a.hotel_id = w.hotel_id AND a.room_type_id = w.room_type_id
+                           AND a.night = w.night AND {condition}
+                        {lock_allocations}
+                        OFFSET 0) a
+                  WHERE NOT w.peek"
+            )
+        };
+        let lapsed = allocations(&format!("a.expires_at <= {now}"));
+        let own = if reservation {
+            allocations(&format!("a.reservation_id = {own}"))
+        } else {
+            String::new()
+        };
+        let lock = if lock { "FOR UPDATE OF rn" } else { "" };
+        // Joined with the one row of `after`, the wanted nights exist only once it has
+        // been evaluated.
+        let after = after.map_or(String::new(), |cte| format!("CROSS JOIN {cte}"));
+        // The night's columns, read alike from the locked nights and the peeked ones.
+        let columns = "rn.hotel_id, rn.room_type_id, rn.night, rn.total_rooms,
+                         rn.overbooking_allowance, rn.rate_cents, rn.confirmed, rn.held,
+                         rn.version, rn.restrictions, rn.plan_rates";
+        let ctes = format!(
+            "wanted AS MATERIALIZED (
+                  SELECT w.* FROM unnest({hotels}::bigint[], {room_types}::bigint[],
+                                         {nights}::date[], {peeks}::bool[])
+                         AS w(hotel_id, room_type_id, night, peek)
+                  {after}
+             ), n AS (
+                  SELECT {columns}
+                    FROM wanted w
+                    JOIN room_nights rn USING (hotel_id, room_type_id, night)
+                   WHERE NOT w.peek
+                   ORDER BY rn.hotel_id, rn.room_type_id, rn.night
+                   {lock}
+             ), p AS (
+                  SELECT {columns}
+                    FROM wanted w
+                    JOIN room_nights rn USING (hotel_id, room_type_id, night)
+                   WHERE w.peek)"
+        );
+        let select = format!(
+            "SELECT true AS is_night, hotel_id, room_type_id, night, total_rooms,
+                    overbooking_allowance, rate_cents, confirmed, held, version,
+                    restrictions, plan_rates, NULL::uuid AS reservation_id, NULL::int AS rooms,
+                    NULL::timestamptz AS expires_at
+               FROM n
+             UNION ALL
+             SELECT true, hotel_id, room_type_id, night, total_rooms, overbooking_allowance,
+                    rate_cents, confirmed, held, version, restrictions, plan_rates, NULL, NULL,
+                    NULL
+               FROM p
+             {lapsed}
+             {own}"
+        );
+        Self { ctes, select }
+    }
 }
