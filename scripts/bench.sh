@@ -9,6 +9,7 @@
 #
 #   scripts/bench.sh              # full size (about 15 minutes)
 #   SMALL=1 scripts/bench.sh      # a tiny catalog and 2-second runs: a smoke test
+#   SERVER_BIN=/path/to/reservations scripts/bench.sh   # another build's server, for before/after
 #
 # Every knob is an environment variable; see the defaults below.
 set -euo pipefail
@@ -76,6 +77,9 @@ SKIP_BASELINE=${SKIP_BASELINE:-0}
 SKIP_PLANS=${SKIP_PLANS:-0}
 SKIP_SEARCH=${SKIP_SEARCH:-0}
 SKIP_ARI=${SKIP_ARI:-0}
+# Spread runs back to back on the same database (the first is the one compared with the
+# baseline; the rest show whether holds slow as the tables grow).
+SPREAD_ROUNDS=${SPREAD_ROUNDS:-1}
 KEEP_DB=${KEEP_DB:-0}
 
 cd "$repo"
@@ -155,7 +159,7 @@ start_server() {
     API_TOKENS="$ADMIN_TOKEN:admin:bench-admin,$CHANNEL_TOKEN:channel:loadgen" \
     WRITE_STRATEGY="$strategy" RUN_PROJECTIONS=true HOLD_LIMIT_PER_GUEST=0 INVENTORY_HORIZON_DAYS=0 \
     LOG_JSON=true RUST_LOG="${RUST_LOG:-info,sqlx=warn}" \
-    "$bin/reservations" serve >"$server_log" 2>&1 &
+    "${SERVER_BIN:-$bin/reservations}" serve >"$server_log" 2>&1 &
   server_pid=$!
   local port=""
   for _ in $(seq 1 1200); do
@@ -250,7 +254,16 @@ run_spread_plans() {
 # Round r is (spread, spread-plans) when r is odd and (spread-plans, spread) when it is
 # even: spread, spread-plans, spread-plans, spread, ... so a drift of the machine weighs
 # on both alike. The first spread is the one compared with the baseline.
-run_scenario spread "$SPREAD_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
+quiesce
+"$bin/loadgen" storage --database-url "$PG_URL/$DB_NAME" --json "$run_dir/storage-before.json" >/dev/null
+wal_from=$(psql -qAtX "$PG_URL/$DB_NAME" -c "SELECT pg_current_wal_lsn()")
+for _ in $(seq 1 "$SPREAD_ROUNDS"); do
+  run_scenario spread "$SPREAD_CLIENTS" "$WRITE_STRATEGY" "$main_jsonl"
+done
+quiesce
+log "bytes and WAL per spread hold"
+"$bin/loadgen" storage --database-url "$PG_URL/$DB_NAME" --wal-since "$wal_from" \
+  --since "$run_dir/storage-before.json" --json "$run_dir/storage-after.json" || true
 if [[ $SKIP_PLANS != 1 ]]; then
   for round in $(seq 1 "$PLANS_ROUNDS"); do
     if ((round % 2 == 1)); then

@@ -89,6 +89,13 @@ cpu_redis() {
 sample() { echo "$(cpu_of "$server_pid") $(cpu_postgres) $(cpu_redis)"; }
 holds() { psql_db "SELECT count(*) FROM events WHERE aggregate_type = 'reservation' AND event_type = 'ReservationHeld'"; }
 xacts() { psql_db "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"; }
+# The server's WAL counters (every database; nothing else writes during a run): records,
+# full-page images (a page's first change after a checkpoint logs the whole page), bytes.
+wal_counters() { psql "$PG_URL/postgres" -qAtX -F ' ' -c "SELECT wal_records, wal_fpi, wal_bytes FROM pg_stat_wal"; }
+wal_per() { # records0 fpi0 bytes0 records1 fpi1 bytes1 count what
+  awk -v r0="$1" -v f0="$2" -v b0="$3" -v r1="$4" -v f1="$5" -v b1="$6" -v n="$7" -v what="$8" \
+    'BEGIN { if (n > 0) printf "WAL per %s: %.1f records, %.2f full-page images, %.0f bytes\n", what, (r1 - r0) / n, (f1 - f0) / n, (b1 - b0) / n }'
+}
 
 statements=0
 if [[ $(psql_db "SHOW shared_preload_libraries") == *pg_stat_statements* ]]; then
@@ -102,6 +109,7 @@ psql_db "CHECKPOINT" >/dev/null
 lsn=$(psql_db "SELECT pg_current_wal_lsn()")
 holds_before=$(holds)
 xacts_before=$(xacts)
+read -r w0r w0f w0b < <(wal_counters)
 [[ $statements == 1 ]] && psql_db "SELECT pg_stat_statements_reset()" >/dev/null
 read -r s0 p0 r0 < <(sample)
 started=$(date +%s.%N)
@@ -115,6 +123,7 @@ read -r s2 p2 r2 < <(sample)
 caught_up=$(date +%s.%N)
 holds_made=$(($(holds) - holds_before))
 xacts_made=$(($(xacts) - xacts_before))
+read -r w1r w1f w1b < <(wal_counters)
 "$bin/loadgen" storage --database-url "$PG_URL/$DB_NAME" --wal-since "$lsn" \
   --since "$run_dir/before.json" --json "$run_dir/after.json" | tee "$run_dir/storage.txt"
 
@@ -132,6 +141,17 @@ per_hold() { awk -v a="$1" -v b="$2" -v n="$holds_made" 'BEGIN { if (n > 0) prin
   echo "| Redis | $(per_hold "$r0" "$r1") | $(per_hold "$r1" "$r2") | $(per_hold "$r0" "$r2") |"
   echo
   awk -v x="$xacts_made" -v n="$holds_made" 'BEGIN { if (n > 0) printf "PostgreSQL transactions per hold (every connection): %.2f\n", x / n }'
+  wal_per "$w0r" "$w0f" "$w0b" "$w1r" "$w1f" "$w1b" "$holds_made" hold
+  # What the WAL holds, by record type (pg_walinspect, PostgreSQL 15 and later).
+  if psql_db "CREATE EXTENSION IF NOT EXISTS pg_walinspect" >/dev/null 2>&1; then
+    echo
+    echo "| WAL record type | records per hold | bytes per hold | of which full-page images |"
+    echo "|---|---|---|---|"
+    psql_db "SELECT '| ' || \"resource_manager/record_type\" || ' | ' || round(count::numeric / $holds_made, 2)
+                    || ' | ' || round(combined_size::numeric / $holds_made) || ' | ' || round(fpi_size::numeric / $holds_made) || ' |'
+               FROM pg_get_wal_stats('$lsn', pg_current_wal_lsn(), true)
+              WHERE count > 0 ORDER BY combined_size DESC LIMIT 12"
+  fi
 } | tee "$run_dir/budget.md"
 
 if [[ $statements == 1 ]]; then
@@ -172,10 +192,12 @@ if [[ $BASELINE == 1 ]]; then
   base_lsn=$(psql_base "SELECT pg_current_wal_lsn()")
   base_bytes=$(psql_base "SELECT sum(pg_total_relation_size(oid)) FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace")
   [[ $statements == 1 ]] && psql_base "SELECT pg_stat_statements_reset()" >/dev/null
+  read -r b0r b0f b0b < <(wal_counters)
   pg0=$(cpu_postgres)
   # `times` prints the shell's, then its children's (pgbench's) user and system time.
   bench_out=$(bash -c "pgbench -n -f '$repo/tools/baseline/spread.sql' -c $CLIENTS -j 2 -T $SECONDS_PER_RUN '$base_url' 2>/dev/null; times")
   pg1=$(cpu_postgres)
+  read -r b1r b1f b1b < <(wal_counters)
   booked=$(echo "$bench_out" | sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p')
   client_cpu=$(echo "$bench_out" | tail -n 1 | awk '{ n = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); sub(/s/, "", p[2]); n += p[1] * 60 + p[2] } print n }')
   base_wal=$(psql_base "SELECT pg_current_wal_lsn() - '$base_lsn'::pg_lsn")
@@ -186,6 +208,7 @@ if [[ $BASELINE == 1 ]]; then
     echo
     awk -v n="$booked" -v a="$pg0" -v b="$pg1" -v c="$client_cpu" -v w="$base_wal" -v x="$base_bytes" -v y="$base_after" -v s="$SECONDS_PER_RUN" \
       'BEGIN { if (n > 0) printf "%.0f bookings/s; CPU per booking: PostgreSQL %.3f ms, pgbench %.3f ms; WAL %.0f bytes, tables and indexes %.0f bytes per booking\n", n / s, (b - a) * 1000 / n, c * 1000 / n, w / n, (y - x) / n }'
+    wal_per "$b0r" "$b0f" "$b0b" "$b1r" "$b1f" "$b1b" "$booked" booking
     if [[ $statements == 1 ]]; then
       psql_base "SELECT 'statements per booking: ' || round(sum(calls)::numeric / $booked, 2)
                         || ', execution ' || round((sum(total_exec_time) / $booked)::numeric, 3) || ' ms per booking'

@@ -262,19 +262,22 @@ impl Writer {
                 sequence,
                 terms_changed,
             )?;
+            let before = loaded.nights.get(&key.night);
             for id in touched {
+                // Loaded with the night: the allocation is in the table (a command loads
+                // the allocations of its own reservation; a new reservation has none).
+                let stored = before
+                    .is_some_and(|b| b.hold_of(&id).is_some() || b.confirmed_for(&id).is_some());
                 if let Some(hold) = after.hold_of(&id) {
                     self.kept.push(
-                        hotel,
-                        room_type,
-                        key.night,
-                        id,
+                        (hotel, room_type, key.night, id),
                         hold.rooms,
                         Some(hold.expires_at),
+                        stored,
                     )?;
                 } else if let Some(rooms) = after.confirmed_for(&id) {
                     self.kept
-                        .push(hotel, room_type, key.night, id, rooms, None)?;
+                        .push((hotel, room_type, key.night, id), rooms, None, stored)?;
                 } else {
                     self.gone.push(hotel, room_type, key.night, id);
                 }
@@ -569,17 +572,22 @@ impl Writer {
             .bind(&u.plan_rates)
             .bind(&i.restrictions)
             .bind(&i.plan_rates)
+            // $72: whether each kept allocation is stored already
+            .bind(&k.stored)
             .fetch_one(&mut *conn)
             .await?;
         let updated: i64 = counts.try_get("nights_updated")?;
         let changed: i64 = counts.try_get("reservations_changed")?;
         let completed: i64 = counts.try_get("idempotency_written")?;
+        let kept: i64 = counts.try_get("allocations_kept")?;
         if updated != u.night.len() as i64
+            || kept != k.stored.iter().filter(|s| **s).count() as i64
             || changed != cr.id.len() as i64
             || completed != idem.client.len() as i64
         {
-            // A night or reservation moved since it was loaded, or a request with the
-            // same key finished first: start over (a replay then finds its outcome).
+            // A night, an allocation or a reservation moved since it was loaded, or a
+            // request with the same key finished first: start over (a replay then finds
+            // its outcome).
             return Err(AttemptError::Conflict);
         }
         Ok(())
@@ -588,7 +596,7 @@ impl Writer {
 
 /// Everything a command writes, in one statement. The sub-statements run on one
 /// snapshot and never touch the same row twice (a night is updated or inserted, an
-/// allocation kept or gone, a reservation inserted or changed), so their order does not
+/// allocation inserted, updated or gone, a reservation inserted or changed), so their order does not
 /// matter; CHECKs, keys and foreign keys are checked as for separate statements.
 const WRITE_ALL: &str = "
 WITH nights_updated AS (
@@ -624,13 +632,23 @@ WITH nights_updated AS (
      WHERE a.hotel_id = g.hotel_id AND a.room_type_id = g.room_type_id
        AND a.night = g.night AND a.reservation_id = g.reservation_id
     RETURNING 1
-), allocations_kept AS (
+), allocations_new AS (
     INSERT INTO room_night_allocations
            (hotel_id, room_type_id, night, reservation_id, rooms, expires_at)
-    SELECT * FROM unnest($24::bigint[], $25::bigint[], $26::date[], $27::uuid[],
-                         $28::int[], $29::timestamptz[])
-    ON CONFLICT (hotel_id, room_type_id, night, reservation_id)
-    DO UPDATE SET rooms = EXCLUDED.rooms, expires_at = EXCLUDED.expires_at
+    SELECT k.hotel_id, k.room_type_id, k.night, k.reservation_id, k.rooms, k.expires_at
+      FROM unnest($24::bigint[], $25::bigint[], $26::date[], $27::uuid[], $28::int[],
+                  $29::timestamptz[], $72::bool[])
+           AS k(hotel_id, room_type_id, night, reservation_id, rooms, expires_at, stored)
+     WHERE NOT k.stored
+    RETURNING 1
+), allocations_kept AS (
+    UPDATE room_night_allocations AS a
+       SET rooms = k.rooms, expires_at = k.expires_at
+      FROM unnest($24::bigint[], $25::bigint[], $26::date[], $27::uuid[], $28::int[],
+                  $29::timestamptz[], $72::bool[])
+           AS k(hotel_id, room_type_id, night, reservation_id, rooms, expires_at, stored)
+     WHERE k.stored AND a.hotel_id = k.hotel_id AND a.room_type_id = k.room_type_id
+       AND a.night = k.night AND a.reservation_id = k.reservation_id
     RETURNING 1
 ), reservations_inserted AS (
     INSERT INTO reservations (reservation_id, stream_id, hotel_id, room_type_id,
@@ -677,6 +695,7 @@ WITH nights_updated AS (
 SELECT (SELECT count(*) FROM nights_updated) AS nights_updated,
        (SELECT count(*) FROM nights_inserted) AS nights_inserted,
        (SELECT count(*) FROM allocations_gone) AS allocations_gone,
+       (SELECT count(*) FROM allocations_new) AS allocations_new,
        (SELECT count(*) FROM allocations_kept) AS allocations_kept,
        (SELECT count(*) FROM reservations_inserted) AS reservations_inserted,
        (SELECT count(*) FROM reservations_changed) AS reservations_changed,
@@ -822,7 +841,8 @@ impl GoneRows {
     }
 }
 
-/// `room_night_allocations` rows to upsert, column by column.
+/// `room_night_allocations` rows to write, column by column: inserted when new,
+/// updated when `stored`.
 #[derive(Default)]
 struct AllocationRows {
     hotel: Vec<i64>,
@@ -831,17 +851,20 @@ struct AllocationRows {
     reservation_id: Vec<Uuid>,
     rooms: Vec<i32>,
     expires_at: Vec<Option<DateTime<Utc>>>,
+    /// Whether the row is in the table already (as loaded). A new one is a plain insert:
+    /// `ON CONFLICT` costs a speculative insertion and a WAL record of its own per row,
+    /// and a hold's allocations are all new. (Were one there after all, the unique key
+    /// refuses it and the attempt is retried as a conflict.)
+    stored: Vec<bool>,
 }
 
 impl AllocationRows {
     fn push(
         &mut self,
-        hotel: i64,
-        room_type: i64,
-        night: NaiveDate,
-        id: ReservationId,
+        (hotel, room_type, night, id): (i64, i64, NaiveDate, ReservationId),
         rooms: u32,
         expires_at: Option<DateTime<Utc>>,
+        stored: bool,
     ) -> Result<(), AttemptError> {
         self.hotel.push(hotel);
         self.room_type.push(room_type);
@@ -849,6 +872,7 @@ impl AllocationRows {
         self.reservation_id.push(id.as_uuid());
         self.rooms.push(to_i32(rooms)?);
         self.expires_at.push(expires_at);
+        self.stored.push(stored);
         Ok(())
     }
 }
