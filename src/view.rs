@@ -2,7 +2,7 @@
 //! idempotency record stores) and what a look-up answers. It depends on the domain
 //! alone, so the commands and the queries share it without depending on each other.
 
-use aggregates::rate_plan::CancellationPolicy;
+use aggregates::cancellation::CancellationPolicy;
 use aggregates::{Cents, Guest, PaymentStatus, Personal, Reservation, ReservationStatus};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};

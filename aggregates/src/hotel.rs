@@ -14,8 +14,9 @@ use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
+use crate::cancellation::CancellationPolicy;
 use crate::contract::AggregateType;
-use crate::rate_plan::{self, Adjustments, CancellationPolicy, Pricing, PricingError};
+use crate::rate_plan::{self, Adjustments, Pricing, PricingError};
 use crate::types::{Cents, HotelId, InvalidInput, RatePlanId, RoomTypeId, TimeZone};
 
 /// Name, city and IANA timezone of a hotel, validated.

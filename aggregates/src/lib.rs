@@ -26,6 +26,7 @@
 //! alone; no code here uses them, and no IO crate (sqlx, axum, redis) is a dependency.
 
 pub mod booking;
+pub mod cancellation;
 pub mod contract;
 pub mod hotel;
 pub mod personal;
@@ -36,14 +37,15 @@ pub mod room_night;
 pub mod types;
 
 pub use booking::{Decision, Nights, Rejection};
+pub use cancellation::{CancellationPolicy, CancelledBy};
 pub use contract::{
     AggregateType, CommandName, DecodeError, EventDecoder, StreamIdError, StreamKey, TypedEvent,
 };
 pub use hotel::{Hotel, HotelCommand, HotelDetails, HotelEvent, RatePlan, RoomTypeDetails};
 pub use personal::{GuestId, Personal, Sealed};
 pub use reservation::{
-    CancelledBy, Increment, Ledger, Payment, PaymentStatus, Reservation, ReservationCommand,
-    ReservationDetails, ReservationEvent, ReservationStatus,
+    Increment, Ledger, Payment, PaymentStatus, Reservation, ReservationCommand, ReservationDetails,
+    ReservationEvent, ReservationStatus,
 };
 pub use room_night::{Hold, RoomNight, RoomNightCommand, RoomNightEvent, RoomNightKey};
 pub use types::{

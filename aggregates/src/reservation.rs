@@ -29,9 +29,9 @@ use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
+use crate::cancellation::{CancellationPolicy, CancelledBy};
 use crate::contract::AggregateType;
 use crate::personal::Personal;
-use crate::rate_plan::CancellationPolicy;
 use crate::types::{
     Cents, Guest, GuestCount, HotelId, RatePlanId, ReservationId, RoomCount, RoomTypeId, StayDates,
 };
@@ -88,14 +88,6 @@ impl ReservationStatus {
     pub fn occupies_nights(&self) -> bool {
         matches!(self, Self::Held | Self::Confirmed | Self::CheckedIn)
     }
-}
-
-/// Who cancelled: the guest's side (through a channel) or the hotel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CancelledBy {
-    Guest,
-    Hotel,
 }
 
 /// A card authorization as the gateway reported it.

@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use aggregates::booking::{
     self, AriChange, AriUpdate, HoldStay, InvalidInputRejection, InventoryUpdate, UpdateAri,
 };
-use aggregates::rate_plan::{CancellationPolicy, Pricing};
+use aggregates::cancellation::CancellationPolicy;
+use aggregates::rate_plan::Pricing;
 use aggregates::restrictions::{
     check_stay, NightRestrictions, Restricted, Restriction, RestrictionsPatch,
 };

@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 
 use aggregates::booking::check_in_instant;
-use aggregates::rate_plan::CancellationPolicy;
+use aggregates::cancellation::CancellationPolicy;
 use aggregates::reservation::ledger::authorization_key;
 use aggregates::reservation::ReservationError;
 use aggregates::{

@@ -891,7 +891,7 @@ mod tests {
                 plan: aggregates::RatePlan::parse(
                     "flexible",
                     [aggregates::RoomTypeId::parse(3).expect("id")].into(),
-                    aggregates::rate_plan::CancellationPolicy::HOUSE,
+                    aggregates::cancellation::CancellationPolicy::HOUSE,
                     aggregates::rate_plan::Pricing::Own,
                 )
                 .expect("plan"),

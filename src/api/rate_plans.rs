@@ -7,8 +7,9 @@
 use std::collections::BTreeSet;
 
 use aggregates::booking::{AriChange, AriUpdate, InventoryUpdate};
+use aggregates::cancellation::CancellationPolicy;
 use aggregates::hotel::ADJUST_PERCENT_RANGE;
-use aggregates::rate_plan::{CancellationPolicy, Pricing};
+use aggregates::rate_plan::Pricing;
 use aggregates::restrictions::RestrictionsPatch;
 use aggregates::{
     Cents, CommandName, HotelId, InventoryLevels, RatePlan, RatePlanId, RoomTypeId, StayDates,

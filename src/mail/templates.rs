@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use aggregates::rate_plan::CancellationPolicy;
+use aggregates::cancellation::CancellationPolicy;
 use aggregates::{Cents, StayDates};
 use minijinja::{context, Environment};
 

@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use aggregates::rate_plan::CancellationPolicy;
+use aggregates::cancellation::CancellationPolicy;
 use aggregates::{
     Cents, GuestCount, HotelId, Reservation, ReservationEvent, ReservationStatus, RoomCount,
     RoomTypeId, StayDates,

@@ -1208,7 +1208,7 @@ async fn the_migration_fills_the_plans_of_rows_written_before_it() {
             hold_expires_at: chrono::Utc::now() + Duration::minutes(15),
             created_at: chrono::Utc::now(),
             rate_plan_id: None,
-            cancellation_policy: aggregates::rate_plan::CancellationPolicy::HOUSE,
+            cancellation_policy: aggregates::cancellation::CancellationPolicy::HOUSE,
             guests: aggregates::GuestCount::ONE,
             first_night_cents: None,
         },

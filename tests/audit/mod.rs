@@ -901,7 +901,7 @@ fn held_event(
         hold_expires_at: created_at + chrono::Duration::minutes(15),
         created_at,
         rate_plan_id: rate_plan_id.map(|id| aggregates::RatePlanId::parse(id).expect("id")),
-        cancellation_policy: aggregates::rate_plan::CancellationPolicy::HOUSE,
+        cancellation_policy: aggregates::cancellation::CancellationPolicy::HOUSE,
         guests: aggregates::GuestCount::ONE,
         first_night_cents: None,
     };

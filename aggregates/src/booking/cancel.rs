@@ -4,8 +4,9 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 use super::nights::release_every_night;
 use super::{existing, Decision, Nights, Rejection};
-use crate::rate_plan::CancellationPolicy;
-use crate::reservation::{CancelledBy, Reservation, ReservationCommand};
+use crate::cancellation::CancellationPolicy;
+use crate::cancellation::CancelledBy;
+use crate::reservation::{Reservation, ReservationCommand};
 use crate::types::{local_date, Cents, TimeZone};
 
 /// The hour guests check in, local time at the hotel; the refund policy counts hours

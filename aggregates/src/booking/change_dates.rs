@@ -8,9 +8,10 @@ use super::cancel::check_in_instant;
 use super::confirm::capture_due_at;
 use super::nights::{decide_nights, RoomType};
 use super::{check_room_type, existing, Decision, Nights, Rejection, SaleTerms};
+use crate::cancellation::CancelledBy;
 use crate::hotel::Hotel;
 use crate::reservation::{
-    CancelledBy, Increment, Reservation, ReservationCommand, ReservationDetails, ReservationError,
+    Increment, Reservation, ReservationCommand, ReservationDetails, ReservationError,
     ReservationStatus,
 };
 use crate::room_night::RoomNightCommand;

@@ -31,8 +31,8 @@ use std::collections::BTreeMap;
 use chrono::{Datelike, NaiveDate};
 
 use super::SaleTerms;
+use crate::cancellation::CancellationPolicy;
 use crate::hotel::Hotel;
-use crate::rate_plan::CancellationPolicy;
 use crate::restrictions::{NightRestrictions, RestrictionSet};
 use crate::types::{
     BookingLimits, Cents, GuestCount, RatePlanId, RoomCount, RoomTypeId, StayDates,

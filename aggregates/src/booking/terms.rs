@@ -17,8 +17,9 @@
 use chrono::NaiveDate;
 
 use super::{Nights, Rejection};
+use crate::cancellation::CancellationPolicy;
 use crate::hotel::Hotel;
-use crate::rate_plan::{derived_price, Adjustments, CancellationPolicy};
+use crate::rate_plan::{derived_price, Adjustments};
 use crate::restrictions::{self, NightRestrictions, Restricted, RestrictionSet};
 use crate::room_night::RoomNight;
 use crate::types::{Cents, GuestCount, RatePlanId, RoomCount, RoomTypeId, StayDates};

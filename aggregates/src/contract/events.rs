@@ -224,7 +224,7 @@ mod tests {
                 plan: crate::hotel::RatePlan::parse(
                     "Flexible",
                     [RoomTypeId::parse(3).expect("id")].into(),
-                    crate::rate_plan::CancellationPolicy::HOUSE,
+                    crate::cancellation::CancellationPolicy::HOUSE,
                     crate::rate_plan::Pricing::Own,
                 )
                 .expect("valid"),

@@ -42,7 +42,7 @@ fn details() -> ReservationDetails {
         hold_expires_at: at(15),
         created_at: at(0),
         rate_plan_id: None,
-        cancellation_policy: crate::rate_plan::CancellationPolicy::HOUSE,
+        cancellation_policy: crate::cancellation::CancellationPolicy::HOUSE,
         guests: crate::types::GuestCount::ONE,
         first_night_cents: None,
     }

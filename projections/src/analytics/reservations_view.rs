@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use aggregates::rate_plan::CancellationPolicy;
+use aggregates::cancellation::CancellationPolicy;
 use aggregates::{
     Guest, PaymentStatus, Personal, ReservationEvent, ReservationId, ReservationStatus, TypedEvent,
 };

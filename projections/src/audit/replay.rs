@@ -666,7 +666,7 @@ mod tests {
             hold_expires_at: at(15),
             created_at: at(0),
             rate_plan_id: None,
-            cancellation_policy: aggregates::rate_plan::CancellationPolicy::HOUSE,
+            cancellation_policy: aggregates::cancellation::CancellationPolicy::HOUSE,
             guests: aggregates::GuestCount::ONE,
             first_night_cents: None,
         }

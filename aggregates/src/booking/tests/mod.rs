@@ -4,9 +4,11 @@
 use std::collections::BTreeSet;
 
 use super::*;
+use crate::cancellation::CancellationPolicy;
+use crate::cancellation::CancelledBy;
 use crate::hotel::{HotelCommand, HotelDetails, RatePlan, RoomTypeDetails};
-use crate::rate_plan::{CancellationPolicy, Pricing};
-use crate::reservation::{CancelledBy, Payment, ReservationEvent};
+use crate::rate_plan::Pricing;
+use crate::reservation::{Payment, ReservationEvent};
 use crate::restrictions::{Restriction, RestrictionsPatch};
 use crate::room_night::{RoomNight, RoomNightCommand, RoomNightEvent, RoomNightKey};
 use crate::types::{

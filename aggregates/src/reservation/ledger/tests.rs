@@ -7,7 +7,7 @@ use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use cqrs_es::test::TestFramework;
 use uuid::Uuid;
 
-use crate::rate_plan::CancellationPolicy;
+use crate::cancellation::CancellationPolicy;
 use crate::reservation::*;
 use crate::types::{Guest, GuestCount, HotelId, RoomCount, RoomTypeId, StayDates};
 

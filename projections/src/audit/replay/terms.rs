@@ -260,8 +260,9 @@ impl TermsReplay {
 mod tests {
     use std::collections::BTreeSet;
 
+    use aggregates::cancellation::CancellationPolicy;
     use aggregates::contract::{hotel_stream_id, reservation_stream_id, RawPayload};
-    use aggregates::rate_plan::{CancellationPolicy, Pricing};
+    use aggregates::rate_plan::Pricing;
     use aggregates::{
         Cents, Guest, GuestCount, HotelDetails, RatePlan, ReservationId, RoomCount,
         RoomTypeDetails, RoomTypeId,
