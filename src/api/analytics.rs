@@ -19,16 +19,16 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
+use super::bodies::ReservationOut;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery, Consistency};
-use super::reservations::{reads_personal_data, ReservationOut};
+use super::params::reads_personal_data;
+use super::params::MAX_OCCUPANCY_NIGHTS;
 use super::AppState;
 use crate::commands::GuestView;
 use crate::privacy::{Binding, Field};
 use crate::queries::{OccupancyRow, ReservationFilter};
 
-/// The longest range one occupancy request may ask for (a year and a bit).
-pub const MAX_OCCUPANCY_NIGHTS: u32 = 400;
 /// Default and largest page of the reservations look-up.
 const DEFAULT_LIMIT: i64 = 100;
 const MAX_LIMIT: i64 = 500;
@@ -324,7 +324,7 @@ fn reservation_out(
         rate_plan_id: row.rate_plan_id,
         cancellation_policy: Some(cancellation_policy.into()),
         guests: u32::try_from(row.guests).ok(),
-        payment: super::reservations::PaymentOut {
+        payment: super::bodies::PaymentOut {
             status: row.payment_status,
             authorized_cents: row.authorized_cents,
             to_capture_cents: to_capture,

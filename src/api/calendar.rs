@@ -9,9 +9,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
-use super::catalog::{hotel_id, iso_date, prices_out, PlanPriceOut, RestrictionsOut};
+use super::catalog::{iso_date, prices_out, PlanPriceOut, RestrictionsOut};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiPath, ApiQuery, Consistency};
+use super::params::hotel_id;
 use super::AppState;
 use crate::queries::{CalendarNight, MAX_CALENDAR_NIGHTS};
 

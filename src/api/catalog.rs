@@ -13,12 +13,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
+use super::bodies::OfferOut;
+use super::bodies::{hotel_out, HotelOut};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery, Consistency};
-use super::rate_plans::RatePlanOut;
-use super::search::{stay_query, OfferOut};
+use super::params::stay_query;
+use super::params::{city_filter, hotel_id, staff, CitySearch};
 use super::AppState;
-use crate::commands::Caller;
 use crate::queries::{NightAvailability, PlanPrice};
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -40,71 +41,6 @@ pub struct PutHotel {
     /// IANA timezone name (one the server knows, case and all).
     #[schema(schema_with = super::schema::timezone)]
     pub timezone: String,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RoomTypeOut {
-    pub room_type_id: i64,
-    pub name: String,
-    pub max_occupancy: u32,
-    /// Guests the rate covers.
-    pub base_occupancy: u32,
-    /// Added per night and room for each guest beyond `base_occupancy`.
-    pub extra_guest_cents: i64,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct HotelOut {
-    pub hotel_id: i64,
-    pub name: String,
-    pub city: String,
-    pub timezone: String,
-    pub room_types: Vec<RoomTypeOut>,
-    pub rate_plans: Vec<RatePlanOut>,
-}
-
-impl HotelOut {
-    fn of(hotel: &Hotel) -> Option<Self> {
-        let details = hotel.details()?;
-        Some(Self {
-            hotel_id: hotel.hotel_id()?.get(),
-            name: details.name().to_owned(),
-            city: details.city().to_owned(),
-            timezone: details.timezone().name().to_owned(),
-            room_types: hotel
-                .room_types()
-                .iter()
-                .map(|(id, rt)| RoomTypeOut {
-                    room_type_id: id.get(),
-                    name: rt.name().to_owned(),
-                    max_occupancy: rt.max_occupancy(),
-                    base_occupancy: rt.base_occupancy(),
-                    extra_guest_cents: rt.extra_guest_cents().get(),
-                })
-                .collect(),
-            rate_plans: hotel
-                .rate_plans()
-                .iter()
-                .map(|(id, plan)| RatePlanOut::of(*id, plan))
-                .collect(),
-        })
-    }
-}
-
-pub(crate) fn hotel_out(hotel: &Hotel) -> Result<Json<HotelOut>, ApiError> {
-    HotelOut::of(hotel)
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found("no such hotel"))
-}
-
-/// The admin acting, named as their token is (recorded with the events).
-pub(crate) fn staff(principal: &Principal) -> Caller {
-    Caller::Staff(principal.name.clone())
-}
-
-/// Path ids arrive as integers; a non-positive one names nothing.
-pub(crate) fn hotel_id(raw: i64) -> Result<HotelId, ApiError> {
-    HotelId::parse(raw).map_err(|_| ApiError::not_found("no such hotel"))
 }
 
 /// Create or update a hotel.
@@ -277,34 +213,9 @@ pub async fn get_hotel(
     hotel_out(&hotel)
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct CitySearch {
-    /// City name, case-insensitive; absent: every hotel (the first 500 by id).
-    #[param(
-        min_length = 1,
-        max_length = 100,
-        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
-    )]
-    pub city: Option<String>,
-}
-
 #[derive(Debug, Serialize, ToSchema)]
 pub struct HotelList {
     pub hotels: Vec<HotelOut>,
-}
-
-/// A city as a search names it: trimmed, 1 to 100 printable characters (the limit a
-/// hotel's city has).
-pub(crate) fn city_filter(raw: &str) -> Result<&str, ApiError> {
-    let city = raw.trim();
-    if city.is_empty() || city.chars().count() > 100 || city.chars().any(char::is_control) {
-        return Err(ApiError::invalid(
-            "city",
-            "city: must be 1 to 100 printable characters",
-        ));
-    }
-    Ok(city)
 }
 
 /// Hotels in a city, or every hotel.

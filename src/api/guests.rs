@@ -11,9 +11,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
+use super::bodies::ReservationOut;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiQuery, Idempotency};
-use super::reservations::{answer, caller, EventOut, ReservationOut};
+use super::reservations::{answer, caller, EventOut};
 use super::AppState;
 use crate::commands::erase::{self, GuestRef};
 

@@ -11,9 +11,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::auth::{Principal, Role};
+use super::bodies::ReservationOut;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, Idempotency};
-use super::reservations::{answer, caller, client_scope, reservation_id, ReservationOut};
+use super::params::reservation_id;
+use super::reservations::{answer, caller, client_scope};
 use super::AppState;
 use crate::payments::gateway::PaymentToken;
 use crate::payments::{signature, PaymentResult, WebhookNotice, WebhookResult, WebhookStatus};

@@ -22,50 +22,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::auth::{Principal, Role};
-use super::catalog::{hotel_out, staff, HotelOut};
+use super::bodies::{hotel_out, HotelOut};
+use super::bodies::{AriInventory, AriRate};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath};
+use super::params::staff;
 use super::AppState;
 use crate::commands::MAX_ARI_UPDATES;
-
-/// A cancellation policy as clients see it.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct PolicyOut {
-    /// `false`: a guest's cancellation refunds nothing.
-    pub refundable: bool,
-    /// All of the payment back at this many hours or more before check-in (15:00 local
-    /// time on the arrival date).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub full_refund_hours: Option<u32>,
-    /// `partial_refund_percent` back at this many hours or more.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub partial_refund_hours: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub partial_refund_percent: Option<u8>,
-}
-
-impl From<CancellationPolicy> for PolicyOut {
-    fn from(policy: CancellationPolicy) -> Self {
-        match policy {
-            CancellationPolicy::NonRefundable => Self {
-                refundable: false,
-                full_refund_hours: None,
-                partial_refund_hours: None,
-                partial_refund_percent: None,
-            },
-            CancellationPolicy::Refundable {
-                full_refund_hours,
-                partial_refund_hours,
-                partial_refund_percent,
-            } => Self {
-                refundable: true,
-                full_refund_hours: Some(full_refund_hours),
-                partial_refund_hours: Some(partial_refund_hours),
-                partial_refund_percent: Some(partial_refund_percent),
-            },
-        }
-    }
-}
 
 /// A cancellation policy as clients send it; a refundable one without its windows gets
 /// the house policy's.
@@ -144,44 +107,6 @@ pub struct PutRatePlan {
     pub cancellation_policy: Option<PolicyIn>,
     /// Absent: the plan costs the night's base rate, or its own rates where set.
     pub derived_from: Option<DerivedFrom>,
-}
-
-/// A rate plan as clients see it.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RatePlanOut {
-    pub rate_plan_id: i64,
-    pub name: String,
-    pub room_type_ids: Vec<i64>,
-    pub cancellation_policy: PolicyOut,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub derived_from: Option<DerivedFromOut>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DerivedFromOut {
-    pub rate_plan_id: i64,
-    pub adjust_percent: i32,
-}
-
-impl RatePlanOut {
-    pub fn of(id: aggregates::RatePlanId, plan: &aggregates::RatePlan) -> Self {
-        Self {
-            rate_plan_id: id.get(),
-            name: plan.name().to_owned(),
-            room_type_ids: plan.room_type_ids().iter().map(|r| r.get()).collect(),
-            cancellation_policy: plan.cancellation_policy().into(),
-            derived_from: match plan.pricing() {
-                Pricing::Own => None,
-                Pricing::Derived {
-                    parent,
-                    adjust_percent,
-                } => Some(DerivedFromOut {
-                    rate_plan_id: parent.get(),
-                    adjust_percent,
-                }),
-            },
-        }
-    }
 }
 
 /// Create or update a rate plan of a hotel.
@@ -472,30 +397,6 @@ pub async fn put_restrictions(
     Ok(Json(NightsSet {
         nights: nights.iter().sum(),
     }))
-}
-
-/// Inventory in a bulk update: as `PUT .../inventory` takes it.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AriInventory {
-    /// Omitted: each night keeps its rooms (a rate-only change); a night without
-    /// inventory yet needs them.
-    #[schema(example = 100, minimum = 0, maximum = 1_000_000)]
-    pub total_rooms: Option<i64>,
-    #[schema(minimum = 0, maximum = 1_000_000)]
-    pub overbooking_allowance: Option<i64>,
-    #[schema(example = 18000, minimum = 0, maximum = 10_000_000_000_i64)]
-    pub rate_cents: Option<i64>,
-}
-
-/// A plan's own rate in a bulk update.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AriRate {
-    #[schema(minimum = 1, maximum = 9_007_199_254_740_991_i64)]
-    pub rate_plan_id: i64,
-    #[schema(example = 15000, minimum = 0, maximum = 10_000_000_000_i64)]
-    pub rate_cents: i64,
 }
 
 /// One range of a bulk update, and what it sets on each of its nights (in this order:

@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::auth::{Principal, Role};
+use super::bodies::{GuestOut, ReservationOut};
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiPath, Idempotency};
-use super::rate_plans::PolicyOut;
+use super::params::{reads_personal_data, reservation_id};
 use super::AppState;
 use crate::commands::{Caller, GuestView, HoldRequest, ReservationView, StayAction};
 use crate::error::CommandError;
@@ -68,102 +69,6 @@ pub struct CreateReservation {
     /// `extra_guest_cents` per night and room.
     #[schema(example = 2, minimum = 1, maximum = 50)]
     pub guests: Option<i64>,
-}
-
-/// A reservation as of now.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ReservationOut {
-    pub reservation_id: uuid::Uuid,
-    /// The short reference a guest reads out: 8 characters of Crockford's base 32 (0-9
-    /// and A-Z without I, L, O, U), unique, the same in every answer, e-mail and webhook;
-    /// `GET /v1/reservations?reference=` finds the reservation by it.
-    #[schema(example = "K7M29QXD", pattern = "^[0-9A-HJKMNP-TV-Z]{8}$")]
-    pub reference: String,
-    pub hotel_id: i64,
-    pub room_type_id: i64,
-    pub start_date: NaiveDate,
-    pub end_date: NaiveDate,
-    pub nights: u32,
-    pub rooms: u32,
-    pub guest: GuestOut,
-    pub channel: String,
-    pub total_cents: i64,
-    /// `held`, `confirmed`, `cancelled`, `expired`, `declined`, `checked_in`,
-    /// `checked_out` or `no_show`.
-    #[schema(example = "held")]
-    pub status: String,
-    pub hold_expires_at: DateTime<Utc>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    /// What the guest has paid: taken from the card and not given back
-    /// (`payment.captured_cents - payment.refunded_cents`); 0 while the card is only
-    /// authorized. Not in the read-side look-up (`GET /v1/reservations?...`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub paid_cents: Option<i64>,
-    /// Present on a cancelled reservation: the money the cancellation returned to the
-    /// guest's card, out of what had been captured, by the `cancellation_policy` it was
-    /// sold under (all of it when the hotel cancels). 0 when it came before the
-    /// capture: the authorization was voided (or only the kept share captured), and
-    /// nothing taken was given back.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub refund_cents: Option<i64>,
-    /// The rate plan it was sold under; `null`: the base rate.
-    pub rate_plan_id: Option<i64>,
-    /// The policy as it was when the stay was sold; later changes to the plan do not
-    /// change it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cancellation_policy: Option<PolicyOut>,
-    /// Guests per room.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub guests: Option<u32>,
-    /// Where the money stands: confirming authorizes the total, the capture comes at
-    /// the policy's full-refund deadline (at once if past or non-refundable, or at
-    /// check-in), a cancellation before it voids, after it refunds.
-    pub payment: PaymentOut,
-}
-
-/// A reservation's money.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PaymentOut {
-    /// `none`, `authorized`, `captured`, `voided`, `refunded` or `partially_refunded`.
-    #[schema(example = "authorized")]
-    pub status: String,
-    /// Every authorization granted on the card, added up (the first and any increase a
-    /// dearer move asked for). A cheaper move does not lower it: see `to_capture_cents`.
-    pub authorized_cents: i64,
-    /// What the capture still to come will take (the stay's current price, as far as
-    /// the authorization covers it), while the card is authorized and nothing is
-    /// captured; the rest of the authorization is released then. 0 otherwise.
-    pub to_capture_cents: i64,
-    /// Taken from the card, added up.
-    pub captured_cents: i64,
-    /// Given back of what was taken, added up.
-    pub refunded_cents: i64,
-}
-
-impl From<crate::view::PaymentView> for PaymentOut {
-    fn from(p: crate::view::PaymentView) -> Self {
-        Self {
-            status: p.status.as_str().to_owned(),
-            authorized_cents: p.authorized_cents.get(),
-            to_capture_cents: p.to_capture_cents.get(),
-            captured_cents: p.captured_cents.get(),
-            refunded_cents: p.refunded_cents.get(),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct GuestOut {
-    pub name: String,
-    pub email: String,
-}
-
-/// Whether `principal` may read the guests of the reservations it may see: the channel
-/// that owns one (the handlers check the owner) and staff; an auditor reads the history,
-/// not the people in it.
-pub(crate) fn reads_personal_data(principal: &Principal) -> bool {
-    matches!(principal.role, Role::Admin | Role::Channel)
 }
 
 /// The answer about a reservation for `principal`: its guest opened if they may read it.
@@ -237,10 +142,6 @@ pub(crate) fn caller(principal: &Principal) -> Result<Caller, ApiError> {
 /// The scope of idempotency keys: the calling token.
 pub(crate) fn client_scope(principal: &Principal) -> String {
     format!("{}:{}", principal.role, principal.token_id)
-}
-
-pub(crate) fn reservation_id(raw: &str) -> Result<ReservationId, ApiError> {
-    ReservationId::parse(raw).map_err(|_| ApiError::not_found("no such reservation"))
 }
 
 /// Hold a stay: every night of `[start_date, end_date)` or none.

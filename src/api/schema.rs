@@ -104,7 +104,7 @@ pub fn update_end_date() -> ObjectBuilder {
 
 /// The end of a report's range: 1 to 400 nights on.
 pub fn report_end_date() -> ObjectBuilder {
-    let nights = super::analytics::MAX_OCCUPANCY_NIGHTS;
+    let nights = super::params::MAX_OCCUPANCY_NIGHTS;
     days_after(
         &format!("The night after the last one reported: the range is [start_date, end_date), 1 to {nights} nights."),
         nights,
@@ -387,13 +387,13 @@ fn ari_range() -> AllOfBuilder {
             "inventory",
             OneOfBuilder::new()
                 .item(ObjectBuilder::new().schema_type(Type::Null))
-                .item(<super::rate_plans::AriInventory as PartialSchema>::schema()),
+                .item(<super::bodies::AriInventory as PartialSchema>::schema()),
         )
         .property("restrictions", ari_restrictions())
         .property(
             "rates",
             ArrayBuilder::new()
-                .items(<super::rate_plans::AriRate as PartialSchema>::schema())
+                .items(<super::bodies::AriRate as PartialSchema>::schema())
                 .description(Some("Plans' own rates to set; absent: none.")),
         )
         .additional_properties(Some(AdditionalProperties::FreeForm(false)));

@@ -1,14 +1,12 @@
-//! The search across a city's hotels (any role): `GET /v1/availability`, and the parts
-//! of a stay query it shares with a hotel's own availability (rooms, guests, the stay
-//! and its limits, and how an offer is shown).
+//! The search across a city's hotels (any role): `GET /v1/availability`. The stay
+//! query it shares with a hotel's own availability is read by `params::stay_query`, and
+//! an offer shown as `bodies::OfferOut`.
 //!
 //! Every parameter is checked here, at the boundary, so a bad one is a 4xx in the
 //! contract's error shape: a missing or mistyped one is 400 `malformed_request` (the
 //! query string does not parse), a blank city or a number out of range 422
 //! `invalid_request` naming the field.
 
-use aggregates::booking::Offer;
-use aggregates::{GuestCount, StayDates};
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -16,11 +14,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::Principal;
-use super::catalog::city_filter;
+use super::bodies::OfferOut;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiQuery, Consistency};
+use super::params::city_filter;
+use super::params::stay_query;
 use super::AppState;
-use crate::queries::{CitySearch, StayQuery, MAX_SEARCH_LIMIT};
+use crate::queries::{CitySearch, MAX_SEARCH_LIMIT};
 
 /// Hotels answered when `limit` is not given.
 const DEFAULT_LIMIT: usize = 20;
@@ -52,32 +52,6 @@ pub struct SearchParams {
     pub limit: Option<i64>,
 }
 
-/// A room type that can be booked for the whole stay under a plan.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct OfferOut {
-    pub room_type_id: i64,
-    /// `null`: the base rate, for a room type no plan sells (house policy).
-    pub rate_plan_id: Option<i64>,
-    /// The price of the stay for the rooms and guests asked.
-    pub total_cents: i64,
-    /// The fewest rooms left on any night of the stay.
-    pub remaining: u32,
-    /// `false`: a guest's cancellation refunds nothing.
-    pub refundable: bool,
-}
-
-impl From<&Offer> for OfferOut {
-    fn from(offer: &Offer) -> Self {
-        Self {
-            room_type_id: offer.room_type_id.get(),
-            rate_plan_id: offer.rate_plan_id.map(|p| p.get()),
-            total_cents: offer.total_cents.get(),
-            remaining: offer.remaining,
-            refundable: offer.refundable,
-        }
-    }
-}
-
 #[derive(Debug, Serialize, ToSchema)]
 pub struct HotelOffersOut {
     pub hotel_id: i64,
@@ -98,32 +72,6 @@ pub struct SearchOut {
     pub source: String,
     /// Hotels with at least one offer, by their cheapest offer.
     pub hotels: Vec<HotelOffersOut>,
-}
-
-/// The stay, rooms and guests of an availability query or a search, checked against
-/// the booking limits' size rules (the rest depends on the hotel's date, and only hides
-/// offers).
-pub fn stay_query(
-    state: &AppState,
-    start_date: NaiveDate,
-    end_date: NaiveDate,
-    rooms: Option<i64>,
-    guests: Option<i64>,
-) -> Result<StayQuery, ApiError> {
-    let stay = StayDates::parse(start_date, end_date)?;
-    let limits = state.commands.config().limits;
-    limits.check_nights(&stay)?;
-    let rooms = limits.rooms(rooms.unwrap_or(1))?;
-    let guests = match guests {
-        None => GuestCount::ONE,
-        Some(g) => GuestCount::parse(g)?,
-    };
-    Ok(StayQuery {
-        stay,
-        rooms,
-        guests,
-        limits,
-    })
 }
 
 /// Offers for a stay across a city's hotels, cheapest first. May be a little stale; a
