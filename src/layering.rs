@@ -87,9 +87,9 @@ fn the_write_side_names_nothing_but_its_error_type_and_the_privacy_layer() {
 }
 
 #[test]
-fn telemetry_and_the_view_name_nothing_of_ours() {
+fn telemetry_the_view_and_the_outbox_lease_name_nothing_of_ours() {
     let graph = graph();
-    for module in ["telemetry", "view", "clock", "error"] {
+    for module in ["telemetry", "view", "clock", "error", "outbox"] {
         assert!(
             names(&graph, module).is_empty(),
             "{module} names {:?}",

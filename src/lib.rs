@@ -37,6 +37,7 @@ pub mod demo;
 pub mod error;
 pub mod feed;
 pub mod mail;
+pub mod outbox;
 pub mod payments;
 pub mod privacy;
 pub mod queries;

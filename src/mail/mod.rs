@@ -2,7 +2,8 @@
 //! queued in `mail_outbox` (see `write::mail`), after their commit, through a
 //! [`Mailer`].
 //!
-//! The worker leases due rows (several processes share the work, each row leased once;
+//! The worker leases due rows ([`crate::outbox`]: several processes share the work, each
+//! row leased once;
 //! a reservation's messages go in order, a cancellation never before the
 //! confirmation it cancels), reads the recipient from the reservation's sealed guest —
 //! the write side's row, not the view, which may not have caught up with the commit
@@ -128,6 +129,20 @@ enum Outcome {
     Dropped,
 }
 
+/// Due messages: the first pending one of each reservation (a reservation's mail goes
+/// out in order), those due.
+const LEASE: crate::outbox::Lease = crate::outbox::Lease {
+    heads: "SELECT id FROM (
+                SELECT DISTINCT ON (reservation_id) id, next_attempt_at FROM mail_outbox
+                 WHERE state = 'pending' ORDER BY reservation_id, id) heads
+             WHERE next_attempt_at <= $1
+             ORDER BY id
+             LIMIT $2",
+    lease: "UPDATE mail_outbox SET next_attempt_at = $3, attempts = attempts + 1
+             WHERE id = ANY($1) AND state = 'pending' AND next_attempt_at <= $2
+            RETURNING id, reservation_id, kind, version, facts, attempts",
+};
+
 /// Sends up to `limit` due messages; safe in several processes at once.
 pub async fn send_due(
     pool: &PgPool,
@@ -137,35 +152,10 @@ pub async fn send_due(
     now: DateTime<Utc>,
     limit: i64,
 ) -> Result<Sent, MailWorkError> {
-    let lease_until = now + chrono::Duration::from_std(config.lease).unwrap_or_default();
-    // The first pending message of each reservation, those due; then their lease (a
-    // row another worker leased meanwhile fails `next_attempt_at <= now` when checked
-    // again). Two single-table statements: see `webhooks::sender` for why.
-    let heads: Vec<i64> = sqlx::query_scalar(
-        "SELECT id FROM (
-             SELECT DISTINCT ON (reservation_id) id, next_attempt_at FROM mail_outbox
-              WHERE state = 'pending' ORDER BY reservation_id, id) heads
-          WHERE next_attempt_at <= $1
-          ORDER BY id
-          LIMIT $2",
-    )
-    .bind(now)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    if heads.is_empty() {
+    let rows = LEASE.take(pool, now, config.lease, limit).await?;
+    if rows.is_empty() {
         return Ok(Sent::default());
     }
-    let rows = sqlx::query(
-        "UPDATE mail_outbox SET next_attempt_at = $3, attempts = attempts + 1
-          WHERE id = ANY($1) AND state = 'pending' AND next_attempt_at <= $2
-          RETURNING id, reservation_id, kind, version, facts, attempts",
-    )
-    .bind(&heads)
-    .bind(now)
-    .bind(lease_until)
-    .fetch_all(pool)
-    .await?;
     let mut due = Vec::with_capacity(rows.len());
     for row in rows {
         let id: i64 = row.try_get("id")?;

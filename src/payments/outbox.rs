@@ -3,7 +3,8 @@
 //!
 //! The event and its outbox row are written in one transaction by the write side (see
 //! `write::outbox`, so a crash cannot keep one without the other); delivery happens later, outside any transaction: a worker
-//! leases due rows (several processes share the work, each row leased once),
+//! leases due rows ([`crate::outbox`]: several processes share the work, each row leased
+//! once),
 //! calls the gateway under the row's key, and marks the row done. A worker that dies
 //! mid-call leaves the lease to run out; the next one repeats the call under the same
 //! key, which the gateway answers without acting twice. Rows of one reservation go in
@@ -43,6 +44,22 @@ const MAX_ATTEMPTS: i32 = 20;
 /// How long a worker may take with a leased row before another may try it.
 const LEASE: Duration = Duration::from_secs(60);
 
+/// Due calls: the first undone row of each reservation (a failed one holds back the
+/// rows after it), those due.
+const DUE: crate::outbox::Lease = crate::outbox::Lease {
+    heads: "SELECT id FROM (
+                SELECT DISTINCT ON (reservation_id) id, next_attempt_at, failed
+                  FROM payment_outbox WHERE done_at IS NULL
+                 ORDER BY reservation_id, id) heads
+             WHERE NOT failed AND next_attempt_at <= $1
+             ORDER BY id
+             LIMIT $2",
+    lease: "UPDATE payment_outbox SET next_attempt_at = $3, attempts = attempts + 1
+             WHERE id = ANY($1) AND done_at IS NULL AND NOT failed AND next_attempt_at <= $2
+            RETURNING id, reservation_id, operation, provider_txn_id, amount_cents,
+                      gateway_key, attempts",
+};
+
 /// Delivers up to `limit` due rows; safe to run in several processes at once.
 pub async fn deliver_due(
     pool: &PgPool,
@@ -50,38 +67,10 @@ pub async fn deliver_due(
     now: DateTime<Utc>,
     limit: i64,
 ) -> Result<Delivered, sqlx::Error> {
-    let lease_until = now + chrono::Duration::from_std(LEASE).unwrap_or_default();
-    // The first undone row of each reservation (a failed one holds back the rows after
-    // it), those due; then their lease, whose conditions are checked again on a row
-    // another worker leased meanwhile. Two single-table statements, so no cached plan
-    // can make a pass quadratic in the backlog (see `webhooks::sender`).
-    let heads: Vec<i64> = sqlx::query_scalar(
-        "SELECT id FROM (
-             SELECT DISTINCT ON (reservation_id) id, next_attempt_at, failed
-               FROM payment_outbox WHERE done_at IS NULL
-              ORDER BY reservation_id, id) heads
-          WHERE NOT failed AND next_attempt_at <= $1
-          ORDER BY id
-          LIMIT $2",
-    )
-    .bind(now)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    if heads.is_empty() {
+    let rows = DUE.take(pool, now, LEASE, limit).await?;
+    if rows.is_empty() {
         return Ok(Delivered::default());
     }
-    let rows = sqlx::query(
-        "UPDATE payment_outbox SET next_attempt_at = $3, attempts = attempts + 1
-          WHERE id = ANY($1) AND done_at IS NULL AND NOT failed AND next_attempt_at <= $2
-          RETURNING id, reservation_id, operation, provider_txn_id, amount_cents,
-                    gateway_key, attempts",
-    )
-    .bind(&heads)
-    .bind(now)
-    .bind(lease_until)
-    .fetch_all(pool)
-    .await?;
     let mut due = Vec::with_capacity(rows.len());
     for row in rows {
         let operation: String = row.try_get("operation")?;

@@ -2,7 +2,8 @@
 //! Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`), after the
 //! commit, outside any transaction.
 //!
-//! A worker leases due rows (several servers share the work; a row is leased once)
+//! A worker leases due rows ([`crate::outbox`]: several servers share the work; a row is
+//! leased once)
 //! of subscribers not paused, and only the first pending delivery of each ordering key
 //! (a reservation, or a room type's inventory): a reservation's `cancelled` never
 //! reaches a partner before its `confirmed`, even while the first is being retried. The
@@ -124,6 +125,27 @@ struct Due {
     give_up_at: DateTime<Utc>,
 }
 
+/// Due deliveries: the first pending one of each ordering key of a subscriber not
+/// paused, those due (a key's deliveries go out in order).
+const LEASE: crate::outbox::Lease = crate::outbox::Lease {
+    heads: "SELECT id FROM (
+                SELECT DISTINCT ON (d.subscription_id, d.ordering_key) d.id, d.next_attempt_at
+                  FROM webhook_deliveries d
+                  JOIN webhook_subscriptions s
+                    ON s.subscription_id = d.subscription_id AND s.paused_at IS NULL
+                 WHERE d.state = 'pending'
+                 ORDER BY d.subscription_id, d.ordering_key, d.id) heads
+             WHERE next_attempt_at <= $1
+             ORDER BY id
+             LIMIT $2",
+    lease: "UPDATE webhook_deliveries d SET next_attempt_at = $3, attempts = d.attempts + 1
+              FROM webhook_subscriptions s
+             WHERE d.id = ANY($1) AND d.state = 'pending' AND d.next_attempt_at <= $2
+               AND s.subscription_id = d.subscription_id
+            RETURNING d.id, d.delivery_id, d.subscription_id, s.url, s.secret,
+                      d.body::text AS body, d.attempts, d.give_up_at",
+};
+
 /// Sends up to `limit` due deliveries; safe in several processes at once.
 pub async fn send_due(
     pool: &PgPool,
@@ -132,47 +154,10 @@ pub async fn send_due(
     now: DateTime<Utc>,
     limit: i64,
 ) -> Result<Delivered, sqlx::Error> {
-    let lease_until = now + chrono::Duration::from_std(config.lease).unwrap_or_default();
-    // Two plain statements, each reading one table's rows once, so no plan — a
-    // prepared statement's generic plan, made while the table was small, included —
-    // can make a pass quadratic in the backlog (a join of the queue with itself did:
-    // seconds per pass at 9,000 pending, docs/benchmarks.md). First the heads: the
-    // first pending delivery of each ordering key of a subscriber not paused, those due.
-    let heads: Vec<i64> = sqlx::query_scalar(
-        "SELECT id FROM (
-             SELECT DISTINCT ON (d.subscription_id, d.ordering_key) d.id, d.next_attempt_at
-               FROM webhook_deliveries d
-               JOIN webhook_subscriptions s
-                 ON s.subscription_id = d.subscription_id AND s.paused_at IS NULL
-              WHERE d.state = 'pending'
-              ORDER BY d.subscription_id, d.ordering_key, d.id) heads
-          WHERE next_attempt_at <= $1
-          ORDER BY id
-          LIMIT $2",
-    )
-    .bind(now)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    if heads.is_empty() {
+    let rows = LEASE.take(pool, now, config.lease, limit).await?;
+    if rows.is_empty() {
         return Ok(Delivered::default());
     }
-    // Then the lease. A row another sender leased meanwhile no longer passes
-    // `next_attempt_at <= now` when its lock is released (the condition is checked
-    // again on the row as it is then), so each row is leased once.
-    let rows = sqlx::query(
-        "UPDATE webhook_deliveries d SET next_attempt_at = $3, attempts = d.attempts + 1
-           FROM webhook_subscriptions s
-          WHERE d.id = ANY($1) AND d.state = 'pending' AND d.next_attempt_at <= $2
-            AND s.subscription_id = d.subscription_id
-         RETURNING d.id, d.delivery_id, d.subscription_id, s.url, s.secret, d.body::text AS body,
-                   d.attempts, d.give_up_at",
-    )
-    .bind(&heads)
-    .bind(now)
-    .bind(lease_until)
-    .fetch_all(pool)
-    .await?;
     let key = client.secrets(pool).await?;
     let mut due = Vec::with_capacity(rows.len());
     for row in rows {
