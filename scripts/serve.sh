@@ -2,7 +2,7 @@
 # Runs the server on this machine's PostgreSQL and Redis, starting them (or installing
 # them from Debian's packages) first; the database `reservations` is created and
 # migrated at start. Any argument goes to `reservations serve`; the settings are the
-# environment's (README, "Settings"), with demo tokens when API_TOKENS is unset.
+# environment's (docs/operations.md, "Configuration"), with demo tokens when API_TOKENS is unset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/services.sh

@@ -46,7 +46,7 @@
 //! - [`relay`]: the JetStream relay (every event once, in commit order, through a crash)
 //!   and occupancy rebuilt from the stream alone.
 //!
-//! - [`readme`]: the README's walkthrough, run as written against a fresh server.
+//! - [`readme`]: the README's tour and docs/tour.md, run as written against a fresh server.
 //!
 //! - [`webhooks`]: partner webhooks against a real HTTP receiver (signatures, retries
 //!   with one id and in order, pausing, a hotel filter, the subscription API).

@@ -1,6 +1,6 @@
-//! The README, run as written: its shell blocks marked `<!-- walkthrough -->` are pasted,
-//! in order, into one bash session against a fresh server, as a newcomer would paste
-//! them into a second terminal. Every `curl` must be answered 2xx (the tour shows what
+//! The README and the longer tour it hands over to (docs/tour.md), run as written: their
+//! shell blocks marked `<!-- walkthrough -->` are pasted, in order, into one bash session
+//! against a fresh server, as a newcomer would paste them into a second terminal. Every `curl` must be answered 2xx (the tour shows what
 //! works; refusals are described in comments), every command must succeed, and the
 //! walk must end with the audit verifying the history it made.
 //!
@@ -41,9 +41,13 @@ fn walkthrough(readme: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_readmes_walkthrough_runs_as_written_against_a_fresh_server() {
     // Arrange: a server as the README's first command starts it.
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
-    let blocks = walkthrough(&readme);
+    // The README's tour, then the longer one it hands over to, in one session.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut blocks = Vec::new();
+    for page in ["README.md", "docs/tour.md"] {
+        let text = std::fs::read_to_string(root.join(page)).expect(page);
+        blocks.extend(walkthrough(&text));
+    }
     assert!(blocks.len() >= 5, "{} marked blocks", blocks.len());
     let db = TestDb::new().await;
     let server = ServerProcess::start(
