@@ -30,7 +30,7 @@ fi
 # stock configuration (128 MB of shared buffers, 1 GB between checkpoints) sizes the
 # database for a laptop: on the chain's 9.2M room-nights a hold touches pages no
 # buffer keeps, and each is written whole to the WAL after every checkpoint
-# (docs/scaling.md, finding 3).
+# (docs/scaling.md, `stock-postgres`).
 PG_OWN=${PG_OWN:-1}
 PG_OWN_PORT=${PG_OWN_PORT:-55432}
 PG_OWN_SETTINGS=${PG_OWN_SETTINGS:-shared_buffers=8GB effective_cache_size=16GB work_mem=64MB maintenance_work_mem=1GB max_wal_size=16GB min_wal_size=2GB checkpoint_timeout=30min checkpoint_completion_target=0.9 wal_compression=lz4 random_page_cost=1.1 max_connections=200}
@@ -223,10 +223,10 @@ jq -nc --argjson events "$catalog_events" --argjson nights "$room_nights" \
 
 # What an operator does after a bulk load, before taking traffic: vacuum and analyse
 # the tables every hold writes (else autovacuum's first pass over 9.2M nights runs
-# inside point 0: finding 3), and read a hold's working set into the buffers. That set
+# inside point 0: `stock-postgres`), and read a hold's working set into the buffers. That set
 # (the nights, the occupancy rows, their keys and the event log's key: about 5 GB on
 # the chain) is larger than 4 GB of buffers; past them, every hold waited on random
-# reads that the WAL's own churn kept evicting from the page cache (finding 9).
+# reads that the WAL's own churn kept evicting from the page cache (`working-set`).
 log "vacuum and prewarm"
 t_vacuum=$(date +%s)
 psql_db "VACUUM (ANALYZE) room_nights, room_night_allocations, occupancy_daily, reservations, reservations_view" >/dev/null
@@ -341,7 +341,7 @@ for point in $POINTS; do
     rebuild_s=$(awk -v a="$r0" -v b="$r1" 'BEGIN { printf "%.3f", b - a }')
     # The rebuild reads the whole log in commit order through an index, so its heap
     # pages pass through the buffers (no ring buffer for index scans) and push a hold's
-    # working set out: the next minutes of holds would wait on random reads (finding 9).
+    # working set out: the next minutes of holds would wait on random reads (`working-set`).
     prewarm
   fi
   rss_max=$(rss_max_since "$point_started")

@@ -49,7 +49,7 @@ const CHECK_IDLE_AFTER: Duration = Duration::from_secs(1);
 
 /// The service's pool settings. By default sqlx pings every connection it hands out:
 /// a round trip before every transaction, for the server and for PostgreSQL (see
-/// finding 23). A connection that was in use less than a second ago
+/// docs/benchmarks.md, `ping-per-transaction`). A connection that was in use less than a second ago
 /// is known to be alive; one idle for longer (perhaps across a database restart) is
 /// still checked, and closed if it does not answer.
 fn pool_options(max_connections: u32) -> PgPoolOptions {
@@ -92,17 +92,17 @@ pub const WRITE_PATH_SETTINGS: [(&str, &str); 5] = [
 /// (`unnest`), so its connections are set for that and nothing else:
 /// - generic plans, made once per connection: left to its default, PostgreSQL keeps
 ///   planning these array statements again on every call (it cannot cost the arrays),
-///   and planning was half of a booking (see finding 1);
+///   and planning was half of a booking (see docs/benchmarks.md, `replanning`);
 /// - no sequential scans, hash or merge joins: a generic plan is made with the
 ///   statistics of the moment, and on tables that grow from empty (a new deployment, a
 ///   benchmark) those said "tiny", so plans that scanned the idempotency records or the
 ///   allocations stayed in use as the tables grew, and a hold slowed as they did (see
-///   finding 7). Indexes and nested loops are right for every statement here
+///   docs/benchmarks.md, `lagging-statistics`). Indexes and nested loops are right for every statement here
 ///   whatever the statistics say;
 /// - no JIT: a key look-up never pays back compiling it, and a plan that has to scan
 ///   anyway carries the disabled scan's huge cost, which made PostgreSQL compile (with
 ///   inlining and optimization) on every execution, 60-400 ms of CPU each time (see
-///   docs/scaling.md, finding 2).
+///   docs/scaling.md, `generic-plan-jit`).
 ///
 /// Readers, projections and reports use the default pool and settings.
 pub async fn write_pool(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {

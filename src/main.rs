@@ -1,7 +1,7 @@
 //! `reservations`: the server binary and its administrative subcommands.
 
 // glibc's malloc showed in the server's profile under load; mimalloc keeps per-thread
-// free lists (see finding 11 in docs/benchmarks.md).
+// free lists (see `allocator-and-planning` in docs/benchmarks.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

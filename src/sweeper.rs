@@ -34,7 +34,7 @@ pub struct Swept {
 
 /// Lapsed holds expired in one transaction ([`CommandService::expire_lapsed_many`]):
 /// one transaction each, a pass was bound by round trips and commits (see
-/// docs/scaling.md, finding 6) while holds made concurrently lapse concurrently. A
+/// docs/scaling.md, `sweeper-rate`) while holds made concurrently lapse concurrently. A
 /// batch holds its rooms' locks until it commits, so holds of those rooms wait for it:
 /// 100 at a time, one batch in flight, kept up with 1,400 holds/s all lapsing after 5 s
 /// with a p99 of 99 ms for the holds (250, two in flight: 140 ms; docs/benchmarks.md,

@@ -25,7 +25,7 @@
 //!     compact positional form that spells out only what is set (see [`field`]). One
 //!     field a night: a search reads every night of the stay and its check-out day for
 //!     every hotel of a city, so its bytes are what a search costs (see
-//!     docs/benchmarks.md, finding 32).
+//!     docs/benchmarks.md, `search-answer-size`).
 //! - `g{g}:city:{city, lower-cased}` — the set of the ids of that city's hotels; a hotel
 //!   that moves city leaves its old set.
 //!

@@ -58,7 +58,7 @@ pub struct StoredEvent {
     /// The payload and the metadata as PostgreSQL's text of them: the typed event is
     /// decoded from the text, and a reader that wants a `serde_json::Value` (the event
     /// feed) parses its own; building one for every event read cost a quarter of a
-    /// rebuild's CPU (docs/scaling.md, finding 8).
+    /// rebuild's CPU (docs/scaling.md, `double-decode`).
     pub payload: Box<RawValue>,
     pub metadata: Box<RawValue>,
     pub recorded_at: DateTime<Utc>,
@@ -218,7 +218,7 @@ pub async fn read_after(
 ///
 /// Small enough that the planner walks the index whatever it believes of the table: a
 /// larger cap on a table without statistics got the statement planned as a scan and
-/// sort of the whole log (see docs/benchmarks.md, finding 13). Past this many events
+/// sort of the whole log (see docs/benchmarks.md, `lag-count-scan`). Past this many events
 /// behind, "at least 10,000" says all an operator needs; the age of the oldest unread
 /// event says how far behind in time.
 pub const LAG_CAP: i64 = 10_000;
@@ -228,7 +228,7 @@ pub const LAG_CAP: i64 = 10_000;
 ///
 /// The count walks the commit-order index from the checkpoint and stops at the cap, so
 /// it costs what the lag is, not what the log is (a plain `count(*)` over the range was
-/// planned as a parallel scan; see docs/benchmarks.md, finding 5).
+/// planned as a parallel scan; see docs/benchmarks.md, `projection-housekeeping`).
 pub async fn lag(conn: &mut PgConnection, after: Checkpoint) -> Result<(i64, f64), sqlx::Error> {
     let row = sqlx::query(
         "SELECT count(*) AS behind,

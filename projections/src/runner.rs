@@ -112,7 +112,7 @@ impl Default for RunnerConfig {
             // Under load a commit lands every few milliseconds, and a runner woken by
             // each one spends more on its own statements (read, checkpoint, commit)
             // than on the events: a few milliseconds of lag buy batches (see
-            // docs/benchmarks.md, findings 10 and 15).
+            // docs/benchmarks.md, `notify-per-booking` and `handful-batches`).
             gather: Duration::from_millis(20),
         }
     }
@@ -497,7 +497,7 @@ struct Horizon {
 /// listener, so the announcements of a burst of commits (up to a hundred a second) pile
 /// up on the connection; draining only the buffer would leave them to be received one
 /// at a time once the runner goes idle, each waking it for a read of nothing (see
-/// docs/benchmarks.md, finding 26).
+/// docs/benchmarks.md, `spinning-runners`).
 async fn drain(listener: &mut PgListener) {
     for _ in 0..100_000 {
         // A zero timeout polls `recv` once: it returns a buffered notification or one

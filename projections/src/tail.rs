@@ -2,7 +2,7 @@
 //!
 //! A server runs four projections, and each reads every event: without sharing, that
 //! is four reads of the same rows and four times the JSON decoded (see
-//! docs/benchmarks.md, finding 14). The runners of one process share a [`Tail`]
+//! docs/benchmarks.md, `one-read-for-all-runners`). The runners of one process share a [`Tail`]
 //! instead: the first runner to ask for events after a checkpoint reads them from the
 //! database, decoded once into typed events (see [`crate::log`]), and keeps them; the
 //! others, asking for the same events a moment later, get them from memory.

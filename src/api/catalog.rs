@@ -356,7 +356,7 @@ pub(crate) fn prices_out(prices: &[PlanPrice], restrictions: &RestrictionSet) ->
 /// A date as `YYYY-MM-DD`, the form chrono's `Serialize` gives, written without the
 /// formatting machinery chrono goes through (`Debug`, padding): an availability answer
 /// has a date per night and room type, and formatting them showed in the server's
-/// profile under reads (see finding 19). Years outside 0..=9999 take chrono's own path.
+/// profile under reads (see docs/benchmarks.md, `redis-round-trips`). Years outside 0..=9999 take chrono's own path.
 pub(crate) fn iso_date<S: serde::Serializer>(
     date: &NaiveDate,
     serializer: S,

@@ -61,7 +61,7 @@ pub struct WriteConfig {
     /// night being written costs about 2 KB of the server's memory (its loaded state,
     /// events and SQL parameters), and PostgreSQL is saturated by a few such requests
     /// already, so beyond this admitting more only grows memory (docs/scaling.md,
-    /// finding 7). A request larger than the budget runs alone.
+    /// `bulk-memory`). A request larger than the budget runs alone.
     pub bulk_nights_in_flight: u32,
 }
 

@@ -45,7 +45,7 @@ const CACHE_BACKOFF: Duration = Duration::from_secs(1);
 /// down, every attempt waits for the connection to be refused or retried (some 150 ms
 /// a read), so after a failure reads skip it for [`CACHE_BACKOFF`]; then one read tries
 /// it (the others keep skipping meanwhile) and a success closes the breaker. See
-/// docs/benchmarks.md, finding 34.
+/// docs/benchmarks.md, `redis-down-refusals`.
 #[derive(Debug)]
 struct Breaker {
     started: std::time::Instant,
@@ -110,7 +110,7 @@ pub struct AvailabilityCache {
     /// The readers' connections, taken in turn. Each is multiplexed, and its replies are
     /// parsed by one task in arrival order: with one connection a search's replies (one
     /// per hotel of the city) queue behind the others' on one core, so there is one a
-    /// core (see docs/benchmarks.md, finding 33).
+    /// core (see docs/benchmarks.md, `redis-parser-and-rejudging`).
     reads: Arc<[projections::redis_conn::RedisConn]>,
     next: Arc<AtomicUsize>,
     /// The reader every request shares (the generation it last found current, and the

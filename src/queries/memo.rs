@@ -3,7 +3,7 @@
 //!
 //! A city search reads every hotel's nights from Redis on every request (the read
 //! model stays the source), then decodes them and runs the offer rule over every room
-//! type and plan: most of a search's CPU (see docs/benchmarks.md, finding 33). Searches
+//! type and plan: most of a search's CPU (see docs/benchmarks.md, `redis-parser-and-rejudging`). Searches
 //! repeat (the same city and dates, many times between two bookings of a hotel's
 //! nights: hundreds of reads per booking), and the offers are a pure function of what
 //! was read: the catalog (named by its stream sequence), the nights' stored fields

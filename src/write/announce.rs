@@ -4,7 +4,7 @@
 //! inside every booking transaction, and PostgreSQL serializes the commits of
 //! notifying transactions (the notification queue's lock is held through each one's
 //! WAL flush) and signals every listener for each of them, which cost spread load a
-//! third of its holds with four runners listening (see finding 10 in
+//! third of its holds with four runners listening (see `notify-per-booking` in
 //! `docs/benchmarks.md`).
 //!
 //! So a write transaction that commits only bumps an in-process counter ([`committed`]),

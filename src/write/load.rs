@@ -389,7 +389,7 @@ impl Loader<'_> {
         let sql = nights_sql(lock, reservation_id.is_some());
         // A prepared statement with a generic plan, like the rest of the write path (see
         // `db::write_pool`): planning it on every call was most of its time (see
-        // finding 11). See `nights_sql` for why its plan is safe whatever the statistics.
+        // docs/benchmarks.md, `allocator-and-planning`). See `nights_sql` for why its plan is safe whatever the statistics.
         let params = NightParams::of(wanted);
         let query = params.bind(sqlx::query(&sql), now);
         let query = match reservation_id {
@@ -437,7 +437,7 @@ impl OpenParams {
     /// (the lateral subquery, which OFFSET 0 keeps from being flattened into a join):
     /// as a join, a generic plan made while the table was small read every record of
     /// the last day through `idempotency_keys_by_age` for every batch, and a hold
-    /// slowed as the day's records grew (docs/scaling.md, finding 1).
+    /// slowed as the day's records grew (docs/scaling.md, `empty-table-statistics`).
     fn bind<'q>(&'q self, query: PgQuery<'q>, lock: bool) -> PgQuery<'q> {
         query
             .bind(&self.lock_ids)
@@ -653,7 +653,7 @@ fn non_negative(value: i32) -> Result<u32, AttemptError> {
 /// a generic plan made on a never-analyzed allocation table (a young database, or one
 /// whose autovacuum is off or behind) read the reservation's allocations with a bitmap
 /// scan of the whole primary key on `reservation_id` alone, then joined, a cost that
-/// grew with every hold (see finding 17). One
+/// grew with every hold (see docs/benchmarks.md, `allocation-scan`). One
 /// `OR` instead of two branches would read every allocation of a night, thousands on a
 /// sold-out one. A hold, whose reservation is new, has no allocations of its own to read,
 /// so its statement has no such branch.

@@ -192,7 +192,7 @@ pub async fn lease_due(
         // The state is written out, not bound: a generic plan (the write path's) can
         // use the partial index `payment_sagas_open` only when its predicate is in the
         // statement itself; with a parameter it scanned the table (see
-        // docs/scaling.md, finding 2).
+        // docs/scaling.md, `generic-plan-jit`).
         "UPDATE payment_sagas SET lease_until = $2, attempts = attempts + 1, updated_at = $1
           WHERE reservation_id IN (
                 SELECT reservation_id FROM payment_sagas

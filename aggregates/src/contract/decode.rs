@@ -14,7 +14,7 @@
 //!
 //! **Cost.** Most events need no upcaster: their payload is deserialized from the
 //! borrowed value (`T::deserialize(&Value)`), without copying its maps (see
-//! docs/benchmarks.md, finding 14, for what decoding weighs). Only an event an upcaster
+//! docs/benchmarks.md, `one-read-for-all-runners`, for what decoding weighs). Only an event an upcaster
 //! claims is copied into the owned `SerializedEvent` the upcaster takes.
 
 use std::borrow::Cow;

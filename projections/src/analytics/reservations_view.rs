@@ -142,7 +142,7 @@ impl ReservationRow {
 /// One primary-key probe per id, whatever the planner believes of the table: as
 /// `reservation_id = ANY($2)`, a table grown since its last ANALYZE (or never analyzed)
 /// was read through another index, all of a generation's rows, for every batch (see
-/// docs/benchmarks.md, finding 16). The lateral subquery with OFFSET 0 cannot be turned
+/// docs/benchmarks.md, `plans-without-statistics`). The lateral subquery with OFFSET 0 cannot be turned
 /// into a join that scans the table. Public so that a test can check its plans.
 pub const LOAD_VIEW_ROWS: &str = "SELECT v.reservation_id, v.hotel_id, v.room_type_id,
         v.start_date, v.end_date, v.rooms, v.status, v.guest_name, v.guest_email,

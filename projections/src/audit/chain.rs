@@ -97,7 +97,7 @@ pub fn canonical_bytes(event: &EventFields<'_>) -> Result<Vec<u8>, serde_json::E
 /// borrowed from `text`; what cannot be borrowed (a key or string with an escape in it)
 /// and every other scalar goes through `Value`, so numbers and escapes are written
 /// exactly as the `Value` path writes them (the chain's first rows were hashed from
-/// `Value`s; no reader builds one any more, see docs/scaling.md, finding 8).
+/// `Value`s; no reader builds one any more, see docs/scaling.md, `double-decode`).
 fn write_canonical_text(text: &str, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
     match text.trim_start().as_bytes().first() {
         Some(b'{') => match serde_json::from_str::<BTreeMap<&str, &RawValue>>(text) {

@@ -370,7 +370,7 @@ async fn check_chain(
                 if event_key == Some((a.transaction_id, a.position)) {
                     let Some(row) = next_event.take() else { break };
                     // As text: the chain's canonical form is written from it directly
-                    // with no `Value` built (finding 8).
+                    // with no `Value` built (docs/scaling.md, `double-decode`).
                     let payload: &str = row.try_get_unchecked(7)?;
                     let metadata: &str = row.try_get_unchecked(8)?;
                     let fields = EventFields {

@@ -6,7 +6,7 @@
 //! only what is set, and one field a night (the counters and the terms come from the
 //! same stream, so one sequence stamps both). Decoding walks the bytes once without
 //! splitting strings, and builds the maps of each distinct terms text once per read
-//! (see docs/benchmarks.md, findings 25 and 32).
+//! (see docs/benchmarks.md, `string-splitting` and `search-answer-size`).
 //!
 //! ```text
 //! field   = "" | entry *(";" entry)                 room types in id order
