@@ -27,6 +27,10 @@ const ctx = {
     return me?.role === 'admin';
   },
   api,
+  /** The route the address bar names now (its `hashchange` may not have run yet). */
+  route() {
+    return parseHash();
+  },
   /** The hotels (fetched once per sign-in; `refresh` asks again). */
   hotels(refresh = false) {
     if (!hotelsPromise || refresh) {

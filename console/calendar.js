@@ -175,7 +175,11 @@ export function mountCalendar(root, ctx, firstRoute) {
     hotelSelect.replaceChildren(...hotels.map((hotel) =>
       h('option', { value: String(hotel.hotel_id) }, `${hotel.name} — ${hotel.city} (#${hotel.hotel_id})`)));
     hotelSelect.disabled = hotels.length === 0;
-    apply(pendingRoute);
+    // The address bar may have moved on while the hotels loaded, its `hashchange` not
+    // yet run: apply what it names now, or the canonical address written for the older
+    // route would overwrite the newer one.
+    const current = ctx.route();
+    apply(current.seg[0] === 'calendar' ? current : pendingRoute);
   }
 
   function go(id, m) {
