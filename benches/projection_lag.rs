@@ -147,7 +147,7 @@ async fn main() -> anyhow::Result<()> {
                     guests: aggregates::GuestCount::ONE,
                 };
                 let key = IdempotencyKey::parse(&format!("{c}-{n}")).expect("key");
-                if svc.hold("bench", key, request).await.is_ok() {
+                if svc.hold("bench", "bench", key, request).await.is_ok() {
                     held += 1;
                 }
             }

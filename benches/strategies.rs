@@ -139,7 +139,7 @@ async fn main() -> anyhow::Result<()> {
                                 IdempotencyKey::parse(&format!("{c}-{n}-{}", uuid::Uuid::new_v4()))
                                     .expect("key");
                             let started = Instant::now();
-                            let result = svc.hold("bench", key, request).await;
+                            let result = svc.hold("bench", "bench", key, request).await;
                             if result.is_ok() {
                                 latencies.push(started.elapsed());
                             }

@@ -219,7 +219,7 @@ pub async fn create(
     // The channel owns the reservation; the key is scoped to the token.
     let result = state
         .commands
-        .hold_as(&principal.name, &scope, key, request)
+        .hold(&principal.name, &scope, key, request)
         .await;
     state.metrics.booking(hold_outcome(&result));
     // Only holds that succeed use up the guest's allowance. `request_in_flight` is not
@@ -343,7 +343,7 @@ pub async fn cancel(
     }
     let view = state
         .commands
-        .cancel_as(&caller, &client_scope(&principal), key, id, reason)
+        .cancel(&caller, &client_scope(&principal), key, id, reason)
         .await?;
     Ok(Json(answer(&state, &principal, view).await?))
 }

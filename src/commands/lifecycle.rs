@@ -107,20 +107,10 @@ pub struct ReservationCommand<'a, R, F> {
 }
 
 impl CommandService {
-    /// Holds a stay for a channel: every night or none, for `hold_ttl`. The channel's
-    /// name scopes the idempotency key.
+    /// Holds a stay for `channel`, every night or none, for `hold_ttl`; the idempotency
+    /// key is scoped to `scope` (the calling token; a channel's own name when it is its
+    /// only token).
     pub async fn hold(
-        &self,
-        channel: &str,
-        key: IdempotencyKey,
-        request: HoldRequest,
-    ) -> Result<ReservationView, CommandError> {
-        self.hold_as(channel, channel, key, request).await
-    }
-
-    /// Holds a stay owned by `channel`, with the idempotency key scoped to `scope` (the
-    /// calling token).
-    pub async fn hold_as(
         &self,
         channel: &str,
         scope: &str,
@@ -217,20 +207,9 @@ impl CommandService {
         .await
     }
 
-    /// Cancels a held or confirmed reservation; its nights return to sale.
+    /// Cancels a held or confirmed reservation; its nights return to sale. The
+    /// idempotency key is scoped to `scope` (the calling token).
     pub async fn cancel(
-        &self,
-        caller: &Caller,
-        key: Option<IdempotencyKey>,
-        reservation_id: ReservationId,
-        reason: String,
-    ) -> Result<ReservationView, CommandError> {
-        self.cancel_as(caller, caller.name(), key, reservation_id, reason)
-            .await
-    }
-
-    /// As [`Self::cancel`], with the idempotency key scoped to `scope`.
-    pub async fn cancel_as(
         &self,
         caller: &Caller,
         scope: &str,
@@ -301,34 +280,14 @@ impl CommandService {
     }
 
     /// Moves a reservation to new dates: the old nights are released and the new ones
-    /// taken in one step, or nothing changes.
-    pub async fn change_dates(
-        &self,
-        caller: &Caller,
-        key: Option<IdempotencyKey>,
-        reservation_id: ReservationId,
-        new_stay: StayDates,
-        expected_total_cents: Option<Cents>,
-    ) -> Result<ReservationView, CommandError> {
-        self.change_dates_as(
-            caller,
-            caller.name(),
-            key,
-            reservation_id,
-            new_stay,
-            expected_total_cents,
-            None,
-        )
-        .await
-    }
-
-    /// As [`Self::change_dates`], with the idempotency key scoped to `scope`, and
-    /// `increment` the gateway granted toward a dearer price. A paid stay whose new
-    /// price the card does not cover is refused with `Rejection::PaymentRequired`,
-    /// writing nothing, not even the idempotency record: the payment service asks the
-    /// gateway and calls again (see `PaymentService::change_dates`).
+    /// taken in one step, or nothing changes. The idempotency key is scoped to `scope`
+    /// (the calling token); `increment` is what the gateway granted toward a dearer
+    /// price. A paid stay whose new price the card does not cover is refused with
+    /// `Rejection::PaymentRequired`, writing nothing, not even the idempotency record:
+    /// the payment service asks the gateway and calls again (see
+    /// `PaymentService::change_dates`).
     #[allow(clippy::too_many_arguments)]
-    pub async fn change_dates_as(
+    pub async fn change_dates(
         &self,
         caller: &Caller,
         scope: &str,

@@ -58,7 +58,7 @@ impl PaymentService {
         for _ in 0..ATTEMPTS {
             let result = self
                 .commands
-                .change_dates_as(
+                .change_dates(
                     caller,
                     scope,
                     key.clone(),

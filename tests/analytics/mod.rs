@@ -62,7 +62,7 @@ async fn booking_workload(svc: &CommandService, clock: &ManualClock) -> Workload
     let hold = |channel: &'static str, k: &'static str, from, to, rooms, guest| {
         let request = hold_request(stay(d(from), d(to)), rooms, guest);
         async move {
-            svc.hold(channel, key(k), request)
+            svc.hold(channel, channel, key(k), request)
                 .await
                 .unwrap_or_else(|e| panic!("hold {k}: {e}"))
                 .reservation_id
@@ -100,13 +100,13 @@ async fn booking_workload(svc: &CommandService, clock: &ManualClock) -> Workload
         .expect("confirm b");
     tick();
 
-    svc.cancel(&web(), None, id(a), "plans changed".into())
+    svc.cancel(&web(), web().name(), None, id(a), "plans changed".into())
         .await
         .expect("cancel a");
     tick();
 
     let c = hold("web", "c", 5, 7, 1, 1).await;
-    svc.cancel(&web(), None, id(c), "found cheaper".into())
+    svc.cancel(&web(), web().name(), None, id(c), "found cheaper".into())
         .await
         .expect("cancel c");
     tick();
@@ -115,9 +115,17 @@ async fn booking_workload(svc: &CommandService, clock: &ManualClock) -> Workload
     svc.confirm(&mobile(), None, id(d_))
         .await
         .expect("confirm d");
-    svc.change_dates(&mobile(), None, id(d_), stay(d(6), d(8)), None)
-        .await
-        .expect("move d");
+    svc.change_dates(
+        &mobile(),
+        mobile().name(),
+        None,
+        id(d_),
+        stay(d(6), d(8)),
+        None,
+        None,
+    )
+    .await
+    .expect("move d");
     tick();
 
     let f = hold("mobile", "f", 0, 2, 1, 6).await;
@@ -586,7 +594,7 @@ async fn concurrent_bookings(svc: &CommandService, round: usize) {
                     client * 100 + step,
                 );
                 let k = format!("r{round}-c{client}-s{step}");
-                let id = match svc.hold(channel, key(&k), request).await {
+                let id = match svc.hold(channel, channel, key(&k), request).await {
                     Ok(view) => ReservationId::from_uuid(view.reservation_id),
                     Err(e) => {
                         expected_failure(&e, &k);
@@ -595,14 +603,19 @@ async fn concurrent_bookings(svc: &CommandService, round: usize) {
                 };
                 let outcome = match step % 4 {
                     0 => svc.confirm(&caller, None, id).await.map(drop),
-                    1 => svc.cancel(&caller, None, id, "no".into()).await.map(drop),
+                    1 => svc
+                        .cancel(&caller, caller.name(), None, id, "no".into())
+                        .await
+                        .map(drop),
                     2 => match svc.confirm(&caller, None, id).await {
                         Ok(_) => svc
                             .change_dates(
                                 &caller,
+                                caller.name(),
                                 None,
                                 id,
                                 stay(d(from + 1), d(from + 1 + nights)),
+                                None,
                                 None,
                             )
                             .await
@@ -763,6 +776,7 @@ async fn a_rebuilt_projection_equals_the_incrementally_built_one() {
     // The running runners moved to the new generation and keep it current.
     let late = svc
         .hold(
+            "web",
             "web",
             key("after the rebuild"),
             hold_request(stay(d(14), d(15)), 1, 999),
@@ -1309,7 +1323,7 @@ async fn every_reservation_reads_its_own_short_reference_and_is_found_by_it_as_a
             } else {
                 let request = hold_request(stay(day(10), day(12)), 1, n as usize);
                 other
-                    .hold("web", key(&format!("ref-{n}")), request)
+                    .hold("web", "web", key(&format!("ref-{n}")), request)
                     .await
                     .unwrap_or_else(|e| panic!("hold {n}: {e}"))
                     .reservation_id

@@ -47,7 +47,12 @@ async fn workload(db: &TestDb) -> Workload {
     hotel_with_rooms(&svc, day(10), 10, 3).await;
 
     let confirmed = svc
-        .hold("web", key("h1"), hold_request(stay(day(10), day(12)), 1, 1))
+        .hold(
+            "web",
+            "web",
+            key("h1"),
+            hold_request(stay(day(10), day(12)), 1, 1),
+        )
         .await
         .expect("hold 1");
     svc.confirm(&web(), Some(key("c1")), id(&confirmed))
@@ -55,24 +60,42 @@ async fn workload(db: &TestDb) -> Workload {
         .expect("confirm 1");
 
     let moved_hold = svc
-        .hold("web", key("h2"), hold_request(stay(day(11), day(13)), 2, 2))
+        .hold(
+            "web",
+            "web",
+            key("h2"),
+            hold_request(stay(day(11), day(13)), 2, 2),
+        )
         .await
         .expect("hold 2");
     svc.change_dates(
         &web(),
+        web().name(),
         Some(key("m2")),
         id(&moved_hold),
         stay(day(14), day(16)),
         None,
+        None,
     )
     .await
     .expect("move hold 2");
-    svc.cancel(&web(), Some(key("x2")), id(&moved_hold), "plans".to_owned())
-        .await
-        .expect("cancel 2");
+    svc.cancel(
+        &web(),
+        web().name(),
+        Some(key("x2")),
+        id(&moved_hold),
+        "plans".to_owned(),
+    )
+    .await
+    .expect("cancel 2");
 
     let moved_stay = svc
-        .hold("web", key("h3"), hold_request(stay(day(12), day(14)), 1, 3))
+        .hold(
+            "web",
+            "web",
+            key("h3"),
+            hold_request(stay(day(12), day(14)), 1, 3),
+        )
         .await
         .expect("hold 3");
     svc.confirm(&web(), Some(key("c3")), id(&moved_stay))
@@ -80,32 +103,54 @@ async fn workload(db: &TestDb) -> Workload {
         .expect("confirm 3");
     svc.change_dates(
         &web(),
+        web().name(),
         Some(key("m3")),
         id(&moved_stay),
         stay(day(15), day(17)),
+        None,
         None,
     )
     .await
     .expect("move confirmed 3");
 
     let expired = svc
-        .hold("web", key("h4"), hold_request(stay(day(17), day(18)), 1, 4))
+        .hold(
+            "web",
+            "web",
+            key("h4"),
+            hold_request(stay(day(17), day(18)), 1, 4),
+        )
         .await
         .expect("hold 4");
     let lapsing = svc
-        .hold("web", key("h5"), hold_request(stay(day(18), day(19)), 3, 5))
+        .hold(
+            "web",
+            "web",
+            key("h5"),
+            hold_request(stay(day(18), day(19)), 3, 5),
+        )
         .await
         .expect("hold 5");
     clock.advance(chrono::Duration::minutes(16));
     svc.expire_hold(id(&expired)).await.expect("expire 4");
     // Night 18 is full of hold 5's lapsed rooms: this hold drops them first.
-    svc.hold("web", key("h6"), hold_request(stay(day(18), day(19)), 2, 6))
-        .await
-        .expect("hold 6 after hold 5 lapsed");
+    svc.hold(
+        "web",
+        "web",
+        key("h6"),
+        hold_request(stay(day(18), day(19)), 2, 6),
+    )
+    .await
+    .expect("hold 6 after hold 5 lapsed");
     let _ = lapsing;
 
     let cancelled_stay = svc
-        .hold("web", key("h7"), hold_request(stay(day(10), day(11)), 1, 7))
+        .hold(
+            "web",
+            "web",
+            key("h7"),
+            hold_request(stay(day(10), day(11)), 1, 7),
+        )
         .await
         .expect("hold 7");
     svc.confirm(&web(), Some(key("c7")), id(&cancelled_stay))
@@ -113,6 +158,7 @@ async fn workload(db: &TestDb) -> Workload {
         .expect("confirm 7");
     svc.cancel(
         &web(),
+        web().name(),
         Some(key("x7")),
         id(&cancelled_stay),
         "no longer".to_owned(),

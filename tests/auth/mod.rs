@@ -263,7 +263,12 @@ async fn a_channel_cannot_act_on_another_channels_reservation() {
     let svc = db.service(Strategy::Pessimistic);
     hotel_with_rooms(&svc, day(10), 2, 1).await;
     let view = svc
-        .hold("web", key("k"), hold_request(stay(day(10), day(12)), 1, 1))
+        .hold(
+            "web",
+            "web",
+            key("k"),
+            hold_request(stay(day(10), day(12)), 1, 1),
+        )
         .await
         .expect("hold");
     let id = ReservationId::from_uuid(view.reservation_id);
@@ -271,6 +276,7 @@ async fn a_channel_cannot_act_on_another_channels_reservation() {
     let result = svc
         .cancel(
             &Caller::Channel("mobile".into()),
+            "mobile",
             Some(key("c")),
             id,
             "x".into(),
@@ -282,6 +288,7 @@ async fn a_channel_cannot_act_on_another_channels_reservation() {
     let by_staff = svc
         .cancel(
             &Caller::Staff("admin".into()),
+            "admin",
             None,
             id,
             "overbooked".into(),

@@ -220,12 +220,18 @@ async fn postgres_es_reads_the_streams_the_unit_of_work_writes() {
     let svc = db.service(Strategy::Optimistic);
     hotel_with_rooms(&svc, day(10), 3, 2).await;
     let view = svc
-        .hold("web", key("h"), hold_request(stay(day(10), day(12)), 1, 1))
+        .hold(
+            "web",
+            "web",
+            key("h"),
+            hold_request(stay(day(10), day(12)), 1, 1),
+        )
         .await
         .expect("hold");
     let id = ReservationId::from_uuid(view.reservation_id);
     svc.cancel(
         &reservations::commands::Caller::Channel("web".into()),
+        "web",
         Some(key("c")),
         id,
         "x".into(),

@@ -507,10 +507,20 @@ async fn a_stay_ending_on_the_twelfth_and_one_starting_on_the_twelfth_both_succe
         hotel_with_rooms(&svc, day(10), 5, 1).await;
 
         let first = svc
-            .hold("web", key("a"), hold_request(stay(day(10), day(12)), 1, 1))
+            .hold(
+                "web",
+                "web",
+                key("a"),
+                hold_request(stay(day(10), day(12)), 1, 1),
+            )
             .await;
         let second = svc
-            .hold("web", key("b"), hold_request(stay(day(12), day(14)), 1, 2))
+            .hold(
+                "web",
+                "web",
+                key("b"),
+                hold_request(stay(day(12), day(14)), 1, 2),
+            )
             .await;
 
         assert!(first.is_ok(), "{first:?}");
@@ -537,6 +547,7 @@ async fn holding_is_all_nights_or_none_and_sold_out_names_the_first_failing_nigh
     hotel_with_rooms(&svc, day(10), 5, 1).await;
     svc.hold(
         "web",
+        "web",
         key("middle"),
         hold_request(stay(day(12), day(13)), 1, 1),
     )
@@ -545,6 +556,7 @@ async fn holding_is_all_nights_or_none_and_sold_out_names_the_first_failing_nigh
 
     let result = svc
         .hold(
+            "web",
             "web",
             key("span"),
             hold_request(stay(day(10), day(15)), 1, 2),
@@ -583,9 +595,10 @@ async fn the_price_is_the_sum_of_the_nightly_rates_and_a_stale_price_is_refused(
 
     let mut stale = hold_request(stay(day(10), day(13)), 2, 1);
     stale.expected_total_cents = Some(aggregates::Cents::new(3 * 18_000 * 2));
-    let refused = svc.hold("web", key("stale"), stale).await;
+    let refused = svc.hold("web", "web", key("stale"), stale).await;
     let held = svc
         .hold(
+            "web",
             "web",
             key("fresh"),
             hold_request(stay(day(10), day(13)), 2, 1),
@@ -616,20 +629,42 @@ async fn cancelling_twice_releases_once() {
         let svc = db.service(strategy);
         hotel_with_rooms(&svc, day(10), 5, 2).await;
         let view = svc
-            .hold("web", key("h"), hold_request(stay(day(10), day(13)), 1, 1))
+            .hold(
+                "web",
+                "web",
+                key("h"),
+                hold_request(stay(day(10), day(13)), 1, 1),
+            )
             .await
             .expect("hold");
-        svc.hold("web", key("h2"), hold_request(stay(day(10), day(13)), 1, 2))
-            .await
-            .expect("second guest");
+        svc.hold(
+            "web",
+            "web",
+            key("h2"),
+            hold_request(stay(day(10), day(13)), 1, 2),
+        )
+        .await
+        .expect("second guest");
         let id = ReservationId::from_uuid(view.reservation_id);
 
         let first = svc
-            .cancel(&web(), Some(key("c1")), id, "change of plans".into())
+            .cancel(
+                &web(),
+                web().name(),
+                Some(key("c1")),
+                id,
+                "change of plans".into(),
+            )
             .await
             .expect("cancel");
         let second = svc
-            .cancel(&web(), Some(key("c2")), id, "change of plans".into())
+            .cancel(
+                &web(),
+                web().name(),
+                Some(key("c2")),
+                id,
+                "change of plans".into(),
+            )
             .await;
 
         assert_eq!(first.status, ReservationStatus::Cancelled);
@@ -660,6 +695,7 @@ async fn concurrent_cancels_of_one_reservation_release_its_nights_once() {
         for g in 0..2 {
             svc.hold(
                 "web",
+                "web",
                 key(&format!("other{g}")),
                 hold_request(stay(day(10), day(13)), 1, g),
             )
@@ -668,6 +704,7 @@ async fn concurrent_cancels_of_one_reservation_release_its_nights_once() {
         }
         let view = svc
             .hold(
+                "web",
                 "web",
                 key("mine"),
                 hold_request(stay(day(10), day(13)), 1, 9),
@@ -680,8 +717,14 @@ async fn concurrent_cancels_of_one_reservation_release_its_nights_once() {
         for n in 0..16 {
             let svc = svc.clone();
             calls.push(tokio::spawn(async move {
-                svc.cancel(&web(), Some(key(&format!("cancel{n}"))), id, "x".into())
-                    .await
+                svc.cancel(
+                    &web(),
+                    web().name(),
+                    Some(key(&format!("cancel{n}"))),
+                    id,
+                    "x".into(),
+                )
+                .await
             }));
         }
         let mut cancelled = 0;
@@ -710,13 +753,26 @@ async fn change_dates_moves_the_stay_in_one_step() {
         let svc = db.service(strategy);
         hotel_with_rooms(&svc, day(10), 10, 1).await;
         let view = svc
-            .hold("web", key("h"), hold_request(stay(day(10), day(13)), 1, 1))
+            .hold(
+                "web",
+                "web",
+                key("h"),
+                hold_request(stay(day(10), day(13)), 1, 1),
+            )
             .await
             .expect("hold");
         let id = ReservationId::from_uuid(view.reservation_id);
 
         let moved = svc
-            .change_dates(&web(), Some(key("m")), id, stay(day(11), day(15)), None)
+            .change_dates(
+                &web(),
+                web().name(),
+                Some(key("m")),
+                id,
+                stay(day(11), day(15)),
+                None,
+                None,
+            )
             .await
             .expect("change dates");
 
@@ -738,10 +794,16 @@ async fn change_dates_onto_a_sold_out_night_changes_nothing() {
         let svc = db.service(strategy);
         hotel_with_rooms(&svc, day(10), 10, 1).await;
         let view = svc
-            .hold("web", key("h"), hold_request(stay(day(10), day(13)), 1, 1))
+            .hold(
+                "web",
+                "web",
+                key("h"),
+                hold_request(stay(day(10), day(13)), 1, 1),
+            )
             .await
             .expect("hold");
         svc.hold(
+            "web",
             "web",
             key("blocker"),
             hold_request(stay(day(14), day(15)), 1, 2),
@@ -752,7 +814,15 @@ async fn change_dates_onto_a_sold_out_night_changes_nothing() {
         let before = night_rows(&db.pool).await;
 
         let result = svc
-            .change_dates(&web(), Some(key("m")), id, stay(day(12), day(16)), None)
+            .change_dates(
+                &web(),
+                web().name(),
+                Some(key("m")),
+                id,
+                stay(day(12), day(16)),
+                None,
+                None,
+            )
             .await;
 
         match result {
@@ -778,6 +848,7 @@ async fn a_lapsed_hold_does_not_count_and_is_dropped_when_the_room_is_needed() {
     let lapsing = svc
         .hold(
             "web",
+            "web",
             key("slow"),
             hold_request(stay(day(10), day(12)), 1, 1),
         )
@@ -792,6 +863,7 @@ async fn a_lapsed_hold_does_not_count_and_is_dropped_when_the_room_is_needed() {
         .expect("exists");
     let taker = svc
         .hold(
+            "web",
             "web",
             key("fast"),
             hold_request(stay(day(10), day(11)), 1, 2),
@@ -844,7 +916,12 @@ async fn expiring_a_live_hold_is_refused() {
     let svc = db.service(Strategy::Optimistic);
     hotel_with_rooms(&svc, day(10), 3, 1).await;
     let view = svc
-        .hold("web", key("h"), hold_request(stay(day(10), day(12)), 1, 1))
+        .hold(
+            "web",
+            "web",
+            key("h"),
+            hold_request(stay(day(10), day(12)), 1, 1),
+        )
         .await
         .expect("hold");
 
@@ -866,7 +943,12 @@ async fn confirming_a_hold_moves_its_rooms_to_confirmed() {
     let svc = db.service(Strategy::Pessimistic);
     hotel_with_rooms(&svc, day(10), 3, 2).await;
     let view = svc
-        .hold("web", key("h"), hold_request(stay(day(10), day(12)), 2, 1))
+        .hold(
+            "web",
+            "web",
+            key("h"),
+            hold_request(stay(day(10), day(12)), 2, 1),
+        )
         .await
         .expect("hold");
     let id = ReservationId::from_uuid(view.reservation_id);
@@ -906,15 +988,15 @@ async fn holding_an_unknown_hotel_or_room_type_or_past_dates_is_rejected() {
     let past = hold_request(stay(yesterday, day(11)), 1, 1);
 
     assert!(matches!(
-        svc.hold("web", key("a"), unknown_hotel).await,
+        svc.hold("web", "web", key("a"), unknown_hotel).await,
         Err(CommandError::Rejected(Rejection::UnknownHotel))
     ));
     assert!(matches!(
-        svc.hold("web", key("b"), unknown_type).await,
+        svc.hold("web", "web", key("b"), unknown_type).await,
         Err(CommandError::Rejected(Rejection::UnknownRoomType))
     ));
     assert!(matches!(
-        svc.hold("web", key("c"), past).await,
+        svc.hold("web", "web", key("c"), past).await,
         Err(CommandError::Rejected(Rejection::Invalid(_)))
     ));
     assert_eq!(taken(&db.pool, day(10)).await, 0);
@@ -937,14 +1019,16 @@ async fn an_absurdly_long_stay_is_refused_before_the_database_is_touched() {
     );
 
     let held = svc
-        .hold("web", key("k"), hold_request(millennia, 1, 1))
+        .hold("web", "web", key("k"), hold_request(millennia, 1, 1))
         .await;
     let moved = svc
         .change_dates(
             &web(),
+            web().name(),
             Some(key("m")),
             ReservationId::from_uuid(uuid::Uuid::nil()),
             millennia,
+            None,
             None,
         )
         .await;
@@ -1007,6 +1091,7 @@ async fn a_hold_that_cannot_be_written_fails_alone_not_its_batch() {
         let svc = svc.clone();
         calls.push(tokio::spawn(async move {
             svc.hold(
+                "web",
                 "web",
                 key(&format!("batch-{n}")),
                 hold_request(stay(day(30), day(32)), 1, n),
@@ -1112,6 +1197,7 @@ async fn racing_check_ins_cancels_no_shows_and_date_changes_leave_one_legal_hist
         let view = svc
             .hold(
                 "web",
+                "web",
                 key("stay"),
                 hold_request(stay(day(10), day(13)), 1, 1),
             )
@@ -1143,10 +1229,21 @@ async fn racing_check_ins_cancels_no_shows_and_date_changes_leave_one_legal_hist
                         svc.stay_action(&staff, "staff", k, id, StayAction::NoShow)
                             .await
                     }
-                    StayCall::Cancel => svc.cancel(&web(), k, id, "plans".into()).await,
-                    StayCall::ChangeDates => {
-                        svc.change_dates(&web(), k, id, stay(day(11), day(14)), None)
+                    StayCall::Cancel => {
+                        svc.cancel(&web(), web().name(), k, id, "plans".into())
                             .await
+                    }
+                    StayCall::ChangeDates => {
+                        svc.change_dates(
+                            &web(),
+                            web().name(),
+                            k,
+                            id,
+                            stay(day(11), day(14)),
+                            None,
+                            None,
+                        )
+                        .await
                     }
                 };
                 (call, outcome)

@@ -402,12 +402,12 @@ async fn a_replayed_request_returns_the_first_outcome_even_a_rejection() {
     hotel_with_rooms(&svc, day(10), 2, 1).await;
     let request = hold_request(stay(day(10), day(12)), 1, 1);
     let first = svc
-        .hold("web", key("k"), request.clone())
+        .hold("web", "web", key("k"), request.clone())
         .await
         .expect("hold");
 
     let mut replay = svc
-        .hold("web", key("k"), request.clone())
+        .hold("web", "web", key("k"), request.clone())
         .await
         .expect("replay");
     // The stored answer keeps its guest sealed; opened, it is the first answer.
@@ -420,22 +420,33 @@ async fn a_replayed_request_returns_the_first_outcome_even_a_rejection() {
         .open(binding, &mut replay.guest)
         .await
         .expect("open");
-    let other_client = svc.hold("mobile", key("k"), request.clone()).await;
-    let reused = svc
-        .hold("web", key("k"), hold_request(stay(day(10), day(11)), 1, 1))
+    let other_client = svc
+        .hold("mobile", "mobile", key("k"), request.clone())
         .await;
-    let sold_out = svc.hold("mobile", key("k2"), request.clone()).await;
+    let reused = svc
+        .hold(
+            "web",
+            "web",
+            key("k"),
+            hold_request(stay(day(10), day(11)), 1, 1),
+        )
+        .await;
+    let sold_out = svc
+        .hold("mobile", "mobile", key("k2"), request.clone())
+        .await;
     let sold_out_replay = {
         // Free the rooms: the replay must still say sold_out, as the first answer did.
         svc.cancel(
             &web(),
+            web().name(),
             Some(key("free")),
             ReservationId::from_uuid(first.reservation_id),
             "free".into(),
         )
         .await
         .expect("cancel");
-        svc.hold("mobile", key("k2"), request.clone()).await
+        svc.hold("mobile", "mobile", key("k2"), request.clone())
+            .await
     };
 
     assert_eq!(replay, first, "the same answer, the same reservation");
@@ -481,7 +492,10 @@ async fn twenty_concurrent_calls_with_one_key_make_one_reservation() {
             calls.push(tokio::spawn(async move {
                 // Like a client: retry while the first is in flight, same key.
                 loop {
-                    match svc.hold("web", key("same-intent"), request.clone()).await {
+                    match svc
+                        .hold("web", "web", key("same-intent"), request.clone())
+                        .await
+                    {
                         Err(CommandError::InFlight) | Err(CommandError::Contention { .. }) => {
                             tokio::task::yield_now().await
                         }

@@ -221,9 +221,14 @@ async fn setting_inventory_below_what_is_sold_is_rejected_and_changes_nothing() 
     let db = TestDb::new().await;
     let svc = db.service(Strategy::Pessimistic);
     hotel_with_rooms(&svc, day(10), 5, 3).await;
-    svc.hold("web", key("h"), hold_request(stay(day(12), day(13)), 2, 1))
-        .await
-        .expect("hold");
+    svc.hold(
+        "web",
+        "web",
+        key("h"),
+        hold_request(stay(day(12), day(13)), 2, 1),
+    )
+    .await
+    .expect("hold");
     let before = night_rows(&db.pool).await;
 
     let result = svc
@@ -274,6 +279,7 @@ async fn the_overbooking_allowance_sells_exactly_that_many_more() {
         outcomes.push(
             svc.hold(
                 "web",
+                "web",
                 key(&format!("g{g}")),
                 hold_request(stay(day(10), day(11)), 1, g),
             )
@@ -292,9 +298,14 @@ async fn an_oversell_written_behind_the_aggregates_back_is_refused_by_the_check(
     let db = TestDb::new().await;
     let svc = db.service(Strategy::Pessimistic);
     hotel_with_rooms(&svc, day(10), 1, 2).await;
-    svc.hold("web", key("h"), hold_request(stay(day(10), day(11)), 2, 1))
-        .await
-        .expect("hold both rooms");
+    svc.hold(
+        "web",
+        "web",
+        key("h"),
+        hold_request(stay(day(10), day(11)), 2, 1),
+    )
+    .await
+    .expect("hold both rooms");
 
     let oversell =
         sqlx::query("UPDATE room_nights SET held = held + 1 WHERE hotel_id = $1 AND night = $2")

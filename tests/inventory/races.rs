@@ -67,7 +67,7 @@ async fn race(services: Vec<CommandService>, seed: u64, rooms: &[Room]) -> Arc<T
                 // A client retries "try again" with the same key; give it a few tries.
                 let mut outcome = None;
                 for _ in 0..20 {
-                    match svc.hold("web", idem.clone(), request.clone()).await {
+                    match svc.hold("web", "web", idem.clone(), request.clone()).await {
                         Err(CommandError::Contention { .. }) | Err(CommandError::InFlight) => {
                             continue
                         }

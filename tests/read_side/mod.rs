@@ -560,6 +560,7 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
                 let held = svc
                     .hold(
                         "web",
+                        "web",
                         key(&format!("storm-{task}-{n}")),
                         hold_request(stay(start, end), rng.gen_range(1..=2), n),
                     )
@@ -569,6 +570,7 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
                         let _ = svc
                             .cancel(
                                 &Caller::Channel("web".into()),
+                                "web",
                                 Some(key(&format!("storm-cancel-{task}-{n}"))),
                                 ReservationId::from_uuid(view.reservation_id),
                                 "storm".into(),
@@ -664,6 +666,7 @@ async fn a_model_restored_from_an_older_snapshot_is_rebuilt_not_resumed() {
         let svc = svc.clone();
         async move {
             svc.hold(
+                "web",
                 "web",
                 key(&format!("snapshot-{n}")),
                 hold_request(stay(day(20), day(23)), 1, n),
@@ -874,6 +877,7 @@ async fn a_night_down_to_its_last_room_is_read_from_postgresql() {
     hotel_with_rooms(&svc, day(20), 3, 2).await;
     svc.hold(
         "web",
+        "web",
         key("one"),
         hold_request(stay(day(21), day(22)), 1, 1),
     )
@@ -939,6 +943,7 @@ async fn a_committed_hold_wakes_the_listeners_of_events() {
 
     // Act
     svc.hold(
+        "web",
         "web",
         key("wake"),
         hold_request(stay(day(30), day(31)), 1, 1),

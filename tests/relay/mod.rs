@@ -181,7 +181,7 @@ async fn workload(svc: &CommandService, clock: &ManualClock) {
         async move {
             let from = day(1 + (n % 4));
             let request = hold_request(stay(from, plus_days(from, 2)), 1, n as usize);
-            svc.hold("web", key(&format!("relay-{n}")), request)
+            svc.hold("web", "web", key(&format!("relay-{n}")), request)
                 .await
                 .map(|view| view.reservation_id)
         }
@@ -198,9 +198,15 @@ async fn workload(svc: &CommandService, clock: &ManualClock) {
             .await
             .expect("confirm");
     }
-    svc.cancel(&web(), None, id(ids[0]), "plans changed".into())
-        .await
-        .expect("cancel");
+    svc.cancel(
+        &web(),
+        web().name(),
+        None,
+        id(ids[0]),
+        "plans changed".into(),
+    )
+    .await
+    .expect("cancel");
     clock.advance(chrono::Duration::seconds(HOLD_TTL_SECONDS + 1));
     svc.expire_hold(id(ids[9])).await.expect("expire");
 }

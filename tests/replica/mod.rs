@@ -383,6 +383,7 @@ async fn after_a_failover_the_redis_model_is_rebuilt_from_the_promoted_log() {
     pair.kill_replica();
     svc.hold(
         "web",
+        "web",
         key("lost-on-failover"),
         hold_request(stay(day(20), day(22)), 2, 1),
     )
