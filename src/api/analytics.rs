@@ -20,7 +20,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
 use super::bodies::ReservationOut;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiPath, ApiQuery, Consistency};
 use super::params::reads_personal_data;
 use super::params::MAX_OCCUPANCY_NIGHTS;
@@ -182,7 +182,7 @@ pub(crate) fn report_range(
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
         (status = 422, description = "end_date not after start_date, or more than 400 nights", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn occupancy(
     State(state): State<AppState>,
@@ -352,7 +352,7 @@ fn text_filter(field: &str, value: Option<String>, max: usize) -> Result<Option<
     responses((status = 200, body = ReservationList), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 403, description = "a channel naming another channel", body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 422, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn list_reservations(
     State(state): State<AppState>,

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiQuery, Consistency};
 use super::reservations::EventOut;
 use super::AppState;
@@ -42,7 +42,7 @@ pub struct EventFeed {
     responses((status = 200, body = EventFeed), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, description = "unknown_position", body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 422, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn feed(
     State(state): State<AppState>,

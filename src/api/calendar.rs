@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
 use super::catalog::{iso_date, prices_out, PlanPriceOut, RestrictionsOut};
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiPath, ApiQuery, Consistency};
 use super::params::hotel_id;
 use super::AppState;
@@ -106,7 +106,7 @@ pub struct CalendarOut {
     responses((status = 200, body = CalendarOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn calendar(
     State(state): State<AppState>,

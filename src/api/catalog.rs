@@ -15,7 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::auth::{Principal, Role};
 use super::bodies::OfferOut;
 use super::bodies::{hotel_out, HotelOut};
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiPath, ApiQuery, Consistency};
 use super::params::stay_query;
 use super::params::{city_filter, hotel_id, staff, CitySearch};
@@ -52,7 +52,7 @@ pub struct PutHotel {
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 415, body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 422, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn put_hotel(
     State(state): State<AppState>,
@@ -99,7 +99,7 @@ pub struct PutRoomType {
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 415, body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 422, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn put_room_type(
     State(state): State<AppState>,
@@ -155,7 +155,7 @@ pub struct InventorySet {
         (status = 403, body = ErrorBody),
         (status = 409, description = "inventory_below_reserved, names the night", body = ErrorBody),
         (status = 415, body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 422, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn put_inventory(
     State(state): State<AppState>,
@@ -201,7 +201,7 @@ async fn load_hotel(
     params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64)),
     responses((status = 200, body = HotelOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn get_hotel(
     State(state): State<AppState>,
@@ -222,7 +222,7 @@ pub struct HotelList {
 #[utoipa::path(get, path = "/v1/hotels", tag = "browse", params(CitySearch),
     responses((status = 200, body = HotelList), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 422, body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn search_hotels(
     State(state): State<AppState>,
@@ -429,7 +429,7 @@ pub struct Availability {
     responses((status = 200, body = Availability), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 422, description = "invalid_request, or occupancy_exceeded: no room type sleeps the guests", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn availability(
     State(state): State<AppState>,

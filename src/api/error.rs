@@ -13,6 +13,16 @@ use utoipa::ToSchema;
 use crate::error::CommandError;
 use crate::queries::QueryError;
 
+/// The answer every route that reaches the database may give while it is down: `503
+/// unavailable`, with `Retry-After`. Declared once for the OpenAPI document and listed in
+/// each route's `responses(...)`; never built (the error type answers it).
+#[derive(utoipa::IntoResponses)]
+#[response(
+    status = 503,
+    description = "The database is unavailable: nothing was changed; retry after `Retry-After` seconds"
+)]
+pub struct Unavailable(pub ErrorBody);
+
 /// The error body every endpoint returns: a stable code for programs, a message for
 /// people, and sometimes details (`night`, `total_cents`, `status`, `field`).
 #[derive(Debug, Serialize, ToSchema)]

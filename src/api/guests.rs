@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
 use super::bodies::ReservationOut;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiQuery, Idempotency};
 use super::reservations::{answer, caller, EventOut};
 use super::AppState;
@@ -85,7 +85,7 @@ pub struct ErasureOut {
     params(("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
     responses((status = 200, body = ErasureOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 422, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn erase(
     State(state): State<AppState>,
@@ -130,7 +130,7 @@ pub struct GuestExport {
 #[utoipa::path(get, path = "/v1/guests/export", tag = "guests", params(GuestQuery),
     responses((status = 200, body = GuestExport), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 422, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn export(
     State(state): State<AppState>,

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
 use super::auth::{Principal, Role};
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiPath, ApiQuery};
 use super::AppState;
 use crate::signals;
@@ -58,7 +58,7 @@ pub struct FailingOut {
 
 /// The database answers; `failing` lists the background work that is failing.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
-    responses((status = 200, body = Readiness), (status = 503, body = ErrorBody)))]
+    responses((status = 200, body = Readiness), Unavailable))]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Readiness>, ApiError> {
     let failing = projections::runner::failing(&state.pool);
     match tokio::time::timeout(Duration::from_secs(2), failing).await {
@@ -147,7 +147,7 @@ pub struct OutboxRowOut {
 #[utoipa::path(get, path = "/v1/ops/outbox", tag = "operations", params(OutboxQuery),
     responses((status = 200, body = OutboxRows), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn outbox(
     State(state): State<AppState>,
@@ -187,7 +187,7 @@ pub async fn outbox(
     params(("id" = String, Path, description = "`{kind}-{n}` as listed")),
     responses((status = 202, body = Status), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn retry_outbox(
     State(state): State<AppState>,
@@ -264,7 +264,7 @@ pub struct BookingRateOut {
 #[utoipa::path(get, path = "/v1/ops/bookings", tag = "operations", params(BookingRateQuery),
     responses((status = 200, body = BookingRateOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 422, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn bookings(
     State(state): State<AppState>,

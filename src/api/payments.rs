@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 
 use super::auth::{Principal, Role};
 use super::bodies::ReservationOut;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiPath, Idempotency};
 use super::params::reservation_id;
 use super::reservations::{answer, caller, client_scope};
@@ -125,7 +125,7 @@ pub struct WebhookOut {
         (status = 401, description = "missing or wrong signature", body = ErrorBody),
         (status = 403, description = "no webhook secret is configured", body = ErrorBody),
         (status = 404, description = "unknown reservation", body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+        (status = 422, body = ErrorBody), Unavailable))]
 pub async fn webhook(
     State(state): State<AppState>,
     headers: HeaderMap,

@@ -24,7 +24,7 @@ use utoipa::ToSchema;
 use super::auth::{Principal, Role};
 use super::bodies::{hotel_out, HotelOut};
 use super::bodies::{AriInventory, AriRate};
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiPath};
 use super::params::staff;
 use super::AppState;
@@ -119,7 +119,7 @@ pub struct PutRatePlan {
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 415, body = ErrorBody),
         (status = 422, description = "invalid fields, unknown_hotel, unknown_room_type (a listed room type the hotel does not have), unknown_rate_plan (an unknown parent), rate_plan_cycle (the derivation would loop)", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn put_rate_plan(
     State(state): State<AppState>,
@@ -210,7 +210,7 @@ pub struct NightsSet {
         (status = 409, description = "derived_rate_plan (a derived plan is priced from its parent), no_inventory (names a night without inventory)", body = ErrorBody),
         (status = 415, body = ErrorBody),
         (status = 422, description = "invalid fields, unknown_hotel, unknown_room_type, unknown_rate_plan (or one that does not sell the room type)", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn put_plan_rates(
     State(state): State<AppState>,
@@ -366,7 +366,7 @@ impl ToSchema for PutRestrictions {}
         (status = 409, description = "no_inventory (names a night without inventory)", body = ErrorBody),
         (status = 415, body = ErrorBody),
         (status = 422, description = "invalid fields, unknown_hotel, unknown_room_type, unknown_rate_plan", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn put_restrictions(
     State(state): State<AppState>,
@@ -449,7 +449,7 @@ fn in_range(index: usize, e: ApiError) -> ApiError {
         (status = 409, description = "inventory_below_reserved, no_inventory, derived_rate_plan; nothing is changed", body = ErrorBody),
         (status = 415, body = ErrorBody),
         (status = 422, description = "invalid fields (named `updates[i].field`), unknown_hotel, unknown_room_type, unknown_rate_plan; nothing is changed", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn put_ari(
     State(state): State<AppState>,

@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 
 use super::auth::{Principal, Role};
 use super::bodies::{GuestOut, ReservationOut};
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiPath, Idempotency};
 use super::params::{reads_personal_data, reservation_id};
 use super::AppState;
@@ -157,7 +157,7 @@ pub(crate) fn client_scope(principal: &Principal) -> String {
         (status = 422, description = "invalid dates or rooms, unknown hotel or room type, idempotency_key_reused", body = ErrorBody),
         (status = 429, description = "rate_limited: this guest (e-mail) has used up its holds on this channel for the window; `Retry-After` and `retry_after_seconds` say when to try again", body = ErrorBody,
             headers(("Retry-After" = u32, description = "seconds until the next hold is allowed"))),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn create(
     State(state): State<AppState>,
@@ -273,7 +273,7 @@ fn rate_limited(limiter: &HoldLimiter, retry_after: std::time::Duration) -> ApiE
     params(("reservation_id" = uuid::Uuid, Path)),
     responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 404, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn get(
     State(state): State<AppState>,
@@ -320,7 +320,7 @@ pub struct CancelReservation {
         (status = 404, body = ErrorBody),
         (status = 409, description = "invalid_state (already cancelled or expired), request_in_flight", body = ErrorBody),
         (status = 415, body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 422, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn cancel(
     State(state): State<AppState>,
@@ -357,7 +357,7 @@ pub async fn cancel(
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
         (status = 409, description = "too_early (before the arrival date), invalid_state (not confirmed, or the stay has ended), request_in_flight", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn check_in(
     State(state): State<AppState>,
@@ -377,7 +377,7 @@ pub async fn check_in(
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
         (status = 409, description = "invalid_state (not checked in), request_in_flight", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn check_out(
     State(state): State<AppState>,
@@ -398,7 +398,7 @@ pub async fn check_out(
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
         (status = 409, description = "too_early (before the arrival date), invalid_state (not confirmed), request_in_flight", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn no_show(
     State(state): State<AppState>,
@@ -448,7 +448,7 @@ pub struct ChangeDates {
         (status = 402, description = "payment_declined: the card refused the difference a dearer stay costs (`shortfall_cents`); nothing changed", body = ErrorBody),
         (status = 409, description = "sold_out (names the night), price_changed, invalid_state, hold_expired", body = ErrorBody),
         (status = 415, body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 422, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn change_dates(
     State(state): State<AppState>,
@@ -485,7 +485,7 @@ pub struct ReservationEvents {
     params(("reservation_id" = uuid::Uuid, Path)),
     responses((status = 200, body = ReservationEvents), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 404, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn events(
     State(state): State<AppState>,
@@ -546,7 +546,7 @@ pub struct MessageOut {
     params(("reservation_id" = uuid::Uuid, Path)),
     responses((status = 200, body = MessagesOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 404, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn messages(
     State(state): State<AppState>,

@@ -15,7 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::Principal;
 use super::bodies::OfferOut;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiQuery, Consistency};
 use super::params::city_filter;
 use super::params::stay_query;
@@ -79,7 +79,7 @@ pub struct SearchOut {
 #[utoipa::path(get, path = "/v1/availability", tag = "browse", params(SearchParams),
     responses((status = 200, body = SearchOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 422, body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn search(
     State(state): State<AppState>,

@@ -13,7 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::analytics::report_range;
 use super::auth::Principal;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiPath, ApiQuery, Consistency};
 use super::AppState;
 use crate::queries::stays::{rate, NoShowReport, StayNight, StaysRead};
@@ -107,7 +107,7 @@ async fn read(
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
         (status = 422, description = "end_date not after start_date, or more than 400 days", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn stays(
     State(state): State<AppState>,
@@ -229,7 +229,7 @@ impl From<NoShowReport> for RoomTypeNoShows {
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
         (status = 422, description = "a bad range, or risk not between 0 and 1", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn no_shows(
     State(state): State<AppState>,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
-use super::error::{database, ApiError, ErrorBody};
+use super::error::{database, ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::AppState;
 use crate::webhooks::{self, Subscription};
@@ -74,7 +74,7 @@ impl From<webhooks::StoredSubscription> for SubscriptionOut {
     request_body = PutSubscription,
     responses((status = 200, body = SubscriptionOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 422, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn put(
     State(state): State<AppState>,
@@ -116,7 +116,7 @@ pub async fn put(
 #[utoipa::path(delete, path = "/v1/webhooks/{subscription_id}", tag = "webhooks",
     params(("subscription_id" = String, Path)),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 404, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn delete(
     State(state): State<AppState>,
@@ -171,7 +171,7 @@ pub struct DeliveryOut {
     params(("subscription_id" = String, Path), DeliveriesQuery),
     responses((status = 200, body = DeliveriesOut), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 422, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn deliveries(
     State(state): State<AppState>,
@@ -215,7 +215,7 @@ pub async fn deliveries(
     tag = "webhooks",
     params(("subscription_id" = String, Path), ("delivery_id" = String, Path)),
     responses((status = 202), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 404, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
 pub async fn retry(
     State(state): State<AppState>,

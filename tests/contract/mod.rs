@@ -1025,3 +1025,36 @@ fn walk(schema: &Value, visit: &mut impl FnMut(&Value)) {
         walk(property, visit);
     }
 }
+
+#[tokio::test]
+async fn every_route_that_reaches_the_database_documents_its_503_in_the_error_shape() {
+    let app = spawn_app().await;
+    let doc = app
+        .get("/openapi.json", None)
+        .await
+        .assert_status(200)
+        .clone();
+
+    let mut documented = 0;
+    let mut wrong = Vec::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("operations") {
+            let Some(unavailable) = operation["responses"].get("503") else {
+                continue;
+            };
+            documented += 1;
+            let schema = &unavailable["content"]["application/json"]["schema"]["$ref"];
+            let described = unavailable["description"].as_str().unwrap_or_default();
+            if schema != "#/components/schemas/ErrorBody" || described.is_empty() {
+                wrong.push(format!("{method} {path}: {unavailable}"));
+            }
+        }
+    }
+
+    assert!(
+        documented >= 39,
+        "only {documented} operations document a 503"
+    );
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    app.finish().await;
+}
