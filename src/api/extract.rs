@@ -286,6 +286,18 @@ impl From<PathRejection> for ApiError {
     }
 }
 
+/// The `Idempotency-Key` header as the OpenAPI document describes it, declared once for
+/// every route that takes one (`params(IdempotencyKeyHeader, ...)`); [`Idempotency`]
+/// is what reads it.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct IdempotencyKeyHeader {
+    /// 1..=255 printable ASCII; one per intent.
+    #[serde(rename = "Idempotency-Key")]
+    #[param(min_length = 1, max_length = 255, pattern = r"^[ -~]+$")]
+    pub idempotency_key: String,
+}
+
 /// The `Idempotency-Key` header, required on every POST that changes state.
 #[derive(Debug, Clone)]
 pub struct Idempotency(pub IdempotencyKey);

@@ -13,7 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::auth::{Principal, Role};
 use super::bodies::ReservationOut;
 use super::error::{ApiError, ErrorBody, Unavailable};
-use super::extract::{ApiJson, ApiQuery, Idempotency};
+use super::extract::{ApiJson, ApiQuery, Idempotency, IdempotencyKeyHeader};
 use super::reservations::{answer, caller, EventOut};
 use super::AppState;
 use crate::commands::erase::{self, GuestRef};
@@ -82,7 +82,7 @@ pub struct ErasureOut {
 /// those reservations shows `"[erased]"` for the guest from then on. The history still
 /// verifies. A repeat destroys and records nothing more.
 #[utoipa::path(post, path = "/v1/guests/erase", tag = "guests", request_body = GuestQuery,
-    params(("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
+    params(IdempotencyKeyHeader),
     responses((status = 200, body = ErasureOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 422, body = ErrorBody), Unavailable),

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 use super::auth::{Principal, Role};
 use super::bodies::ReservationOut;
 use super::error::{ApiError, ErrorBody, Unavailable};
-use super::extract::{ApiJson, ApiPath, Idempotency};
+use super::extract::{ApiJson, ApiPath, Idempotency, IdempotencyKeyHeader};
 use super::params::reservation_id;
 use super::reservations::{answer, caller, client_scope};
 use super::AppState;
@@ -33,7 +33,7 @@ pub struct ConfirmReservation {
 /// provider outside any transaction; a retry never charges twice.
 #[utoipa::path(post, path = "/v1/reservations/{reservation_id}/confirm", tag = "reservations",
     params(("reservation_id" = uuid::Uuid, Path),
-        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
+        IdempotencyKeyHeader),
     request_body = ConfirmReservation,
     responses(
         (status = 200, description = "paid and confirmed", body = ReservationOut),

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 use super::auth::{Principal, Role};
 use super::bodies::{GuestOut, ReservationOut};
 use super::error::{ApiError, ErrorBody, Unavailable};
-use super::extract::{ApiJson, ApiPath, Idempotency};
+use super::extract::{ApiJson, ApiPath, Idempotency, IdempotencyKeyHeader};
 use super::params::{reads_personal_data, reservation_id};
 use super::AppState;
 use crate::commands::{Caller, GuestView, HoldRequest, ReservationView, StayAction};
@@ -146,7 +146,7 @@ pub(crate) fn client_scope(principal: &Principal) -> String {
 
 /// Hold a stay: every night of `[start_date, end_date)` or none.
 #[utoipa::path(post, path = "/v1/reservations", tag = "reservations",
-    params(("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
+    params(IdempotencyKeyHeader),
     request_body = CreateReservation,
     responses(
         (status = 201, body = ReservationOut),
@@ -313,7 +313,7 @@ pub struct CancelReservation {
 /// Cancel a held or confirmed reservation; its nights return to sale.
 #[utoipa::path(post, path = "/v1/reservations/{reservation_id}/cancel", tag = "reservations",
     params(("reservation_id" = uuid::Uuid, Path),
-        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
+        IdempotencyKeyHeader),
     request_body = CancelReservation,
     responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
@@ -352,7 +352,7 @@ pub async fn cancel(
 /// (at the hotel) to the day before its departure; its nights stay sold.
 #[utoipa::path(post, path = "/v1/reservations/{reservation_id}/check-in", tag = "reservations",
     params(("reservation_id" = uuid::Uuid, Path),
-        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
+        IdempotencyKeyHeader),
     responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
@@ -372,7 +372,7 @@ pub async fn check_in(
 /// after the day they leave (at the hotel) go back to sale.
 #[utoipa::path(post, path = "/v1/reservations/{reservation_id}/check-out", tag = "reservations",
     params(("reservation_id" = uuid::Uuid, Path),
-        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
+        IdempotencyKeyHeader),
     responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
@@ -393,7 +393,7 @@ pub async fn check_out(
 /// goes back to sale.
 #[utoipa::path(post, path = "/v1/reservations/{reservation_id}/no-show", tag = "reservations",
     params(("reservation_id" = uuid::Uuid, Path),
-        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
+        IdempotencyKeyHeader),
     responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
@@ -440,7 +440,7 @@ pub struct ChangeDates {
 /// Move a reservation to new dates in one step, or change nothing.
 #[utoipa::path(post, path = "/v1/reservations/{reservation_id}/change-dates", tag = "reservations",
     params(("reservation_id" = uuid::Uuid, Path),
-        ("Idempotency-Key" = String, Header, description = "1..=255 printable ASCII; one per intent", min_length = 1, max_length = 255, pattern = r"^[ -~]+$")),
+        IdempotencyKeyHeader),
     request_body = ChangeDates,
     responses((status = 200, body = ReservationOut), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),

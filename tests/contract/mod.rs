@@ -1058,3 +1058,42 @@ async fn every_route_that_reaches_the_database_documents_its_503_in_the_error_sh
     assert!(wrong.is_empty(), "{wrong:#?}");
     app.finish().await;
 }
+
+#[tokio::test]
+async fn every_idempotent_route_documents_its_idempotency_key_header_alike() {
+    let app = spawn_app().await;
+    let doc = app
+        .get("/openapi.json", None)
+        .await
+        .assert_status(200)
+        .clone();
+
+    let mut headers = Vec::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("operations") {
+            for param in operation["parameters"].as_array().into_iter().flatten() {
+                if param["name"] == "Idempotency-Key" {
+                    headers.push((format!("{method} {path}"), param.clone()));
+                }
+            }
+        }
+    }
+
+    assert!(
+        headers.len() >= 8,
+        "{} routes document the header",
+        headers.len()
+    );
+    for (route, param) in &headers {
+        assert_eq!(param["in"], "header", "{route}");
+        assert_eq!(param["required"], true, "{route}");
+        assert_eq!(param["schema"]["maxLength"], 255, "{route}: {param}");
+        assert_eq!(param["schema"]["pattern"], "^[ -~]+$", "{route}: {param}");
+        assert_eq!(
+            param, &headers[0].1,
+            "{route} differs from {}",
+            headers[0].0
+        );
+    }
+    app.finish().await;
+}
