@@ -13,8 +13,11 @@
 //! A refusal is small and is stored as it is. Records written before answers were kept
 //! by reference hold the whole view under `Ok` and are replayed as they are.
 
-use aggregates::{HotelId, Personal, Rejection, ReservationId};
+use aggregates::{
+    HotelId, Personal, Rejection, Reservation, ReservationEvent, ReservationId, TypedEvent,
+};
 use chrono::{DateTime, Utc};
+use cqrs_es::Aggregate;
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -22,7 +25,7 @@ use uuid::Uuid;
 use super::Outcome;
 use crate::error::CommandError;
 use crate::view::ReservationView;
-use crate::write::{AttemptError, Loader};
+use crate::write::AttemptError;
 
 /// A reservation command's answer as its idempotency record stores it. Serialized as
 /// `{"Ok": view}`, `{"Err": refusal}` (the shape of an [`Outcome`], which records
@@ -74,11 +77,29 @@ impl StoredAnswer {
             )))
         };
         let hotel = HotelId::parse(hotel_id).map_err(|e| unreadable(&e.to_string()))?;
-        let found = Loader { conn }
-            .reservation_at(hotel, ReservationId::from_uuid(reservation_id), version)
-            .await?;
-        let (reservation, erased) =
-            found.ok_or_else(|| unreadable("its version is not in the log"))?;
+        let stream_id = aggregates::reservation::reservation_stream_id(
+            hotel,
+            ReservationId::from_uuid(reservation_id),
+        );
+        let events = projections::log::read_stream(conn, Reservation::TYPE, &stream_id).await?;
+        // Its events up to `version` are the reservation answered; a guest erased after
+        // it reads as erased, as every other copy of them does.
+        let mut reservation = Reservation::default();
+        let (mut reached, mut erased) = (false, false);
+        for event in &events {
+            let Ok(TypedEvent::Reservation { event: typed, .. }) = event.typed() else {
+                return Err(unreadable("an event of its stream does not decode"));
+            };
+            if event.sequence <= version {
+                reservation.apply(typed.clone());
+                reached |= event.sequence == version;
+            } else if matches!(typed, ReservationEvent::GuestErased { .. }) {
+                erased = true;
+            }
+        }
+        if !reached {
+            return Err(unreadable("its version is not in the log"));
+        }
         let mut view =
             ReservationView::of(&reservation, at).ok_or_else(|| unreadable("no reservation"))?;
         if erased {

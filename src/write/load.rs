@@ -7,13 +7,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use aggregates::contract::{RawEvent, RawPayload};
 use aggregates::{
-    Cents, EventDecoder, Hold, Hotel, HotelId, InventoryLevels, Nights, Reservation,
-    ReservationEvent, ReservationId, RoomNight, RoomNightKey, RoomTypeId, TypedEvent,
+    Cents, Hold, Hotel, HotelId, InventoryLevels, Nights, Reservation, ReservationId, RoomNight,
+    RoomNightKey, RoomTypeId,
 };
 use chrono::{DateTime, NaiveDate, Utc};
-use cqrs_es::Aggregate;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
@@ -301,57 +299,6 @@ impl Loader<'_> {
                 })
             })
             .collect()
-    }
-
-    /// The reservation as its stream stood at `version` (its events folded up to it),
-    /// and whether its guest was erased after that: what a stored answer refers to (see
-    /// `commands::answers`). `None` if the stream has no event at `version`.
-    pub async fn reservation_at(
-        &mut self,
-        hotel_id: HotelId,
-        reservation_id: ReservationId,
-        version: i64,
-    ) -> Result<Option<(Reservation, bool)>, AttemptError> {
-        static DECODER: std::sync::LazyLock<EventDecoder> =
-            std::sync::LazyLock::new(EventDecoder::default);
-        let stream_id = aggregates::reservation::reservation_stream_id(hotel_id, reservation_id);
-        let rows = sqlx::query(
-            "SELECT sequence, event_type, event_version, payload::text AS payload FROM events
-              WHERE aggregate_type = $1 AND aggregate_id = $2
-              ORDER BY sequence",
-        )
-        .bind(Reservation::TYPE)
-        .bind(&stream_id)
-        .fetch_all(&mut *self.conn)
-        .await?;
-        let mut reservation = Reservation::default();
-        let (mut reached, mut erased) = (false, false);
-        for row in &rows {
-            let sequence: i64 = row.try_get("sequence")?;
-            let event_type: &str = row.try_get("event_type")?;
-            let event_version: &str = row.try_get("event_version")?;
-            let payload: &str = row.try_get("payload")?;
-            let typed = DECODER
-                .decode(RawEvent {
-                    aggregate_type: Reservation::TYPE,
-                    aggregate_id: &stream_id,
-                    sequence,
-                    event_type,
-                    event_version,
-                    payload: RawPayload::Text(payload),
-                })
-                .map_err(|e| corrupt("reservation event", e))?;
-            let TypedEvent::Reservation { event, .. } = typed else {
-                return Err(corrupt("reservation event", "of another aggregate"));
-            };
-            if sequence <= version {
-                reservation.apply(event);
-                reached |= sequence == version;
-            } else if matches!(event, ReservationEvent::GuestErased { .. }) {
-                erased = true;
-            }
-        }
-        Ok(reached.then_some((reservation, erased)))
     }
 
     /// The given nights of one room, in night order. With `lock`, their rows are locked

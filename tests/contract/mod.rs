@@ -48,11 +48,7 @@ const NOT_GENERATED_ALLOWED: [(&str, &str, &str); 2] = [
 #[tokio::test]
 async fn every_documented_example_is_accepted_and_what_the_schema_forbids_is_refused() {
     let app = spawn_app().await;
-    let doc = app
-        .get("/openapi.json", None)
-        .await
-        .assert_status(200)
-        .clone();
+    let doc = openapi(&app).await;
     let contract = Contract::new(doc);
     let mut runner = TestRunner::deterministic();
     let mut failures = Vec::new();
@@ -1029,11 +1025,7 @@ fn walk(schema: &Value, visit: &mut impl FnMut(&Value)) {
 #[tokio::test]
 async fn every_route_that_reaches_the_database_documents_its_503_in_the_error_shape() {
     let app = spawn_app().await;
-    let doc = app
-        .get("/openapi.json", None)
-        .await
-        .assert_status(200)
-        .clone();
+    let doc = openapi(&app).await;
 
     let mut documented = 0;
     let mut wrong = Vec::new();
@@ -1062,11 +1054,7 @@ async fn every_route_that_reaches_the_database_documents_its_503_in_the_error_sh
 #[tokio::test]
 async fn every_idempotent_route_documents_its_idempotency_key_header_alike() {
     let app = spawn_app().await;
-    let doc = app
-        .get("/openapi.json", None)
-        .await
-        .assert_status(200)
-        .clone();
+    let doc = openapi(&app).await;
 
     let mut headers = Vec::new();
     for (path, item) in doc["paths"].as_object().expect("paths") {
@@ -1096,4 +1084,12 @@ async fn every_idempotent_route_documents_its_idempotency_key_header_alike() {
         );
     }
     app.finish().await;
+}
+
+/// The server's OpenAPI document.
+async fn openapi(app: &TestApp) -> serde_json::Value {
+    app.get("/openapi.json", None)
+        .await
+        .assert_status(200)
+        .clone()
 }
