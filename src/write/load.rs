@@ -351,17 +351,17 @@ impl Loader<'_> {
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
 /// [`OPEN_SQL`]'s parameters but `$6` (whether to lock the rooms).
-struct OpenParams {
+struct OpenParams<'r> {
     lock_ids: Vec<i64>,
-    clients: Vec<String>,
-    keys: Vec<String>,
+    clients: Vec<&'r str>,
+    keys: Vec<&'r str>,
     lock_hotels: Vec<i32>,
     lock_room_types: Vec<i32>,
     hotel_ids: Vec<i64>,
 }
 
-impl OpenParams {
-    fn of(requests: &[&super::RequestFingerprint], rooms: &[Room]) -> Self {
+impl<'r> OpenParams<'r> {
+    fn of(requests: &[&'r super::RequestFingerprint], rooms: &[Room]) -> Self {
         let mut room_keys: Vec<(i32, i32)> = rooms.iter().map(|r| advisory_key(*r)).collect();
         room_keys.sort_unstable();
         room_keys.dedup();
@@ -371,8 +371,8 @@ impl OpenParams {
         hotel_ids.dedup();
         Self {
             lock_ids: requests.iter().map(|r| r.lock_id()).collect(),
-            clients: requests.iter().map(|r| r.client.clone()).collect(),
-            keys: requests.iter().map(|r| r.key.as_str().to_owned()).collect(),
+            clients: requests.iter().map(|r| r.client.as_str()).collect(),
+            keys: requests.iter().map(|r| r.key.as_str()).collect(),
             lock_hotels,
             lock_room_types,
             hotel_ids,
