@@ -15,13 +15,13 @@ use std::time::{Duration, Instant};
 
 use aggregates::booking::InventoryUpdate;
 use aggregates::{Guest, HotelDetails, HotelId, RoomCount, RoomTypeDetails, RoomTypeId, StayDates};
+use app::commands::{CommandService, HoldRequest, WriteConfig};
 use chrono::{Days, Utc};
 use projections::availability::{self, AvailabilityProjection, Keys};
 use projections::{Projection, RunnerConfig, StoredEvent};
 use rand::Rng;
-use reservations::commands::{CommandService, HoldRequest, WriteConfig};
-use reservations::write::IdempotencyKey;
 use sqlx::PgConnection;
+use store::write::IdempotencyKey;
 use tokio::sync::watch;
 
 /// Wraps the real projection and notes each event's lag as it is applied.
@@ -73,21 +73,21 @@ async fn main() -> anyhow::Result<()> {
     for h in 1..=20 {
         let hotel = HotelId::parse(h)?;
         svc.set_hotel(
-            &reservations::commands::Caller::Staff("staff".into()),
+            &app::commands::Caller::Staff("staff".into()),
             hotel,
             HotelDetails::parse("Bench", "Benchville", "UTC")?,
         )
         .await?;
         let room_type = RoomTypeId::parse(1)?;
         svc.set_room_type(
-            &reservations::commands::Caller::Staff("staff".into()),
+            &app::commands::Caller::Staff("staff".into()),
             hotel,
             room_type,
             RoomTypeDetails::parse("room", 2)?,
         )
         .await?;
         svc.set_inventory(
-            &reservations::commands::Caller::Staff("staff".into()),
+            &app::commands::Caller::Staff("staff".into()),
             hotel,
             room_type,
             StayDates::parse(first, first + Days::new(60))?,

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use aggregates::booking::InventoryUpdate;
 use aggregates::{Guest, HotelDetails, HotelId, RoomCount, RoomTypeDetails, RoomTypeId, StayDates};
+use app::commands::{CommandService, HoldRequest, WriteConfig};
 use chrono::{Days, Utc};
 use rand::Rng;
-use reservations::commands::{CommandService, HoldRequest, WriteConfig};
-use reservations::write::{contention_totals, IdempotencyKey, Strategy};
+use store::write::{contention_totals, IdempotencyKey, Strategy};
 
 const HOTELS: i64 = 50;
 const ROOM_TYPES: i64 = 5;
@@ -41,7 +41,7 @@ async fn main() -> anyhow::Result<()> {
         let hotel = HotelId::parse(h)?;
         setup
             .set_hotel(
-                &reservations::commands::Caller::Staff("staff".into()),
+                &app::commands::Caller::Staff("staff".into()),
                 hotel,
                 HotelDetails::parse("Bench", "Benchville", "UTC")?,
             )
@@ -50,7 +50,7 @@ async fn main() -> anyhow::Result<()> {
             let room_type = RoomTypeId::parse(t)?;
             setup
                 .set_room_type(
-                    &reservations::commands::Caller::Staff("staff".into()),
+                    &app::commands::Caller::Staff("staff".into()),
                     hotel,
                     room_type,
                     RoomTypeDetails::parse("room", 2)?,
@@ -58,7 +58,7 @@ async fn main() -> anyhow::Result<()> {
                 .await?;
             setup
                 .set_inventory(
-                    &reservations::commands::Caller::Staff("staff".into()),
+                    &app::commands::Caller::Staff("staff".into()),
                     hotel,
                     room_type,
                     StayDates::parse(first, last)?,

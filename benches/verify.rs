@@ -70,7 +70,7 @@ async fn main() -> anyhow::Result<()> {
         .database(&name)
         .to_url_lossy()
         .to_string();
-    let pool = reservations::db::connect_and_migrate(&url, 8).await?;
+    let pool = store::db::connect_and_migrate(&url, 8).await?;
 
     let started = Instant::now();
     generate(&pool, nights, per_night).await?;

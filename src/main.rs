@@ -9,9 +9,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::Context;
+use app::commands::CommandService;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use reservations::commands::CommandService;
 use reservations::startup::{Application, Settings};
 use reservations::workers::{self, ProjectionName};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -200,7 +200,7 @@ enum ProjectionsCommand {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    reservations::telemetry::init_tracing(cli.log_json);
+    api::telemetry::init_tracing(cli.log_json);
     match cli.command {
         Command::Serve(settings) => {
             let app = Application::build((*settings).clone()).await?;
@@ -217,15 +217,15 @@ async fn main() -> anyhow::Result<()> {
             app.run_until_stopped().await?;
         }
         Command::Migrate { database_url } => {
-            let pool = reservations::db::connect_and_migrate(&database_url, 2).await?;
+            let pool = store::db::connect_and_migrate(&database_url, 2).await?;
             pool.close().await;
             tracing::info!("database ready");
         }
         Command::SeedDemo { database_url } => {
-            let pool = reservations::db::connect_and_migrate(&database_url, 4).await?;
+            let pool = store::db::connect_and_migrate(&database_url, 4).await?;
             let settings = Settings::for_database(&database_url);
             let commands = CommandService::new(pool.clone(), settings.write_config());
-            let nights = reservations::demo::seed(&commands)
+            let nights = app::demo::seed(&commands)
                 .await
                 .context("loading the demo catalog")?;
             pool.close().await;
@@ -237,7 +237,7 @@ async fn main() -> anyhow::Result<()> {
             apply,
             database_url,
         }) => {
-            let pool = reservations::db::connect_and_migrate(&database_url, 4).await?;
+            let pool = store::db::connect_and_migrate(&database_url, 4).await?;
             let settings = Settings::for_database(&database_url);
             let commands = CommandService::new(pool.clone(), settings.write_config());
             let today = chrono::Utc::now().date_naive();
@@ -245,8 +245,8 @@ async fn main() -> anyhow::Result<()> {
                 .checked_sub_months(chrono::Months::new(years.saturating_mul(12)))
                 .context("the cutoff date")?;
             if apply {
-                let caller = reservations::commands::Caller::Staff("retention".to_owned());
-                let done = reservations::commands::erase::erase_stays_ended_before(
+                let caller = app::commands::Caller::Staff("retention".to_owned());
+                let done = app::commands::erase::erase_stays_ended_before(
                     &commands, None, &caller, cutoff,
                 )
                 .await?;
@@ -256,10 +256,9 @@ async fn main() -> anyhow::Result<()> {
                     done.len()
                 );
             } else {
-                let guests = reservations::commands::erase::guests_whose_stays_ended_before(
-                    &commands, cutoff,
-                )
-                .await?;
+                let guests =
+                    app::commands::erase::guests_whose_stays_ended_before(&commands, cutoff)
+                        .await?;
                 println!(
                     "{} guests' stays all ended before {cutoff}; run with --apply to erase them",
                     guests.len()
@@ -274,13 +273,11 @@ async fn main() -> anyhow::Result<()> {
             nats_subject_prefix,
             database_url,
         }) => {
-            let target =
-                reservations::relay::RelayTarget::parse(&nats_stream, &nats_subject_prefix)
-                    .map_err(anyhow::Error::msg)?;
-            let pool = reservations::db::connect_and_migrate(&database_url, 2).await?;
-            let context = reservations::relay::connect(&nats_url).await?;
-            let consumed =
-                reservations::relay::occupancy_from_stream(&context, &target, &pool).await?;
+            let target = app::relay::RelayTarget::parse(&nats_stream, &nats_subject_prefix)
+                .map_err(anyhow::Error::msg)?;
+            let pool = store::db::connect_and_migrate(&database_url, 2).await?;
+            let context = app::relay::connect(&nats_url).await?;
+            let consumed = app::relay::occupancy_from_stream(&context, &target, &pool).await?;
             pool.close().await;
             println!(
                 "occupancy rebuilt from {} messages of {nats_stream} (last log position {})",
@@ -297,7 +294,7 @@ async fn main() -> anyhow::Result<()> {
                     wait_seconds,
                 },
         } => {
-            reservations::db::create_database_if_missing(&database_url).await?;
+            store::db::create_database_if_missing(&database_url).await?;
             // Verify's reads are long by design (each streams a whole table): without
             // statement logging, sqlx does not warn about every one as slow.
             let options = PgConnectOptions::from_str(&database_url)?.disable_statement_logging();
@@ -308,7 +305,7 @@ async fn main() -> anyhow::Result<()> {
                 .connect_with(options)
                 .await
                 .context("connecting to PostgreSQL")?;
-            reservations::db::MIGRATOR.run(&pool).await?;
+            store::db::MIGRATOR.run(&pool).await?;
             let report =
                 projections::audit::catch_up_and_verify(&pool, Duration::from_secs(wait_seconds))
                     .await
@@ -337,11 +334,11 @@ async fn report_command(command: ReportCommand) -> anyhow::Result<()> {
         aggregates::HotelId::parse(hotel).map_err(|e| anyhow::anyhow!("--hotel: {}", e.message))?;
     let range = aggregates::StayDates::parse(from, to)
         .map_err(|e| anyhow::anyhow!("--from/--to: {}", e.message))?;
-    let pool = reservations::db::connect_and_migrate(&database_url, 2).await?;
-    let queries = reservations::queries::Queries::new(
+    let pool = store::db::connect_and_migrate(&database_url, 2).await?;
+    let queries = app::queries::Queries::new(
         pool.clone(),
         None,
-        std::sync::Arc::new(reservations::clock::SystemClock),
+        std::sync::Arc::new(app::clock::SystemClock),
     );
     let read = queries
         .stays(hotel_id, &range)
@@ -421,7 +418,7 @@ async fn projections_command(command: ProjectionsCommand) -> anyhow::Result<()> 
             batch_size,
             database_url,
         } => {
-            let pool = reservations::db::connect_and_migrate(&database_url, 4).await?;
+            let pool = store::db::connect_and_migrate(&database_url, 4).await?;
             let redis = Some(workers::RedisModel {
                 redis: projections::availability::connect(&redis_url)?,
                 keys: projections::availability::Keys::for_database(
@@ -456,7 +453,7 @@ async fn projections_command(command: ProjectionsCommand) -> anyhow::Result<()> 
             }
         }
         ProjectionsCommand::Status { database_url } => {
-            let pool = reservations::db::connect_and_migrate(&database_url, 2).await?;
+            let pool = store::db::connect_and_migrate(&database_url, 2).await?;
             let statuses = workers::status(&pool).await;
             pool.close().await;
             println!(

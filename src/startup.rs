@@ -16,18 +16,18 @@ use sqlx::postgres::PgConnectOptions;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::api::auth::TokenTable;
-use crate::api::{router, AppState, AppStateInner};
-use crate::clock::{Clock, SystemClock};
-use crate::commands::{CommandService, WriteConfig};
-use crate::payments::simulated::{SimulatedConfig, SimulatedGateway};
-use crate::payments::{PaymentConfig, PaymentService};
-use crate::queries::{AvailabilityCache, Queries};
-use crate::rate_limit::HoldLimiter;
-use crate::telemetry::{prometheus, Metrics};
 use crate::workers::{spawn_payment_workers, PaymentWorkerConfig};
 use crate::workers::{spawn_runners, RedisModel};
-use crate::write::Strategy;
+use api::auth::TokenTable;
+use api::telemetry::{prometheus, Metrics};
+use api::{router, AppState, AppStateInner};
+use app::clock::{Clock, SystemClock};
+use app::commands::{CommandService, WriteConfig};
+use app::payments::simulated::{SimulatedConfig, SimulatedGateway};
+use app::payments::{PaymentConfig, PaymentService};
+use app::queries::{AvailabilityCache, Queries};
+use app::rate_limit::HoldLimiter;
+use store::write::Strategy;
 
 /// Everything `reservations serve` can be told, from flags or the environment.
 #[derive(Debug, Clone, clap::Args)]
@@ -70,7 +70,7 @@ pub struct Settings {
     pub strategy: Strategy,
     /// Group commit: how many batches of holds may be in flight at once (each a
     /// transaction on its own connection).
-    #[arg(long, env = "GROUP_COMMIT_LANES", default_value_t = crate::commands::group::DEFAULT_LANES as u32,
+    #[arg(long, env = "GROUP_COMMIT_LANES", default_value_t = app::commands::group::DEFAULT_LANES as u32,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub group_commit_lanes: u32,
     /// Which hotels' holds may share a transaction: `id:shard` or `first-last:shard`,
@@ -233,7 +233,7 @@ impl Settings {
             hold_limit_window_seconds: 900,
             payment_webhook_secret: None,
             strategy: Strategy::Group,
-            group_commit_lanes: crate::commands::group::DEFAULT_LANES as u32,
+            group_commit_lanes: app::commands::group::DEFAULT_LANES as u32,
             hotel_shards: String::new(),
             bulk_write_nights: 10_000,
             run_projections: true,
@@ -269,17 +269,17 @@ impl Settings {
         }
     }
 
-    pub fn webhook_destinations(&self) -> crate::webhooks::destinations::Destinations {
-        crate::webhooks::destinations::Destinations::parse(&self.webhook_allowed_hosts)
+    pub fn webhook_destinations(&self) -> app::webhooks::destinations::Destinations {
+        app::webhooks::destinations::Destinations::parse(&self.webhook_allowed_hosts)
     }
 
-    pub fn webhook_sender_config(&self) -> crate::webhooks::sender::SenderConfig {
-        crate::webhooks::sender::SenderConfig {
+    pub fn webhook_sender_config(&self) -> app::webhooks::sender::SenderConfig {
+        app::webhooks::sender::SenderConfig {
             first_backoff: std::time::Duration::from_millis(self.webhook_retry_first_ms),
             max_backoff: std::time::Duration::from_secs(self.webhook_retry_max_seconds),
             pause_after: i32::try_from(self.webhook_pause_after).unwrap_or(i32::MAX),
             timeout: std::time::Duration::from_millis(self.webhook_timeout_ms),
-            ..crate::webhooks::sender::SenderConfig::default()
+            ..app::webhooks::sender::SenderConfig::default()
         }
     }
 
@@ -287,12 +287,12 @@ impl Settings {
         Duration::hours(i64::from(self.webhook_retry_hours))
     }
 
-    pub fn mail_config(&self) -> crate::mail::MailConfig {
-        crate::mail::MailConfig {
+    pub fn mail_config(&self) -> app::mail::MailConfig {
+        app::mail::MailConfig {
             max_attempts: i32::try_from(self.mail_max_attempts).unwrap_or(i32::MAX),
             first_backoff: std::time::Duration::from_millis(self.mail_retry_first_ms),
             max_backoff: std::time::Duration::from_secs(self.mail_retry_max_seconds),
-            ..crate::mail::MailConfig::default()
+            ..app::mail::MailConfig::default()
         }
     }
 
@@ -371,7 +371,7 @@ impl Application {
         let relay_target = match &settings.nats_url {
             Some(url) if !url.trim().is_empty() => Some((
                 url.clone(),
-                crate::relay::RelayTarget::parse(
+                app::relay::RelayTarget::parse(
                     &settings.nats_stream,
                     &settings.nats_subject_prefix,
                 )
@@ -379,17 +379,17 @@ impl Application {
             )),
             _ => None,
         };
-        let shards = crate::commands::shards::ShardMap::parse(&settings.hotel_shards)
+        let shards = app::commands::shards::ShardMap::parse(&settings.hotel_shards)
             .map_err(anyhow::Error::msg)?;
         let pool =
-            crate::db::connect_and_migrate(&settings.database_url, settings.db_max_connections)
+            store::db::connect_and_migrate(&settings.database_url, settings.db_max_connections)
                 .await
                 .context("connecting to PostgreSQL")?;
         // Two servers batching by different maps could join two shards in a transaction.
-        crate::commands::shards::check_recorded(&pool, &shards).await?;
+        app::commands::shards::check_recorded(&pool, &shards).await?;
         // Partner secrets stored before they were sealed are sealed now (see
         // `webhooks::secrets`); a failure leaves them readable as they are.
-        match crate::webhooks::secrets::seal_clear(&pool).await {
+        match app::webhooks::secrets::seal_clear(&pool).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(sealed = n, "sealed the webhook secrets stored in the clear"),
             Err(e) => {
@@ -397,7 +397,7 @@ impl Application {
             }
         }
         // Commands get connections set up for key look-ups (see `db::write_pool`).
-        let write_pool = crate::db::write_pool(&settings.database_url, settings.db_max_connections)
+        let write_pool = store::db::write_pool(&settings.database_url, settings.db_max_connections)
             .await
             .context("connecting to PostgreSQL")?;
         let listener = TcpListener::bind(&settings.listen_addr)
@@ -437,10 +437,7 @@ impl Application {
             .as_deref()
             .filter(|u| !u.trim().is_empty())
         {
-            Some(url) => Some(crate::mail::smtp::SmtpMailer::new(
-                url,
-                &settings.mail_from,
-            )?),
+            Some(url) => Some(app::mail::smtp::SmtpMailer::new(url, &settings.mail_from)?),
             None => {
                 tracing::warn!("SMTP_URL unset: guest e-mails are queued and none is sent");
                 None
@@ -449,14 +446,14 @@ impl Application {
         let (stop_workers, stopped) = watch::channel(false);
         // Wakes the projection runners (here or in another process) after this
         // process's commits.
-        let mut workers = vec![tokio::spawn(crate::write::announce::notify_commits(
+        let mut workers = vec![tokio::spawn(store::write::announce::notify_commits(
             pool.clone(),
             stopped.clone(),
         ))];
         if settings.run_projections {
             let relay = match relay_target {
-                Some((url, target)) => Some(crate::relay::JetStreamRelay::new(
-                    crate::relay::connect(&url).await?,
+                Some((url, target)) => Some(app::relay::JetStreamRelay::new(
+                    app::relay::connect(&url).await?,
                     target,
                 )),
                 None => None,
@@ -468,7 +465,7 @@ impl Application {
                     keys: cache.reader.keys().clone(),
                 }),
                 relay,
-                crate::webhooks::projection::WebhookProjection {
+                app::webhooks::projection::WebhookProjection {
                     retry_window: settings.webhook_retry_window(),
                 },
                 RunnerConfig {
@@ -491,9 +488,9 @@ impl Application {
                 .acquire_timeout(std::time::Duration::from_secs(2))
                 .connect_lazy(url)
                 .context("READ_DATABASE_URL")?;
-            let replica = crate::queries::Replica::new(
+            let replica = app::queries::Replica::new(
                 replica_pool,
-                crate::queries::ReplicaConfig {
+                app::queries::ReplicaConfig {
                     max_staleness: std::time::Duration::from_millis(
                         settings.replica_max_staleness_ms,
                     ),
@@ -546,9 +543,9 @@ impl Application {
         if settings.run_workers {
             workers.push(crate::workers::spawn_retention_worker(
                 commands.clone(),
-                crate::sweeper::Retention {
+                app::sweeper::Retention {
                     payments: Duration::days(i64::from(settings.retention_days)),
-                    ..crate::sweeper::Retention::default()
+                    ..app::sweeper::Retention::default()
                 },
                 std::time::Duration::from_secs(60),
                 stopped.clone(),

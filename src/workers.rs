@@ -14,7 +14,7 @@ use projections::audit::AuditLog;
 use projections::availability::{AvailabilityProjection, Keys};
 use projections::{Checkpoint, RunnerConfig, Tail};
 
-use crate::relay::JetStreamRelay;
+use app::relay::JetStreamRelay;
 use projections::redis_conn::RedisConn;
 use sqlx::PgPool;
 use tokio::sync::watch;
@@ -80,7 +80,7 @@ pub fn spawn_runners(
     pool: PgPool,
     availability: Option<RedisModel>,
     relay: Option<JetStreamRelay>,
-    webhooks: crate::webhooks::projection::WebhookProjection,
+    webhooks: app::webhooks::projection::WebhookProjection,
     config: RunnerConfig,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
@@ -339,7 +339,7 @@ impl Default for PaymentWorkerConfig {
 /// followed by the next at once. Safe in every server process at once (each step is;
 /// see their modules).
 pub fn spawn_payment_workers(
-    payments: crate::payments::PaymentService,
+    payments: app::payments::PaymentService,
     config: PaymentWorkerConfig,
     mut shutdown: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
@@ -348,7 +348,7 @@ pub fn spawn_payment_workers(
             if *shutdown.borrow() {
                 return;
             }
-            let more_lapsed = match crate::sweeper::sweep_once(
+            let more_lapsed = match app::sweeper::sweep_once(
                 payments.commands(),
                 config.batch,
                 config.abandon_after,
@@ -364,12 +364,11 @@ pub fn spawn_payment_workers(
             if let Err(e) = payments.recover_due(config.batch).await {
                 tracing::warn!(error = %e, "payment recovery pass failed");
             }
-            if let Err(e) =
-                crate::sweeper::capture_due_once(payments.commands(), config.batch).await
+            if let Err(e) = app::sweeper::capture_due_once(payments.commands(), config.batch).await
             {
                 tracing::warn!(error = %e, "capture pass failed");
             }
-            if let Err(e) = crate::sweeper::record_no_shows_once(
+            if let Err(e) = app::sweeper::record_no_shows_once(
                 payments.commands(),
                 config.batch,
                 config.no_show_grace,
@@ -394,9 +393,9 @@ pub fn spawn_payment_workers(
 /// message being sent is finished first), at once again while a pass found a full
 /// batch. Safe in every server process at once (see `mail`).
 pub fn spawn_mail_worker(
-    commands: crate::commands::CommandService,
-    mailer: std::sync::Arc<dyn crate::mail::Mailer>,
-    config: crate::mail::MailConfig,
+    commands: app::commands::CommandService,
+    mailer: std::sync::Arc<dyn app::mail::Mailer>,
+    config: app::mail::MailConfig,
     interval: std::time::Duration,
     mut shutdown: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
@@ -406,7 +405,7 @@ pub fn spawn_mail_worker(
             if *shutdown.borrow() {
                 return;
             }
-            let full = match crate::mail::send_due(
+            let full = match app::mail::send_due(
                 commands.pool(),
                 commands.privacy(),
                 mailer.as_ref(),
@@ -435,9 +434,9 @@ pub fn spawn_mail_worker(
 /// true (at once again while a pass found a full batch). Safe in every server process
 /// at once (see `webhooks::sender`).
 pub fn spawn_webhook_sender(
-    commands: crate::commands::CommandService,
-    config: crate::webhooks::sender::SenderConfig,
-    destinations: crate::webhooks::destinations::Destinations,
+    commands: app::commands::CommandService,
+    config: app::webhooks::sender::SenderConfig,
+    destinations: app::webhooks::destinations::Destinations,
     interval: std::time::Duration,
     mut shutdown: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
@@ -446,7 +445,7 @@ pub fn spawn_webhook_sender(
         // Deliveries go to partners' own URLs: no proxy from the environment, no
         // redirects (a receiver answers where it was subscribed), and public addresses
         // only unless the operator allowed a host (see `webhooks::destinations`).
-        let client = match crate::webhooks::sender::WebhookClient::new(destinations) {
+        let client = match app::webhooks::sender::WebhookClient::new(destinations) {
             Ok(client) => client,
             Err(e) => {
                 tracing::error!(error = %e, "no HTTP client for webhooks; none is sent");
@@ -457,7 +456,7 @@ pub fn spawn_webhook_sender(
             if *shutdown.borrow() {
                 return;
             }
-            let full = match crate::webhooks::sender::send_due(
+            let full = match app::webhooks::sender::send_due(
                 commands.pool(),
                 &client,
                 &config,
@@ -479,12 +478,12 @@ pub fn spawn_webhook_sender(
     })
 }
 
-/// Runs [`crate::sweeper::retention_once`] every `interval` until `shutdown` turns true,
+/// Runs [`app::sweeper::retention_once`] every `interval` until `shutdown` turns true,
 /// repeating at once while a pass still found full batches. Safe in every server process
 /// at once.
 pub fn spawn_retention_worker(
-    commands: crate::commands::CommandService,
-    retention: crate::sweeper::Retention,
+    commands: app::commands::CommandService,
+    retention: app::sweeper::Retention,
     interval: std::time::Duration,
     mut shutdown: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
@@ -493,7 +492,7 @@ pub fn spawn_retention_worker(
             if *shutdown.borrow() {
                 return;
             }
-            let more = match crate::sweeper::retention_once(&commands, retention).await {
+            let more = match app::sweeper::retention_once(&commands, retention).await {
                 Ok(done) => {
                     let full = |n: u64| n >= u64::try_from(retention.batch).unwrap_or(u64::MAX);
                     full(done.idempotency_keys)
@@ -517,12 +516,12 @@ pub fn spawn_retention_worker(
     })
 }
 
-/// Runs [`crate::commands::CommandService::extend_horizon`] every `interval` (the first
+/// Runs [`app::commands::CommandService::extend_horizon`] every `interval` (the first
 /// pass one `interval` after start, so a server started for a benchmark or a test does
 /// not grow its catalog at once) until `shutdown` turns true. Safe in every server
 /// process at once.
 pub fn spawn_horizon_worker(
-    commands: crate::commands::CommandService,
+    commands: app::commands::CommandService,
     days: u32,
     interval: std::time::Duration,
     mut shutdown: watch::Receiver<bool>,

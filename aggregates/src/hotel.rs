@@ -15,7 +15,7 @@ use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::cancellation::CancellationPolicy;
-use crate::contract::AggregateType;
+use crate::names::AggregateType;
 use crate::rate_plan::{self, Adjustments, Pricing, PricingError};
 use crate::types::{Cents, HotelId, InvalidInput, RatePlanId, RoomTypeId, TimeZone};
 

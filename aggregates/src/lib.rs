@@ -29,11 +29,13 @@ pub mod booking;
 pub mod cancellation;
 pub mod contract;
 pub mod hotel;
+pub mod names;
 pub mod personal;
 pub mod rate_plan;
 pub mod reservation;
 pub mod restrictions;
 pub mod room_night;
+pub mod streams;
 pub mod types;
 
 pub use booking::{Decision, Nights, Rejection};

@@ -30,7 +30,7 @@ use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::cancellation::{CancellationPolicy, CancelledBy};
-use crate::contract::AggregateType;
+use crate::names::AggregateType;
 use crate::personal::Personal;
 use crate::types::{
     Cents, Guest, GuestCount, HotelId, RatePlanId, ReservationId, RoomCount, RoomTypeId, StayDates,
@@ -1197,8 +1197,8 @@ impl Aggregate for Reservation {
 }
 
 /// The stream id of a reservation: `{hotel}:{uuid}`, so the hotel (the shard key) is
-/// derivable from every stream id (see [`crate::contract::streams`]).
-pub use crate::contract::reservation_stream_id;
+/// derivable from every stream id (see [`crate::streams`]).
+pub use crate::streams::reservation_stream_id;
 
 pub mod ledger;
 

@@ -23,45 +23,15 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
-use crate::contract::{self, AggregateType};
+use crate::names::AggregateType;
 use crate::restrictions::{NightRestrictions, RestrictionSet, RestrictionsPatch};
-use crate::types::{
-    Cents, HotelId, InventoryLevels, RatePlanId, ReservationId, RoomCount, RoomTypeId,
-};
-
-/// Identifies one room-night stream: `{hotel}:{room type}:{night}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct RoomNightKey {
-    pub hotel_id: HotelId,
-    pub room_type_id: RoomTypeId,
-    pub night: NaiveDate,
-}
-
-impl RoomNightKey {
-    pub fn new(hotel_id: HotelId, room_type_id: RoomTypeId, night: NaiveDate) -> Self {
-        Self {
-            hotel_id,
-            room_type_id,
-            night,
-        }
-    }
-
-    /// The stream id (see [`crate::contract::streams`]): it starts with the hotel id,
-    /// and sorting stream ids sorts nights in date order.
-    pub fn stream_id(&self) -> String {
-        contract::room_night_stream_id(self)
-    }
-
-    /// The night a stream id names; the inverse of [`Self::stream_id`].
-    pub fn parse_stream_id(stream_id: &str) -> Result<Self, contract::StreamIdError> {
-        contract::parse_room_night_stream_id(stream_id)
-    }
-}
+pub use crate::streams::RoomNightKey;
+use crate::types::{Cents, InventoryLevels, RatePlanId, ReservationId, RoomCount};
 
 /// A hold on some rooms, until `expires_at`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

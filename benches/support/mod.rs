@@ -24,11 +24,8 @@ impl Scratch {
             .database(&name)
             .to_url_lossy()
             .to_string();
-        reservations::db::connect_and_migrate(&url, 1)
-            .await?
-            .close()
-            .await;
-        let pool = reservations::db::write_pool(&url, max_connections).await?;
+        store::db::connect_and_migrate(&url, 1).await?.close().await;
+        let pool = store::db::write_pool(&url, max_connections).await?;
         Ok(Self { server, name, pool })
     }
 

@@ -11,19 +11,19 @@ use std::sync::{Arc, Mutex};
 
 use aggregates::booking::InventoryUpdate;
 use aggregates::{Rejection, ReservationId};
+use app::clock::ManualClock;
+use app::commands::{Caller, CommandService};
 use chrono::{Duration, NaiveDate};
 use projections::analytics::{
     Occupancy, ReservationsView, LOAD_VIEW_ROWS, OCCUPANCY, RESERVATIONS_VIEW,
 };
 use projections::runner::served_generation;
 use projections::Projection;
-use reservations::clock::ManualClock;
-use reservations::commands::{Caller, CommandService};
-use reservations::error::CommandError;
 use reservations::workers::{self, ProjectionName};
-use reservations::write::Strategy;
 use serde_json::Value;
 use sqlx::PgPool;
+use store::error::CommandError;
+use store::write::Strategy;
 use uuid::Uuid;
 
 use crate::support::*;
@@ -80,7 +80,7 @@ async fn booking_workload(svc: &CommandService, clock: &ManualClock) -> Workload
     tick();
 
     svc.set_inventory(
-        &reservations::commands::Caller::Staff("staff".into()),
+        &app::commands::Caller::Staff("staff".into()),
         hotel_id(),
         king(),
         stay(d(0), d(11)),
@@ -630,7 +630,7 @@ async fn concurrent_bookings(svc: &CommandService, round: usize) {
                 }
                 if client == 0 && step == 4 {
                     svc.set_inventory(
-                        &reservations::commands::Caller::Staff("staff".into()),
+                        &app::commands::Caller::Staff("staff".into()),
                         hotel_id(),
                         king(),
                         stay(d(0), d(16)),
@@ -1259,7 +1259,7 @@ async fn the_migration_fills_the_plans_of_rows_written_before_it() {
             .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 
-    reservations::db::MIGRATOR
+    store::db::MIGRATOR
         .run(&app.db.pool)
         .await
         .expect("migration 13 runs again");

@@ -8,22 +8,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aggregates::{AggregateType, ReservationId};
+use app::clock::ManualClock;
+use app::commands::CommandService;
 use chrono::Utc;
 use projections::audit::{self, AuditLog, VerifyReport};
 use projections::log::read_after;
 use projections::Checkpoint;
-use reservations::clock::ManualClock;
-use reservations::commands::CommandService;
-use reservations::write::Strategy;
 use serde_json::{json, Value};
 use sqlx::PgPool;
+use store::write::Strategy;
 use uuid::Uuid;
 
 use crate::support::*;
 
 const WAIT: Duration = Duration::from_secs(10);
 
-fn id(view: &reservations::commands::ReservationView) -> ReservationId {
+fn id(view: &app::commands::ReservationView) -> ReservationId {
     ReservationId::from_uuid(view.reservation_id)
 }
 
@@ -169,7 +169,7 @@ async fn workload(db: &TestDb) -> Workload {
     Workload {
         confirmed: id(&confirmed),
         cancelled: id(&moved_hold),
-        now: reservations::clock::Clock::now(&clock),
+        now: app::clock::Clock::now(&clock),
     }
 }
 
@@ -1003,7 +1003,7 @@ async fn http_verify_judges_each_hold_by_the_restrictions_and_plans_in_force_bef
     // Sneaked in after the restrictions: a one-night stay arriving on day 12, a stay
     // under a plan the hotel does not have, and a move of the two nights onto the
     // stopped day 11 (judged as the reservation's earlier events left it).
-    let now = reservations::clock::Clock::now(&app.clock);
+    let now = app::clock::Clock::now(&app.clock);
     let (short_stream, short) = held_event(stay(day(12), day(13)), now, None);
     let short_at = sneak_event(&app.db.pool, "reservation", &short_stream, short).await;
     let (unplanned_stream, unplanned) = held_event(stay(day(15), day(17)), now, Some(9));
@@ -1062,7 +1062,7 @@ async fn http_verify_judges_each_hold_by_the_restrictions_and_plans_in_force_bef
 
 #[tokio::test]
 async fn allocations_of_nights_long_past_are_compacted_and_the_history_still_verifies() {
-    use reservations::sweeper::{retention_once, Retention};
+    use app::sweeper::{retention_once, Retention};
     // Arrange: a confirmed stay, a hold never confirmed and a later confirmed stay.
     let app = spawn_app().await;
     let first = plus_days(Utc::now().date_naive(), 3);

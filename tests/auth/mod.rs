@@ -3,11 +3,11 @@
 //! and nothing written.
 
 use aggregates::{ReservationId, ReservationStatus};
+use app::commands::Caller;
 use reqwest::Method;
-use reservations::commands::Caller;
-use reservations::error::CommandError;
-use reservations::write::Strategy;
 use serde_json::{json, Value};
+use store::error::CommandError;
+use store::write::Strategy;
 
 use crate::support::*;
 

@@ -2,9 +2,9 @@
 //! hotel up and searching by city.
 
 use aggregates::{HotelDetails, HotelId, Rejection};
-use reservations::error::CommandError;
-use reservations::write::Strategy;
 use serde_json::{json, Value};
+use store::error::CommandError;
+use store::write::Strategy;
 
 use crate::support::*;
 
@@ -138,14 +138,14 @@ async fn catalog_writes_are_idempotent_puts() {
     let details = HotelDetails::parse("Hotel Tejo", "Lisbon", "Europe/Lisbon").expect("details");
 
     svc.set_hotel(
-        &reservations::commands::Caller::Staff("staff".into()),
+        &app::commands::Caller::Staff("staff".into()),
         hotel_id(),
         details.clone(),
     )
     .await
     .expect("first");
     svc.set_hotel(
-        &reservations::commands::Caller::Staff("staff".into()),
+        &app::commands::Caller::Staff("staff".into()),
         hotel_id(),
         details,
     )
@@ -153,7 +153,7 @@ async fn catalog_writes_are_idempotent_puts() {
     .expect("second");
     let renamed = svc
         .set_hotel(
-            &reservations::commands::Caller::Staff("staff".into()),
+            &app::commands::Caller::Staff("staff".into()),
             hotel_id(),
             HotelDetails::parse("Hotel Tejo Riverside", "Lisbon", "Europe/Lisbon")
                 .expect("details"),
@@ -173,7 +173,7 @@ async fn catalog_writes_are_idempotent_puts() {
     assert_eq!(events, 2, "repeating the same PUT records nothing");
     let room_type = svc
         .set_room_type(
-            &reservations::commands::Caller::Staff("staff".into()),
+            &app::commands::Caller::Staff("staff".into()),
             HotelId::parse(5).expect("id"),
             king(),
             aggregates::RoomTypeDetails::parse("king", 2).expect("details"),

@@ -11,7 +11,7 @@
 //! The document is read as JSON Schema by the `jsonschema` crate, not by our own code,
 //! so a contradiction in it (a body no instance can satisfy) shows as a body that
 //! cannot be generated. Rules JSON Schema cannot state (one field relative to another)
-//! are the document's `x-` keywords (`src/api/schema.rs`), which the generator follows.
+//! are the document's `x-` keywords (`api/src/schema.rs`), which the generator follows.
 //! Generation is deterministic (proptest's fixed seed), so a failure repeats.
 
 use std::collections::BTreeSet;

@@ -9,8 +9,8 @@ use aggregates::{Reservation, ReservationEvent, ReservationId, RoomNight};
 use cqrs_es::persist::PersistedEventStore;
 use cqrs_es::EventStore;
 use postgres_es::PostgresEventRepository;
-use reservations::write::Strategy;
 use serde_json::{json, Value};
+use store::write::Strategy;
 
 use crate::support::*;
 
@@ -230,7 +230,7 @@ async fn postgres_es_reads_the_streams_the_unit_of_work_writes() {
         .expect("hold");
     let id = ReservationId::from_uuid(view.reservation_id);
     svc.cancel(
-        &reservations::commands::Caller::Channel("web".into()),
+        &app::commands::Caller::Channel("web".into()),
         "web",
         Some(key("c")),
         id,

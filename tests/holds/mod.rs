@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use aggregates::booking::InventoryUpdate;
 use aggregates::{HotelId, Rejection, ReservationId, ReservationStatus, RoomTypeId, StayDates};
+use app::clock::{Clock, ManualClock};
+use app::commands::StayAction;
 use chrono::{DateTime, Days, Duration, Utc};
-use reservations::clock::{Clock, ManualClock};
-use reservations::commands::StayAction;
-use reservations::error::CommandError;
-use reservations::write::Strategy;
 use serde_json::{json, Value};
+use store::error::CommandError;
+use store::write::Strategy;
 
 use crate::support::*;
 
@@ -580,7 +580,7 @@ async fn the_price_is_the_sum_of_the_nightly_rates_and_a_stale_price_is_refused(
     let svc = db.service(Strategy::Pessimistic);
     hotel_with_rooms(&svc, day(10), 5, 3).await;
     svc.set_inventory(
-        &reservations::commands::Caller::Staff("staff".into()),
+        &app::commands::Caller::Staff("staff".into()),
         hotel_id(),
         king(),
         stay(day(11), day(12)),
@@ -1011,8 +1011,7 @@ async fn an_absurdly_long_stay_is_refused_before_the_database_is_touched() {
         .acquire_timeout(std::time::Duration::from_millis(200))
         .connect_lazy("postgres://nobody@127.0.0.1:1/none")
         .expect("lazy pool");
-    let svc =
-        reservations::commands::CommandService::new(unreachable, config(Strategy::Optimistic));
+    let svc = app::commands::CommandService::new(unreachable, config(Strategy::Optimistic));
     let millennia = stay(
         chrono::NaiveDate::from_ymd_opt(1900, 1, 1).expect("date"),
         chrono::NaiveDate::from_ymd_opt(9999, 12, 31).expect("date"),
@@ -1050,9 +1049,9 @@ async fn a_hold_that_cannot_be_written_fails_alone_not_its_batch() {
     // Arrange: one lane, so every hold goes through the same queue; a trigger that
     // refuses one guest's reservation, as a database failure the domain cannot foresee.
     let db = TestDb::new().await;
-    let svc = reservations::commands::CommandService::new(
+    let svc = app::commands::CommandService::new(
         db.pool.clone(),
-        reservations::commands::WriteConfig {
+        app::commands::WriteConfig {
             group_lanes: 1,
             ..config(Strategy::Group)
         },
@@ -1206,7 +1205,7 @@ async fn racing_check_ins_cancels_no_shows_and_date_changes_leave_one_legal_hist
         let id = ReservationId::from_uuid(view.reservation_id);
         svc.confirm(&web(), None, id).await.expect("confirm");
         clock.set(day(10).and_hms_opt(16, 0, 0).expect("time").and_utc());
-        let staff = reservations::commands::Caller::Staff("front-desk".into());
+        let staff = app::commands::Caller::Staff("front-desk".into());
 
         // Act
         let mut calls = Vec::new();
@@ -1332,7 +1331,7 @@ async fn racing_check_ins_cancels_no_shows_and_date_changes_leave_one_legal_hist
 
 #[tokio::test]
 async fn a_reservation_row_keeps_only_what_its_columns_do_not_and_old_rows_still_load() {
-    use reservations::write::Loader;
+    use store::write::Loader;
     // Arrange: a hold, then a cancellation (two writes of the row)
     let app = spawn_app().await;
     app.seed_hotel(day(10), 5, 5).await;

@@ -8,9 +8,9 @@ use std::time::Duration as StdDuration;
 use aggregates::{Rejection, ReservationId};
 use chrono::Duration;
 use reqwest::Method;
-use reservations::error::CommandError;
-use reservations::write::Strategy;
 use serde_json::json;
+use store::error::CommandError;
+use store::write::Strategy;
 
 use crate::support::*;
 
@@ -412,9 +412,9 @@ async fn a_replayed_request_returns_the_first_outcome_even_a_rejection() {
         .expect("replay");
     // The stored answer keeps its guest sealed; opened, it is the first answer.
     assert!(replay.guest.sealed().is_some(), "{:?}", replay.guest);
-    let binding = reservations::privacy::Binding {
+    let binding = store::privacy::Binding {
         reservation: ReservationId::from_uuid(replay.reservation_id),
-        field: reservations::privacy::Field::Guest,
+        field: store::privacy::Field::Guest,
     };
     svc.privacy()
         .open(binding, &mut replay.guest)

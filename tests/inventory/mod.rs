@@ -8,9 +8,9 @@ mod races;
 use aggregates::booking::InventoryUpdate;
 use aggregates::Rejection;
 use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
-use reservations::error::CommandError;
-use reservations::write::Strategy;
 use serde_json::{json, Value};
+use store::error::CommandError;
+use store::write::Strategy;
 
 use crate::support::*;
 
@@ -233,7 +233,7 @@ async fn setting_inventory_below_what_is_sold_is_rejected_and_changes_nothing() 
 
     let result = svc
         .set_inventory(
-            &reservations::commands::Caller::Staff("staff".into()),
+            &app::commands::Caller::Staff("staff".into()),
             hotel_id(),
             king(),
             stay(day(10), day(15)),
@@ -261,7 +261,7 @@ async fn the_overbooking_allowance_sells_exactly_that_many_more() {
     let svc = db.service(Strategy::Optimistic);
     hotel_with_rooms(&svc, day(10), 1, 2).await;
     svc.set_inventory(
-        &reservations::commands::Caller::Staff("staff".into()),
+        &app::commands::Caller::Staff("staff".into()),
         hotel_id(),
         king(),
         stay(day(10), day(11)),
@@ -396,7 +396,7 @@ async fn the_nights_read_probes_the_allocations_by_night_on_a_table_never_analyz
             };
             sqlx::query(&format!(
                 "PREPARE {name}({parameters}) AS {}",
-                reservations::write::nights_sql(true, reservation)
+                store::write::nights_sql(true, reservation)
             ))
             .execute(&mut *conn)
             .await

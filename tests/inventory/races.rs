@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use aggregates::booking::InventoryUpdate;
 use aggregates::{HotelDetails, HotelId, Rejection, RoomTypeDetails, RoomTypeId};
+use app::commands::shards::ShardMap;
+use app::commands::{CommandService, HoldRequest, WriteConfig};
 use chrono::{Days, NaiveDate};
 use rand::{Rng, SeedableRng};
-use reservations::commands::shards::ShardMap;
-use reservations::commands::{CommandService, HoldRequest, WriteConfig};
-use reservations::error::CommandError;
-use reservations::write::Strategy;
+use store::error::CommandError;
+use store::write::Strategy;
 
 use crate::support::*;
 
@@ -226,7 +226,7 @@ async fn three_hotels(svc: &CommandService) -> Vec<Room> {
     for hotel in [HOTEL, HOTEL + 1, HOTEL + 2] {
         let hotel = HotelId::parse(hotel).expect("hotel id");
         svc.set_hotel(
-            &reservations::commands::Caller::Staff("staff".into()),
+            &app::commands::Caller::Staff("staff".into()),
             hotel,
             HotelDetails::parse("Hotel", "Porto", "Europe/Lisbon").expect("details"),
         )
@@ -235,7 +235,7 @@ async fn three_hotels(svc: &CommandService) -> Vec<Room> {
         for room_type in [KING, KING + 1] {
             let room_type = RoomTypeId::parse(room_type).expect("room type id");
             svc.set_room_type(
-                &reservations::commands::Caller::Staff("staff".into()),
+                &app::commands::Caller::Staff("staff".into()),
                 hotel,
                 room_type,
                 RoomTypeDetails::parse("double", 2).expect("room type"),
@@ -243,7 +243,7 @@ async fn three_hotels(svc: &CommandService) -> Vec<Room> {
             .await
             .expect("set room type");
             svc.set_inventory(
-                &reservations::commands::Caller::Staff("staff".into()),
+                &app::commands::Caller::Staff("staff".into()),
                 hotel,
                 room_type,
                 stay(day(30), last),

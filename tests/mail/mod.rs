@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
-use reservations::mail::smtp::SmtpMailer;
-use reservations::mail::{send_due, MailConfig, Sent};
-use reservations::privacy::Privacy;
+use app::mail::smtp::SmtpMailer;
+use app::mail::{send_due, MailConfig, Sent};
 use serde_json::json;
+use store::privacy::Privacy;
 
 use crate::support::*;
 

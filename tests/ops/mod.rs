@@ -178,14 +178,14 @@ async fn the_stalled_work_gauges_move_when_the_workers_are_stopped() {
     app.confirm(WEB, "pay", &paid, "tok_ok")
         .await
         .assert_status(200);
-    let before = reservations::signals::read(&app.db.pool, app.now())
+    let before = app::signals::read(&app.db.pool, app.now())
         .await
         .expect("signals");
 
     // Act: the hold lapses, nobody sweeps it; twenty minutes pass for the e-mail.
     app.clock
         .advance(chrono::Duration::seconds(HOLD_TTL_SECONDS + 1200));
-    let after = reservations::signals::read(&app.db.pool, app.now())
+    let after = app::signals::read(&app.db.pool, app.now())
         .await
         .expect("signals");
     let overdue = scraped(&app, "holds_overdue", 1.0).await;
@@ -194,10 +194,10 @@ async fn the_stalled_work_gauges_move_when_the_workers_are_stopped() {
     // Assert
     assert_eq!(before.holds_overdue, 0);
     assert_eq!(after.holds_overdue, 1, "{lapsing} is past its expiry");
-    let email = |w: &reservations::signals::StalledWork| {
+    let email = |w: &app::signals::StalledWork| {
         w.outboxes
             .iter()
-            .find(|(k, _)| *k == reservations::signals::OutboxKind::Email)
+            .find(|(k, _)| *k == app::signals::OutboxKind::Email)
             .map(|(_, s)| *s)
             .expect("the e-mail outbox")
     };
@@ -235,11 +235,11 @@ async fn a_failed_outbox_row_is_listed_counted_and_retried_by_an_admin() {
     app.confirm(WEB, "pay", &id, "tok_ok")
         .await
         .assert_status(200);
-    let mailer = reservations::mail::smtp::SmtpMailer::new(&sink.url(), "Hotel <h@tejo.example>")
-        .expect("mailer");
-    let privacy = reservations::privacy::Privacy::postgres(app.db.pool.clone());
-    let config = reservations::mail::MailConfig::default();
-    reservations::mail::send_due(&app.db.pool, &privacy, &mailer, &config, app.now(), 10)
+    let mailer =
+        app::mail::smtp::SmtpMailer::new(&sink.url(), "Hotel <h@tejo.example>").expect("mailer");
+    let privacy = store::privacy::Privacy::postgres(app.db.pool.clone());
+    let config = app::mail::MailConfig::default();
+    app::mail::send_due(&app.db.pool, &privacy, &mailer, &config, app.now(), 10)
         .await
         .expect("mail pass");
 

@@ -5,7 +5,7 @@
 use std::str::FromStr;
 use std::sync::Arc;
 
-use reservations::clock::SystemClock;
+use app::clock::SystemClock;
 use reservations::startup::{Application, Settings};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection};
@@ -89,9 +89,7 @@ async fn a_connection_that_died_while_idle_is_replaced_not_handed_out() {
     // Arrange: the service's pool with one connection, which then sits idle while its
     // backend is terminated (as by a database restart or an idle-session timeout).
     let db = TestDb::new().await;
-    let pool = reservations::db::write_pool(&db.url, 1)
-        .await
-        .expect("pool");
+    let pool = store::db::write_pool(&db.url, 1).await.expect("pool");
     let backend: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
         .fetch_one(&pool)
         .await

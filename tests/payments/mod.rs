@@ -8,12 +8,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use aggregates::booking::check_in_instant;
+use app::payments::gateway::{authorization_key, AuthorizeRequest, PaymentGateway, PaymentToken};
+use app::payments::simulated::SimulatedConfig;
+use app::sweeper::sweep_once;
 use chrono::Duration;
-use reservations::payments::gateway::{
-    authorization_key, AuthorizeRequest, PaymentGateway, PaymentToken,
-};
-use reservations::payments::simulated::SimulatedConfig;
-use reservations::sweeper::sweep_once;
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -655,12 +653,9 @@ async fn a_webhook_without_the_right_signature_is_401_and_changes_nothing() {
         None,
         Some("00".repeat(32)),
         Some("not hex".into()),
-        Some(reservations::payments::signature::sign(
-            b"another secret",
-            &bytes,
-        )),
+        Some(app::payments::signature::sign(b"another secret", &bytes)),
         // signed over a different body
-        Some(reservations::payments::signature::sign(
+        Some(app::payments::signature::sign(
             WEBHOOK_SECRET.as_bytes(),
             b"{}",
         )),
@@ -716,7 +711,7 @@ async fn a_signed_webhook_with_a_bad_body_is_4xx() {
         app.webhook(&body).await.assert_error(status, code);
     }
     let bytes = b"{not json".to_vec();
-    let signature = reservations::payments::signature::sign(WEBHOOK_SECRET.as_bytes(), &bytes);
+    let signature = app::payments::signature::sign(WEBHOOK_SECRET.as_bytes(), &bytes);
     app.send(
         app.request(reqwest::Method::POST, "/v1/payments/webhook", None)
             .header("x-signature", signature)
@@ -796,7 +791,7 @@ async fn a_crash_between_authorize_and_confirm_is_finished_by_recovery_with_one_
         .confirm(&web(), "scope", key("pay"), reservation, token.clone())
         .await;
     assert!(
-        matches!(retry, Err(reservations::error::CommandError::InFlight)),
+        matches!(retry, Err(store::error::CommandError::InFlight)),
         "the retry waits for the crashed request: {retry:?}"
     );
     let early = app.payments.recover_due(10).await.expect("recovery");
@@ -1638,7 +1633,7 @@ async fn arrivals_departures_guests_in_house_and_no_shows_are_counted_and_sugges
 
 #[tokio::test]
 async fn retention_deletes_what_no_answer_needs_any_more_and_keeps_what_a_person_must_see() {
-    use reservations::sweeper::{retention_once, Retention};
+    use app::sweeper::{retention_once, Retention};
     // Arrange: a paid stay whose webhook arrived, then cancelled (a void delivered), and
     // a webhook for an authorization the provider never issued (its void refused for
     // good: a failed row for a person)
@@ -1683,7 +1678,7 @@ async fn retention_deletes_what_no_answer_needs_any_more_and_keeps_what_a_person
         .expect("pass");
     // (Whether the allocations' compaction has a pass under way is its own business.)
     assert_eq!(
-        reservations::sweeper::Retained {
+        app::sweeper::Retained {
             allocations_unfinished: false,
             ..none
         },

@@ -509,17 +509,16 @@ async fn retention_erases_the_guests_whose_stays_all_ended_before_the_cutoff() {
         app.hold_ok(WEB, "b2", &hold_at(HOTEL, 40, BOB_NAME, BOB_EMAIL))
             .await,
     ];
-    let commands = reservations::commands::CommandService::new(
+    let commands = app::commands::CommandService::new(
         app.db.pool.clone(),
-        reservations::commands::WriteConfig::default(),
+        app::commands::WriteConfig::default(),
     );
-    let caller = reservations::commands::Caller::Staff("retention".into());
+    let caller = app::commands::Caller::Staff("retention".into());
 
     // Act
-    let done =
-        reservations::commands::erase::erase_stays_ended_before(&commands, None, &caller, day(20))
-            .await
-            .expect("retention");
+    let done = app::commands::erase::erase_stays_ended_before(&commands, None, &caller, day(20))
+        .await
+        .expect("retention");
 
     // Assert
     assert_eq!(done.len(), 1, "{done:?}");

@@ -44,7 +44,7 @@ const BOB: &str = "bob@example.com";
 /// Reservations in the database for a guest on a channel (the row holds the guest
 /// sealed, under their id).
 async fn reservations_of(app: &TestApp, email: &str, channel: &str) -> i64 {
-    let guest = reservations::privacy::Privacy::postgres(app.db.pool.clone())
+    let guest = store::privacy::Privacy::postgres(app.db.pool.clone())
         .guest_id_in(&app.db.pool, email)
         .await
         .expect("guest id");

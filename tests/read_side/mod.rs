@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aggregates::ReservationId;
+use app::commands::Caller;
 use chrono::Days;
 use projections::availability::{self, Keys};
 use projections::{Checkpoint, Projection, RunnerConfig, StoredEvent, Tail};
 use rand::{Rng, SeedableRng};
-use reservations::commands::Caller;
-use reservations::write::Strategy;
 use sqlx::{PgConnection, PgPool};
+use store::write::Strategy;
 use tokio::sync::watch;
 
 use crate::support::*;
@@ -929,7 +929,7 @@ async fn a_committed_hold_wakes_the_listeners_of_events() {
         .expect("listener");
     listener.listen("events").await.expect("listen");
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let announcer = tokio::spawn(reservations::write::announce::notify_commits(
+    let announcer = tokio::spawn(store::write::announce::notify_commits(
         db.pool.clone(),
         stopped,
     ));
@@ -938,7 +938,7 @@ async fn a_committed_hold_wakes_the_listeners_of_events() {
         .await
         .expect("the first announcement")
         .expect("notification");
-    tokio::time::sleep(reservations::write::announce::SPACING * 3).await;
+    tokio::time::sleep(store::write::announce::SPACING * 3).await;
     while listener.next_buffered().is_some() {}
 
     // Act
@@ -1057,7 +1057,7 @@ async fn nights_and_room_types_the_model_has_not_seen_are_read_from_postgresql_n
     // Act: thirty new nights, then the questions at once; then a new room type on the
     // nights the model knows, asked by a reader that just wrote.
     svc.set_inventory(
-        &reservations::commands::Caller::Staff("staff".into()),
+        &app::commands::Caller::Staff("staff".into()),
         hotel_id(),
         king(),
         stay(day(40), day(70)),

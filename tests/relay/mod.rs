@@ -13,17 +13,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use app::clock::ManualClock;
+use app::commands::CommandService;
+use app::feed::EventOut;
+use app::relay::{JetStreamRelay, RelayTarget, RELAY};
 use async_nats::jetstream;
 use chrono::NaiveDate;
 use projections::analytics::OCCUPANCY;
 use projections::{Checkpoint, Projection, StoredEvent};
-use reservations::clock::ManualClock;
-use reservations::commands::CommandService;
-use reservations::feed::EventOut;
-use reservations::relay::{JetStreamRelay, RelayTarget, RELAY};
-use reservations::write::Strategy;
 use serde_json::json;
 use sqlx::PgPool;
+use store::write::Strategy;
 use tokio::sync::watch;
 
 use crate::support::*;
@@ -249,7 +249,7 @@ async fn every_committed_event_reaches_jetstream_once_in_commit_order_and_rebuil
     relay.stop().await;
     analytics.stop().await;
     let downstream = TestDb::new().await;
-    let consumed = reservations::relay::occupancy_from_stream(&context, &target, &downstream.pool)
+    let consumed = app::relay::occupancy_from_stream(&context, &target, &downstream.pool)
         .await
         .expect("occupancy from the stream");
 

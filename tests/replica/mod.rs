@@ -334,7 +334,7 @@ async fn model_left(keys: &projections::availability::Keys) -> Vec<i64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn after_a_failover_the_redis_model_is_rebuilt_from_the_promoted_log() {
     use projections::availability::{self, Keys};
-    use reservations::write::Strategy;
+    use store::write::Strategy;
     // Arrange: the model in Redis follows the primary; the replica has replayed it all.
     let pair = ReplicaPair::start();
     let db = TestDb::on(&pair.primary_url()).await;

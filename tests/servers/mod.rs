@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use reservations::write::Strategy;
 use serde_json::json;
+use store::write::Strategy;
 
 use crate::support::*;
 

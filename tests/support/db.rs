@@ -3,11 +3,11 @@
 use std::str::FromStr;
 use std::sync::Arc;
 
-use reservations::clock::Clock;
-use reservations::commands::{CommandService, WriteConfig};
-use reservations::write::Strategy;
+use app::clock::Clock;
+use app::commands::{CommandService, WriteConfig};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
+use store::write::Strategy;
 
 /// Where the tests' databases live; a fresh one is created per test.
 pub fn server_url() -> String {
@@ -32,7 +32,7 @@ impl TestDb {
         let name = format!("rsv_test_{}", uuid::Uuid::new_v4().simple());
         let options = PgConnectOptions::from_str(server).expect("a server URL");
         let url = options.clone().database(&name).to_url_lossy().to_string();
-        let pool = reservations::db::connect_and_migrate(&url, 20)
+        let pool = store::db::connect_and_migrate(&url, 20)
             .await
             .expect("create and migrate the test database");
         Self { name, url, pool }

@@ -2,8 +2,8 @@
 
 use aggregates::booking::InventoryUpdate;
 use aggregates::{Guest, HotelDetails, HotelId, RoomCount, RoomTypeDetails, RoomTypeId, StayDates};
+use app::commands::{Caller, CommandService, HoldRequest};
 use chrono::{Days, NaiveDate, Utc};
-use reservations::commands::{Caller, CommandService, HoldRequest};
 
 pub const HOTEL: i64 = 812;
 pub const KING: i64 = 3;
@@ -41,7 +41,7 @@ pub async fn hotel_with_rooms(
     total_rooms: i64,
 ) {
     svc.set_hotel(
-        &reservations::commands::Caller::Staff("staff".into()),
+        &app::commands::Caller::Staff("staff".into()),
         hotel_id(),
         HotelDetails::parse("Hotel Tejo", "Lisbon", "Europe/Lisbon").expect("details"),
     )
@@ -60,7 +60,7 @@ pub async fn room_type_with_rooms(
     total_rooms: i64,
 ) {
     let room_type = RoomTypeId::parse(room_type).expect("room type id");
-    let staff = reservations::commands::Caller::Staff("staff".into());
+    let staff = app::commands::Caller::Staff("staff".into());
     let name = if room_type == king() {
         "king".to_owned()
     } else {
@@ -103,8 +103,8 @@ pub fn hold_request(stay: StayDates, rooms: i64, guest_no: usize) -> HoldRequest
     }
 }
 
-pub fn key(s: &str) -> reservations::write::IdempotencyKey {
-    reservations::write::IdempotencyKey::parse(s).expect("key")
+pub fn key(s: &str) -> store::write::IdempotencyKey {
+    store::write::IdempotencyKey::parse(s).expect("key")
 }
 
 pub fn web() -> Caller {

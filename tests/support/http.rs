@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use app::clock::ManualClock;
+use app::payments::simulated::{SimulatedConfig, SimulatedGateway};
+use app::payments::PaymentService;
 use chrono::{DateTime, Days, NaiveDate, SubsecRound, Utc};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
-use reservations::clock::ManualClock;
-use reservations::payments::simulated::{SimulatedConfig, SimulatedGateway};
-use reservations::payments::PaymentService;
 use reservations::startup::{Application, Settings};
 use serde_json::{json, Value};
 use sqlx::Row;
@@ -250,14 +250,11 @@ async fn rows_as_text(pool: &sqlx::PgPool, sql: &str) -> Vec<String> {
 impl TestApp {
     /// Moves the clock `days` on and runs one retention pass with the default
     /// retention (what the tests of deleting old rows compare).
-    pub async fn retention_after(&self, days: i64) -> reservations::sweeper::Retained {
+    pub async fn retention_after(&self, days: i64) -> app::sweeper::Retained {
         self.clock.advance(chrono::Duration::days(days));
-        reservations::sweeper::retention_once(
-            self.payments.commands(),
-            reservations::sweeper::Retention::default(),
-        )
-        .await
-        .expect("a retention pass")
+        app::sweeper::retention_once(self.payments.commands(), app::sweeper::Retention::default())
+            .await
+            .expect("a retention pass")
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -468,7 +465,7 @@ impl TestApp {
     /// Posts a webhook body signed with the shared secret.
     pub async fn webhook(&self, body: &Value) -> Reply {
         let bytes = serde_json::to_vec(body).expect("json");
-        let signature = reservations::payments::signature::sign(WEBHOOK_SECRET.as_bytes(), &bytes);
+        let signature = app::payments::signature::sign(WEBHOOK_SECRET.as_bytes(), &bytes);
         self.send(
             self.request(Method::POST, "/v1/payments/webhook", None)
                 .header(CONTENT_TYPE, "application/json")
@@ -607,14 +604,14 @@ impl TestApp {
     }
 
     pub fn now(&self) -> DateTime<Utc> {
-        use reservations::clock::Clock;
+        use app::clock::Clock;
         self.clock.now()
     }
 
     /// One pass of the capture worker at the clock's time, then the payment outbox
     /// delivered (as the server's worker loop does); how many captures were recorded.
     pub async fn capture_due(&self) -> usize {
-        let captured = reservations::sweeper::capture_due_once(self.payments.commands(), 100)
+        let captured = app::sweeper::capture_due_once(self.payments.commands(), 100)
             .await
             .expect("capture pass");
         self.deliver_payments().await;
@@ -635,10 +632,9 @@ impl TestApp {
     /// One pass of the no-show worker at the clock's time with `grace`, then the
     /// payment outbox delivered; how many no-shows were recorded.
     pub async fn record_no_shows(&self, grace: chrono::Duration) -> usize {
-        let recorded =
-            reservations::sweeper::record_no_shows_once(self.payments.commands(), 100, grace)
-                .await
-                .expect("no-show pass");
+        let recorded = app::sweeper::record_no_shows_once(self.payments.commands(), 100, grace)
+            .await
+            .expect("no-show pass");
         self.deliver_payments().await;
         recorded
     }

@@ -8,12 +8,12 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use app::webhooks::destinations::Destinations;
+use app::webhooks::projection::WebhookProjection;
+use app::webhooks::sender::{send_due, Delivered, SenderConfig, WebhookClient};
 use axum::http::{HeaderMap, StatusCode};
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use reservations::webhooks::destinations::Destinations;
-use reservations::webhooks::projection::WebhookProjection;
-use reservations::webhooks::sender::{send_due, Delivered, SenderConfig, WebhookClient};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
@@ -806,7 +806,7 @@ async fn a_subscriptions_secret_is_stored_sealed_and_still_signs_its_deliveries(
         .execute(&app.db.pool)
         .await
         .expect("a clear secret");
-    let resealed = reservations::webhooks::secrets::seal_clear(&app.db.pool)
+    let resealed = app::webhooks::secrets::seal_clear(&app.db.pool)
         .await
         .expect("sealed");
 

@@ -26,11 +26,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::events::{HotelEventType, ReservationEventType, RoomNightEventType};
-use super::streams::{StreamIdError, StreamKey};
 use super::AggregateType;
 use crate::hotel::HotelEvent;
 use crate::reservation::ReservationEvent;
 use crate::room_night::{RoomNightEvent, RoomNightKey};
+use crate::streams::{StreamIdError, StreamKey};
 use crate::types::{HotelId, ReservationId};
 
 /// The upcasters production reads the log through. A change of an event's shape bumps

@@ -1,7 +1,8 @@
 //! The given/when/then tests of `RoomNight`.
 
 use super::*;
-use chrono::TimeZone;
+use crate::types::{HotelId, RoomTypeId};
+use chrono::{NaiveDate, TimeZone};
 use cqrs_es::test::TestFramework;
 use uuid::Uuid;
 

@@ -1,0 +1,473 @@
+//! Analytics and look-ups served from the read side: daily occupancy and revenue per
+//! room type (admin, auditor), and reservations by channel, guest email, or hotel and
+//! date (a channel sees its own only).
+//!
+//! These read projections, not the write side (through [`app::queries`]): they may
+//! lag the log a little, and say how far they have got (`as_of`, the time the
+//! projection last applied events).
+
+use std::collections::BTreeMap;
+
+use aggregates::{
+    Guest, HotelId, PaymentStatus, Personal, Reference, ReservationId, ReservationStatus, StayDates,
+};
+use axum::extract::State;
+use axum::Json;
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
+use projections::analytics::ReservationRow;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::auth::{Principal, Role};
+use super::bodies::ReservationOut;
+use super::error::{ApiError, ErrorBody, Unavailable};
+use super::extract::{ApiPath, ApiQuery, Consistency};
+use super::params::reads_personal_data;
+use super::params::MAX_OCCUPANCY_NIGHTS;
+use super::AppState;
+use app::commands::GuestView;
+use app::queries::{OccupancyRow, ReservationFilter};
+use store::privacy::{Binding, Field};
+
+/// Default and largest page of the reservations look-up.
+const DEFAULT_LIMIT: i64 = 100;
+const MAX_LIMIT: i64 = 500;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct OccupancyQuery {
+    /// First night reported.
+    #[param(required = true, schema_with = super::schema::start_date)]
+    pub start_date: NaiveDate,
+    /// The night after the last one reported (half-open range), at most 400 nights on.
+    #[param(required = true, schema_with = super::schema::report_end_date)]
+    pub end_date: NaiveDate,
+}
+
+/// One room type on one night.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OccupancyNight {
+    pub date: NaiveDate,
+    /// Physical rooms for sale (0 for a night without inventory).
+    pub total_rooms: i64,
+    pub overbooking_allowance: i64,
+    /// The night's current rate; null without inventory.
+    pub rate_cents: Option<i64>,
+    /// Rooms sold (confirmed) now.
+    pub confirmed: i64,
+    /// Rooms on hold now (lapsed holds count until they are dropped).
+    pub held: i64,
+    /// `confirmed / total_rooms`; above 1 when the overbooking allowance is used; null
+    /// when there are no rooms.
+    pub occupancy: Option<f64>,
+    /// Confirmed rooms times the night's rate when each was confirmed.
+    pub revenue_cents: i64,
+    /// Rooms ever put on hold on this night.
+    pub holds_placed: i64,
+    /// Rooms whose hold lapsed on this night.
+    pub holds_lapsed: i64,
+    /// Rooms given back on this night by cancelled reservations.
+    pub cancellations: i64,
+}
+
+/// Sums over the nights of the range.
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub struct OccupancyTotals {
+    /// Room-nights for sale (sum of `total_rooms`).
+    pub total_rooms: i64,
+    pub confirmed: i64,
+    pub held: i64,
+    /// `confirmed / total_rooms` over the range; null when there are no rooms.
+    pub occupancy: Option<f64>,
+    pub revenue_cents: i64,
+    pub holds_placed: i64,
+    pub holds_lapsed: i64,
+    pub cancellations: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoomTypeOccupancy {
+    pub room_type_id: i64,
+    pub name: String,
+    pub totals: OccupancyTotals,
+    /// Every night of the range, in order.
+    pub nights: Vec<OccupancyNight>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OccupancyReport {
+    pub hotel_id: i64,
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    /// When the occupancy projection last applied events; null if it has never run.
+    pub as_of: Option<DateTime<Utc>>,
+    pub room_types: Vec<RoomTypeOccupancy>,
+}
+
+fn ratio(confirmed: i64, total: i64) -> Option<f64> {
+    (total > 0).then(|| confirmed as f64 / total as f64)
+}
+
+fn night_out(row: &OccupancyRow) -> OccupancyNight {
+    OccupancyNight {
+        date: row.night,
+        total_rooms: i64::from(row.total_rooms),
+        overbooking_allowance: i64::from(row.overbooking_allowance),
+        rate_cents: Some(row.rate_cents),
+        confirmed: i64::from(row.confirmed),
+        held: i64::from(row.held),
+        occupancy: ratio(i64::from(row.confirmed), i64::from(row.total_rooms)),
+        revenue_cents: row.revenue_cents,
+        holds_placed: row.holds_placed,
+        holds_lapsed: row.holds_lapsed,
+        cancellations: row.cancellations,
+    }
+}
+
+fn empty_night(date: NaiveDate) -> OccupancyNight {
+    OccupancyNight {
+        date,
+        total_rooms: 0,
+        overbooking_allowance: 0,
+        rate_cents: None,
+        confirmed: 0,
+        held: 0,
+        occupancy: None,
+        revenue_cents: 0,
+        holds_placed: 0,
+        holds_lapsed: 0,
+        cancellations: 0,
+    }
+}
+
+fn totals(nights: &[OccupancyNight]) -> OccupancyTotals {
+    let mut t = OccupancyTotals::default();
+    for n in nights {
+        t.total_rooms += n.total_rooms;
+        t.confirmed += n.confirmed;
+        t.held += n.held;
+        t.revenue_cents = t.revenue_cents.saturating_add(n.revenue_cents);
+        t.holds_placed += n.holds_placed;
+        t.holds_lapsed += n.holds_lapsed;
+        t.cancellations += n.cancellations;
+    }
+    t.occupancy = ratio(t.confirmed, t.total_rooms);
+    t
+}
+
+/// The hotel and range of a report (staff and auditors only): at most
+/// [`MAX_OCCUPANCY_NIGHTS`] nights; an id that cannot be a hotel's is no such hotel.
+pub(crate) fn report_range(
+    principal: &Principal,
+    id: i64,
+    start: NaiveDate,
+    end: NaiveDate,
+) -> Result<(HotelId, StayDates), ApiError> {
+    principal.require(&[Role::Admin, Role::Auditor])?;
+    let id = HotelId::parse(id).map_err(|_| ApiError::not_found("no such hotel"))?;
+    let range = StayDates::parse(start, end)?;
+    if range.night_count() > MAX_OCCUPANCY_NIGHTS {
+        return Err(ApiError::invalid(
+            "end_date",
+            format!("at most {MAX_OCCUPANCY_NIGHTS} nights per request"),
+        ));
+    }
+    Ok((id, range))
+}
+
+/// Daily occupancy, revenue, holds and cancellations per room type of a hotel.
+#[utoipa::path(get, path = "/v1/hotels/{hotel_id}/occupancy", tag = "analytics",
+    params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64), OccupancyQuery),
+    responses((status = 200, body = OccupancyReport), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 422, description = "end_date not after start_date, or more than 400 nights", body = ErrorBody),
+        Unavailable),
+    security(("bearer" = [])))]
+pub async fn occupancy(
+    State(state): State<AppState>,
+    principal: Principal,
+    consistency: Consistency,
+    ApiPath(id): ApiPath<i64>,
+    ApiQuery(query): ApiQuery<OccupancyQuery>,
+) -> Result<Json<OccupancyReport>, ApiError> {
+    let (id, range) = report_range(&principal, id, query.start_date, query.end_date)?;
+    let nights = &range;
+    let read = state
+        .queries
+        .on_replica(
+            consistency.0,
+            |q| async move { q.occupancy(id, nights).await },
+        )
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such hotel"))?;
+    let (room_types, rows, as_of) = (read.room_types, read.rows, read.as_of);
+    let by_night: BTreeMap<(i64, NaiveDate), OccupancyRow> = rows
+        .into_iter()
+        .map(|r| ((r.room_type_id, r.night), r))
+        .collect();
+    let room_types = room_types
+        .into_iter()
+        .map(|(room_type_id, name)| {
+            let nights: Vec<OccupancyNight> = range
+                .nights()
+                .map(|date| {
+                    by_night
+                        .get(&(room_type_id, date))
+                        .map_or_else(|| empty_night(date), night_out)
+                })
+                .collect();
+            RoomTypeOccupancy {
+                room_type_id,
+                name,
+                totals: totals(&nights),
+                nights,
+            }
+        })
+        .collect();
+    Ok(Json(OccupancyReport {
+        hotel_id: id.get(),
+        start_date: range.start(),
+        end_date: range.end(),
+        as_of,
+        room_types,
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ReservationSearch {
+    /// The reservation with this short reference (`K7M29QXD`): any case, hyphens and
+    /// spaces ignored, `O` read as `0`, `I` and `L` as `1`.
+    #[param(example = "K7M29QXD", pattern = r"^[ -]*([0-9A-TV-Za-tv-z][ -]*){8}$")]
+    pub reference: Option<String>,
+    /// The guest's email (case-insensitive).
+    #[param(
+        min_length = 1,
+        max_length = 254,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    pub guest_email: Option<String>,
+    /// Reservations at this hotel.
+    #[param(minimum = 1, maximum = 9_007_199_254_740_991_i64)]
+    pub hotel_id: Option<i64>,
+    /// Reservations whose stay includes this night (`start_date <= date < end_date`).
+    #[param(schema_with = super::schema::date)]
+    pub date: Option<NaiveDate>,
+    /// Reservations made through this channel. A channel may only name itself (its own
+    /// reservations are all it sees, with or without this).
+    #[param(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    pub channel: Option<String>,
+    /// Reservations in this status (`held`, `confirmed`, `cancelled`, `expired`,
+    /// `declined`, `checked_in`, `checked_out`, `no_show`); a hold past its expiry is
+    /// `expired`.
+    #[param(schema_with = super::schema::reservation_status)]
+    pub status: Option<String>,
+    /// At most this many, newest first (1..=500, default 100).
+    #[param(minimum = 1, maximum = 500)]
+    pub limit: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReservationList {
+    /// Newest first.
+    pub reservations: Vec<ReservationOut>,
+    /// When the reservations view last applied events; null if it has never run.
+    pub as_of: Option<DateTime<Utc>>,
+}
+
+/// A view row as clients see reservations (a lapsed hold reads as expired).
+fn reservation_out(
+    row: ReservationRow,
+    guest: &Personal<Guest>,
+    now: DateTime<Utc>,
+) -> ReservationOut {
+    let cancellation_policy = row.cancellation_policy();
+    // As the write side shows it: a hold past its expiry is expired, whether or not
+    // the sweeper has recorded that yet.
+    let status = if row.status == ReservationStatus::Held.as_str() && row.hold_expires_at <= now {
+        ReservationStatus::Expired.as_str().to_owned()
+    } else {
+        row.status
+    };
+    // As the reservation computes it: what is owed, while the card is only authorized.
+    let to_capture = if row.payment_status == PaymentStatus::Authorized.as_str() {
+        row.total_cents.min(row.authorized_cents)
+    } else {
+        0
+    };
+    ReservationOut {
+        reservation_id: row.reservation_id,
+        reference: ReservationId::from_uuid(row.reservation_id)
+            .reference()
+            .to_string(),
+        hotel_id: row.hotel_id,
+        room_type_id: row.room_type_id,
+        start_date: row.start_date,
+        end_date: row.end_date,
+        nights: u32::try_from((row.end_date - row.start_date).num_days()).unwrap_or(0),
+        rooms: u32::try_from(row.rooms).unwrap_or(0),
+        guest: GuestView::of(guest).into(),
+        channel: row.channel,
+        total_cents: row.total_cents,
+        status,
+        hold_expires_at: row.hold_expires_at,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        // The reservations view does not follow payments; the reservation itself does.
+        paid_cents: None,
+        refund_cents: None,
+        rate_plan_id: row.rate_plan_id,
+        cancellation_policy: Some(cancellation_policy.into()),
+        guests: u32::try_from(row.guests).ok(),
+        payment: super::bodies::PaymentOut {
+            status: row.payment_status,
+            authorized_cents: row.authorized_cents,
+            to_capture_cents: to_capture,
+            captured_cents: row.captured_cents,
+            refunded_cents: row.refunded_cents,
+        },
+    }
+}
+
+/// A free-text filter: trimmed, 1..=`max` characters, no control characters.
+fn text_filter(field: &str, value: Option<String>, max: usize) -> Result<Option<String>, ApiError> {
+    let Some(value) = value else { return Ok(None) };
+    let value = value.trim();
+    if value.is_empty() || value.chars().count() > max || value.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field}: 1 to {max} printable characters"),
+        ));
+    }
+    Ok(Some(value.to_owned()))
+}
+
+/// Reservations by reference, channel, guest email, or hotel and date, newest first.
+#[utoipa::path(get, path = "/v1/reservations", tag = "analytics", params(ReservationSearch),
+    responses((status = 200, body = ReservationList), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "a channel naming another channel", body = ErrorBody),
+        (status = 422, body = ErrorBody), Unavailable),
+    security(("bearer" = [])))]
+pub async fn list_reservations(
+    State(state): State<AppState>,
+    principal: Principal,
+    consistency: Consistency,
+    ApiQuery(query): ApiQuery<ReservationSearch>,
+) -> Result<Json<ReservationList>, ApiError> {
+    let asked_channel = text_filter("channel", query.channel, 200)?;
+    let channel = match principal.role {
+        Role::Admin | Role::Auditor => asked_channel,
+        Role::Channel => match asked_channel {
+            Some(other) if other != principal.name => {
+                return Err(ApiError::forbidden(
+                    "a channel may only list its own reservations",
+                ))
+            }
+            _ => Some(principal.name.clone()),
+        },
+    };
+    // Emails are stored lower-case (the domain normalises them).
+    let guest_email =
+        text_filter("guest_email", query.guest_email, 254)?.map(|e| e.to_ascii_lowercase());
+    let hotel_id = query
+        .hotel_id
+        .map(HotelId::parse)
+        .transpose()?
+        .map(HotelId::get);
+    // Outside the years the domain accepts, a date names no stay (and some are outside
+    // what PostgreSQL's `date` holds).
+    if let Some(date) = query.date {
+        if !(1900..=9999).contains(&date.year()) {
+            return Err(ApiError::invalid(
+                "date",
+                "date must be between 1900-01-01 and 9999-12-31",
+            ));
+        }
+    }
+    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::invalid(
+            "limit",
+            format!("limit must be between 1 and {MAX_LIMIT}"),
+        ));
+    }
+    let status = match query.status.as_deref() {
+        None => None,
+        Some(name) => Some(ReservationStatus::parse(name).ok_or_else(|| {
+            let names: Vec<&str> = ReservationStatus::ALL.iter().map(|s| s.as_str()).collect();
+            ApiError::invalid(
+                "status",
+                format!("status must be one of {}", names.join(", ")),
+            )
+        })?),
+    };
+
+    // Sealed guests are found by their id; guests of older rows by their e-mail.
+    let guest_id = match &guest_email {
+        Some(email) => Some(
+            state
+                .commands
+                .privacy()
+                .guest_id_in(state.commands.pool(), email)
+                .await?
+                .to_string(),
+        ),
+        None => None,
+    };
+    let reference_number = match query.reference.as_deref() {
+        None => None,
+        Some(typed) => {
+            let number = Reference::parse(typed)?.number();
+            Some(i64::try_from(number).unwrap_or(i64::MAX))
+        }
+    };
+    let filter = &ReservationFilter {
+        reference_number,
+        channel,
+        guest_email,
+        guest_id,
+        hotel_id,
+        night: query.date,
+        status,
+        limit,
+    };
+    let page = state
+        .queries
+        .on_replica(
+            consistency.0,
+            |q| async move { q.reservations(filter).await },
+        )
+        .await?;
+    let now = page.now;
+    let mut guests: Vec<Personal<Guest>> = page.rows.iter().map(ReservationRow::guest).collect();
+    if reads_personal_data(&principal) {
+        let mut opening: Vec<(Binding, &mut Personal<Guest>)> = page
+            .rows
+            .iter()
+            .zip(guests.iter_mut())
+            .map(|(row, guest)| {
+                let binding = Binding {
+                    reservation: ReservationId::from_uuid(row.reservation_id),
+                    field: Field::Guest,
+                };
+                (binding, guest)
+            })
+            .collect();
+        state.commands.privacy().open_all(&mut opening).await?;
+    }
+    Ok(Json(ReservationList {
+        reservations: page
+            .rows
+            .into_iter()
+            .zip(&guests)
+            .map(|(row, guest)| reservation_out(row, guest, now))
+            .collect(),
+        as_of: page.as_of,
+    }))
+}

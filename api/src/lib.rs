@@ -1,0 +1,367 @@
+//! The HTTP API (v1), as `docs/api.md` describes it: routing, shared state, the
+//! request span and metrics middleware, and the OpenAPI document generated from the
+//! handlers' own types.
+//!
+//! The layer above the use cases (`app`): it parses and validates what a client sends
+//! (once, at the boundary: [`extract`], [`params`]), calls one command or query, and
+//! maps every outcome to a status code in one place ([`error`]). Nothing below it knows
+//! HTTP; [`telemetry`] is here because request metrics are its first user.
+
+pub mod analytics;
+pub mod audit;
+pub mod audit_verify;
+pub mod auth;
+pub mod bodies;
+pub mod calendar;
+pub mod catalog;
+pub mod console;
+pub mod error;
+pub mod extract;
+pub mod guests;
+pub mod ops;
+pub mod params;
+pub mod payments;
+pub mod rate_plans;
+pub mod reservations;
+pub mod schema;
+pub mod search;
+pub mod stays;
+pub mod telemetry;
+pub mod webhooks;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::Router;
+use metrics_exporter_prometheus::PrometheusHandle;
+use sqlx::PgPool;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::telemetry::Metrics;
+use app::commands::CommandService;
+use app::queries::Queries;
+use app::rate_limit::HoldLimiter;
+use auth::TokenTable;
+use error::ApiError;
+
+/// What every handler can reach: a handle, cloned for every request (axum's `State`),
+/// so one reference count instead of every field's (cloning the fields showed in the
+/// server's profile under reads).
+#[derive(Clone)]
+pub struct AppState(Arc<AppStateInner>);
+
+impl AppState {
+    pub fn new(inner: AppStateInner) -> Self {
+        Self(Arc::new(inner))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = AppStateInner;
+
+    fn deref(&self) -> &AppStateInner {
+        &self.0
+    }
+}
+
+/// The shared parts of [`AppState`].
+pub struct AppStateInner {
+    pub commands: CommandService,
+    pub pool: PgPool,
+    pub tokens: Arc<TokenTable>,
+    pub metrics: Metrics,
+    pub prometheus: PrometheusHandle,
+    /// Every read a handler makes (see [`app::queries`]).
+    pub queries: Queries,
+    /// The payment saga (confirm, webhook).
+    pub payments: app::payments::PaymentService,
+    /// The key that signs webhooks; `None` refuses them.
+    pub webhook_secret: Option<Arc<str>>,
+    /// The per-guest hold limit; `None` when it is turned off or Redis is unusable.
+    pub hold_limiter: Option<HoldLimiter>,
+    /// How long a partner webhook delivery is retried (a manual retry gives it as long
+    /// again).
+    pub webhook_retry_window: chrono::Duration,
+    /// Where partner webhooks may go (checked when a subscription is put).
+    pub webhook_destinations: app::webhooks::destinations::Destinations,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Hotel reservations API", version = "1",
+        description = "Hold, confirm, cancel and change hotel stays; every room-night is sold once (or up to the hotel's overbooking allowance). Stays are half-open date ranges [start_date, end_date). Errors are {\"error\", \"message\", ...}."),
+    paths(
+        catalog::put_hotel, catalog::put_room_type, catalog::put_inventory,
+        rate_plans::put_rate_plan, rate_plans::put_plan_rates, rate_plans::put_restrictions,
+        rate_plans::put_ari,
+        catalog::get_hotel, catalog::search_hotels, catalog::availability,
+        search::search,
+        reservations::create, reservations::get, reservations::cancel, reservations::check_in, reservations::check_out, reservations::no_show,
+        reservations::change_dates, reservations::events, reservations::messages,
+        payments::confirm, payments::webhook,
+        audit::feed, audit_verify::verify,
+        guests::erase, guests::export,
+        webhooks::put, webhooks::delete, webhooks::deliveries, webhooks::retry,
+        analytics::occupancy, analytics::list_reservations, stays::stays, stays::no_shows,
+        ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::outbox, ops::retry_outbox,
+        ops::me, ops::bookings, calendar::calendar,
+    ),
+    modifiers(&BearerAuth, &RequiredRanges),
+    tags(
+        (name = "catalog", description = "Hotels, room types and inventory (admin)"),
+        (name = "browse", description = "Hotel look-ups and availability (any role)"),
+        (name = "reservations", description = "The reservation lifecycle (channel)"),
+        (name = "payments", description = "The payment gateway's callback (signed, no bearer token)"),
+        (name = "audit", description = "Event history (auditor)"),
+        (name = "webhooks", description = "Partner webhooks: subscriptions and their delivery log (admin)"),
+        (name = "guests", description = "A guest's data: its export and its erasure (admin)"),
+        (name = "analytics", description = "Occupancy, revenue and reservation look-ups from the read side (admin, auditor; a channel sees its own reservations)"),
+        (name = "operations", description = "Health, readiness, metrics"),
+    )
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// A query parameter whose schema is written out (`schema_with`, for the rules of
+/// `schema`) loses the `required` its Rust type gives it: the derive says nothing then.
+/// Every `start_date` and `end_date` in a query is required (a range needs both ends),
+/// so they are marked so here.
+struct RequiredRanges;
+
+impl Modify for RequiredRanges {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::path::ParameterIn;
+        use utoipa::openapi::Required;
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                for parameter in operation.parameters.iter_mut().flatten() {
+                    let range_end = parameter.name == "start_date" || parameter.name == "end_date";
+                    if range_end && parameter.parameter_in == ParameterIn::Query {
+                        parameter.required = Required::True;
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    let v1 = Router::new()
+        .route("/v1/hotels", get(catalog::search_hotels))
+        .route(
+            "/v1/hotels/{hotel_id}",
+            put(catalog::put_hotel).get(catalog::get_hotel),
+        )
+        .route(
+            "/v1/hotels/{hotel_id}/room-types/{room_type_id}",
+            put(catalog::put_room_type),
+        )
+        .route(
+            "/v1/hotels/{hotel_id}/room-types/{room_type_id}/inventory",
+            put(catalog::put_inventory),
+        )
+        .route(
+            "/v1/hotels/{hotel_id}/room-types/{room_type_id}/restrictions",
+            put(rate_plans::put_restrictions),
+        )
+        .route(
+            "/v1/hotels/{hotel_id}/rate-plans/{rate_plan_id}",
+            put(rate_plans::put_rate_plan),
+        )
+        .route(
+            "/v1/hotels/{hotel_id}/rate-plans/{rate_plan_id}/rates",
+            put(rate_plans::put_plan_rates),
+        )
+        .route("/v1/hotels/{hotel_id}/ari", put(rate_plans::put_ari))
+        .route(
+            "/v1/hotels/{hotel_id}/availability",
+            get(catalog::availability),
+        )
+        .route("/v1/hotels/{hotel_id}/calendar", get(calendar::calendar))
+        .route("/v1/hotels/{hotel_id}/occupancy", get(analytics::occupancy))
+        .route("/v1/hotels/{hotel_id}/stays", get(stays::stays))
+        .route("/v1/hotels/{hotel_id}/no-shows", get(stays::no_shows))
+        .route("/v1/availability", get(search::search))
+        .route(
+            "/v1/reservations",
+            post(reservations::create).get(analytics::list_reservations),
+        )
+        .route("/v1/reservations/{reservation_id}", get(reservations::get))
+        .route(
+            "/v1/reservations/{reservation_id}/cancel",
+            post(reservations::cancel),
+        )
+        .route(
+            "/v1/reservations/{reservation_id}/check-in",
+            post(reservations::check_in),
+        )
+        .route(
+            "/v1/reservations/{reservation_id}/check-out",
+            post(reservations::check_out),
+        )
+        .route(
+            "/v1/reservations/{reservation_id}/no-show",
+            post(reservations::no_show),
+        )
+        .route(
+            "/v1/reservations/{reservation_id}/confirm",
+            post(payments::confirm),
+        )
+        .route("/v1/payments/webhook", post(payments::webhook))
+        .route(
+            "/v1/reservations/{reservation_id}/change-dates",
+            post(reservations::change_dates),
+        )
+        .route(
+            "/v1/reservations/{reservation_id}/events",
+            get(reservations::events),
+        )
+        .route(
+            "/v1/reservations/{reservation_id}/messages",
+            get(reservations::messages),
+        )
+        .route("/v1/events", get(audit::feed))
+        .route("/v1/audit/verify", get(audit_verify::verify))
+        .route("/v1/guests/erase", post(guests::erase))
+        .route("/v1/guests/export", get(guests::export))
+        .route(
+            "/v1/webhooks/{subscription_id}",
+            put(webhooks::put).delete(webhooks::delete),
+        )
+        .route(
+            "/v1/webhooks/{subscription_id}/deliveries",
+            get(webhooks::deliveries),
+        )
+        .route(
+            "/v1/webhooks/{subscription_id}/deliveries/{delivery_id}/retry",
+            post(webhooks::retry),
+        )
+        .route("/v1/me", get(ops::me))
+        .route("/v1/ops/bookings", get(ops::bookings))
+        .route("/v1/ops/outbox", get(ops::outbox))
+        .route("/v1/ops/outbox/{id}/retry", post(ops::retry_outbox));
+
+    Router::new()
+        .merge(v1)
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .route("/openapi.json", get(ops::openapi))
+        .merge(console::router())
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            consistency_token,
+        ))
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(64 * 1024))
+        .layer(middleware::from_fn(record_request))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            Duration::from_secs(30),
+        ))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &Request| {
+                let route = request
+                    .extensions()
+                    .get::<MatchedPath>()
+                    .map(|p| p.as_str().to_owned())
+                    .unwrap_or_else(|| request.uri().path().to_owned());
+                tracing::info_span!("request", method = %request.method(), route = %route)
+            }),
+        )
+        .layer(CatchPanicLayer::custom(|_| {
+            tracing::error!("a handler panicked");
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "an internal error occurred; it has been logged",
+            )
+            .into_response()
+        }))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such endpoint")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this endpoint does not accept that method",
+    )
+}
+
+/// With a read replica, every write that succeeded answers `Consistency-Token`: the
+/// primary's WAL position after its commit, which a later read (to any server) may
+/// present to be answered from data that includes the write (see `queries::replica`).
+async fn consistency_token(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let writes = !request.method().is_safe();
+    let mut response = next.run(request).await;
+    if writes && response.status().is_success() && state.queries.replica().is_some() {
+        match app::queries::replica::current_lsn(&state.pool).await {
+            Ok(lsn) => {
+                if let Ok(value) = axum::http::HeaderValue::from_str(&lsn.to_string()) {
+                    response
+                        .headers_mut()
+                        .insert(extract::CONSISTENCY_TOKEN, value);
+                }
+            }
+            // The write stands; a read without a token is answered as of its `as_of`.
+            Err(e) => {
+                tracing::warn!(error = %e, "no consistency token: the primary's WAL position is unreadable")
+            }
+        }
+    }
+    response
+}
+
+/// Counts requests by route and status, with a latency histogram.
+async fn record_request(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let method = request.method().to_string();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    let labels = [("method", method), ("route", route), ("status", status)];
+    metrics::counter!("http_requests_total", &labels).increment(1);
+    metrics::histogram!("http_request_duration_seconds", &labels)
+        .record(started.elapsed().as_secs_f64());
+    response
+}

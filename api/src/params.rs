@@ -1,0 +1,89 @@
+//! What a request names, parsed once at the boundary and shared by the handlers: path
+//! ids (a hotel, a reservation), a city and a stay as queries name them, the longest
+//! range a report spans, and who is asking (acting as staff, reading guests' data).
+
+use aggregates::{GuestCount, HotelId, ReservationId, StayDates};
+use chrono::NaiveDate;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::auth::{Principal, Role};
+use super::error::ApiError;
+use super::AppState;
+use app::commands::Caller;
+use app::queries::StayQuery;
+
+/// The admin acting, named as their token is (recorded with the events).
+pub(crate) fn staff(principal: &Principal) -> Caller {
+    Caller::Staff(principal.name.clone())
+}
+
+/// Path ids arrive as integers; a non-positive one names nothing.
+pub(crate) fn hotel_id(raw: i64) -> Result<HotelId, ApiError> {
+    HotelId::parse(raw).map_err(|_| ApiError::not_found("no such hotel"))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CitySearch {
+    /// City name, case-insensitive; absent: every hotel (the first 500 by id).
+    #[param(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
+    pub city: Option<String>,
+}
+
+/// A city as a search names it: trimmed, 1 to 100 printable characters (the limit a
+/// hotel's city has).
+pub(crate) fn city_filter(raw: &str) -> Result<&str, ApiError> {
+    let city = raw.trim();
+    if city.is_empty() || city.chars().count() > 100 || city.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            "city",
+            "city: must be 1 to 100 printable characters",
+        ));
+    }
+    Ok(city)
+}
+
+/// The stay, rooms and guests of an availability query or a search, checked against
+/// the booking limits' size rules (the rest depends on the hotel's date, and only hides
+/// offers).
+pub fn stay_query(
+    state: &AppState,
+    start_date: NaiveDate,
+    end_date: NaiveDate,
+    rooms: Option<i64>,
+    guests: Option<i64>,
+) -> Result<StayQuery, ApiError> {
+    let stay = StayDates::parse(start_date, end_date)?;
+    let limits = state.commands.config().limits;
+    limits.check_nights(&stay)?;
+    let rooms = limits.rooms(rooms.unwrap_or(1))?;
+    let guests = match guests {
+        None => GuestCount::ONE,
+        Some(g) => GuestCount::parse(g)?,
+    };
+    Ok(StayQuery {
+        stay,
+        rooms,
+        guests,
+        limits,
+    })
+}
+
+/// Whether `principal` may read the guests of the reservations it may see: the channel
+/// that owns one (the handlers check the owner) and staff; an auditor reads the history,
+/// not the people in it.
+pub(crate) fn reads_personal_data(principal: &Principal) -> bool {
+    matches!(principal.role, Role::Admin | Role::Channel)
+}
+
+pub(crate) fn reservation_id(raw: &str) -> Result<ReservationId, ApiError> {
+    ReservationId::parse(raw).map_err(|_| ApiError::not_found("no such reservation"))
+}
+
+/// The longest range one occupancy request may ask for (a year and a bit).
+pub const MAX_OCCUPANCY_NIGHTS: u32 = 400;

@@ -1,0 +1,302 @@
+//! Making the deliveries: a projection (`webhooks`) over the event log that writes, in
+//! the transaction that moves its checkpoint, one delivery per matching subscription
+//! and event. The runner reads the log in commit order and never skips an event, so a
+//! subscriber gets every matching event once, in order, whether it was answering or
+//! not when the event committed; a batch applied again makes nothing twice
+//! (`(subscription, position, type)` is unique).
+//!
+//! `reservation.*` carry the event's own fields without personal data (the guest and a
+//! cancellation's reason stay sealed in the log: a partner reads a guest through the
+//! API, as its role allows). `inventory.changed` is made once per room type a
+//! transaction changed the nights of (a hold, a release, inventory, a rate, a
+//! restriction) and carries the nights' ARI as the write side holds them when the
+//! delivery is made — a snapshot, so the last delivery of a room type is its state.
+
+use std::collections::BTreeMap;
+
+use aggregates::{ReservationEvent, RoomNightEvent, TypedEvent};
+use chrono::{DateTime, NaiveDate, Utc};
+use projections::{Projection, StoredEvent};
+use serde_json::{json, Value};
+use sqlx::{PgConnection, Row};
+
+/// The projection's name: its checkpoint row and its lag metrics.
+pub const NAME: &str = "webhooks";
+
+/// How long a delivery is retried before it is `failed`.
+#[derive(Debug, Clone, Copy)]
+pub struct WebhookProjection {
+    pub retry_window: chrono::Duration,
+}
+
+/// The webhook type of a reservation event, if partners are told of it.
+pub fn reservation_type(event: &ReservationEvent) -> Option<&'static str> {
+    Some(match event {
+        ReservationEvent::ReservationHeld(_) => "reservation.held",
+        ReservationEvent::ReservationConfirmed { .. } => "reservation.confirmed",
+        ReservationEvent::ReservationCancelled { .. } => "reservation.cancelled",
+        ReservationEvent::HoldExpired { .. } => "reservation.expired",
+        ReservationEvent::PaymentDeclined { .. } => "reservation.declined",
+        ReservationEvent::DatesChanged { .. } => "reservation.dates_changed",
+        ReservationEvent::GuestCheckedIn { .. } => "reservation.checked_in",
+        ReservationEvent::GuestCheckedOut { .. } => "reservation.checked_out",
+        ReservationEvent::NoShowRecorded { .. } => "reservation.no_show",
+        _ => return None,
+    })
+}
+
+/// Whether a night's event changes what a channel manager shows of it.
+fn changes_ari(event: &RoomNightEvent) -> bool {
+    !matches!(event, RoomNightEvent::HoldConfirmed { .. })
+}
+
+/// A subscription, as the projection matches events against it.
+struct Subscriber {
+    id: String,
+    /// Empty: every type.
+    types: Vec<String>,
+    hotels: Option<Vec<i64>>,
+}
+
+impl Subscriber {
+    fn wants(&self, event_type: &str, hotel: i64) -> bool {
+        (self.types.is_empty() || self.types.iter().any(|t| t == event_type))
+            && self.hotels.as_ref().is_none_or(|h| h.contains(&hotel))
+    }
+}
+
+/// One delivery to make.
+struct Made {
+    event_type: &'static str,
+    hotel: i64,
+    ordering_key: String,
+    position: i64,
+    created_at: DateTime<Utc>,
+    data: Value,
+}
+
+/// The nights of one (hotel, room type) a transaction changed.
+#[derive(Default)]
+struct Touched {
+    nights: Vec<NaiveDate>,
+    position: i64,
+    at: Option<DateTime<Utc>>,
+}
+
+impl Projection for WebhookProjection {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    async fn apply(
+        &mut self,
+        tx: &mut PgConnection,
+        _generation: i32,
+        batch: &[StoredEvent],
+    ) -> anyhow::Result<()> {
+        let rows = sqlx::query(
+            "SELECT subscription_id, event_types, hotel_ids FROM webhook_subscriptions",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mut subscribers = Vec::with_capacity(rows.len());
+        for row in &rows {
+            subscribers.push(Subscriber {
+                id: row.try_get("subscription_id")?,
+                types: row.try_get("event_types")?,
+                hotels: row.try_get("hotel_ids")?,
+            });
+        }
+        let mut made = Vec::new();
+        // (transaction, hotel, room type) -> nights, in the order first met.
+        let mut touched: BTreeMap<(i64, i64, i64), Touched> = BTreeMap::new();
+        for stored in batch {
+            match stored.typed_for(NAME)? {
+                TypedEvent::Reservation {
+                    hotel_id,
+                    reservation_id,
+                    event,
+                } => {
+                    let Some(event_type) = reservation_type(event) else {
+                        continue;
+                    };
+                    let mut data = crate::feed::EventOut::from(stored).data;
+                    if let (Some((_, _, key)), Some(fields)) = (
+                        store::privacy::event_field(&stored.event_type),
+                        data.as_object_mut(),
+                    ) {
+                        fields.remove(key);
+                    }
+                    let mut body = json!({
+                        "reservation_id": reservation_id,
+                        "reference": reservation_id.reference().to_string(),
+                        "hotel_id": hotel_id.get(),
+                        "version": stored.sequence,
+                    });
+                    if let (Some(body), Value::Object(fields)) = (body.as_object_mut(), data) {
+                        for (k, v) in fields {
+                            body.entry(k).or_insert(v);
+                        }
+                    }
+                    made.push(Made {
+                        event_type,
+                        hotel: hotel_id.get(),
+                        ordering_key: format!("reservation:{reservation_id}"),
+                        position: stored.position,
+                        created_at: stored.recorded_at,
+                        data: body,
+                    });
+                }
+                TypedEvent::RoomNight { key, event } if changes_ari(event) => {
+                    let entry = touched
+                        .entry((
+                            stored.transaction_id,
+                            key.hotel_id.get(),
+                            key.room_type_id.get(),
+                        ))
+                        .or_insert_with(|| Touched {
+                            position: stored.position,
+                            ..Touched::default()
+                        });
+                    entry.nights.push(key.night);
+                    entry.at.get_or_insert(stored.recorded_at);
+                }
+                _ => {}
+            }
+        }
+        for ((_, hotel, room_type), touched) in touched {
+            if !subscribers
+                .iter()
+                .any(|s| s.wants("inventory.changed", hotel))
+            {
+                continue;
+            }
+            let data = ari(&mut *tx, hotel, room_type, &touched.nights).await?;
+            made.push(Made {
+                event_type: "inventory.changed",
+                hotel,
+                ordering_key: format!("inventory:{hotel}:{room_type}"),
+                position: touched.position,
+                created_at: touched.at.unwrap_or_else(Utc::now),
+                data,
+            });
+        }
+        let mut subscription = Vec::new();
+        let mut delivery_id = Vec::new();
+        let mut event_type = Vec::new();
+        let mut ordering_key = Vec::new();
+        let mut position = Vec::new();
+        let mut body = Vec::new();
+        let mut created_at = Vec::new();
+        for made in &made {
+            for subscriber in subscribers
+                .iter()
+                .filter(|s| s.wants(made.event_type, made.hotel))
+            {
+                let id = format!("msg_{}", uuid::Uuid::now_v7().simple());
+                subscription.push(subscriber.id.clone());
+                body.push(json!({
+                    "id": id,
+                    "type": made.event_type,
+                    "created_at": made.created_at,
+                    "data": made.data,
+                }));
+                delivery_id.push(id);
+                event_type.push(made.event_type);
+                ordering_key.push(made.ordering_key.clone());
+                position.push(made.position);
+                created_at.push(made.created_at);
+            }
+        }
+        if subscription.is_empty() {
+            return Ok(());
+        }
+        let made_at = Utc::now();
+        sqlx::query(
+            "INSERT INTO webhook_deliveries
+                 (delivery_id, subscription_id, event_type, ordering_key, position, body,
+                  created_at, next_attempt_at, give_up_at)
+             SELECT d, s, t, o, p, b, c, $8, $8 + $9::interval
+               FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[],
+                           $6::jsonb[], $7::timestamptz[]) AS u(d, s, t, o, p, b, c)
+             ON CONFLICT (subscription_id, position, event_type) DO NOTHING",
+        )
+        .bind(&delivery_id)
+        .bind(&subscription)
+        .bind(&event_type)
+        .bind(&ordering_key)
+        .bind(&position)
+        .bind(&body)
+        .bind(&created_at)
+        .bind(made_at)
+        .bind(format!("{} seconds", self.retry_window.num_seconds()))
+        .execute(&mut *tx)
+        .await?;
+        metrics::counter!("webhook_deliveries_made_total").increment(subscription.len() as u64);
+        Ok(())
+    }
+
+    async fn clear(&mut self, _conn: &mut PgConnection, _generation: i32) -> anyhow::Result<()> {
+        // Deliveries are not a model to rebuild: what was made stays made (and sent).
+        Ok(())
+    }
+}
+
+/// The ARI of `nights` of a room type as the write side holds them now.
+async fn ari(
+    conn: &mut PgConnection,
+    hotel: i64,
+    room_type: i64,
+    nights: &[NaiveDate],
+) -> anyhow::Result<Value> {
+    let rows = sqlx::query(
+        "SELECT night, total_rooms, overbooking_allowance, rate_cents, confirmed, held,
+                restrictions, plan_rates
+           FROM room_nights
+          WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
+          ORDER BY night",
+    )
+    .bind(hotel)
+    .bind(room_type)
+    .bind(nights)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let total: i32 = row.try_get("total_rooms")?;
+        let allowance: i32 = row.try_get("overbooking_allowance")?;
+        let confirmed: i32 = row.try_get("confirmed")?;
+        let held: i32 = row.try_get("held")?;
+        let restrictions: Option<Value> = row.try_get("restrictions")?;
+        let plan_rates: Option<Value> = row.try_get("plan_rates")?;
+        out.push(json!({
+            "date": row.try_get::<NaiveDate, _>("night")?,
+            "total_rooms": total,
+            "overbooking_allowance": allowance,
+            "held": held,
+            "confirmed": confirmed,
+            "remaining": (total + allowance - confirmed - held).max(0),
+            "rate_cents": row.try_get::<i64, _>("rate_cents")?,
+            "plan_rates": plan_rates.unwrap_or_else(|| json!({})),
+            "restrictions": restrictions.unwrap_or_else(|| json!({})),
+        }));
+    }
+    let first = rows
+        .first()
+        .map(|r| r.try_get::<NaiveDate, _>("night"))
+        .transpose()?;
+    let last = rows
+        .last()
+        .map(|r| r.try_get::<NaiveDate, _>("night"))
+        .transpose()?;
+    Ok(json!({
+        "hotel_id": hotel,
+        "room_type_id": room_type,
+        "start_date": first,
+        "end_date": last.and_then(|d| d.succ_opt()),
+        "nights": out,
+    }))
+}
