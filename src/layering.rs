@@ -6,7 +6,8 @@
 //! two things, from the sources:
 //!
 //! - each crate of ours depends on exactly the crates of ours its layer allows
-//!   (`aggregates` → `projections`, `store` → `app` → `api` → the binary);
+//!   (`aggregates` → `projections`, `store` → `app` → `api` → the binary; `columns`,
+//!   the typed binding of row sets, under the crates that write SQL);
 //! - inside a crate, which top-level module may name which (every `crate::<module>`
 //!   outside comments), and no cycle among them: the unit of work names nothing but its
 //!   error type and the privacy layer; commands and queries do not know each other.
@@ -44,12 +45,17 @@ fn each_crate_depends_only_on_the_layers_beneath_it() {
     let root = workspace();
     for (krate, manifest, allowed) in [
         ("aggregates", "aggregates/Cargo.toml", &[][..]),
-        ("projections", "projections/Cargo.toml", &["aggregates"][..]),
-        ("store", "store/Cargo.toml", &["aggregates"][..]),
+        ("columns", "columns/Cargo.toml", &[][..]),
+        (
+            "projections",
+            "projections/Cargo.toml",
+            &["aggregates", "columns"][..],
+        ),
+        ("store", "store/Cargo.toml", &["aggregates", "columns"][..]),
         (
             "app",
             "app/Cargo.toml",
-            &["aggregates", "projections", "store"][..],
+            &["aggregates", "columns", "projections", "store"][..],
         ),
         (
             "api",

@@ -13,9 +13,11 @@
 //! delivery is made — a snapshot, so the last delivery of a room type is its state.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use aggregates::{ReservationEvent, RoomNightEvent, TypedEvent};
 use chrono::{DateTime, NaiveDate, Utc};
+use columns::{columns, Columns, Statement};
 use projections::{Projection, StoredEvent};
 use serde_json::{json, Value};
 use sqlx::{PgConnection, Row};
@@ -28,6 +30,32 @@ pub const NAME: &str = "webhooks";
 pub struct WebhookProjection {
     pub retry_window: chrono::Duration,
 }
+
+columns! {
+    /// `webhook_deliveries` to make, column by column.
+    struct DeliveryRows {
+        delivery_id: String = "text",
+        subscription_id: String = "text",
+        event_type: &'static str = "text",
+        ordering_key: String = "text",
+        position: i64 = "bigint",
+        body: Value = "jsonb",
+        created_at: DateTime<Utc> = "timestamptz",
+    }
+}
+
+/// The deliveries, made at `$1` and retried for `$2`; a batch applied again makes
+/// nothing twice.
+const INSERT_DELIVERIES: Statement = Statement::new(
+    "INSERT INTO webhook_deliveries
+         (delivery_id, subscription_id, event_type, ordering_key, position, body,
+          created_at, next_attempt_at, give_up_at)
+     SELECT batch.delivery_id, batch.subscription_id, batch.event_type, batch.ordering_key,
+            batch.position, batch.body, batch.created_at, $1, $1 + $2::interval
+       FROM {batch}
+     ON CONFLICT (subscription_id, position, event_type) DO NOTHING",
+)
+.after(2);
 
 /// The webhook type of a reservation event, if partners are told of it.
 pub fn reservation_type(event: &ReservationEvent) -> Option<&'static str> {
@@ -184,58 +212,39 @@ impl Projection for WebhookProjection {
                 data,
             });
         }
-        let mut subscription = Vec::new();
-        let mut delivery_id = Vec::new();
-        let mut event_type = Vec::new();
-        let mut ordering_key = Vec::new();
-        let mut position = Vec::new();
-        let mut body = Vec::new();
-        let mut created_at = Vec::new();
+        let mut rows = DeliveryRows::default();
         for made in &made {
             for subscriber in subscribers
                 .iter()
                 .filter(|s| s.wants(made.event_type, made.hotel))
             {
                 let id = format!("msg_{}", uuid::Uuid::now_v7().simple());
-                subscription.push(subscriber.id.clone());
-                body.push(json!({
+                rows.subscription_id.push(subscriber.id.clone());
+                rows.body.push(json!({
                     "id": id,
                     "type": made.event_type,
                     "created_at": made.created_at,
                     "data": made.data,
                 }));
-                delivery_id.push(id);
-                event_type.push(made.event_type);
-                ordering_key.push(made.ordering_key.clone());
-                position.push(made.position);
-                created_at.push(made.created_at);
+                rows.delivery_id.push(id);
+                rows.event_type.push(made.event_type);
+                rows.ordering_key.push(made.ordering_key.clone());
+                rows.position.push(made.position);
+                rows.created_at.push(made.created_at);
             }
         }
-        if subscription.is_empty() {
+        if rows.is_empty() {
             return Ok(());
         }
         let made_at = Utc::now();
-        sqlx::query(
-            "INSERT INTO webhook_deliveries
-                 (delivery_id, subscription_id, event_type, ordering_key, position, body,
-                  created_at, next_attempt_at, give_up_at)
-             SELECT d, s, t, o, p, b, c, $8, $8 + $9::interval
-               FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[],
-                           $6::jsonb[], $7::timestamptz[]) AS u(d, s, t, o, p, b, c)
-             ON CONFLICT (subscription_id, position, event_type) DO NOTHING",
-        )
-        .bind(&delivery_id)
-        .bind(&subscription)
-        .bind(&event_type)
-        .bind(&ordering_key)
-        .bind(&position)
-        .bind(&body)
-        .bind(&created_at)
-        .bind(made_at)
-        .bind(format!("{} seconds", self.retry_window.num_seconds()))
-        .execute(&mut *tx)
-        .await?;
-        metrics::counter!("webhook_deliveries_made_total").increment(subscription.len() as u64);
+        let sets: [(&str, &dyn Columns); 1] = [("batch", &rows)];
+        static SQL: OnceLock<String> = OnceLock::new();
+        let sql = SQL.get_or_init(|| INSERT_DELIVERIES.render(&sets));
+        let query = sqlx::query(sql)
+            .bind(made_at)
+            .bind(format!("{} seconds", self.retry_window.num_seconds()));
+        Statement::bind(query, &sets).execute(&mut *tx).await?;
+        metrics::counter!("webhook_deliveries_made_total").increment(rows.len() as u64);
         Ok(())
     }
 

@@ -3,9 +3,11 @@
 //! placed and lapsed, and cancellations (see the [module docs](super)).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
 use aggregates::{CommandName, RoomNightEvent, RoomNightKey, TypedEvent};
 use chrono::NaiveDate;
+use columns::{columns, Columns, Statement};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -203,41 +205,88 @@ impl OccupancyState {
     }
 }
 
+columns! {
+    /// `occupancy_daily` rows to write, column by column (generation apart).
+    struct NightColumns {
+        hotel_id: i64 = "bigint",
+        room_type_id: i64 = "bigint",
+        night: NaiveDate = "date",
+        total_rooms: i32 = "int",
+        overbooking_allowance: i32 = "int",
+        rate_cents: i64 = "bigint",
+        confirmed: i32 = "int",
+        held: i32 = "int",
+        revenue_cents: i64 = "bigint",
+        holds_placed: i64 = "bigint",
+        holds_lapsed: i64 = "bigint",
+        cancellations: i64 = "bigint",
+        version: i64 = "bigint",
+    }
+}
+
+/// Nights of generation `$1` that have a row.
+const UPDATE_NIGHTS: Statement = Statement::new(
+    "UPDATE occupancy_daily AS d
+        SET total_rooms = nights.total_rooms,
+            overbooking_allowance = nights.overbooking_allowance,
+            rate_cents = nights.rate_cents, confirmed = nights.confirmed,
+            held = nights.held, revenue_cents = nights.revenue_cents,
+            holds_placed = nights.holds_placed, holds_lapsed = nights.holds_lapsed,
+            cancellations = nights.cancellations, version = nights.version
+       FROM {nights}
+      WHERE d.generation = $1 AND d.hotel_id = nights.hotel_id
+        AND d.room_type_id = nights.room_type_id AND d.night = nights.night",
+)
+.after(1);
+
+/// Nights of generation `$1` that have none yet.
+const INSERT_NIGHTS: Statement = Statement::new(
+    "INSERT INTO occupancy_daily (generation, hotel_id, room_type_id, night, total_rooms,
+            overbooking_allowance, rate_cents, confirmed, held, revenue_cents,
+            holds_placed, holds_lapsed, cancellations, version)
+     SELECT $1, nights.hotel_id, nights.room_type_id, nights.night, nights.total_rooms,
+            nights.overbooking_allowance, nights.rate_cents, nights.confirmed,
+            nights.held, nights.revenue_cents, nights.holds_placed, nights.holds_lapsed,
+            nights.cancellations, nights.version
+       FROM {nights}",
+)
+.after(1);
+
 impl Occupancy {
-    /// Runs `sql` with the nights' columns bound as arrays `$2..=$14` (generation `$1`).
+    /// Runs `statement` with the nights as the row set `nights` (generation `$1`).
     async fn write_nights(
         tx: &mut PgConnection,
         generation: i32,
         nights: &[(NightKey, &Daily)],
-        sql: &'static str,
+        statement: Statement,
+        sql: &'static OnceLock<String>,
     ) -> anyhow::Result<()> {
         if nights.is_empty() {
             return Ok(());
         }
-        let ints = |f: fn(&Daily) -> i64, what: &str| -> anyhow::Result<Vec<i32>> {
-            nights.iter().map(|(_, r)| to_i32(f(r), what)).collect()
-        };
-        let longs = |f: fn(&Daily) -> i64| nights.iter().map(|(_, r)| f(r)).collect::<Vec<i64>>();
-        sqlx::query(sql)
-            .bind(generation)
-            .bind(nights.iter().map(|(k, _)| k.hotel_id).collect::<Vec<_>>())
-            .bind(
-                nights
-                    .iter()
-                    .map(|(k, _)| k.room_type_id)
-                    .collect::<Vec<_>>(),
-            )
-            .bind(nights.iter().map(|(k, _)| k.night).collect::<Vec<_>>())
-            .bind(ints(|r| r.total_rooms, "total_rooms")?)
-            .bind(ints(|r| r.overbooking_allowance, "overbooking_allowance")?)
-            .bind(longs(|r| r.rate_cents))
-            .bind(ints(|r| r.confirmed, "confirmed")?)
-            .bind(ints(|r| r.held, "held")?)
-            .bind(longs(|r| r.revenue_cents))
-            .bind(longs(|r| r.holds_placed))
-            .bind(longs(|r| r.holds_lapsed))
-            .bind(longs(|r| r.cancellations))
-            .bind(longs(|r| r.version))
+        let mut columns = NightColumns::default();
+        for (key, row) in nights {
+            columns.hotel_id.push(key.hotel_id);
+            columns.room_type_id.push(key.room_type_id);
+            columns.night.push(key.night);
+            columns
+                .total_rooms
+                .push(to_i32(row.total_rooms, "total_rooms")?);
+            columns
+                .overbooking_allowance
+                .push(to_i32(row.overbooking_allowance, "overbooking_allowance")?);
+            columns.rate_cents.push(row.rate_cents);
+            columns.confirmed.push(to_i32(row.confirmed, "confirmed")?);
+            columns.held.push(to_i32(row.held, "held")?);
+            columns.revenue_cents.push(row.revenue_cents);
+            columns.holds_placed.push(row.holds_placed);
+            columns.holds_lapsed.push(row.holds_lapsed);
+            columns.cancellations.push(row.cancellations);
+            columns.version.push(row.version);
+        }
+        let sets: [(&str, &dyn Columns); 1] = [("nights", &columns)];
+        let sql = sql.get_or_init(|| statement.render(&sets));
+        Statement::bind(sqlx::query(sql).bind(generation), &sets)
             .execute(&mut *tx)
             .await?;
         Ok(())
@@ -346,39 +395,10 @@ impl Occupancy {
         }
         // The nights that have a row are updated; the others inserted (the transaction
         // holds this projection's checkpoint lock, so no other writer adds one between).
-        Self::write_nights(
-            tx,
-            generation,
-            &updated,
-            "UPDATE occupancy_daily AS d
-                    SET total_rooms = u.total_rooms,
-                        overbooking_allowance = u.overbooking_allowance,
-                        rate_cents = u.rate_cents, confirmed = u.confirmed, held = u.held,
-                        revenue_cents = u.revenue_cents, holds_placed = u.holds_placed,
-                        holds_lapsed = u.holds_lapsed, cancellations = u.cancellations,
-                        version = u.version
-                   FROM unnest($2::bigint[], $3::bigint[], $4::date[], $5::int[], $6::int[],
-                               $7::bigint[], $8::int[], $9::int[], $10::bigint[],
-                               $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[])
-                        AS u (hotel_id, room_type_id, night, total_rooms, overbooking_allowance,
-                              rate_cents, confirmed, held, revenue_cents, holds_placed,
-                              holds_lapsed, cancellations, version)
-                  WHERE d.generation = $1 AND d.hotel_id = u.hotel_id
-                    AND d.room_type_id = u.room_type_id AND d.night = u.night",
-        )
-        .await?;
-        Self::write_nights(
-            tx,
-            generation,
-            &inserted,
-            "INSERT INTO occupancy_daily (generation, hotel_id, room_type_id, night,
-                        total_rooms, overbooking_allowance, rate_cents, confirmed, held,
-                        revenue_cents, holds_placed, holds_lapsed, cancellations, version)
-                 SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::date[], $5::int[],
-                        $6::int[], $7::bigint[], $8::int[], $9::int[], $10::bigint[],
-                        $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[])",
-        )
-        .await?;
+        static UPDATE_SQL: OnceLock<String> = OnceLock::new();
+        static INSERT_SQL: OnceLock<String> = OnceLock::new();
+        Self::write_nights(tx, generation, &updated, UPDATE_NIGHTS, &UPDATE_SQL).await?;
+        Self::write_nights(tx, generation, &inserted, INSERT_NIGHTS, &INSERT_SQL).await?;
 
         let mut gone: Vec<(NightKey, Uuid)> = Vec::new();
         let mut kept: Vec<(NightKey, Uuid, Confirmation)> = Vec::new();

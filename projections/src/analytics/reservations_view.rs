@@ -6,12 +6,14 @@
 //! them and the policy is the one recorded then, not the plan's of today.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
 use aggregates::cancellation::CancellationPolicy;
 use aggregates::{
     Guest, PaymentStatus, Personal, ReservationEvent, ReservationId, ReservationStatus, TypedEvent,
 };
 use chrono::{DateTime, NaiveDate, Utc};
+use columns::{columns, Columns, Statement};
 use sqlx::types::Json;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -156,49 +158,122 @@ pub const LOAD_VIEW_ROWS: &str = "SELECT v.reservation_id, v.hotel_id, v.room_ty
          WHERE r.generation = $1 AND r.reservation_id = k.id
         OFFSET 0) v";
 
-/// New rows of the reservations view, columns as arrays (generation `$1`).
-const INSERT_VIEW_ROWS: &str = "INSERT INTO reservations_view (generation, reservation_id,
-        hotel_id, room_type_id, start_date, end_date, rooms, status, guest_name, guest_email,
-        channel, total_cents, hold_expires_at, created_at, updated_at, version,
-        rate_plan_id, guests, cancellation_policy, payment_status, authorized_cents,
-        captured_cents, refunded_cents, paid_before_ledger, released_from, guest, guest_id,
-        reference_number)
-     SELECT $1, * FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::date[],
-            $6::date[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
-            $12::bigint[], $13::timestamptz[], $14::timestamptz[], $15::timestamptz[],
-            $16::bigint[], $17::bigint[], $18::int[], $19::jsonb[], $20::text[],
-            $21::bigint[], $22::bigint[], $23::bigint[], $24::bool[], $25::date[],
-            $26::jsonb[], $27::text[], $28::bigint[])";
+columns! {
+    /// Rows of the view to write, column by column (see [`ReservationRow`]).
+    struct ViewColumns {
+        reservation_id: Uuid = "uuid",
+        hotel_id: i64 = "bigint",
+        room_type_id: i64 = "bigint",
+        start_date: NaiveDate = "date",
+        end_date: NaiveDate = "date",
+        rooms: i32 = "int",
+        status: String = "text",
+        guest_name: Option<String> = "text",
+        guest_email: Option<String> = "text",
+        channel: String = "text",
+        total_cents: i64 = "bigint",
+        hold_expires_at: DateTime<Utc> = "timestamptz",
+        created_at: DateTime<Utc> = "timestamptz",
+        updated_at: DateTime<Utc> = "timestamptz",
+        version: i64 = "bigint",
+        rate_plan_id: Option<i64> = "bigint",
+        guests: i32 = "int",
+        cancellation_policy: Option<Json<CancellationPolicy>> = "jsonb",
+        payment_status: String = "text",
+        authorized_cents: i64 = "bigint",
+        captured_cents: i64 = "bigint",
+        refunded_cents: i64 = "bigint",
+        paid_before_ledger: bool = "bool",
+        released_from: Option<NaiveDate> = "date",
+        guest: Option<Json<Personal<Guest>>> = "jsonb",
+        guest_id: Option<String> = "text",
+        /// New rows only: the number behind the reference the id ends in. An update
+        /// leaves it as it is (the id does not change).
+        reference_number: i64 = "bigint",
+    }
+}
 
-/// Rows of the reservations view that exist, bound as [`INSERT_VIEW_ROWS`] binds them.
-/// The plan, guests and policy are fixed when the stay is held, but an update writes
-/// them too: a row is rewritten whole from what was loaded and folded, so they are
-/// written back as they were read.
-const UPDATE_VIEW_ROWS: &str = "UPDATE reservations_view AS v
-        SET hotel_id = u.hotel_id, room_type_id = u.room_type_id,
-            start_date = u.start_date, end_date = u.end_date, rooms = u.rooms,
-            status = u.status, guest_name = u.guest_name, guest_email = u.guest_email,
-            channel = u.channel, total_cents = u.total_cents,
-            hold_expires_at = u.hold_expires_at, created_at = u.created_at,
-            updated_at = u.updated_at, version = u.version,
-            rate_plan_id = u.rate_plan_id, guests = u.guests,
-            cancellation_policy = u.cancellation_policy,
-            payment_status = u.payment_status, authorized_cents = u.authorized_cents,
-            captured_cents = u.captured_cents, refunded_cents = u.refunded_cents,
-            paid_before_ledger = u.paid_before_ledger, released_from = u.released_from,
-            guest = u.guest, guest_id = u.guest_id
-       FROM unnest($2::uuid[], $3::bigint[], $4::bigint[], $5::date[], $6::date[],
-                   $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
-                   $12::bigint[], $13::timestamptz[], $14::timestamptz[],
-                   $15::timestamptz[], $16::bigint[], $17::bigint[], $18::int[],
-                   $19::jsonb[], $20::text[], $21::bigint[], $22::bigint[],
-                   $23::bigint[], $24::bool[], $25::date[], $26::jsonb[], $27::text[])
-            AS u (reservation_id, hotel_id, room_type_id, start_date, end_date, rooms,
-                  status, guest_name, guest_email, channel, total_cents, hold_expires_at,
-                  created_at, updated_at, version, rate_plan_id, guests,
-                  cancellation_policy, payment_status, authorized_cents, captured_cents,
-                  refunded_cents, paid_before_ledger, released_from, guest, guest_id)
-      WHERE v.generation = $1 AND v.reservation_id = u.reservation_id";
+impl ViewColumns {
+    fn of(rows: &[&ReservationRow]) -> Self {
+        let mut columns = Self::default();
+        for row in rows {
+            columns.reservation_id.push(row.reservation_id);
+            columns.hotel_id.push(row.hotel_id);
+            columns.room_type_id.push(row.room_type_id);
+            columns.start_date.push(row.start_date);
+            columns.end_date.push(row.end_date);
+            columns.rooms.push(row.rooms);
+            columns.status.push(row.status.clone());
+            columns.guest_name.push(row.guest_name.clone());
+            columns.guest_email.push(row.guest_email.clone());
+            columns.channel.push(row.channel.clone());
+            columns.total_cents.push(row.total_cents);
+            columns.hold_expires_at.push(row.hold_expires_at);
+            columns.created_at.push(row.created_at);
+            columns.updated_at.push(row.updated_at);
+            columns.version.push(row.version);
+            columns.rate_plan_id.push(row.rate_plan_id);
+            columns.guests.push(row.guests);
+            columns.cancellation_policy.push(row.cancellation_policy);
+            columns.payment_status.push(row.payment_status.clone());
+            columns.authorized_cents.push(row.authorized_cents);
+            columns.captured_cents.push(row.captured_cents);
+            columns.refunded_cents.push(row.refunded_cents);
+            columns.paid_before_ledger.push(row.paid_before_ledger);
+            columns.released_from.push(row.released_from);
+            columns.guest.push(row.guest.clone());
+            columns.guest_id.push(row.guest_id.clone());
+            columns
+                .reference_number
+                .push(reference_number(row.reservation_id));
+        }
+        columns
+    }
+}
+
+/// New rows of the reservations view (generation `$1`).
+const INSERT_VIEW_ROWS: Statement = Statement::new(
+    "INSERT INTO reservations_view (generation, reservation_id, hotel_id, room_type_id,
+        start_date, end_date, rooms, status, guest_name, guest_email, channel, total_cents,
+        hold_expires_at, created_at, updated_at, version, rate_plan_id, guests,
+        cancellation_policy, payment_status, authorized_cents, captured_cents,
+        refunded_cents, paid_before_ledger, released_from, guest, guest_id,
+        reference_number)
+     SELECT $1, batch.reservation_id, batch.hotel_id, batch.room_type_id, batch.start_date,
+            batch.end_date, batch.rooms, batch.status, batch.guest_name, batch.guest_email,
+            batch.channel, batch.total_cents, batch.hold_expires_at, batch.created_at,
+            batch.updated_at, batch.version, batch.rate_plan_id, batch.guests,
+            batch.cancellation_policy, batch.payment_status, batch.authorized_cents,
+            batch.captured_cents, batch.refunded_cents, batch.paid_before_ledger,
+            batch.released_from, batch.guest, batch.guest_id, batch.reference_number
+       FROM {batch}",
+)
+.after(1);
+
+/// Rows of the reservations view that exist (generation `$1`). The plan, guests and
+/// policy are fixed when the stay is held, but an update writes them too: a row is
+/// rewritten whole from what was loaded and folded, so they are written back as they
+/// were read.
+const UPDATE_VIEW_ROWS: Statement = Statement::new(
+    "UPDATE reservations_view AS v
+        SET hotel_id = batch.hotel_id, room_type_id = batch.room_type_id,
+            start_date = batch.start_date, end_date = batch.end_date, rooms = batch.rooms,
+            status = batch.status, guest_name = batch.guest_name,
+            guest_email = batch.guest_email, channel = batch.channel,
+            total_cents = batch.total_cents, hold_expires_at = batch.hold_expires_at,
+            created_at = batch.created_at, updated_at = batch.updated_at,
+            version = batch.version, rate_plan_id = batch.rate_plan_id, guests = batch.guests,
+            cancellation_policy = batch.cancellation_policy,
+            payment_status = batch.payment_status,
+            authorized_cents = batch.authorized_cents,
+            captured_cents = batch.captured_cents, refunded_cents = batch.refunded_cents,
+            paid_before_ledger = batch.paid_before_ledger,
+            released_from = batch.released_from, guest = batch.guest,
+            guest_id = batch.guest_id
+       FROM {batch}
+      WHERE v.generation = $1 AND v.reservation_id = batch.reservation_id",
+)
+.after(1);
 
 impl ReservationsView {
     /// Applies one event to the rows loaded for the batch.
@@ -396,51 +471,16 @@ impl ReservationsView {
         tx: &mut PgConnection,
         generation: i32,
         rows: &[&ReservationRow],
-        sql: &'static str,
+        statement: Statement,
+        sql: &'static OnceLock<String>,
     ) -> anyhow::Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
-        macro_rules! column {
-            ($field:ident) => {
-                rows.iter().map(|r| r.$field.clone()).collect::<Vec<_>>()
-            };
-        }
-        sqlx::query(sql)
-            .bind(generation)
-            .bind(column!(reservation_id))
-            .bind(column!(hotel_id))
-            .bind(column!(room_type_id))
-            .bind(column!(start_date))
-            .bind(column!(end_date))
-            .bind(column!(rooms))
-            .bind(column!(status))
-            .bind(column!(guest_name))
-            .bind(column!(guest_email))
-            .bind(column!(channel))
-            .bind(column!(total_cents))
-            .bind(column!(hold_expires_at))
-            .bind(column!(created_at))
-            .bind(column!(updated_at))
-            .bind(column!(version))
-            .bind(column!(rate_plan_id))
-            .bind(column!(guests))
-            .bind(column!(cancellation_policy))
-            .bind(column!(payment_status))
-            .bind(column!(authorized_cents))
-            .bind(column!(captured_cents))
-            .bind(column!(refunded_cents))
-            .bind(column!(paid_before_ledger))
-            .bind(column!(released_from))
-            .bind(column!(guest))
-            .bind(column!(guest_id))
-            // $28, new rows only: the number behind the reference the id ends in. An
-            // update leaves it as it is (the id does not change).
-            .bind(
-                rows.iter()
-                    .map(|r| reference_number(r.reservation_id))
-                    .collect::<Vec<_>>(),
-            )
+        let columns = ViewColumns::of(rows);
+        let sets: [(&str, &dyn Columns); 1] = [("batch", &columns)];
+        let sql = sql.get_or_init(|| statement.render(&sets));
+        Statement::bind(sqlx::query(sql).bind(generation), &sets)
             .execute(&mut *tx)
             .await?;
         Ok(())
@@ -499,8 +539,10 @@ impl Projection for ReservationsView {
             .iter()
             .filter_map(|id| rows.get(id))
             .partition(|row| stored.contains(&row.reservation_id));
-        Self::store(tx, generation, &existing, UPDATE_VIEW_ROWS).await?;
-        Self::store(tx, generation, &new, INSERT_VIEW_ROWS).await
+        static UPDATE_SQL: OnceLock<String> = OnceLock::new();
+        static INSERT_SQL: OnceLock<String> = OnceLock::new();
+        Self::store(tx, generation, &existing, UPDATE_VIEW_ROWS, &UPDATE_SQL).await?;
+        Self::store(tx, generation, &new, INSERT_VIEW_ROWS, &INSERT_SQL).await
     }
 
     async fn clear(&mut self, conn: &mut PgConnection, generation: i32) -> anyhow::Result<()> {

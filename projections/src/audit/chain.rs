@@ -8,8 +8,10 @@
 //! is what a change to the chain's format must change; verify only reads it back.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::OnceLock;
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use columns::{columns, Columns, Statement};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -247,42 +249,38 @@ pub async fn append(conn: &mut PgConnection, batch: &[StoredEvent]) -> anyhow::R
     if added > 0 {
         // The row names the event (its position and stream) and holds the chain hash of
         // the event as read: nothing of the payload (see the migration that made it so).
-        sqlx::query(
-            "INSERT INTO audit_log (seq, position, transaction_id, aggregate_type, aggregate_id,
-                    sequence, event_type, hash)
-             SELECT seq, position, txid::text::xid8, aggregate_type, aggregate_id, sequence,
-                    event_type, hash
-               FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::text[],
-                           $6::bigint[], $7::text[], $8::bytea[])
-                    AS r(seq, position, txid, aggregate_type, aggregate_id, sequence,
-                         event_type, hash)",
-        )
-        .bind(&rows.seq)
-        .bind(&rows.position)
-        .bind(&rows.transaction_id)
-        .bind(&rows.aggregate_type)
-        .bind(&rows.aggregate_id)
-        .bind(&rows.sequence)
-        .bind(&rows.event_type)
-        .bind(&rows.hash)
-        .execute(&mut *conn)
-        .await?;
+        let sets: [(&str, &dyn Columns); 1] = [("batch", &rows)];
+        static SQL: OnceLock<String> = OnceLock::new();
+        let sql = SQL.get_or_init(|| INSERT_AUDIT_ROWS.render(&sets));
+        Statement::bind(sqlx::query(sql), &sets)
+            .execute(&mut *conn)
+            .await?;
     }
     Ok(added)
 }
 
-/// The rows to insert, as arrays for one insert.
-#[derive(Default)]
-struct AuditRows<'a> {
-    seq: Vec<i64>,
-    position: Vec<i64>,
-    transaction_id: Vec<i64>,
-    aggregate_type: Vec<&'a str>,
-    aggregate_id: Vec<&'a str>,
-    sequence: Vec<i64>,
-    event_type: Vec<&'a str>,
-    hash: Vec<Vec<u8>>,
+columns! {
+    /// The rows to insert, as arrays for one insert.
+    struct AuditRows<'a> {
+        seq: i64 = "bigint",
+        position: i64 = "bigint",
+        transaction_id: i64 = "bigint",
+        aggregate_type: &'a str = "text",
+        aggregate_id: &'a str = "text",
+        sequence: i64 = "bigint",
+        event_type: &'a str = "text",
+        hash: Vec<u8> = "bytea",
+    }
 }
+
+const INSERT_AUDIT_ROWS: Statement = Statement::new(
+    "INSERT INTO audit_log (seq, position, transaction_id, aggregate_type, aggregate_id,
+            sequence, event_type, hash)
+     SELECT batch.seq, batch.position, batch.transaction_id::text::xid8,
+            batch.aggregate_type, batch.aggregate_id, batch.sequence, batch.event_type,
+            batch.hash
+       FROM {batch}",
+);
 
 impl<'a> AuditRows<'a> {
     fn push(&mut self, seq: i64, e: &'a StoredEvent, hash: [u8; 32]) {

@@ -4,12 +4,14 @@
 //! because the caller then rolls the whole transaction back.
 
 use std::collections::BTreeSet;
+use std::sync::OnceLock;
 
 use aggregates::{
     CommandName, Decision, Guest, Hotel, HotelEvent, Personal, Reservation, ReservationEvent,
     ReservationId, RoomNight, RoomNightEvent,
 };
 use chrono::{DateTime, NaiveDate, Utc};
+use columns::{columns, Columns, Statement};
 use cqrs_es::{Aggregate, DomainEvent};
 use serde::Serialize;
 use sqlx::{PgConnection, Row};
@@ -48,6 +50,19 @@ struct EventRow {
     /// A reservation event's reservation and its guest (after the events): what its
     /// personal data is sealed under.
     owner: Option<(ReservationId, Owner)>,
+}
+
+columns! {
+    /// `events` rows to append, column by column.
+    struct EventColumns {
+        aggregate_type: &'static str = "text",
+        aggregate_id: String = "text",
+        sequence: i64 = "bigint",
+        event_type: String = "text",
+        event_version: String = "text",
+        payload: serde_json::Value = "jsonb",
+        metadata: serde_json::Value = "jsonb",
+    }
 }
 
 #[derive(Default)]
@@ -460,130 +475,59 @@ impl Writer {
             ))
         });
         let nothing = rows.is_empty()
-            && self.night_updates.night.is_empty()
-            && self.night_inserts.night.is_empty()
-            && self.gone.night.is_empty()
-            && self.kept.night.is_empty()
-            && self.new_reservations.id.is_empty()
-            && self.changed_reservations.id.is_empty()
-            && self.idempotency.client.is_empty();
+            && self.night_updates.is_empty()
+            && self.night_inserts.is_empty()
+            && self.gone.is_empty()
+            && self.kept.is_empty()
+            && self.new_reservations.is_empty()
+            && self.changed_reservations.is_empty()
+            && self.idempotency.is_empty();
         if nothing {
             return Ok(());
         }
         let slots = personal_slots(&mut rows, &mut self.new_reservations)?;
         seal::seal(&mut *conn, privacy, slots).await?;
-        let types: Vec<&str> = rows.iter().map(|r| r.aggregate_type).collect();
-        let ids: Vec<&str> = rows.iter().map(|r| r.aggregate_id.as_str()).collect();
-        let sequences: Vec<i64> = rows.iter().map(|r| r.sequence).collect();
-        let event_types: Vec<&str> = rows.iter().map(|r| r.event_type.as_str()).collect();
-        let versions: Vec<&str> = rows.iter().map(|r| r.event_version.as_str()).collect();
-        let payloads: Vec<&serde_json::Value> = rows.iter().map(|r| &r.payload).collect();
-        let metadata: Vec<&serde_json::Value> = rows.iter().map(|r| &r.metadata).collect();
-        let (u, i, g, k) = (
+        let mut events = EventColumns::default();
+        for row in rows {
+            events.aggregate_type.push(row.aggregate_type);
+            events.aggregate_id.push(row.aggregate_id);
+            events.sequence.push(row.sequence);
+            events.event_type.push(row.event_type);
+            events.event_version.push(row.event_version);
+            events.payload.push(row.payload);
+            events.metadata.push(row.metadata);
+        }
+        let (u, k, cr, idem) = (
             &self.night_updates,
-            &self.night_inserts,
-            &self.gone,
             &self.kept,
-        );
-        let (nr, cr, idem) = (
-            &self.new_reservations,
             &self.changed_reservations,
             &self.idempotency,
         );
-        let counts = sqlx::query(WRITE_ALL)
-            // $1-$10: nights to update
-            .bind(&u.hotel)
-            .bind(&u.room_type)
-            .bind(&u.night)
-            .bind(&u.total_rooms)
-            .bind(&u.allowance)
-            .bind(&u.rate_cents)
-            .bind(&u.confirmed)
-            .bind(&u.held)
-            .bind(&u.expected)
-            .bind(&u.new_version)
-            // $11-$19: nights to insert
-            .bind(&i.hotel)
-            .bind(&i.room_type)
-            .bind(&i.night)
-            .bind(&i.total_rooms)
-            .bind(&i.allowance)
-            .bind(&i.rate_cents)
-            .bind(&i.confirmed)
-            .bind(&i.held)
-            .bind(&i.new_version)
-            // $20-$23: allocations gone
-            .bind(&g.hotel)
-            .bind(&g.room_type)
-            .bind(&g.night)
-            .bind(&g.reservation_id)
-            // $24-$29: allocations kept
-            .bind(&k.hotel)
-            .bind(&k.room_type)
-            .bind(&k.night)
-            .bind(&k.reservation_id)
-            .bind(&k.rooms)
-            .bind(&k.expires_at)
-            // $30-$46: new reservations
-            .bind(&nr.id)
-            .bind(&nr.stream_id)
-            .bind(&nr.hotel)
-            .bind(&nr.room_type)
-            .bind(&nr.start_date)
-            .bind(&nr.end_date)
-            .bind(&nr.rooms)
-            .bind(&nr.status)
-            .bind(&nr.guest)
-            // $39: the changed reservations' guests (the parameters of their unnest)
-            .bind(&cr.guest)
-            .bind(&nr.channel)
-            .bind(&nr.total_cents)
-            .bind(&nr.hold_expires_at)
-            .bind(&nr.created_at)
-            .bind(&nr.updated_at)
-            .bind(&nr.state)
-            .bind(&nr.new_version)
-            // $47-$55: changed reservations
-            .bind(&cr.id)
-            .bind(&cr.start_date)
-            .bind(&cr.end_date)
-            .bind(&cr.status)
-            .bind(&cr.total_cents)
-            .bind(&cr.updated_at)
-            .bind(&cr.state)
-            .bind(&cr.new_version)
-            .bind(&cr.expected)
-            // $56-$62: events
-            .bind(&types)
-            .bind(&ids)
-            .bind(&sequences)
-            .bind(&event_types)
-            .bind(&versions)
-            .bind(&payloads)
-            .bind(&metadata)
-            // $63-$66: idempotency records
-            .bind(&idem.client)
-            .bind(&idem.key)
-            .bind(&idem.request_hash)
-            .bind(&idem.outcome)
-            // $67-$71: the nights' restrictions and plan rates (updates, then inserts)
-            .bind(&u.terms_changed)
-            .bind(&u.restrictions)
-            .bind(&u.plan_rates)
-            .bind(&i.restrictions)
-            .bind(&i.plan_rates)
-            // $72: whether each kept allocation is stored already
-            .bind(&k.stored)
+        // The statement's row sets, by the names its SQL gives them: the parameters are
+        // numbered and bound in this order (see the `columns` crate).
+        let sets: [(&str, &dyn Columns); 8] = [
+            ("updates", u),
+            ("inserts", &self.night_inserts),
+            ("gone", &self.gone),
+            ("kept", k),
+            ("new_rows", &self.new_reservations),
+            ("changed", cr),
+            ("appended", &events),
+            ("records", idem),
+        ];
+        static SQL: OnceLock<String> = OnceLock::new();
+        let sql = SQL.get_or_init(|| WRITE_ALL.render(&sets));
+        let counts = Statement::bind(sqlx::query(sql), &sets)
             .fetch_one(&mut *conn)
             .await?;
         let updated: i64 = counts.try_get("nights_updated")?;
         let changed: i64 = counts.try_get("reservations_changed")?;
         let completed: i64 = counts.try_get("idempotency_written")?;
         let kept: i64 = counts.try_get("allocations_kept")?;
-        if updated != u.night.len() as i64
+        if updated != u.len() as i64
             || kept != k.stored.iter().filter(|s| **s).count() as i64
-            || changed != cr.id.len() as i64
-            || completed != idem.client.len() as i64
+            || changed != cr.len() as i64
+            || completed != idem.len() as i64
         {
             // A night, an allocation or a reservation moved since it was loaded, or a
             // request with the same key finished first: start over (a replay then finds
@@ -598,93 +542,95 @@ impl Writer {
 /// snapshot and never touch the same row twice (a night is updated or inserted, an
 /// allocation inserted, updated or gone, a reservation inserted or changed), so their order does not
 /// matter; CHECKs, keys and foreign keys are checked as for separate statements.
-const WRITE_ALL: &str = "
+const WRITE_ALL: Statement = Statement::new(
+    "
 WITH nights_updated AS (
     UPDATE room_nights AS rn
-       SET total_rooms = u.total_rooms, overbooking_allowance = u.allowance,
-           rate_cents = u.rate_cents, confirmed = u.confirmed, held = u.held,
-           version = u.new_version,
+       SET total_rooms = updates.total_rooms,
+           overbooking_allowance = updates.allowance,
+           rate_cents = updates.rate_cents,
+           confirmed = updates.confirmed,
+           held = updates.held,
+           version = updates.new_version,
            -- A booking leaves the terms as they are (and sends none); only a change to
            -- them writes them.
-           restrictions = CASE WHEN u.terms_changed THEN u.restrictions ELSE rn.restrictions END,
-           plan_rates = CASE WHEN u.terms_changed THEN u.plan_rates ELSE rn.plan_rates END
-      FROM unnest($1::bigint[], $2::bigint[], $3::date[], $4::int[], $5::int[],
-                  $6::bigint[], $7::int[], $8::int[], $9::bigint[], $10::bigint[],
-                  $67::bool[], $68::jsonb[], $69::jsonb[])
-           AS u(hotel_id, room_type_id, night, total_rooms, allowance, rate_cents,
-                confirmed, held, expected, new_version, terms_changed, restrictions,
-                plan_rates)
-     WHERE rn.hotel_id = u.hotel_id AND rn.room_type_id = u.room_type_id
-       AND rn.night = u.night AND rn.version = u.expected
+           restrictions = CASE WHEN updates.terms_changed THEN updates.restrictions
+                               ELSE rn.restrictions END,
+           plan_rates = CASE WHEN updates.terms_changed THEN updates.plan_rates
+                             ELSE rn.plan_rates END
+      FROM {updates}
+     WHERE rn.hotel_id = updates.hotel AND rn.room_type_id = updates.room_type
+       AND rn.night = updates.night AND rn.version = updates.expected
     RETURNING 1
 ), nights_inserted AS (
     INSERT INTO room_nights (hotel_id, room_type_id, night, total_rooms,
            overbooking_allowance, rate_cents, confirmed, held, version, restrictions,
            plan_rates)
-    SELECT * FROM unnest($11::bigint[], $12::bigint[], $13::date[], $14::int[], $15::int[],
-                         $16::bigint[], $17::int[], $18::int[], $19::bigint[],
-                         $70::jsonb[], $71::jsonb[])
+    SELECT inserts.hotel, inserts.room_type, inserts.night, inserts.total_rooms,
+           inserts.allowance, inserts.rate_cents, inserts.confirmed, inserts.held,
+           inserts.new_version, inserts.restrictions, inserts.plan_rates
+      FROM {inserts}
     RETURNING 1
 ), allocations_gone AS (
     DELETE FROM room_night_allocations AS a
-     USING unnest($20::bigint[], $21::bigint[], $22::date[], $23::uuid[])
-           AS g(hotel_id, room_type_id, night, reservation_id)
-     WHERE a.hotel_id = g.hotel_id AND a.room_type_id = g.room_type_id
-       AND a.night = g.night AND a.reservation_id = g.reservation_id
+     USING {gone}
+     WHERE a.hotel_id = gone.hotel AND a.room_type_id = gone.room_type
+       AND a.night = gone.night AND a.reservation_id = gone.reservation_id
     RETURNING 1
 ), allocations_new AS (
     INSERT INTO room_night_allocations
            (hotel_id, room_type_id, night, reservation_id, rooms, expires_at)
-    SELECT k.hotel_id, k.room_type_id, k.night, k.reservation_id, k.rooms, k.expires_at
-      FROM unnest($24::bigint[], $25::bigint[], $26::date[], $27::uuid[], $28::int[],
-                  $29::timestamptz[], $72::bool[])
-           AS k(hotel_id, room_type_id, night, reservation_id, rooms, expires_at, stored)
-     WHERE NOT k.stored
+    SELECT kept.hotel, kept.room_type, kept.night, kept.reservation_id, kept.rooms,
+           kept.expires_at
+      FROM {kept}
+     WHERE NOT kept.stored
     RETURNING 1
 ), allocations_kept AS (
     UPDATE room_night_allocations AS a
-       SET rooms = k.rooms, expires_at = k.expires_at
-      FROM unnest($24::bigint[], $25::bigint[], $26::date[], $27::uuid[], $28::int[],
-                  $29::timestamptz[], $72::bool[])
-           AS k(hotel_id, room_type_id, night, reservation_id, rooms, expires_at, stored)
-     WHERE k.stored AND a.hotel_id = k.hotel_id AND a.room_type_id = k.room_type_id
-       AND a.night = k.night AND a.reservation_id = k.reservation_id
+       SET rooms = kept.rooms, expires_at = kept.expires_at
+      FROM {kept}
+     WHERE kept.stored AND a.hotel_id = kept.hotel AND a.room_type_id = kept.room_type
+       AND a.night = kept.night AND a.reservation_id = kept.reservation_id
     RETURNING 1
 ), reservations_inserted AS (
     INSERT INTO reservations (reservation_id, stream_id, hotel_id, room_type_id,
            start_date, end_date, rooms, status, guest, channel,
            total_cents, hold_expires_at, created_at, updated_at, state, version)
-    SELECT * FROM unnest($30::uuid[], $31::text[], $32::bigint[], $33::bigint[],
-                         $34::date[], $35::date[], $36::int[], $37::text[], $38::jsonb[],
-                         $40::text[], $41::bigint[], $42::timestamptz[],
-                         $43::timestamptz[], $44::timestamptz[], $45::jsonb[], $46::bigint[])
+    SELECT new_rows.id, new_rows.stream_id, new_rows.hotel, new_rows.room_type,
+           new_rows.start_date, new_rows.end_date, new_rows.rooms, new_rows.status,
+           new_rows.guest, new_rows.channel, new_rows.total_cents,
+           new_rows.hold_expires_at, new_rows.created_at, new_rows.updated_at,
+           new_rows.state, new_rows.new_version
+      FROM {new_rows}
     RETURNING 1
 ), reservations_changed AS (
     UPDATE reservations AS r
-       SET start_date = c.start_date, end_date = c.end_date, status = c.status,
-           total_cents = c.total_cents, updated_at = c.updated_at, state = c.state,
-           version = c.new_version,
+       SET start_date = changed.start_date,
+           end_date = changed.end_date,
+           status = changed.status,
+           total_cents = changed.total_cents,
+           updated_at = changed.updated_at,
+           state = changed.state,
+           version = changed.new_version,
            -- An erased guest: the row keeps nothing of them, sealed or in the clear.
-           guest = coalesce(c.guest, r.guest),
-           guest_name = CASE WHEN c.guest IS NULL THEN r.guest_name END,
-           guest_email = CASE WHEN c.guest IS NULL THEN r.guest_email END
-      FROM unnest($47::uuid[], $48::date[], $49::date[], $50::text[], $51::bigint[],
-                  $52::timestamptz[], $53::jsonb[], $54::bigint[], $55::bigint[],
-                  $39::jsonb[])
-           AS c(reservation_id, start_date, end_date, status, total_cents, updated_at,
-                state, new_version, expected, guest)
-     WHERE r.reservation_id = c.reservation_id AND r.version = c.expected
+           guest = coalesce(changed.guest, r.guest),
+           guest_name = CASE WHEN changed.guest IS NULL THEN r.guest_name END,
+           guest_email = CASE WHEN changed.guest IS NULL THEN r.guest_email END
+      FROM {changed}
+     WHERE r.reservation_id = changed.id AND r.version = changed.expected
     RETURNING 1
 ), events_appended AS (
     INSERT INTO events (aggregate_type, aggregate_id, sequence, event_type,
            event_version, payload, metadata)
-    SELECT * FROM unnest($56::text[], $57::text[], $58::bigint[], $59::text[],
-                         $60::text[], $61::jsonb[], $62::jsonb[])
+    SELECT appended.aggregate_type, appended.aggregate_id, appended.sequence,
+           appended.event_type, appended.event_version, appended.payload,
+           appended.metadata
+      FROM {appended}
     RETURNING 1
 ), idempotency_written AS (
     INSERT INTO idempotency_keys (client, key, request_hash, state, outcome)
-    SELECT c, k, h, 'completed', o
-      FROM unnest($63::text[], $64::text[], $65::text[], $66::jsonb[]) AS i(c, k, h, o)
+    SELECT records.client, records.key, records.request_hash, 'completed', records.outcome
+      FROM {records}
     ON CONFLICT (client, key) DO UPDATE
        SET request_hash = EXCLUDED.request_hash, state = 'completed',
            outcome = EXCLUDED.outcome, created_at = now()
@@ -700,7 +646,8 @@ SELECT (SELECT count(*) FROM nights_updated) AS nights_updated,
        (SELECT count(*) FROM reservations_inserted) AS reservations_inserted,
        (SELECT count(*) FROM reservations_changed) AS reservations_changed,
        (SELECT count(*) FROM events_appended) AS events_appended,
-       (SELECT count(*) FROM idempotency_written) AS idempotency_written";
+       (SELECT count(*) FROM idempotency_written) AS idempotency_written",
+);
 
 /// Every personal value in the clear that the queued writes hold: the guest and the
 /// reason in reservation events, a new row's guest. (A stored answer refers to the
@@ -760,24 +707,25 @@ fn clear_email(value: &serde_json::Value) -> Result<Owner, AttemptError> {
         .ok_or_else(|| internal("a guest in the clear without an e-mail"))
 }
 
-/// `room_nights` rows to write, column by column.
-#[derive(Default)]
-struct NightRows {
-    hotel: Vec<i64>,
-    room_type: Vec<i64>,
-    night: Vec<NaiveDate>,
-    total_rooms: Vec<i32>,
-    allowance: Vec<i32>,
-    rate_cents: Vec<i64>,
-    confirmed: Vec<i32>,
-    held: Vec<i32>,
-    expected: Vec<i64>,
-    new_version: Vec<i64>,
-    /// Whether the decision changed the night's restrictions or plan rates (updates
-    /// write them only then; inserts always do).
-    terms_changed: Vec<bool>,
-    restrictions: Vec<Option<serde_json::Value>>,
-    plan_rates: Vec<Option<serde_json::Value>>,
+columns! {
+    /// `room_nights` rows to write, column by column.
+    struct NightRows {
+        hotel: i64 = "bigint",
+        room_type: i64 = "bigint",
+        night: NaiveDate = "date",
+        total_rooms: i32 = "int",
+        allowance: i32 = "int",
+        rate_cents: i64 = "bigint",
+        confirmed: i32 = "int",
+        held: i32 = "int",
+        expected: i64 = "bigint",
+        new_version: i64 = "bigint",
+        /// Whether the decision changed the night's restrictions or plan rates (updates
+        /// write them only then; inserts always do).
+        terms_changed: bool = "bool",
+        restrictions: Option<serde_json::Value> = "jsonb",
+        plan_rates: Option<serde_json::Value> = "jsonb",
+    }
 }
 
 impl NightRows {
@@ -823,13 +771,14 @@ impl NightRows {
     }
 }
 
-/// `room_night_allocations` rows to delete.
-#[derive(Default)]
-struct GoneRows {
-    hotel: Vec<i64>,
-    room_type: Vec<i64>,
-    night: Vec<NaiveDate>,
-    reservation_id: Vec<Uuid>,
+columns! {
+    /// `room_night_allocations` rows to delete.
+    struct GoneRows {
+        hotel: i64 = "bigint",
+        room_type: i64 = "bigint",
+        night: NaiveDate = "date",
+        reservation_id: Uuid = "uuid",
+    }
 }
 
 impl GoneRows {
@@ -841,21 +790,22 @@ impl GoneRows {
     }
 }
 
-/// `room_night_allocations` rows to write, column by column: inserted when new,
-/// updated when `stored`.
-#[derive(Default)]
-struct AllocationRows {
-    hotel: Vec<i64>,
-    room_type: Vec<i64>,
-    night: Vec<NaiveDate>,
-    reservation_id: Vec<Uuid>,
-    rooms: Vec<i32>,
-    expires_at: Vec<Option<DateTime<Utc>>>,
-    /// Whether the row is in the table already (as loaded). A new one is a plain insert:
-    /// `ON CONFLICT` costs a speculative insertion and a WAL record of its own per row,
-    /// and a hold's allocations are all new. (Were one there after all, the unique key
-    /// refuses it and the attempt is retried as a conflict.)
-    stored: Vec<bool>,
+columns! {
+    /// `room_night_allocations` rows to write, column by column: inserted when new,
+    /// updated when `stored`.
+    struct AllocationRows {
+        hotel: i64 = "bigint",
+        room_type: i64 = "bigint",
+        night: NaiveDate = "date",
+        reservation_id: Uuid = "uuid",
+        rooms: i32 = "int",
+        expires_at: Option<DateTime<Utc>> = "timestamptz",
+        /// Whether the row is in the table already (as loaded). A new one is a plain insert:
+        /// `ON CONFLICT` costs a speculative insertion and a WAL record of its own per row,
+        /// and a hold's allocations are all new. (Were one there after all, the unique key
+        /// refuses it and the attempt is retried as a conflict.)
+        stored: bool = "bool",
+    }
 }
 
 impl AllocationRows {
@@ -877,28 +827,29 @@ impl AllocationRows {
     }
 }
 
-/// `reservations` rows to insert or compare-and-set, column by column.
-#[derive(Default)]
-struct ReservationRows {
-    id: Vec<Uuid>,
-    stream_id: Vec<String>,
-    hotel: Vec<i64>,
-    room_type: Vec<i64>,
-    start_date: Vec<NaiveDate>,
-    end_date: Vec<NaiveDate>,
-    rooms: Vec<i32>,
-    status: Vec<&'static str>,
-    /// The guest as the row stores it (sealed at flush); on a changed row, `None` when
-    /// it did not change.
-    guest: Vec<Option<serde_json::Value>>,
-    channel: Vec<String>,
-    total_cents: Vec<i64>,
-    hold_expires_at: Vec<DateTime<Utc>>,
-    created_at: Vec<DateTime<Utc>>,
-    updated_at: Vec<DateTime<Utc>>,
-    state: Vec<serde_json::Value>,
-    expected: Vec<i64>,
-    new_version: Vec<i64>,
+columns! {
+    /// `reservations` rows to insert or compare-and-set, column by column.
+    struct ReservationRows {
+        id: Uuid = "uuid",
+        stream_id: String = "text",
+        hotel: i64 = "bigint",
+        room_type: i64 = "bigint",
+        start_date: NaiveDate = "date",
+        end_date: NaiveDate = "date",
+        rooms: i32 = "int",
+        status: &'static str = "text",
+        /// The guest as the row stores it (sealed at flush); on a changed row, `None` when
+        /// it did not change.
+        guest: Option<serde_json::Value> = "jsonb",
+        channel: String = "text",
+        total_cents: i64 = "bigint",
+        hold_expires_at: DateTime<Utc> = "timestamptz",
+        created_at: DateTime<Utc> = "timestamptz",
+        updated_at: DateTime<Utc> = "timestamptz",
+        state: serde_json::Value = "jsonb",
+        expected: i64 = "bigint",
+        new_version: i64 = "bigint",
+    }
 }
 
 impl ReservationRows {
@@ -941,11 +892,12 @@ impl ReservationRows {
     }
 }
 
-/// Idempotency records to store as completed, column by column.
-#[derive(Default)]
-struct IdempotencyRows {
-    client: Vec<String>,
-    key: Vec<String>,
-    request_hash: Vec<String>,
-    outcome: Vec<serde_json::Value>,
+columns! {
+    /// Idempotency records to store as completed, column by column.
+    struct IdempotencyRows {
+        client: String = "text",
+        key: String = "text",
+        request_hash: String = "text",
+        outcome: serde_json::Value = "jsonb",
+    }
 }

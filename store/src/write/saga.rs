@@ -6,8 +6,10 @@
 //! stores it.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use chrono::{DateTime, Utc};
+use columns::{columns, Columns, Statement};
 use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
@@ -72,32 +74,59 @@ pub struct OpenSaga<'a> {
     pub now: DateTime<Utc>,
 }
 
+columns! {
+    /// The saga's row as [`open`] writes it.
+    struct SagaRow {
+        reservation_id: Uuid = "uuid",
+        hotel_id: i64 = "bigint",
+        gateway_key: String = "text",
+        payment_token: String = "text",
+        amount_cents: i64 = "bigint",
+        state: &'static str = "text",
+        client: String = "text",
+        client_key: String = "text",
+        request_hash: String = "text",
+        lease_until: DateTime<Utc> = "timestamptz",
+        now: DateTime<Utc> = "timestamptz",
+    }
+}
+
+const OPEN: Statement = Statement::new(
+    "INSERT INTO payment_sagas
+        (reservation_id, hotel_id, gateway_key, payment_token, amount_cents, state,
+         client, client_key, request_hash, lease_until, created_at, updated_at)
+     SELECT saga.reservation_id, saga.hotel_id, saga.gateway_key, saga.payment_token,
+            saga.amount_cents, saga.state, saga.client, saga.client_key,
+            saga.request_hash, saga.lease_until, saga.now, saga.now
+       FROM {saga}
+     ON CONFLICT (reservation_id) DO UPDATE
+        SET state = EXCLUDED.state, client = EXCLUDED.client,
+            client_key = EXCLUDED.client_key, request_hash = EXCLUDED.request_hash,
+            lease_until = EXCLUDED.lease_until, updated_at = EXCLUDED.updated_at,
+            attempts = payment_sagas.attempts + 1",
+);
+
 /// Opens the saga (or reopens one a previous attempt left), `authorizing`.
 pub async fn open(conn: &mut PgConnection, saga: OpenSaga<'_>) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO payment_sagas
-            (reservation_id, hotel_id, gateway_key, payment_token, amount_cents, state,
-             client, client_key, request_hash, lease_until, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $11, $6, $7, $8, $9, $10, $10)
-         ON CONFLICT (reservation_id) DO UPDATE
-            SET state = $11, client = EXCLUDED.client,
-                client_key = EXCLUDED.client_key, request_hash = EXCLUDED.request_hash,
-                lease_until = EXCLUDED.lease_until, updated_at = EXCLUDED.updated_at,
-                attempts = payment_sagas.attempts + 1",
-    )
-    .bind(saga.reservation_id)
-    .bind(saga.hotel_id)
-    .bind(saga.gateway_key)
-    .bind(saga.payment_token)
-    .bind(saga.amount_cents)
-    .bind(saga.client)
-    .bind(saga.client_key)
-    .bind(saga.request_hash)
-    .bind(saga.lease_until)
-    .bind(saga.now)
-    .bind(SagaState::Authorizing.as_str())
-    .execute(&mut *conn)
-    .await?;
+    let row = SagaRow {
+        reservation_id: vec![saga.reservation_id],
+        hotel_id: vec![saga.hotel_id],
+        gateway_key: vec![saga.gateway_key.to_owned()],
+        payment_token: vec![saga.payment_token.to_owned()],
+        amount_cents: vec![saga.amount_cents],
+        state: vec![SagaState::Authorizing.as_str()],
+        client: vec![saga.client.to_owned()],
+        client_key: vec![saga.client_key.to_owned()],
+        request_hash: vec![saga.request_hash.to_owned()],
+        lease_until: vec![saga.lease_until],
+        now: vec![saga.now],
+    };
+    let sets: [(&str, &dyn Columns); 1] = [("saga", &row)];
+    static SQL: OnceLock<String> = OnceLock::new();
+    let sql = SQL.get_or_init(|| OPEN.render(&sets));
+    Statement::bind(sqlx::query(sql), &sets)
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 
