@@ -28,6 +28,15 @@ use super::AppState;
 use app::commands::GuestView;
 use app::queries::{OccupancyRow, ReservationFilter};
 use store::privacy::{Binding, Field};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// This module's routes, each with its OpenAPI operation (one declaration: a route
+/// cannot be served undocumented). Occupancy and the reservation look-up.
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(occupancy))
+        .routes(routes!(list_reservations))
+}
 
 /// Default and largest page of the reservations look-up.
 const DEFAULT_LIMIT: i64 = 100;

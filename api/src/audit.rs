@@ -17,6 +17,13 @@ use super::extract::{ApiQuery, Consistency};
 use super::reservations::EventOut;
 use super::AppState;
 use app::queries::FeedError;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// This module's routes, each with its OpenAPI operation (one declaration: a route
+/// cannot be served undocumented). The event feed.
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(feed))
+}
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -27,6 +27,13 @@ use utoipa::ToSchema;
 use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody};
 use super::AppState;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// This module's routes, each with its OpenAPI operation (one declaration: a route
+/// cannot be served undocumented). The audit replay.
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(verify))
+}
 
 /// How long to wait for a running audit runner to copy what is already committed.
 /// Short enough to stay inside the request timeout.

@@ -15,6 +15,13 @@ use super::extract::{ApiPath, ApiQuery, Consistency};
 use super::params::hotel_id;
 use super::AppState;
 use app::queries::{CalendarNight, MAX_CALENDAR_NIGHTS};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// This module's routes, each with its OpenAPI operation (one declaration: a route
+/// cannot be served undocumented). The staff calendar.
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(calendar))
+}
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

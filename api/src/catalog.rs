@@ -21,6 +21,18 @@ use super::params::stay_query;
 use super::params::{city_filter, hotel_id, staff, CitySearch};
 use super::AppState;
 use app::queries::{NightAvailability, PlanPrice};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// This module's routes, each with its OpenAPI operation (one declaration: a route
+/// cannot be served undocumented). Hotels, room types, inventory, and a hotel's availability.
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(search_hotels))
+        .routes(routes!(put_hotel, get_hotel))
+        .routes(routes!(put_room_type))
+        .routes(routes!(put_inventory))
+        .routes(routes!(availability))
+}
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PutHotel {

@@ -17,6 +17,15 @@ use super::extract::{ApiJson, ApiQuery, Idempotency, IdempotencyKeyHeader};
 use super::reservations::{answer, caller, EventOut};
 use super::AppState;
 use app::commands::erase::{self, GuestRef};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// This module's routes, each with its OpenAPI operation (one declaration: a route
+/// cannot be served undocumented). A guest's export and erasure.
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(erase))
+        .routes(routes!(export))
+}
 
 /// Whom a request is about: exactly one of the two. As a body, its schema is
 /// `schema::guest_query` (one of two objects); as a query, each parameter says that it

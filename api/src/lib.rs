@@ -29,14 +29,13 @@ pub mod stays;
 pub mod telemetry;
 pub mod webhooks;
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
 use axum::Router;
 use metrics_exporter_prometheus::PrometheusHandle;
 use sqlx::PgPool;
@@ -45,6 +44,7 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::telemetry::Metrics;
 use app::commands::CommandService;
@@ -99,23 +99,7 @@ pub struct AppStateInner {
 #[openapi(
     info(title = "Hotel reservations API", version = "1",
         description = "Hold, confirm, cancel and change hotel stays; every room-night is sold once (or up to the hotel's overbooking allowance). Stays are half-open date ranges [start_date, end_date). Errors are {\"error\", \"message\", ...}."),
-    paths(
-        catalog::put_hotel, catalog::put_room_type, catalog::put_inventory,
-        rate_plans::put_rate_plan, rate_plans::put_plan_rates, rate_plans::put_restrictions,
-        rate_plans::put_ari,
-        catalog::get_hotel, catalog::search_hotels, catalog::availability,
-        search::search,
-        reservations::create, reservations::get, reservations::cancel, reservations::check_in, reservations::check_out, reservations::no_show,
-        reservations::change_dates, reservations::events, reservations::messages,
-        payments::confirm, payments::webhook,
-        audit::feed, audit_verify::verify,
-        guests::erase, guests::export,
-        webhooks::put, webhooks::delete, webhooks::deliveries, webhooks::retry,
-        analytics::occupancy, analytics::list_reservations, stays::stays, stays::no_shows,
-        ops::healthz, ops::readyz, ops::metrics, ops::openapi, ops::outbox, ops::retry_outbox,
-        ops::me, ops::bookings, calendar::calendar,
-    ),
-    modifiers(&BearerAuth, &RequiredRanges),
+    modifiers(&BearerAuth),
     tags(
         (name = "catalog", description = "Hotels, room types and inventory (admin)"),
         (name = "browse", description = "Hotel look-ups and availability (any role)"),
@@ -171,109 +155,38 @@ impl Modify for RequiredRanges {
     }
 }
 
-pub fn router(state: AppState) -> Router {
-    let v1 = Router::new()
-        .route("/v1/hotels", get(catalog::search_hotels))
-        .route(
-            "/v1/hotels/{hotel_id}",
-            put(catalog::put_hotel).get(catalog::get_hotel),
-        )
-        .route(
-            "/v1/hotels/{hotel_id}/room-types/{room_type_id}",
-            put(catalog::put_room_type),
-        )
-        .route(
-            "/v1/hotels/{hotel_id}/room-types/{room_type_id}/inventory",
-            put(catalog::put_inventory),
-        )
-        .route(
-            "/v1/hotels/{hotel_id}/room-types/{room_type_id}/restrictions",
-            put(rate_plans::put_restrictions),
-        )
-        .route(
-            "/v1/hotels/{hotel_id}/rate-plans/{rate_plan_id}",
-            put(rate_plans::put_rate_plan),
-        )
-        .route(
-            "/v1/hotels/{hotel_id}/rate-plans/{rate_plan_id}/rates",
-            put(rate_plans::put_plan_rates),
-        )
-        .route("/v1/hotels/{hotel_id}/ari", put(rate_plans::put_ari))
-        .route(
-            "/v1/hotels/{hotel_id}/availability",
-            get(catalog::availability),
-        )
-        .route("/v1/hotels/{hotel_id}/calendar", get(calendar::calendar))
-        .route("/v1/hotels/{hotel_id}/occupancy", get(analytics::occupancy))
-        .route("/v1/hotels/{hotel_id}/stays", get(stays::stays))
-        .route("/v1/hotels/{hotel_id}/no-shows", get(stays::no_shows))
-        .route("/v1/availability", get(search::search))
-        .route(
-            "/v1/reservations",
-            post(reservations::create).get(analytics::list_reservations),
-        )
-        .route("/v1/reservations/{reservation_id}", get(reservations::get))
-        .route(
-            "/v1/reservations/{reservation_id}/cancel",
-            post(reservations::cancel),
-        )
-        .route(
-            "/v1/reservations/{reservation_id}/check-in",
-            post(reservations::check_in),
-        )
-        .route(
-            "/v1/reservations/{reservation_id}/check-out",
-            post(reservations::check_out),
-        )
-        .route(
-            "/v1/reservations/{reservation_id}/no-show",
-            post(reservations::no_show),
-        )
-        .route(
-            "/v1/reservations/{reservation_id}/confirm",
-            post(payments::confirm),
-        )
-        .route("/v1/payments/webhook", post(payments::webhook))
-        .route(
-            "/v1/reservations/{reservation_id}/change-dates",
-            post(reservations::change_dates),
-        )
-        .route(
-            "/v1/reservations/{reservation_id}/events",
-            get(reservations::events),
-        )
-        .route(
-            "/v1/reservations/{reservation_id}/messages",
-            get(reservations::messages),
-        )
-        .route("/v1/events", get(audit::feed))
-        .route("/v1/audit/verify", get(audit_verify::verify))
-        .route("/v1/guests/erase", post(guests::erase))
-        .route("/v1/guests/export", get(guests::export))
-        .route(
-            "/v1/webhooks/{subscription_id}",
-            put(webhooks::put).delete(webhooks::delete),
-        )
-        .route(
-            "/v1/webhooks/{subscription_id}/deliveries",
-            get(webhooks::deliveries),
-        )
-        .route(
-            "/v1/webhooks/{subscription_id}/deliveries/{delivery_id}/retry",
-            post(webhooks::retry),
-        )
-        .route("/v1/me", get(ops::me))
-        .route("/v1/ops/bookings", get(ops::bookings))
-        .route("/v1/ops/outbox", get(ops::outbox))
-        .route("/v1/ops/outbox/{id}/retry", post(ops::retry_outbox));
+/// Every route of the API with its OpenAPI operation: each module declares its own
+/// (`routes()`), so the served routes and the document cannot differ.
+fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(catalog::routes())
+        .merge(rate_plans::routes())
+        .merge(calendar::routes())
+        .merge(analytics::routes())
+        .merge(stays::routes())
+        .merge(search::routes())
+        .merge(reservations::routes())
+        .merge(payments::routes())
+        .merge(audit::routes())
+        .merge(audit_verify::routes())
+        .merge(guests::routes())
+        .merge(webhooks::routes())
+        .merge(ops::routes())
+}
 
-    Router::new()
-        .merge(v1)
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
-        .route("/openapi.json", get(ops::openapi))
-        .merge(console::router())
+/// The OpenAPI document of every route (`GET /openapi.json`), built once.
+pub fn openapi() -> &'static utoipa::openapi::OpenApi {
+    static DOCUMENT: LazyLock<utoipa::openapi::OpenApi> = LazyLock::new(|| {
+        let (_, mut document) = routes().split_for_parts();
+        RequiredRanges.modify(&mut document);
+        document
+    });
+    &DOCUMENT
+}
+
+pub fn router(state: AppState) -> Router {
+    let (api, _) = routes().split_for_parts();
+    api.merge(console::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(

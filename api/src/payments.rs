@@ -19,6 +19,15 @@ use super::reservations::{answer, caller, client_scope};
 use super::AppState;
 use app::payments::gateway::PaymentToken;
 use app::payments::{signature, PaymentResult, WebhookNotice, WebhookResult, WebhookStatus};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// This module's routes, each with its OpenAPI operation (one declaration: a route
+/// cannot be served undocumented). Confirming with a card, and the gateway's callback.
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(confirm))
+        .routes(routes!(webhook))
+}
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct ConfirmReservation {

@@ -29,6 +29,17 @@ use super::extract::{ApiJson, ApiPath};
 use super::params::staff;
 use super::AppState;
 use app::commands::MAX_ARI_UPDATES;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// This module's routes, each with its OpenAPI operation (one declaration: a route
+/// cannot be served undocumented). Rate plans, their rates, restrictions, and ARI in bulk.
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(put_restrictions))
+        .routes(routes!(put_rate_plan))
+        .routes(routes!(put_plan_rates))
+        .routes(routes!(put_ari))
+}
 
 /// A cancellation policy as clients send it; a refundable one without its windows gets
 /// the house policy's.

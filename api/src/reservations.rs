@@ -23,6 +23,22 @@ use app::rate_limit::{retry_after_seconds, Admission, HoldAttempt, HoldLimiter};
 use store::error::CommandError;
 use store::privacy::{Binding, Field};
 use store::write::IdempotencyKey;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// This module's routes, each with its OpenAPI operation (one declaration: a route
+/// cannot be served undocumented). The reservation lifecycle.
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create))
+        .routes(routes!(get))
+        .routes(routes!(cancel))
+        .routes(routes!(check_in))
+        .routes(routes!(check_out))
+        .routes(routes!(no_show))
+        .routes(routes!(change_dates))
+        .routes(routes!(events))
+        .routes(routes!(messages))
+}
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct GuestIn {

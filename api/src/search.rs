@@ -21,6 +21,13 @@ use super::params::city_filter;
 use super::params::stay_query;
 use super::AppState;
 use app::queries::{CitySearch, MAX_SEARCH_LIMIT};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// This module's routes, each with its OpenAPI operation (one declaration: a route
+/// cannot be served undocumented). The city search.
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(search))
+}
 
 /// Hotels answered when `limit` is not given.
 const DEFAULT_LIMIT: usize = 20;

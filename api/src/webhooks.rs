@@ -13,6 +13,16 @@ use super::error::{database, ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::AppState;
 use app::webhooks::{self, Subscription};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// This module's routes, each with its OpenAPI operation (one declaration: a route
+/// cannot be served undocumented). Partner webhook subscriptions and their deliveries.
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(put, delete))
+        .routes(routes!(deliveries))
+        .routes(routes!(retry))
+}
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PutSubscription {
