@@ -13,7 +13,8 @@
 use std::collections::BTreeMap;
 
 use aggregates::booking::{
-    self, AriChange, AriUpdate, HoldStay, InvalidInputRejection, InventoryUpdate, UpdateAri,
+    self, AriChange, AriUpdate, HoldRequest, HoldStay, InvalidInputRejection, InventoryUpdate,
+    UpdateAri,
 };
 use aggregates::cancellation::CancellationPolicy;
 use aggregates::rate_plan::Pricing;
@@ -724,18 +725,20 @@ impl Model {
                     &self.nights,
                     &limits,
                     HoldStay {
+                        request: HoldRequest {
+                            hotel_id: hotel_id(),
+                            room_type_id: king(),
+                            stay,
+                            rooms,
+                            guest: Guest::parse("Ana", "ana@example.com").expect("valid guest"),
+                            expected_total_cents: None,
+                            rate_plan_id: plan.map(plan_id),
+                            guests: aggregates::GuestCount::ONE,
+                        },
                         reservation_id: res(id),
-                        hotel_id: hotel_id(),
-                        room_type_id: king(),
-                        stay,
-                        rooms,
-                        guest: Guest::parse("Ana", "ana@example.com").expect("valid guest"),
                         channel: "direct".to_owned(),
-                        expected_total_cents: None,
                         now,
                         hold_expires_at: now + Duration::minutes(ttl_minutes),
-                        rate_plan_id: plan.map(plan_id),
-                        guests: aggregates::GuestCount::ONE,
                     },
                 );
                 // Oracle: no restriction in force is broken by a stay sold, and a stay

@@ -2,7 +2,8 @@
 //! reservation's history.
 
 use aggregates::{
-    Cents, Guest, GuestCount, HotelId, RatePlanId, Rejection, ReservationId, RoomTypeId, StayDates,
+    BookingLimits, Cents, Guest, GuestCount, HotelId, RatePlanId, Rejection, ReservationId,
+    RoomTypeId, StayDates,
 };
 pub use app::feed::EventOut;
 use axum::extract::State;
@@ -85,6 +86,29 @@ pub struct CreateReservation {
     /// `extra_guest_cents` per night and room.
     #[schema(example = 2, minimum = 1, maximum = 50)]
     pub guests: Option<i64>,
+}
+
+impl CreateReservation {
+    /// The hold this body asks for, each field parsed once, here; an oversized stay is
+    /// a 422 whatever the guest's allowance (the domain refuses it too, as an invariant).
+    fn parse(self, limits: &BookingLimits) -> Result<HoldRequest, ApiError> {
+        let request = HoldRequest {
+            hotel_id: HotelId::parse(self.hotel_id)?,
+            room_type_id: RoomTypeId::parse(self.room_type_id)?,
+            stay: StayDates::parse(self.start_date, self.end_date)?,
+            rooms: limits.rooms(self.rooms.unwrap_or(1))?,
+            guest: Guest::parse(&self.guest.name, &self.guest.email)?,
+            expected_total_cents: self.expected_total_cents.map(Cents::new),
+            rate_plan_id: self.rate_plan_id.map(RatePlanId::parse).transpose()?,
+            guests: self
+                .guests
+                .map(GuestCount::parse)
+                .transpose()?
+                .unwrap_or_default(),
+        };
+        limits.check_size(&request.stay, request.rooms)?;
+        Ok(request)
+    }
 }
 
 /// The answer about a reservation for `principal`: its guest opened if they may read it.
@@ -182,31 +206,7 @@ pub async fn create(
     ApiJson(body): ApiJson<CreateReservation>,
 ) -> Result<(StatusCode, Json<ReservationOut>), ApiError> {
     principal.require(&[Role::Channel])?;
-    let request = HoldRequest {
-        hotel_id: HotelId::parse(body.hotel_id)?,
-        room_type_id: RoomTypeId::parse(body.room_type_id)?,
-        stay: StayDates::parse(body.start_date, body.end_date)?,
-        rooms: state
-            .commands
-            .config()
-            .limits
-            .rooms(body.rooms.unwrap_or(1))?,
-        guest: Guest::parse(&body.guest.name, &body.guest.email)?,
-        expected_total_cents: body.expected_total_cents.map(Cents::new),
-        rate_plan_id: body.rate_plan_id.map(RatePlanId::parse).transpose()?,
-        guests: body
-            .guests
-            .map(GuestCount::parse)
-            .transpose()?
-            .unwrap_or_default(),
-    };
-    // An oversized stay is a 422 whatever the guest's allowance (the command checks it
-    // again).
-    state
-        .commands
-        .config()
-        .limits
-        .check_size(&request.stay, request.rooms)?;
+    let request = body.parse(&state.commands.config().limits)?;
     let scope = client_scope(&principal);
     let ticket = match &state.hold_limiter {
         Some(limiter) => {

@@ -56,7 +56,7 @@ pub use confirm::{
 };
 pub use erase::erase_guest;
 pub use expire::expire_hold;
-pub use hold::{hold_stay, HoldStay};
+pub use hold::{hold_stay, HoldRequest, HoldStay};
 pub use horizon::{missing_range, roll_forward, TEMPLATE_NIGHTS};
 pub use inventory::{set_inventory, InventoryUpdate, SetInventory};
 pub use offers::{offers, selling_plans, NightView, Offer, OfferRequest};

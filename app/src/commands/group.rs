@@ -66,18 +66,11 @@ impl Hold {
     /// The domain's command for this hold, lasting `ttl`.
     pub(crate) fn decide(&self, ttl: chrono::Duration) -> booking::HoldStay {
         booking::HoldStay {
+            request: self.request.clone(),
             reservation_id: self.reservation_id,
-            hotel_id: self.request.hotel_id,
-            room_type_id: self.request.room_type_id,
-            stay: self.request.stay,
-            rooms: self.request.rooms,
-            guest: self.request.guest.clone(),
             channel: self.channel.clone(),
-            expected_total_cents: self.request.expected_total_cents,
             now: self.now,
             hold_expires_at: self.now + ttl,
-            rate_plan_id: self.request.rate_plan_id,
-            guests: self.request.guests,
         }
     }
 }

@@ -10,11 +10,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use aggregates::booking;
+use aggregates::booking::{self, HoldRequest};
 use aggregates::{
-    CancelledBy, Cents, CommandName, Decision, Guest, GuestCount, Hotel, HotelId, Increment,
-    Nights, RatePlanId, Rejection, Reservation, ReservationEvent, ReservationId, RoomCount,
-    RoomTypeId, StayDates, TimeZone,
+    CancelledBy, Cents, CommandName, Decision, Hotel, HotelId, Increment, Nights, Rejection,
+    Reservation, ReservationEvent, ReservationId, RoomTypeId, StayDates, TimeZone,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use futures::future::BoxFuture;
@@ -51,24 +50,6 @@ pub enum StayAction {
 /// hotel's timezone.
 type StayDecision =
     fn(&Reservation, &Nights, DateTime<Utc>, TimeZone) -> Result<Decision, Rejection>;
-
-/// A request to hold a stay. The price is the server's; `expected_total_cents` only
-/// guards against the client showing a stale one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HoldRequest {
-    pub hotel_id: HotelId,
-    pub room_type_id: RoomTypeId,
-    pub stay: StayDates,
-    pub rooms: RoomCount,
-    pub guest: Guest,
-    pub expected_total_cents: Option<Cents>,
-    /// Left out of the fingerprint when absent (and `guests` when one), so a request
-    /// that does not name them fingerprints as it did before plans and guests existed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate_plan_id: Option<RatePlanId>,
-    #[serde(skip_serializing_if = "GuestCount::is_one")]
-    pub guests: GuestCount,
-}
 
 /// Writes a caller adds to a reservation command's transaction once the decision is
 /// written (the payment saga resolves its step and stores its client's outcome there),

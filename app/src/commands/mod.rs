@@ -38,8 +38,9 @@ use store::error::CommandError;
 use store::privacy::Privacy;
 use store::write::{RetryPolicy, Strategy};
 
+pub use aggregates::booking::HoldRequest;
 pub use catalog::{MAX_ARI_NIGHTS, MAX_ARI_UPDATES};
-pub use lifecycle::{AfterDecision, HoldRequest, Loaded, ReservationCommand, StayAction};
+pub use lifecycle::{AfterDecision, Loaded, ReservationCommand, StayAction};
 pub use store::view::{GuestView, ReservationView};
 
 /// The outcome stored for an idempotent request: what the first attempt answered.

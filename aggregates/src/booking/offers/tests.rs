@@ -448,7 +448,7 @@ fn the_offer_rule_prices_as_the_hold_does() {
 
 #[test]
 fn every_offer_listed_over_loaded_nights_is_one_a_hold_accepts_at_that_total() {
-    use crate::booking::{hold_stay, HoldStay, Nights as LoadedNights};
+    use crate::booking::{hold_stay, HoldRequest, HoldStay, Nights as LoadedNights};
     use crate::reservation::Reservation;
     use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
     use crate::types::{Guest, ReservationId};
@@ -514,18 +514,20 @@ fn every_offer_listed_over_loaded_nights_is_one_a_hold_accepts_at_that_total() {
                 &loaded,
                 &request.limits,
                 HoldStay {
+                    request: HoldRequest {
+                        hotel_id,
+                        room_type_id: offer.room_type_id,
+                        stay,
+                        rooms: request.rooms,
+                        guest: Guest::parse("Ana Lima", "ana@example.com").expect("guest"),
+                        expected_total_cents: Some(offer.total_cents),
+                        rate_plan_id: offer.rate_plan_id,
+                        guests: request.guests,
+                    },
                     reservation_id: ReservationId::from_uuid(uuid::Uuid::from_u128(n as u128 + 1)),
-                    hotel_id,
-                    room_type_id: offer.room_type_id,
-                    stay,
-                    rooms: request.rooms,
-                    guest: Guest::parse("Ana Lima", "ana@example.com").expect("guest"),
                     channel: "web".to_owned(),
-                    expected_total_cents: Some(offer.total_cents),
                     now,
                     hold_expires_at: now + chrono::Duration::minutes(15),
-                    rate_plan_id: offer.rate_plan_id,
-                    guests: request.guests,
                 },
             );
             assert!(decision.is_ok(), "{offer:?}: {decision:?}");

@@ -128,7 +128,7 @@ fn a_stay_ending_on_a_day_and_one_starting_that_day_share_no_night() {
 fn a_hold_quoting_the_wrong_total_is_price_changed_with_the_actual_total() {
     let nights = four_nights(3);
     let mut cmd = hold_cmd(1, 10, 12, 2);
-    cmd.expected_total_cents = Some(Cents::new(40_000));
+    cmd.request.expected_total_cents = Some(Cents::new(40_000));
     let result = hold_stay(
         &hotel(),
         &Reservation::default(),
@@ -142,7 +142,7 @@ fn a_hold_quoting_the_wrong_total_is_price_changed_with_the_actual_total() {
             total_cents: Cents::new(44_000)
         })
     );
-    cmd.expected_total_cents = Some(Cents::new(44_000));
+    cmd.request.expected_total_cents = Some(Cents::new(44_000));
     assert!(hold_stay(
         &hotel(),
         &Reservation::default(),
@@ -167,7 +167,7 @@ fn holding_at_an_unknown_hotel_is_unknown_hotel() {
     );
     assert_eq!(result, Err(Rejection::UnknownHotel));
     let mut cmd = hold_cmd(1, 10, 11, 1);
-    cmd.hotel_id = HotelId::parse(8).expect("valid id");
+    cmd.request.hotel_id = HotelId::parse(8).expect("valid id");
     assert_eq!(
         hold_stay(&hotel(), &empty, &nights, &limits, cmd),
         Err(Rejection::UnknownHotel)
@@ -177,7 +177,7 @@ fn holding_at_an_unknown_hotel_is_unknown_hotel() {
 #[test]
 fn holding_an_unknown_room_type_is_unknown_room_type() {
     let mut cmd = hold_cmd(1, 10, 11, 1);
-    cmd.room_type_id = RoomTypeId::parse(4).expect("valid id");
+    cmd.request.room_type_id = RoomTypeId::parse(4).expect("valid id");
     let result = hold_stay(
         &hotel(),
         &Reservation::default(),
@@ -196,7 +196,8 @@ fn holding_outside_the_booking_limits_is_invalid() {
     let attempt = |cmd: HoldStay| hold_stay(&hotel(), &empty, &nights, &limits, cmd);
 
     let mut too_long = hold_cmd(1, 10, 11, 1);
-    too_long.stay = StayDates::parse(day(10), day(10) + chrono::Days::new(31)).expect("valid");
+    too_long.request.stay =
+        StayDates::parse(day(10), day(10) + chrono::Days::new(31)).expect("valid");
     assert_eq!(invalid_field(attempt(too_long)), "end_date");
 
     assert_eq!(invalid_field(attempt(hold_cmd(1, 10, 11, 11))), "rooms");
@@ -237,7 +238,7 @@ fn the_start_may_not_be_in_the_past_at_the_hotel_even_if_it_is_not_in_utc() {
         invalid_field(hold_stay(&hotel(), &empty, &extended, &limits, cmd.clone())),
         "start_date"
     );
-    cmd.stay = stay(10, 11);
+    cmd.request.stay = stay(10, 11);
     assert!(hold_stay(&hotel(), &empty, &nights, &limits, cmd).is_ok());
 }
 

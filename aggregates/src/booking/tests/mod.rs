@@ -115,18 +115,20 @@ fn four_nights(total: u32) -> Nights {
 
 fn hold_cmd(id: u128, start: u32, end: u32, n: i64) -> HoldStay {
     HoldStay {
+        request: HoldRequest {
+            hotel_id: hotel_id(),
+            room_type_id: king(),
+            stay: stay(start, end),
+            rooms: rooms(n),
+            guest: guest(),
+            expected_total_cents: None,
+            rate_plan_id: None,
+            guests: GuestCount::ONE,
+        },
         reservation_id: res(id),
-        hotel_id: hotel_id(),
-        room_type_id: king(),
-        stay: stay(start, end),
-        rooms: rooms(n),
-        guest: guest(),
         channel: "direct".to_owned(),
-        expected_total_cents: None,
         now: at(0),
         hold_expires_at: at(15),
-        rate_plan_id: None,
-        guests: GuestCount::ONE,
     }
 }
 
@@ -276,10 +278,9 @@ fn hotel_with_plans() -> Hotel {
 
 /// [`hold_cmd`] under `plan` (`None`: the base rate).
 fn plan_hold_cmd(id: u128, start: u32, end: u32, n: i64, plan: Option<i64>) -> HoldStay {
-    HoldStay {
-        rate_plan_id: plan.map(plan_id),
-        ..hold_cmd(id, start, end, n)
-    }
+    let mut cmd = hold_cmd(id, start, end, n);
+    cmd.request.rate_plan_id = plan.map(plan_id);
+    cmd
 }
 
 /// Changes the restrictions of night `d` (for every plan, or for `plan`) as the night

@@ -115,14 +115,14 @@ fn a_plans_own_rate_does_not_price_the_base_rate() {
 fn a_quoted_total_is_compared_with_the_plans_price() {
     let nights = nights(&[(10, 3, 0, 10_005)]);
     let mut cmd = plan_hold_cmd(1, 10, 11, 1, Some(NONREF));
-    cmd.expected_total_cents = Some(Cents::new(10_005));
+    cmd.request.expected_total_cents = Some(Cents::new(10_005));
     assert_eq!(
         try_hold(&hotel_with_plans(), &nights, cmd.clone()),
         Err(Rejection::PriceChanged {
             total_cents: Cents::new(9_005)
         })
     );
-    cmd.expected_total_cents = Some(Cents::new(9_005));
+    cmd.request.expected_total_cents = Some(Cents::new(9_005));
     assert!(try_hold(&hotel_with_plans(), &nights, cmd).is_ok());
 }
 
@@ -189,13 +189,13 @@ fn guests(n: i64) -> GuestCount {
 #[test]
 fn more_guests_than_the_room_sleeps_is_occupancy_exceeded() {
     let mut cmd = plan_hold_cmd(1, 10, 12, 1, None);
-    cmd.guests = guests(4);
+    cmd.request.guests = guests(4);
     assert_eq!(
         try_hold(&hotel_with_extra_guests(), &four_nights(3), cmd.clone()),
         Err(Rejection::OccupancyExceeded { max_occupancy: 3 })
     );
     // The default room type sleeps two.
-    cmd.guests = guests(3);
+    cmd.request.guests = guests(3);
     assert_eq!(
         try_hold(&hotel(), &four_nights(3), cmd),
         Err(Rejection::OccupancyExceeded { max_occupancy: 2 })
@@ -205,7 +205,7 @@ fn more_guests_than_the_room_sleeps_is_occupancy_exceeded() {
 #[test]
 fn guests_up_to_the_base_occupancy_cost_the_rate_alone() {
     let mut cmd = plan_hold_cmd(1, 10, 12, 1, None);
-    cmd.guests = guests(2);
+    cmd.request.guests = guests(2);
     let details = placed(try_hold(&hotel_with_extra_guests(), &four_nights(3), cmd));
     assert_eq!(details.total_cents, Cents::new(10_000 + 12_000));
     assert_eq!(details.guests, guests(2));
@@ -214,7 +214,7 @@ fn guests_up_to_the_base_occupancy_cost_the_rate_alone() {
 #[test]
 fn each_guest_above_the_base_occupancy_adds_the_extra_charge_per_night_and_room() {
     let mut cmd = plan_hold_cmd(1, 10, 12, 2, None);
-    cmd.guests = guests(3);
+    cmd.request.guests = guests(3);
     let details = placed(try_hold(&hotel_with_extra_guests(), &four_nights(3), cmd));
     assert_eq!(
         details.total_cents,
@@ -226,7 +226,7 @@ fn each_guest_above_the_base_occupancy_adds_the_extra_charge_per_night_and_room(
 #[test]
 fn the_extra_guest_charge_is_added_after_the_plans_adjustment() {
     let mut cmd = plan_hold_cmd(1, 10, 12, 1, Some(NONREF));
-    cmd.guests = guests(3);
+    cmd.request.guests = guests(3);
     let details = placed(try_hold(&hotel_with_extra_guests(), &four_nights(3), cmd));
     // 10% under each rate, then the third guest at the full 2,500.
     assert_eq!(
