@@ -162,7 +162,6 @@ fn commands_and_queries_do_not_know_each_other() {
         ("queries", &["commands", "payments"][..]),
         ("payments", &["queries"][..]),
         ("clock", &["commands", "queries", "payments"][..]),
-        ("feed", &["commands", "queries", "payments"][..]),
     ] {
         let named = names(&graph, module);
         for other in forbidden {

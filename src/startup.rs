@@ -465,7 +465,7 @@ impl Application {
                     keys: cache.reader.keys().clone(),
                 }),
                 relay,
-                app::webhooks::projection::WebhookProjection {
+                projections::webhooks::WebhookProjection {
                     retry_window: settings.webhook_retry_window(),
                 },
                 RunnerConfig {

@@ -80,7 +80,7 @@ pub fn spawn_runners(
     pool: PgPool,
     availability: Option<RedisModel>,
     relay: Option<JetStreamRelay>,
-    webhooks: app::webhooks::projection::WebhookProjection,
+    webhooks: projections::webhooks::WebhookProjection,
     config: RunnerConfig,
     shutdown: watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {

@@ -53,6 +53,28 @@ impl<T> Personal<T> {
     }
 }
 
+/// Which personal value of a reservation an event carries: what it is sealed as, and
+/// its key in the event's payload. The one list of them (see
+/// [`crate::contract::ReservationEventType::personal_field`]), read by the writer that
+/// seals them and by every reader that must leave them out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersonalField {
+    /// The guest's name and e-mail.
+    Guest,
+    /// A cancellation's reason (free text).
+    CancelReason,
+}
+
+impl PersonalField {
+    /// Its key in the payload of the event that carries it.
+    pub const fn payload_key(self) -> &'static str {
+        match self {
+            Self::Guest => "guest",
+            Self::CancelReason => "reason",
+        }
+    }
+}
+
 /// A value sealed under a guest's key: whose it is, which key, and the AEAD's output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sealed {

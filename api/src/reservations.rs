@@ -5,11 +5,11 @@ use aggregates::{
     BookingLimits, Cents, Guest, GuestCount, HotelId, RatePlanId, Rejection, ReservationId,
     RoomTypeId, StayDates,
 };
-pub use app::feed::EventOut;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
+pub use projections::feed::EventOut;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

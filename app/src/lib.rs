@@ -13,8 +13,6 @@
 //!   their signed sending with retries;
 //! - [`relay`]: the JetStream relay that publishes every committed event once, in
 //!   commit order, and a consumer that rebuilds occupancy from the stream;
-//! - [`feed`]: the public shape of one recorded event (the event feed's item, the
-//!   relay's message body);
 //! - [`signals`]: gauges of work that could stall and the failed outbox rows;
 //! - [`sweeper`]: expiring lapsed holds;
 //! - [`rate_limit`]: the per-guest hold limit in Redis (fails open when Redis is down);
@@ -28,7 +26,6 @@ pub mod backoff;
 pub mod clock;
 pub mod commands;
 pub mod demo;
-pub mod feed;
 pub mod mail;
 pub mod payments;
 pub mod queries;

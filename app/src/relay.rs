@@ -42,7 +42,7 @@ use projections::log::EventColumns;
 use projections::{Checkpoint, Projection, StoredEvent};
 use sqlx::{PgConnection, PgPool};
 
-use crate::feed::EventOut;
+use projections::feed::EventOut;
 
 /// The relay's checkpoint row and leadership lock.
 pub const RELAY: &str = "jetstream_relay";

@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use app::clock::ManualClock;
 use app::commands::CommandService;
-use app::feed::EventOut;
 use app::relay::{JetStreamRelay, RelayTarget, RELAY};
 use async_nats::jetstream;
 use chrono::NaiveDate;
 use projections::analytics::OCCUPANCY;
+use projections::feed::EventOut;
 use projections::{Checkpoint, Projection, StoredEvent};
 use serde_json::json;
 use sqlx::PgPool;

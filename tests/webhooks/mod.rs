@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use app::webhooks::destinations::Destinations;
-use app::webhooks::projection::WebhookProjection;
 use app::webhooks::sender::{send_due, Delivered, SenderConfig, WebhookClient};
 use axum::http::{HeaderMap, StatusCode};
 use base64::Engine;
 use hmac::{Hmac, Mac};
+use projections::webhooks::WebhookProjection;
 use serde_json::{json, Value};
 use sha2::Sha256;
 

@@ -19,6 +19,7 @@
 use std::fmt;
 
 use crate::hotel::HotelEvent;
+use crate::personal::PersonalField;
 use crate::reservation::ReservationEvent;
 use crate::room_night::RoomNightEvent;
 
@@ -121,6 +122,31 @@ event_types! {
         DateChangeHeld,
         DateChangeReleased,
         GuestErased,
+    }
+}
+
+impl ReservationEventType {
+    /// The personal value an event of this type carries, if any.
+    pub const fn personal_field(self) -> Option<PersonalField> {
+        match self {
+            Self::ReservationHeld => Some(PersonalField::Guest),
+            Self::ReservationCancelled => Some(PersonalField::CancelReason),
+            Self::ReservationConfirmed
+            | Self::HoldExpired
+            | Self::DatesChanged
+            | Self::PaymentDeclined
+            | Self::LatePaymentRefunded
+            | Self::GuestCheckedIn
+            | Self::GuestCheckedOut
+            | Self::NoShowRecorded
+            | Self::AuthorizationIncreased
+            | Self::PaymentCaptured
+            | Self::PaymentVoided
+            | Self::PaymentRefunded
+            | Self::DateChangeHeld
+            | Self::DateChangeReleased
+            | Self::GuestErased => None,
+        }
     }
 }
 

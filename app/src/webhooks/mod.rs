@@ -4,11 +4,11 @@
 //!
 //! Three parts, one direction: the subscriptions an admin PUTs (here); the deliveries,
 //! made from the event log by a projection in the transaction of its checkpoint
-//! ([`projection`]: every matching event once, even those committed while the
-//! subscriber was failing); and the worker that sends them ([`sender`]).
+//! (`projections::webhooks`, with every other projection: every matching event once,
+//! even those committed while the subscriber was failing); and the worker that sends
+//! them ([`sender`]).
 
 pub mod destinations;
-pub mod projection;
 pub mod secrets;
 pub mod sender;
 

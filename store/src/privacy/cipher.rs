@@ -66,20 +66,14 @@ impl GuestKey {
 }
 
 /// Which personal value of a reservation: part of what a sealed value is bound to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Field {
-    /// The guest's name and e-mail.
-    Guest,
-    /// A cancellation's reason (free text).
-    CancelReason,
-}
+pub use aggregates::personal::PersonalField as Field;
 
-impl Field {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Guest => "guest",
-            Self::CancelReason => "cancel_reason",
-        }
+/// A field's name in what a sealed value is bound to (stored inside every sealed
+/// value's associated data: never renamed).
+fn binding_name(field: Field) -> &'static str {
+    match field {
+        Field::Guest => "guest",
+        Field::CancelReason => "cancel_reason",
     }
 }
 
@@ -110,7 +104,7 @@ fn associated_data(binding: Binding, guest: &GuestId, key: Uuid) -> Vec<u8> {
     format!(
         "{FORMAT}|{}|{}|{guest}|{key}",
         binding.reservation.as_uuid(),
-        binding.field.as_str()
+        binding_name(binding.field)
     )
     .into_bytes()
 }

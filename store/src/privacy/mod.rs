@@ -142,13 +142,9 @@ impl Privacy {
 /// (`{"<event type>": {"<key>": ...}}`): which field, and its key. Defined once, for the
 /// writer that seals and the readers that open.
 pub fn event_field(event_type: &str) -> Option<(ReservationEventType, Field, &'static str)> {
-    match ReservationEventType::parse(event_type)? {
-        kind @ ReservationEventType::ReservationHeld => Some((kind, Field::Guest, "guest")),
-        kind @ ReservationEventType::ReservationCancelled => {
-            Some((kind, Field::CancelReason, "reason"))
-        }
-        _ => None,
-    }
+    let kind = ReservationEventType::parse(event_type)?;
+    let field = kind.personal_field()?;
+    Some((kind, field, field.payload_key()))
 }
 
 /// The personal value in a reservation event's payload, if it has one: the payload as

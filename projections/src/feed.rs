@@ -4,10 +4,11 @@
 //! Defined once, here, because two readers outside the process depend on it being the
 //! same: an auditor paging the HTTP feed and a consumer of the JetStream stream must be
 //! able to treat one event from either source alike (the relay's test compares them).
-//! It names nothing else of this crate, so both the HTTP layer and the relay can use it.
+//! It sits with the log's reader, under the HTTP layer, the relay and the webhooks
+//! projection, which all use it.
 
+use crate::log::StoredEvent;
 use chrono::{DateTime, Utc};
-use projections::StoredEvent;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

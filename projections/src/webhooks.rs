@@ -15,10 +15,12 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
+use crate::log::StoredEvent;
+use crate::runner::Projection;
+use aggregates::contract::ReservationEventType;
 use aggregates::{ReservationEvent, RoomNightEvent, TypedEvent};
 use chrono::{DateTime, NaiveDate, Utc};
 use columns::{columns, Columns, Statement};
-use projections::{Projection, StoredEvent};
 use serde_json::{json, Value};
 use sqlx::{PgConnection, Row};
 
@@ -152,11 +154,10 @@ impl Projection for WebhookProjection {
                         continue;
                     };
                     let mut data = crate::feed::EventOut::from(stored).data;
-                    if let (Some((_, _, key)), Some(fields)) = (
-                        store::privacy::event_field(&stored.event_type),
-                        data.as_object_mut(),
-                    ) {
-                        fields.remove(key);
+                    let personal = ReservationEventType::parse(&stored.event_type)
+                        .and_then(ReservationEventType::personal_field);
+                    if let (Some(field), Some(fields)) = (personal, data.as_object_mut()) {
+                        fields.remove(field.payload_key());
                     }
                     let mut body = json!({
                         "reservation_id": reservation_id,
