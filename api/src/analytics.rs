@@ -24,7 +24,7 @@ use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiPath, ApiQuery, Consistency};
 use super::params::reads_personal_data;
 use super::params::MAX_OCCUPANCY_NIGHTS;
-use super::AppState;
+use crate::state::AppState;
 use app::commands::GuestView;
 use app::queries::{OccupancyRow, ReservationFilter};
 use store::privacy::{Binding, Field};

@@ -15,7 +15,7 @@ use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiQuery, Consistency};
 use super::reservations::EventOut;
-use super::AppState;
+use crate::state::AppState;
 use app::queries::FeedError;
 use utoipa_axum::{router::OpenApiRouter, routes};
 

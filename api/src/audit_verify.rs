@@ -26,7 +26,7 @@ use utoipa::ToSchema;
 
 use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody};
-use super::AppState;
+use crate::state::AppState;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 /// This module's routes, each with its OpenAPI operation (one declaration: a route

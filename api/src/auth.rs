@@ -4,8 +4,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use rand::RngCore;
@@ -13,7 +14,6 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
-use super::AppState;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -139,10 +139,16 @@ impl TokenTable {
     }
 }
 
-impl FromRequestParts<AppState> for Principal {
+/// The caller, from any state that holds the token table (the application's; the
+/// extractor names no more of it than the table).
+impl<S> FromRequestParts<S> for Principal
+where
+    S: Send + Sync,
+    Arc<TokenTable>: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let header = parts
             .headers
             .get(AUTHORIZATION)
@@ -153,8 +159,7 @@ impl FromRequestParts<AppState> for Principal {
             .and_then(|h| h.strip_prefix("Bearer "))
             .map(str::trim)
             .ok_or_else(|| ApiError::unauthorized("Authorization must be: Bearer <token>"))?;
-        state
-            .tokens
+        Arc::<TokenTable>::from_ref(state)
             .authenticate(token)
             .cloned()
             .ok_or_else(|| ApiError::unauthorized("unknown token"))

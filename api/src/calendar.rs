@@ -13,7 +13,7 @@ use super::catalog::{iso_date, prices_out, PlanPriceOut, RestrictionsOut};
 use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiPath, ApiQuery, Consistency};
 use super::params::hotel_id;
-use super::AppState;
+use crate::state::AppState;
 use app::queries::{CalendarNight, MAX_CALENDAR_NIGHTS};
 use utoipa_axum::{router::OpenApiRouter, routes};
 

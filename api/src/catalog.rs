@@ -19,7 +19,7 @@ use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiPath, ApiQuery, Consistency};
 use super::params::stay_query;
 use super::params::{city_filter, hotel_id, staff, CitySearch};
-use super::AppState;
+use crate::state::AppState;
 use app::queries::{NightAvailability, PlanPrice};
 use utoipa_axum::{router::OpenApiRouter, routes};
 

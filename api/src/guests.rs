@@ -15,7 +15,7 @@ use super::bodies::ReservationOut;
 use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiQuery, Idempotency, IdempotencyKeyHeader};
 use super::reservations::{answer, caller, EventOut};
-use super::AppState;
+use crate::state::AppState;
 use app::commands::erase::{self, GuestRef};
 use utoipa_axum::{router::OpenApiRouter, routes};
 

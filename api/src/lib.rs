@@ -25,20 +25,19 @@ pub mod rate_plans;
 pub mod reservations;
 pub mod schema;
 pub mod search;
+pub mod state;
 pub mod stays;
 pub mod telemetry;
 pub mod webhooks;
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::Router;
-use metrics_exporter_prometheus::PrometheusHandle;
-use sqlx::PgPool;
+use axum::{Extension, Router};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
@@ -46,54 +45,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::telemetry::Metrics;
-use app::commands::CommandService;
-use app::queries::Queries;
-use app::rate_limit::HoldLimiter;
-use auth::TokenTable;
 use error::ApiError;
-
-/// What every handler can reach: a handle, cloned for every request (axum's `State`),
-/// so one reference count instead of every field's (cloning the fields showed in the
-/// server's profile under reads).
-#[derive(Clone)]
-pub struct AppState(Arc<AppStateInner>);
-
-impl AppState {
-    pub fn new(inner: AppStateInner) -> Self {
-        Self(Arc::new(inner))
-    }
-}
-
-impl std::ops::Deref for AppState {
-    type Target = AppStateInner;
-
-    fn deref(&self) -> &AppStateInner {
-        &self.0
-    }
-}
-
-/// The shared parts of [`AppState`].
-pub struct AppStateInner {
-    pub commands: CommandService,
-    pub pool: PgPool,
-    pub tokens: Arc<TokenTable>,
-    pub metrics: Metrics,
-    pub prometheus: PrometheusHandle,
-    /// Every read a handler makes (see [`app::queries`]).
-    pub queries: Queries,
-    /// The payment saga (confirm, webhook).
-    pub payments: app::payments::PaymentService,
-    /// The key that signs webhooks; `None` refuses them.
-    pub webhook_secret: Option<Arc<str>>,
-    /// The per-guest hold limit; `None` when it is turned off or Redis is unusable.
-    pub hold_limiter: Option<HoldLimiter>,
-    /// How long a partner webhook delivery is retried (a manual retry gives it as long
-    /// again).
-    pub webhook_retry_window: chrono::Duration,
-    /// Where partner webhooks may go (checked when a subscription is put).
-    pub webhook_destinations: app::webhooks::destinations::Destinations,
-}
+pub use state::{AppState, AppStateInner};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -187,6 +140,9 @@ pub fn openapi() -> &'static utoipa::openapi::OpenApi {
 pub fn router(state: AppState) -> Router {
     let (api, _) = routes().split_for_parts();
     api.merge(console::router())
+        // The document `GET /openapi.json` serves, handed to its handler rather than
+        // named by it (the document is made from the handlers).
+        .layer(Extension(openapi()))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(

@@ -7,14 +7,14 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
-use axum::Json;
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiPath, ApiQuery};
-use super::AppState;
+use crate::state::AppState;
 use app::signals;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -115,8 +115,10 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
 /// This document.
 #[utoipa::path(get, path = "/openapi.json", tag = "operations",
     responses((status = 200, description = "OpenAPI 3.1 document", content_type = "application/json")))]
-pub async fn openapi() -> impl IntoResponse {
-    Json(super::openapi())
+pub async fn openapi(
+    Extension(document): Extension<&'static utoipa::openapi::OpenApi>,
+) -> impl IntoResponse {
+    Json(document)
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

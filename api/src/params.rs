@@ -9,7 +9,7 @@ use utoipa::IntoParams;
 
 use super::auth::{Principal, Role};
 use super::error::ApiError;
-use super::AppState;
+use crate::state::AppState;
 use app::commands::Caller;
 use app::queries::StayQuery;
 

@@ -16,7 +16,7 @@ use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiPath, Idempotency, IdempotencyKeyHeader};
 use super::params::reservation_id;
 use super::reservations::{answer, caller, client_scope};
-use super::AppState;
+use crate::state::AppState;
 use app::payments::gateway::PaymentToken;
 use app::payments::{signature, PaymentResult, WebhookNotice, WebhookResult, WebhookStatus};
 use utoipa_axum::{router::OpenApiRouter, routes};

@@ -27,7 +27,7 @@ use super::bodies::{AriInventory, AriRate};
 use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiPath};
 use super::params::staff;
-use super::AppState;
+use crate::state::AppState;
 use app::commands::MAX_ARI_UPDATES;
 use utoipa_axum::{router::OpenApiRouter, routes};
 

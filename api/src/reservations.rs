@@ -18,7 +18,7 @@ use super::bodies::{GuestOut, ReservationOut};
 use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiPath, Idempotency, IdempotencyKeyHeader};
 use super::params::{reads_personal_data, reservation_id};
-use super::AppState;
+use crate::state::AppState;
 use app::commands::{Caller, GuestView, HoldRequest, ReservationView, StayAction};
 use app::rate_limit::{retry_after_seconds, Admission, HoldAttempt, HoldLimiter};
 use store::error::CommandError;

@@ -19,7 +19,7 @@ use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiQuery, Consistency};
 use super::params::city_filter;
 use super::params::stay_query;
-use super::AppState;
+use crate::state::AppState;
 use app::queries::{CitySearch, MAX_SEARCH_LIMIT};
 use utoipa_axum::{router::OpenApiRouter, routes};
 

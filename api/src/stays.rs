@@ -15,7 +15,7 @@ use super::analytics::report_range;
 use super::auth::Principal;
 use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiPath, ApiQuery, Consistency};
-use super::AppState;
+use crate::state::AppState;
 use app::queries::stays::{rate, NoShowReport, StayNight, StaysRead};
 use utoipa_axum::{router::OpenApiRouter, routes};
 

@@ -11,7 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::auth::{Principal, Role};
 use super::error::{database, ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
-use super::AppState;
+use crate::state::AppState;
 use app::webhooks::{self, Subscription};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
