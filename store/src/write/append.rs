@@ -17,8 +17,9 @@ use serde::Serialize;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
+use super::attempt::AttemptError;
+use super::load::{LoadedNights, LoadedReservation};
 use super::seal::{self, Owner, Slot};
-use super::{AttemptError, LoadedNights, LoadedReservation};
 use crate::error::CommandError;
 use crate::privacy::{self, Binding, Field, Privacy};
 
@@ -356,7 +357,7 @@ impl Writer {
     /// Queues the outcome of an idempotent request, stored with the writes.
     pub fn queue_idempotency<T: Serialize>(
         &mut self,
-        fingerprint: &super::RequestFingerprint,
+        fingerprint: &super::idempotency::RequestFingerprint,
         outcome: &T,
     ) -> Result<(), AttemptError> {
         let outcome = serde_json::to_value(outcome).map_err(internal)?;

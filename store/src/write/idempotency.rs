@@ -15,7 +15,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, Row};
 
-use super::AttemptError;
+use super::attempt::AttemptError;
 use aggregates::CommandName;
 
 use crate::error::CommandError;

@@ -15,7 +15,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
-use super::AttemptError;
+use super::attempt::AttemptError;
 use crate::error::CommandError;
 
 fn corrupt(what: &str, e: impl std::fmt::Display) -> AttemptError {
@@ -194,7 +194,7 @@ impl Loader<'_> {
     /// makes the final write of this one refuse (`Conflict`), and the retry replays it.
     pub async fn open(
         &mut self,
-        requests: &[&super::RequestFingerprint],
+        requests: &[&super::idempotency::RequestFingerprint],
         rooms: &[Room],
         lock: bool,
     ) -> Result<Opened, AttemptError> {
@@ -211,7 +211,7 @@ impl Loader<'_> {
     /// statement: a round trip less for every batch of holds.
     pub async fn open_with_nights(
         &mut self,
-        requests: &[&super::RequestFingerprint],
+        requests: &[&super::idempotency::RequestFingerprint],
         rooms: &[Room],
         wanted: &[WantedNights],
         now: DateTime<Utc>,
@@ -361,7 +361,7 @@ struct OpenParams<'r> {
 }
 
 impl<'r> OpenParams<'r> {
-    fn of(requests: &[&'r super::RequestFingerprint], rooms: &[Room]) -> Self {
+    fn of(requests: &[&'r super::idempotency::RequestFingerprint], rooms: &[Room]) -> Self {
         let mut room_keys: Vec<(i32, i32)> = rooms.iter().map(|r| advisory_key(*r)).collect();
         room_keys.sort_unstable();
         room_keys.dedup();

@@ -19,7 +19,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 
-use super::AttemptError;
+use super::attempt::AttemptError;
 
 /// What a guest is told about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::AttemptError;
+use super::attempt::AttemptError;
 
 /// A call to the payment gateway that a committed event decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

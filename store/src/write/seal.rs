@@ -16,7 +16,7 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::AttemptError;
+use super::attempt::AttemptError;
 use crate::error::CommandError;
 use crate::privacy::{cipher, Binding, KeyState, Privacy, PrivacyError};
 
