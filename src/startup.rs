@@ -27,6 +27,7 @@ use app::payments::simulated::{SimulatedConfig, SimulatedGateway};
 use app::payments::{PaymentConfig, PaymentService};
 use app::queries::{AvailabilityCache, Queries};
 use app::rate_limit::HoldLimiter;
+use clap::builder::TypedValueParser as _;
 use store::write::Strategy;
 
 /// Everything `reservations serve` can be told, from flags or the environment.
@@ -66,7 +67,9 @@ pub struct Settings {
     #[arg(long, env = "PAYMENT_WEBHOOK_SECRET", hide_env_values = true)]
     pub payment_webhook_secret: Option<String>,
     /// How concurrent bookings of the same nights are kept apart.
-    #[arg(long, env = "WRITE_STRATEGY", value_enum, default_value = "group")]
+    #[arg(long, env = "WRITE_STRATEGY", default_value = "group",
+          value_parser = clap::builder::PossibleValuesParser::new(Strategy::ALL.map(Strategy::as_str))
+              .try_map(|name| name.parse::<Strategy>()))]
     pub strategy: Strategy,
     /// Group commit: how many batches of holds may be in flight at once (each a
     /// transaction on its own connection).

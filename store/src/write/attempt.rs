@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How concurrent commands on the same nights are kept apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     /// Decide without locks; detect conflicts at write time and retry.
@@ -24,8 +24,30 @@ pub enum Strategy {
 }
 
 impl Strategy {
+    pub const ALL: [Self; 3] = [Self::Optimistic, Self::Pessimistic, Self::Group];
+
+    /// Its name in configuration (`WRITE_STRATEGY`, `--strategy`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Optimistic => "optimistic",
+            Self::Pessimistic => "pessimistic",
+            Self::Group => "group",
+        }
+    }
+
     pub fn locks_nights(self) -> bool {
         matches!(self, Strategy::Pessimistic | Strategy::Group)
+    }
+}
+
+impl std::str::FromStr for Strategy {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.as_str() == name)
+            .ok_or_else(|| format!("{name:?} is not one of optimistic, pessimistic, group"))
     }
 }
 
