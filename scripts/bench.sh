@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The HTTP load benchmarks in one command (see docs/benchmarks.md, "HTTP load"):
 # builds the release binaries, starts the server on a scratch database, loads the
-# catalogs, runs every scenario (spread, hot, reads, mixed; and issue 18's: spread again
+# catalogs, runs every scenario (spread, hot, reads, mixed; and the rate plans' scenarios: spread again
 # on a catalog with rate plans and restrictions, interleaved with spread, the city
 # search, and a year of bulk ARI), runs the raw-SQL baseline on the same PostgreSQL
 # server, sweeps the write strategies on the hot scenario, draws the chart and prints
@@ -45,7 +45,7 @@ HOT_CLIENTS=${HOT_CLIENTS:-64}
 READS_CLIENTS=${READS_CLIENTS:-32}
 MIXED_CLIENTS=${MIXED_CLIENTS:-32}
 WRITE_STRATEGY=${WRITE_STRATEGY:-group}                # of the scenario runs
-# Issue 18. Spread with plans: a second catalog of the main one's shape (hotels from
+# Spread with plans: a second catalog of the main one's shape (hotels from
 # PLANS_FIRST_HOTEL), every room type with three rate plans and restrictions the stays
 # satisfy; PLANS_ROUNDS pairs of spread / spread-plans runs, in alternating order
 # (spread, spread-plans, spread-plans, spread, ...), the first spread being the one

@@ -4,9 +4,8 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
 
-use axum::extract::{FromRef, FromRequestParts};
+use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use rand::RngCore;
@@ -140,11 +139,10 @@ impl TokenTable {
 }
 
 /// The caller, from any state that holds the token table (the application's; the
-/// extractor names no more of it than the table).
+/// extractor names no more of it than the table, and borrows it).
 impl<S> FromRequestParts<S> for Principal
 where
-    S: Send + Sync,
-    Arc<TokenTable>: FromRef<S>,
+    S: AsRef<TokenTable> + Send + Sync,
 {
     type Rejection = ApiError;
 
@@ -159,7 +157,8 @@ where
             .and_then(|h| h.strip_prefix("Bearer "))
             .map(str::trim)
             .ok_or_else(|| ApiError::unauthorized("Authorization must be: Bearer <token>"))?;
-        Arc::<TokenTable>::from_ref(state)
+        state
+            .as_ref()
             .authenticate(token)
             .cloned()
             .ok_or_else(|| ApiError::unauthorized("unknown token"))

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use axum::extract::FromRef;
 use metrics_exporter_prometheus::PrometheusHandle;
 use sqlx::PgPool;
 
@@ -57,8 +56,8 @@ pub struct AppStateInner {
 }
 
 /// The token table, for the extractor of the caller ([`crate::auth::Principal`]).
-impl FromRef<AppState> for Arc<TokenTable> {
-    fn from_ref(state: &AppState) -> Self {
-        Arc::clone(&state.tokens)
+impl AsRef<TokenTable> for AppState {
+    fn as_ref(&self) -> &TokenTable {
+        &self.tokens
     }
 }

@@ -16,7 +16,7 @@ const HOT_MAX_P99_MS: f64 = 100.0;
 const READS_MIN_PER_SECOND: f64 = 10_000.0;
 const READS_MAX_P99_MS: f64 = 10.0;
 const SERVER_MAX_MB: f64 = 150.0;
-/// Issue 18's: the city search, and spread holds with plans and restrictions in force
+/// The rate plans' scenarios: the city search, and spread holds with plans and restrictions in force
 /// against the same run's spread without them.
 const SEARCH_MIN_PER_SECOND: f64 = 3_000.0;
 const SEARCH_MAX_P99_MS: f64 = 20.0;
