@@ -66,10 +66,11 @@ async fn the_readmes_walkthrough_runs_as_written_against_a_fresh_server() {
     let session: String = blocks
         .iter()
         .map(|block| {
+            // The scratch files first: the binary's own path may be under /tmp too.
             block
+                .replace("/tmp/", &format!("{}/", scratch.display()))
                 .replace("http://127.0.0.1:8080", &server.url(""))
                 .replace("cargo run --release --", binary)
-                .replace("/tmp/", &format!("{}/", scratch.display()))
         })
         .collect::<Vec<_>>()
         .join("\n");
