@@ -17,14 +17,18 @@ use serde::{Deserialize, Serialize};
 use crate::cancellation::CancellationPolicy;
 use crate::names::AggregateType;
 use crate::rate_plan::{self, Adjustments, Pricing, PricingError};
-use crate::types::{Cents, HotelId, InvalidInput, RatePlanId, RoomTypeId, TimeZone};
+use crate::types::{Cents, Currency, HotelId, InvalidInput, RatePlanId, RoomTypeId, TimeZone};
 
-/// Name, city and IANA timezone of a hotel, validated.
+/// Name, city, IANA timezone and currency of a hotel, validated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HotelDetails {
     name: String,
     city: String,
     timezone: TimeZone,
+    /// Absent from what was stored before hotels had a currency, and from the euro's
+    /// details still (so they serialize as they always did): the euro.
+    #[serde(default, skip_serializing_if = "Currency::is_euro")]
+    currency: Currency,
 }
 
 fn short_text(field: &'static str, value: &str, max: usize) -> Result<String, InvalidInput> {
@@ -47,7 +51,13 @@ impl HotelDetails {
             name,
             city,
             timezone,
+            currency: Currency::EUR,
         })
+    }
+
+    /// The same details, priced in `currency`.
+    pub fn with_currency(self, currency: Currency) -> Self {
+        Self { currency, ..self }
     }
 
     pub fn name(&self) -> &str {
@@ -60,6 +70,10 @@ impl HotelDetails {
 
     pub fn timezone(&self) -> TimeZone {
         self.timezone
+    }
+
+    pub fn currency(&self) -> Currency {
+        self.currency
     }
 }
 

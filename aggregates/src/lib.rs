@@ -51,6 +51,6 @@ pub use reservation::{
 };
 pub use room_night::{Hold, RoomNight, RoomNightCommand, RoomNightEvent, RoomNightKey};
 pub use types::{
-    BookingLimits, Cents, Guest, GuestCount, HotelId, InvalidInput, InventoryLevels, RatePlanId,
-    Reference, ReservationId, RoomCount, RoomTypeId, StayDates, TimeZone, Weekdays,
+    BookingLimits, Cents, Currency, Guest, GuestCount, HotelId, InvalidInput, InventoryLevels,
+    RatePlanId, Reference, ReservationId, RoomCount, RoomTypeId, StayDates, TimeZone, Weekdays,
 };

@@ -770,6 +770,69 @@ impl<'de> Deserialize<'de> for TimeZone {
     }
 }
 
+/// The currency a hotel prices in (ISO 4217). Every amount of the hotel is an integer
+/// in the currency's minor unit: cents of a euro, whole yen (JPY has none), thousandths
+/// of a Bahraini dinar. Only currencies with a defined minor unit can price a stay
+/// (not gold, not funds codes).
+///
+/// It serializes as its three-letter code; the default is the euro.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Currency(iso_currency::Currency);
+
+impl Currency {
+    pub const EUR: Self = Self(iso_currency::Currency::EUR);
+
+    pub fn parse(code: &str) -> Result<Self, InvalidInput> {
+        let known = iso_currency::Currency::from_code(code)
+            .filter(|c| c.code() == code && c.exponent().is_some());
+        known.map(Self).ok_or_else(|| {
+            InvalidInput::new(
+                "currency",
+                "must be an ISO 4217 currency code with a minor unit, such as EUR, CHF or JPY",
+            )
+        })
+    }
+
+    /// The three-letter code.
+    pub fn code(self) -> &'static str {
+        self.0.code()
+    }
+
+    /// How many digits the minor unit has (2 for EUR, 0 for JPY, 3 for BHD).
+    pub fn minor_digits(self) -> u16 {
+        self.0.exponent().unwrap_or(0)
+    }
+
+    pub fn is_euro(&self) -> bool {
+        *self == Self::EUR
+    }
+}
+
+impl Default for Currency {
+    fn default() -> Self {
+        Self::EUR
+    }
+}
+
+impl fmt::Display for Currency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+impl Serialize for Currency {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.code())
+    }
+}
+
+impl<'de> Deserialize<'de> for Currency {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let code = String::deserialize(deserializer)?;
+        Self::parse(&code).map_err(serde::de::Error::custom)
+    }
+}
+
 /// Current date at a hotel, in its time zone.
 pub fn local_date(now: DateTime<Utc>, timezone: TimeZone) -> NaiveDate {
     now.with_timezone(&timezone.tz()).date_naive()
@@ -778,6 +841,33 @@ pub fn local_date(now: DateTime<Utc>, timezone: TimeZone) -> NaiveDate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_currency_is_its_iso_code_with_its_minor_unit() {
+        let digits = |code| Currency::parse(code).map(Currency::minor_digits);
+        assert_eq!(digits("EUR"), Ok(2));
+        assert_eq!(digits("CHF"), Ok(2));
+        assert_eq!(digits("JPY"), Ok(0));
+        assert_eq!(digits("BHD"), Ok(3));
+        assert_eq!(Currency::default(), Currency::EUR);
+    }
+
+    #[test]
+    fn an_unknown_code_a_lowercase_one_or_one_without_a_minor_unit_is_refused() {
+        for code in ["", "EU", "EURO", "eur", "XYZ", "XAU", " EUR"] {
+            let refused = Currency::parse(code).expect_err(code);
+            assert_eq!(refused.field, "currency", "{code}");
+        }
+    }
+
+    #[test]
+    fn a_currency_reads_back_as_it_was_written() {
+        let yen = Currency::parse("JPY").expect("a currency");
+        let json = serde_json::to_string(&yen).expect("json");
+        assert_eq!(json, "\"JPY\"");
+        assert_eq!(serde_json::from_str::<Currency>(&json).expect("back"), yen);
+        assert!(serde_json::from_str::<Currency>("\"XAU\"").is_err());
+    }
 
     fn date(s: &str) -> NaiveDate {
         NaiveDate::parse_from_str(s, "%Y-%m-%d").expect("test date")

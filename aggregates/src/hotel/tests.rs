@@ -520,3 +520,29 @@ fn a_rate_plan_lists_room_types_and_adjusts_within_bounds() {
         "name"
     );
 }
+
+#[test]
+fn changing_a_hotels_currency_records_its_details_again() {
+    let francs = lisbon().with_currency(Currency::parse("CHF").expect("a currency"));
+    Fixture::with(())
+        .given(vec![details_set()])
+        .when(HotelCommand::SetDetails {
+            hotel_id: hotel_id(7),
+            details: francs.clone(),
+        })
+        .then_expect_events(vec![HotelEvent::HotelDetailsSet {
+            hotel_id: hotel_id(7),
+            details: francs,
+        }]);
+}
+
+#[test]
+fn details_stored_before_hotels_had_a_currency_read_back_in_euros_and_euros_serialize_as_before() {
+    let stored = r#"{"name":"Casa do Rio","city":"Lisbon","timezone":"Europe/Lisbon"}"#;
+    let details: HotelDetails = serde_json::from_str(stored).expect("stored details");
+    assert_eq!(details.currency(), Currency::EUR);
+    assert_eq!(serde_json::to_string(&details).expect("json"), stored);
+    let yen = details.with_currency(Currency::parse("JPY").expect("a currency"));
+    let json = serde_json::to_string(&yen).expect("json");
+    assert!(json.ends_with(r#","currency":"JPY"}"#), "{json}");
+}
