@@ -14,9 +14,11 @@
 //!   carries it and never reads it (docs/privacy.md).
 //! - [`restrictions`], [`rate_plan`]: the rules of restrictions and of plans' prices and
 //!   cancellation policies, which the decisions in [`booking`] apply.
-//! - [`contract`]: what crosses crates — aggregate type names, stream ids, event type
-//!   names and versions, command names — and the one path that decodes a stored event
-//!   back into a typed one (through cqrs-es's upcasters).
+//! - [`contract`]: what crosses crates — aggregate type names ([`names`]), stream ids
+//!   ([`streams`]), event type names and versions, command names — and the one path that
+//!   decodes a stored event back into a typed one (through cqrs-es's upcasters).
+//! - [`taxes`]: a hotel's taxes and fees and what they come to on a stay (not yet sold
+//!   with: the next step puts them on offers and reservations).
 //! - [`booking`]: decisions that span a reservation and its nights (hold, confirm,
 //!   cancel, change dates, expire, set inventory, restrictions and plan rates over
 //!   ranges), and the terms a stay is sold on ([`booking::SaleTerms`]).
@@ -36,6 +38,7 @@ pub mod reservation;
 pub mod restrictions;
 pub mod room_night;
 pub mod streams;
+pub mod taxes;
 pub mod types;
 
 pub use booking::{Decision, Nights, Rejection};
