@@ -590,6 +590,7 @@ impl Application {
             hold_limiter,
             webhook_retry_window: settings.webhook_retry_window(),
             webhook_destinations: settings.webhook_destinations(),
+            openapi: api::openapi(),
         });
         Ok(Self {
             listener,

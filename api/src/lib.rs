@@ -37,7 +37,7 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Router};
+use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
@@ -140,9 +140,6 @@ pub fn openapi() -> &'static utoipa::openapi::OpenApi {
 pub fn router(state: AppState) -> Router {
     let (api, _) = routes().split_for_parts();
     api.merge(console::router())
-        // The document `GET /openapi.json` serves, handed to its handler rather than
-        // named by it (the document is made from the handlers).
-        .layer(Extension(openapi()))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(

@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
-use axum::{Extension, Json};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -115,10 +115,8 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
 /// This document.
 #[utoipa::path(get, path = "/openapi.json", tag = "operations",
     responses((status = 200, description = "OpenAPI 3.1 document", content_type = "application/json")))]
-pub async fn openapi(
-    Extension(document): Extension<&'static utoipa::openapi::OpenApi>,
-) -> impl IntoResponse {
-    Json(document)
+pub async fn openapi(State(state): State<AppState>) -> impl IntoResponse {
+    Json(state.openapi)
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -53,6 +53,9 @@ pub struct AppStateInner {
     pub webhook_retry_window: chrono::Duration,
     /// Where partner webhooks may go (checked when a subscription is put).
     pub webhook_destinations: app::webhooks::destinations::Destinations,
+    /// The OpenAPI document `GET /openapi.json` serves ([`crate::openapi`]), handed to
+    /// its handler rather than named by it (the document is made from the handlers).
+    pub openapi: &'static utoipa::openapi::OpenApi,
 }
 
 /// The token table, for the extractor of the caller ([`crate::auth::Principal`]).
