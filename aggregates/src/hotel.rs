@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::cancellation::CancellationPolicy;
 use crate::names::AggregateType;
 use crate::rate_plan::{self, Adjustments, Pricing, PricingError};
+use crate::taxes::Taxes;
 use crate::types::{Cents, Currency, HotelId, InvalidInput, RatePlanId, RoomTypeId, TimeZone};
 
 /// Name, city, IANA timezone and currency of a hotel, validated.
@@ -248,6 +249,9 @@ pub struct Hotel {
     room_types: BTreeMap<RoomTypeId, RoomTypeDetails>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     rate_plans: BTreeMap<RatePlanId, RatePlan>,
+    /// The taxes and fees a stay sold now is charged (none until they are set).
+    #[serde(default, skip_serializing_if = "Taxes::is_empty")]
+    taxes: Taxes,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -264,6 +268,8 @@ pub enum HotelCommand {
         rate_plan_id: RatePlanId,
         plan: RatePlan,
     },
+    /// Replaces the whole list of taxes (an empty list: none).
+    SetTaxes { taxes: Taxes },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -279,6 +285,9 @@ pub enum HotelEvent {
     RatePlanSet {
         rate_plan_id: RatePlanId,
         plan: RatePlan,
+    },
+    TaxesSet {
+        taxes: Taxes,
     },
 }
 
@@ -334,6 +343,19 @@ impl Hotel {
 
     pub fn rate_plans(&self) -> &BTreeMap<RatePlanId, RatePlan> {
         &self.rate_plans
+    }
+
+    /// The taxes a stay sold now is charged.
+    pub fn taxes(&self) -> &Taxes {
+        &self.taxes
+    }
+
+    /// The currency the hotel prices in (the euro until its details are set).
+    pub fn currency(&self) -> crate::types::Currency {
+        self.details
+            .as_ref()
+            .map(HotelDetails::currency)
+            .unwrap_or_default()
     }
 
     /// The plans that sell a room type, in id order.
@@ -425,6 +447,15 @@ impl Hotel {
                 self.check_plan(rate_plan_id, &plan)?;
                 Ok(vec![HotelEvent::RatePlanSet { rate_plan_id, plan }])
             }
+            HotelCommand::SetTaxes { taxes } => {
+                if self.hotel_id.is_none() {
+                    return Err(HotelError::UnknownHotel);
+                }
+                if self.taxes == taxes {
+                    return Ok(Vec::new());
+                }
+                Ok(vec![HotelEvent::TaxesSet { taxes }])
+            }
         }
     }
 
@@ -442,6 +473,9 @@ impl Hotel {
             }
             HotelEvent::RatePlanSet { rate_plan_id, plan } => {
                 self.rate_plans.insert(*rate_plan_id, plan.clone());
+            }
+            HotelEvent::TaxesSet { taxes } => {
+                self.taxes = taxes.clone();
             }
         }
     }

@@ -73,10 +73,11 @@ pub enum CommandName {
     HoldDateChange,
     ReleaseDateChange,
     EraseGuest,
+    SetTaxes,
 }
 
 impl CommandName {
-    pub const ALL: [Self; 22] = [
+    pub const ALL: [Self; 23] = [
         Self::SetHotel,
         Self::SetRoomType,
         Self::SetInventory,
@@ -99,6 +100,7 @@ impl CommandName {
         Self::HoldDateChange,
         Self::ReleaseDateChange,
         Self::EraseGuest,
+        Self::SetTaxes,
     ];
 
     /// The name stored in `metadata.command` and hashed into idempotency records.
@@ -126,6 +128,7 @@ impl CommandName {
             Self::HoldDateChange => "hold_date_change",
             Self::ReleaseDateChange => "release_date_change",
             Self::EraseGuest => "erase_guest",
+            Self::SetTaxes => "set_taxes",
         }
     }
 
@@ -190,7 +193,8 @@ mod tests {
             | CommandName::RecordIncrement
             | CommandName::HoldDateChange
             | CommandName::ReleaseDateChange
-            | CommandName::EraseGuest => 22,
+            | CommandName::EraseGuest
+            | CommandName::SetTaxes => 23,
         }
     }
 

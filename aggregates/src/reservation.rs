@@ -32,8 +32,10 @@ use serde::{Deserialize, Serialize};
 use crate::cancellation::{CancellationPolicy, CancelledBy};
 use crate::names::AggregateType;
 use crate::personal::Personal;
+use crate::taxes::{StayFigures, TaxedStay, Taxes};
 use crate::types::{
-    Cents, Guest, GuestCount, HotelId, RatePlanId, ReservationId, RoomCount, RoomTypeId, StayDates,
+    Cents, Currency, Guest, GuestCount, HotelId, RatePlanId, ReservationId, RoomCount, RoomTypeId,
+    StayDates,
 };
 pub use ledger::{Ledger, Movement, PaymentStatus};
 
@@ -128,9 +130,56 @@ pub struct ReservationDetails {
     /// before it was kept read the total's average night ([`Self::first_night`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_night_cents: Option<Cents>,
+    /// The hotel's currency when the stay was sold; every amount of the reservation is
+    /// in its minor unit. Stays recorded before hotels had a currency: the euro.
+    #[serde(default, skip_serializing_if = "Currency::is_euro")]
+    pub currency: Currency,
+    /// The hotel's taxes when the stay was sold (a later change does not reach it, as
+    /// with its policy). Stays recorded before taxes existed: none.
+    #[serde(default, skip_serializing_if = "Taxes::is_empty")]
+    pub taxes: Taxes,
 }
 
 impl ReservationDetails {
+    /// The stay's taxes and what the guest owes for it: the room price and every tax
+    /// not included in it.
+    pub fn taxed(&self) -> TaxedStay {
+        self.taxed_for(&self.stay, self.total_cents)
+    }
+
+    /// What the guest owes in all: [`Self::taxed`]'s `total_due`.
+    pub fn total_due(&self) -> Cents {
+        self.taxed().total_due
+    }
+
+    /// The taxes and total due of the same rooms and guests on `stay` at `room_total`
+    /// (a date change's new price). Amounts too large to add up (never sold: prices are
+    /// bounded far below) count the room price alone.
+    pub fn taxed_for(&self, stay: &StayDates, room_total: Cents) -> TaxedStay {
+        self.taxes
+            .on_stay(StayFigures {
+                room_total,
+                nights: stay.night_count(),
+                rooms: self.rooms.get(),
+                guests: self.guests.get(),
+            })
+            .unwrap_or_else(|| TaxedStay::untaxed(room_total))
+    }
+
+    /// What the guest owes when the hotel keeps `room_kept` of the room price and no
+    /// night was stayed (a cancellation, a no-show): taxes levied on the price follow
+    /// the part kept; those per person and night, and per stay, are not due.
+    pub fn due_keeping(&self, room_kept: Cents) -> Cents {
+        self.taxes
+            .on_stay(StayFigures {
+                room_total: room_kept,
+                nights: 0,
+                rooms: self.rooms.get(),
+                guests: self.guests.get(),
+            })
+            .map_or(room_kept, |taxed| taxed.total_due)
+    }
+
     /// The price of the stay's first night (all rooms).
     pub fn first_night(&self) -> Cents {
         self.first_night_cents.unwrap_or_else(|| {
@@ -581,7 +630,7 @@ impl Reservation {
     ) -> Vec<ReservationEvent> {
         match self.ledger() {
             Some(l) if l.is_open() && !l.is_captured() => {
-                self.settle(details, l.charge(details.total_cents), now)
+                self.settle(details, l.charge(details.total_due()), now)
             }
             _ => Vec::new(),
         }
@@ -650,7 +699,7 @@ impl Reservation {
                         },
                         give_back,
                     ]),
-                    ReservationStatus::Held if payment.amount_cents == details.total_cents => {
+                    ReservationStatus::Held if payment.amount_cents == details.total_due() => {
                         let amount = payment.amount_cents;
                         let mut events = vec![ReservationEvent::ReservationConfirmed {
                             confirmed_at: now,
@@ -774,9 +823,14 @@ impl Reservation {
                         let ledger = self.ledger();
                         let charge = ledger
                             .as_ref()
-                            .map_or(Cents::ZERO, |l| l.charge(details.total_cents));
-                        let given_back = charge.percent(percent);
-                        let keep = Cents::new(charge.get() - given_back.get());
+                            .map_or(Cents::ZERO, |l| l.charge(details.total_due()));
+                        // The policy's share is of the room price (what the charge
+                        // holds beyond the added taxes); taxes follow what is kept.
+                        let added = details.total_due().get() - details.total_cents.get();
+                        let room = Cents::new((charge.get() - added).max(0));
+                        let room_kept = Cents::new(room.get() - room.percent(percent).get());
+                        let keep = details.due_keeping(room_kept).min(charge);
+                        let given_back = Cents::new(charge.get() - keep.get());
                         // A refund is money returned, and only money taken can be: before
                         // the capture, what the guest does not owe is released from the
                         // authorization (voided whole, or captured only in the part kept),
@@ -868,7 +922,9 @@ impl Reservation {
                             CancellationPolicy::Refundable { .. } => details.first_night(),
                         };
                         if let Some(ledger) = self.ledger() {
-                            let keep = fee.min(ledger.charge(details.total_cents));
+                            let keep = details
+                                .due_keeping(fee)
+                                .min(ledger.charge(details.total_due()));
                             events.extend(self.settle(details, keep, now));
                         }
                         Ok(events)
@@ -964,7 +1020,8 @@ impl Reservation {
                 let next_key =
                     ledger::authorization_key(details.reservation_id, ledger.authorizations + 1);
                 let granted = increment.filter(|i| i.gateway_key == next_key);
-                let shortfall = ledger.shortfall(total_cents);
+                let owed = details.taxed_for(&stay, total_cents).total_due;
+                let shortfall = ledger.shortfall(owed);
                 let covered = granted.as_ref().map_or(Cents::ZERO, |i| i.amount_cents);
                 if shortfall > covered {
                     return Err(ReservationError::PaymentRequired { shortfall });
@@ -979,7 +1036,7 @@ impl Reservation {
                 }
                 let capture_at = if cap < 100 { now } else { capture_due_at };
                 if ledger.is_captured() || capture_at <= now {
-                    money = Self::money(ledger.settle(details.reservation_id, total_cents), now);
+                    money = Self::money(ledger.settle(details.reservation_id, owed), now);
                 } else {
                     due = Some(capture_at);
                 }

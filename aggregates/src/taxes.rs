@@ -149,6 +149,10 @@ impl Taxes {
         self.0.iter()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// What the taxes come to on a stay whose room price is `room_total`, for `rooms`
     /// rooms of `guests` guests each over `nights` nights; `None` on overflow.
     pub fn on_stay(&self, stay: StayFigures) -> Option<TaxedStay> {
@@ -175,7 +179,10 @@ impl Taxes {
                         .checked_mul(persons)?
                         .checked_mul(i64::from(nights))?
                 }
-                TaxKind::PerStay { amount } => amount.get(),
+                // Due for a stay of at least one night (a stay given up before it
+                // began owes none: see `ReservationDetails::due_keeping`).
+                TaxKind::PerStay { amount } if stay.nights > 0 => amount.get(),
+                TaxKind::PerStay { .. } => 0,
             };
             if !tax.included() {
                 added = added.checked_add(amount)?;
@@ -228,6 +235,27 @@ pub struct TaxLine {
 pub struct TaxedStay {
     pub lines: Vec<TaxLine>,
     pub total_due: Cents,
+}
+
+impl TaxedStay {
+    /// A price without taxes: due as it is.
+    pub fn untaxed(room_total: Cents) -> Self {
+        Self {
+            lines: Vec::new(),
+            total_due: room_total,
+        }
+    }
+
+    /// The taxes added to the room price (not those it already holds).
+    pub fn added(&self) -> Cents {
+        Cents::new(
+            self.lines
+                .iter()
+                .filter(|l| !l.included)
+                .map(|l| l.amount.get())
+                .sum(),
+        )
+    }
 }
 
 #[cfg(test)]

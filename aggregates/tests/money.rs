@@ -109,6 +109,8 @@ impl Model {
             cancellation_policy: policy,
             guests: GuestCount::ONE,
             first_night_cents: Some(Cents::new(20_000)),
+            currency: aggregates::Currency::EUR,
+            taxes: aggregates::taxes::Taxes::default(),
         };
         let mut model = Self {
             reservation: Reservation::default(),

@@ -1225,6 +1225,8 @@ async fn the_migration_fills_the_plans_of_rows_written_before_it() {
             cancellation_policy: aggregates::cancellation::CancellationPolicy::HOUSE,
             guests: aggregates::GuestCount::ONE,
             first_night_cents: None,
+            currency: aggregates::Currency::EUR,
+            taxes: aggregates::taxes::Taxes::default(),
         },
     ))
     .expect("json");

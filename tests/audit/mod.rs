@@ -950,6 +950,8 @@ fn held_event(
         cancellation_policy: aggregates::cancellation::CancellationPolicy::HOUSE,
         guests: aggregates::GuestCount::ONE,
         first_night_cents: None,
+        currency: aggregates::Currency::EUR,
+        taxes: aggregates::taxes::Taxes::default(),
     };
     let stream = aggregates::contract::reservation_stream_id(hotel_id(), reservation_id);
     let payload = serde_json::to_value(aggregates::ReservationEvent::ReservationHeld(details))

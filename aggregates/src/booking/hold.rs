@@ -124,6 +124,8 @@ pub fn hold_stay(
             cancellation_policy: terms.cancellation_policy(),
             guests: terms.guests(),
             first_night_cents: terms.first_night_price(nights, &request.stay, request.rooms),
+            currency: hotel.currency(),
+            taxes: hotel.taxes().clone(),
         },
     })?;
     Ok(decision)

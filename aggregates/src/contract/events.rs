@@ -83,6 +83,7 @@ event_types! {
         HotelDetailsSet,
         RoomTypeSet,
         RatePlanSet,
+        TaxesSet,
     }
 }
 
@@ -254,6 +255,9 @@ mod tests {
                     crate::rate_plan::Pricing::Own,
                 )
                 .expect("valid"),
+            },
+            HotelEvent::TaxesSet {
+                taxes: crate::taxes::Taxes::default(),
             },
         ];
         assert_eq!(events.len(), HotelEventType::ALL.len());

@@ -546,3 +546,55 @@ fn details_stored_before_hotels_had_a_currency_read_back_in_euros_and_euros_seri
     let json = serde_json::to_string(&yen).expect("json");
     assert!(json.ends_with(r#","currency":"JPY"}"#), "{json}");
 }
+
+fn city_tax() -> crate::taxes::Taxes {
+    use crate::taxes::{Tax, TaxKind, Taxes};
+    Taxes::parse(vec![Tax::parse(
+        "CITY",
+        TaxKind::PerPersonNight {
+            amount: crate::types::Cents::new(200),
+            max_nights: Some(7),
+        },
+    )
+    .expect("tax")])
+    .expect("taxes")
+}
+
+#[test]
+fn setting_taxes_records_the_whole_list() {
+    Fixture::with(())
+        .given(vec![details_set()])
+        .when(HotelCommand::SetTaxes { taxes: city_tax() })
+        .then_expect_events(vec![HotelEvent::TaxesSet { taxes: city_tax() }]);
+}
+
+#[test]
+fn setting_the_same_taxes_again_changes_nothing() {
+    Fixture::with(())
+        .given(vec![
+            details_set(),
+            HotelEvent::TaxesSet { taxes: city_tax() },
+        ])
+        .when(HotelCommand::SetTaxes { taxes: city_tax() })
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn setting_taxes_of_an_unknown_hotel_is_unknown_hotel() {
+    Fixture::with(())
+        .given_no_previous_events()
+        .when(HotelCommand::SetTaxes { taxes: city_tax() })
+        .then_expect_error(HotelError::UnknownHotel);
+}
+
+#[test]
+fn a_hotel_without_taxes_serializes_as_it_did_before_taxes_existed() {
+    let mut hotel = Hotel::default();
+    hotel.apply_event(&details_set());
+    let json = serde_json::to_value(&hotel).expect("json");
+    assert!(json.get("taxes").is_none(), "{json}");
+    hotel.apply_event(&HotelEvent::TaxesSet { taxes: city_tax() });
+    let back: Hotel =
+        serde_json::from_value(serde_json::to_value(&hotel).expect("json")).expect("back");
+    assert_eq!(back.taxes(), &city_tax());
+}

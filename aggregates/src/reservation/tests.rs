@@ -45,6 +45,8 @@ fn details() -> ReservationDetails {
         cancellation_policy: crate::cancellation::CancellationPolicy::HOUSE,
         guests: crate::types::GuestCount::ONE,
         first_night_cents: None,
+        currency: crate::types::Currency::EUR,
+        taxes: crate::taxes::Taxes::default(),
     }
 }
 
@@ -800,4 +802,167 @@ fn a_checked_in_stay_can_no_longer_be_cancelled_or_moved() {
         .then_expect_error(ReservationError::InvalidState {
             status: ReservationStatus::CheckedIn,
         });
+}
+
+// --- Taxes: what the guest owes, pays and gets back ---------------------------------
+
+/// The stay of [`details`] in a Lisbon hotel: VAT 6% in the price, a city tax of 2.00
+/// per guest and night, and a cleaning fee of 25.00 per stay.
+fn taxed() -> ReservationDetails {
+    use crate::taxes::{BasisPoints, Tax, TaxKind, Taxes};
+    let taxes = Taxes::parse(vec![
+        Tax::parse(
+            "VAT",
+            TaxKind::Percent {
+                rate: BasisPoints::from_percent(6.0).expect("rate"),
+                included: true,
+            },
+        )
+        .expect("tax"),
+        Tax::parse(
+            "CITY",
+            TaxKind::PerPersonNight {
+                amount: Cents::new(200),
+                max_nights: Some(7),
+            },
+        )
+        .expect("tax"),
+        Tax::parse(
+            "CLEAN",
+            TaxKind::PerStay {
+                amount: Cents::new(2_500),
+            },
+        )
+        .expect("tax"),
+    ])
+    .expect("taxes");
+    ReservationDetails { taxes, ..details() }
+}
+
+fn taxed_placed() -> ReservationEvent {
+    ReservationEvent::ReservationHeld(taxed())
+}
+
+#[test]
+fn a_taxed_stay_owes_its_price_and_every_tax_not_included() {
+    let taxed = taxed().taxed();
+    // VAT: the 6% share of 480.00 that holds it; city: 2 rooms x 1 guest x 2 nights.
+    let lines: Vec<(&str, i64, bool)> = taxed
+        .lines
+        .iter()
+        .map(|l| (l.code.as_str(), l.amount.get(), l.included))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("VAT", 2_717, true),
+            ("CITY", 800, false),
+            ("CLEAN", 2_500, false)
+        ]
+    );
+    assert_eq!(taxed.total_due, Cents::new(51_300));
+    assert_eq!(details().total_due(), Cents::new(48_000));
+}
+
+#[test]
+fn a_taxed_stay_is_confirmed_by_an_authorization_of_the_total_due_only() {
+    let wrong = state(&[taxed_placed()])
+        .decide(authorize("txn_1", 48_000, 5))
+        .expect("decided");
+    assert!(matches!(
+        wrong.as_slice(),
+        [ReservationEvent::LatePaymentRefunded { .. }]
+    ));
+    let right = state(&[taxed_placed()])
+        .decide(authorize("txn_1", 51_300, 5))
+        .expect("decided");
+    assert!(matches!(
+        right.as_slice(),
+        [ReservationEvent::ReservationConfirmed { .. }]
+    ));
+}
+
+/// A taxed stay paid in full (51,300) and captured.
+fn taxed_and_captured() -> Vec<ReservationEvent> {
+    vec![
+        taxed_placed(),
+        ReservationEvent::ReservationConfirmed {
+            confirmed_at: at(5),
+            payment: Some(card("txn_1", 51_300)),
+            capture_due_at: Some(at(6)),
+        },
+        ReservationEvent::PaymentCaptured {
+            amount_cents: Cents::new(51_300),
+            gateway_key: ledger::capture_key(ReservationId::from_uuid(Uuid::from_u128(1)), 1),
+            captured_at: at(6),
+        },
+    ]
+}
+
+#[test]
+fn a_cancellation_gives_back_the_policys_share_of_the_room_and_every_tax_of_nights_not_stayed() {
+    let events = state(&taxed_and_captured())
+        .decide(ReservationCommand::Cancel {
+            now: at(30),
+            today: day(1),
+            reason: "plans changed".into(),
+            by: CancelledBy::Guest,
+            refund_percent: 50,
+        })
+        .expect("cancelled");
+    // Kept: half the room price (VAT is inside it); given back: the other half, the
+    // city tax and the cleaning fee.
+    let refunded: Vec<i64> = events
+        .iter()
+        .filter_map(|e| match e {
+            ReservationEvent::PaymentRefunded { amount_cents, .. } => Some(amount_cents.get()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refunded, [27_300]);
+    assert!(matches!(
+        events.first(),
+        Some(ReservationEvent::ReservationCancelled { refund_cents, .. })
+            if *refund_cents == Cents::new(27_300)
+    ));
+}
+
+#[test]
+fn a_tax_added_to_the_price_follows_the_share_a_cancellation_keeps() {
+    use crate::taxes::{BasisPoints, Tax, TaxKind, Taxes};
+    let added = Taxes::parse(vec![Tax::parse(
+        "VAT",
+        TaxKind::Percent {
+            rate: BasisPoints::from_percent(10.0).expect("rate"),
+            included: false,
+        },
+    )
+    .expect("tax")])
+    .expect("taxes");
+    let stay = ReservationDetails {
+        taxes: added,
+        ..details()
+    };
+    assert_eq!(stay.total_due(), Cents::new(52_800));
+    // Keeping 240.00 of the room keeps its 24.00 of tax.
+    assert_eq!(stay.due_keeping(Cents::new(24_000)), Cents::new(26_400));
+}
+
+#[test]
+fn a_no_show_of_a_taxed_stay_keeps_the_first_night_without_the_taxes_of_nights_not_stayed() {
+    let events = state(&taxed_and_captured())
+        .decide(ReservationCommand::RecordNoShow {
+            now: at(60 * 24 * 10),
+            today: day(10),
+        })
+        .expect("recorded");
+    let refunded: Vec<i64> = events
+        .iter()
+        .filter_map(|e| match e {
+            ReservationEvent::PaymentRefunded { amount_cents, .. } => Some(amount_cents.get()),
+            _ => None,
+        })
+        .collect();
+    // The first night is half the 480.00 (no first-night price kept: the average).
+    assert_eq!(refunded, [51_300 - 24_000]);
 }

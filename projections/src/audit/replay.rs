@@ -450,6 +450,12 @@ pub fn check_hotel_event(hotel: &Hotel, event: &HotelEvent, stream_id: &str) -> 
             }
             Ok(())
         }
+        HotelEvent::TaxesSet { .. } => {
+            if hotel.hotel_id().is_none() {
+                return Err("TaxesSet before HotelDetailsSet".to_owned());
+            }
+            Ok(())
+        }
         HotelEvent::RatePlanSet { rate_plan_id, plan } => {
             if hotel.hotel_id().is_none() {
                 return Err(format!("RatePlanSet {rate_plan_id} before HotelDetailsSet"));
@@ -669,6 +675,8 @@ mod tests {
             cancellation_policy: aggregates::cancellation::CancellationPolicy::HOUSE,
             guests: aggregates::GuestCount::ONE,
             first_night_cents: None,
+            currency: aggregates::Currency::EUR,
+            taxes: aggregates::taxes::Taxes::default(),
         }
     }
 

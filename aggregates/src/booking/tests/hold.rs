@@ -49,6 +49,8 @@ fn holding_a_stay_holds_every_night_at_the_sum_of_the_rates_times_the_rooms() {
             cancellation_policy: CancellationPolicy::HOUSE,
             guests: GuestCount::ONE,
             first_night_cents: Some(Cents::new(2 * 10_000)),
+            currency: crate::types::Currency::EUR,
+            taxes: crate::taxes::Taxes::default(),
         })]
     );
 }
@@ -292,5 +294,54 @@ fn holding_drops_lapsed_holds_of_other_reservations_on_its_nights() {
             ),
             (key(12), vec![new_hold]),
         ]
+    );
+}
+
+#[test]
+fn a_hold_keeps_the_currency_and_the_taxes_in_force_when_it_was_sold() {
+    use crate::taxes::{Tax, TaxKind, Taxes};
+    let mut zurich = hotel();
+    let details = HotelDetails::parse("Casa do Rio", "Lisbon", "Europe/Lisbon")
+        .expect("valid details")
+        .with_currency(crate::types::Currency::parse("CHF").expect("a currency"));
+    let city = Taxes::parse(vec![Tax::parse(
+        "CITY",
+        TaxKind::PerPersonNight {
+            amount: Cents::new(250),
+            max_nights: None,
+        },
+    )
+    .expect("tax")])
+    .expect("taxes");
+    for command in [
+        HotelCommand::SetDetails {
+            hotel_id: hotel_id(),
+            details,
+        },
+        HotelCommand::SetTaxes {
+            taxes: city.clone(),
+        },
+    ] {
+        for event in zurich.decide(command).expect("catalog") {
+            zurich.apply_event(&event);
+        }
+    }
+    let decision = hold_stay(
+        &zurich,
+        &Reservation::default(),
+        &four_nights(3),
+        &BookingLimits::default(),
+        hold_cmd(1, 10, 13, 2),
+    )
+    .expect("held");
+    let Some(ReservationEvent::ReservationHeld(held)) = decision.reservation.first() else {
+        panic!("no reservation held: {decision:?}");
+    };
+    assert_eq!(held.currency.code(), "CHF");
+    assert_eq!(held.taxes, city);
+    // Two rooms, one guest each, three nights.
+    assert_eq!(
+        held.total_due(),
+        Cents::new(held.total_cents.get() + 2 * 3 * 250)
     );
 }

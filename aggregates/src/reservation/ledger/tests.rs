@@ -58,6 +58,8 @@ fn placed_under(policy: CancellationPolicy) -> ReservationEvent {
         cancellation_policy: policy,
         guests: GuestCount::ONE,
         first_night_cents: Some(cents(20_000)),
+        currency: crate::types::Currency::EUR,
+        taxes: crate::taxes::Taxes::default(),
     })
 }
 

@@ -431,6 +431,8 @@ mod tests {
             cancellation_policy: CancellationPolicy::HOUSE,
             guests: GuestCount::ONE,
             first_night_cents: None,
+            currency: aggregates::Currency::EUR,
+            taxes: aggregates::taxes::Taxes::default(),
         }
     }
 
