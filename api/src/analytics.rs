@@ -296,6 +296,7 @@ fn reservation_out(
     now: DateTime<Utc>,
 ) -> ReservationOut {
     let cancellation_policy = row.cancellation_policy();
+    let taxed = row.taxed();
     // As the write side shows it: a hold past its expiry is expired, whether or not
     // the sweeper has recorded that yet.
     let status = if row.status == ReservationStatus::Held.as_str() && row.hold_expires_at <= now {
@@ -305,11 +306,14 @@ fn reservation_out(
     };
     // As the reservation computes it: what is owed, while the card is only authorized.
     let to_capture = if row.payment_status == PaymentStatus::Authorized.as_str() {
-        row.total_cents.min(row.authorized_cents)
+        taxed.total_due.get().min(row.authorized_cents)
     } else {
         0
     };
     ReservationOut {
+        currency: row.currency.clone(),
+        taxes: crate::taxes::tax_lines(&taxed),
+        total_due_cents: taxed.total_due.get(),
         reservation_id: row.reservation_id,
         reference: ReservationId::from_uuid(row.reservation_id)
             .reference()

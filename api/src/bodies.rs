@@ -32,6 +32,9 @@ pub struct HotelOut {
     pub name: String,
     pub city: String,
     pub timezone: String,
+    /// ISO 4217 code; every amount of the hotel is an integer in its minor unit.
+    #[schema(example = "EUR")]
+    pub currency: String,
     pub room_types: Vec<RoomTypeOut>,
     pub rate_plans: Vec<RatePlanOut>,
 }
@@ -44,6 +47,7 @@ impl HotelOut {
             name: details.name().to_owned(),
             city: details.city().to_owned(),
             timezone: details.timezone().name().to_owned(),
+            currency: details.currency().code().to_owned(),
             room_types: hotel
                 .room_types()
                 .iter()
@@ -183,6 +187,13 @@ pub struct OfferOut {
     pub remaining: u32,
     /// `false`: a guest's cancellation refunds nothing.
     pub refundable: bool,
+    /// ISO 4217 code of the hotel's prices: amounts are integers in its minor unit.
+    #[schema(example = "EUR")]
+    pub currency: String,
+    /// The hotel's taxes and fees on this stay (empty: none).
+    pub taxes: Vec<crate::taxes::TaxOut>,
+    /// What the guest would owe: `total_cents` and every tax not `included`.
+    pub total_due_cents: i64,
 }
 
 impl From<&Offer> for OfferOut {
@@ -193,6 +204,9 @@ impl From<&Offer> for OfferOut {
             total_cents: offer.total_cents.get(),
             remaining: offer.remaining,
             refundable: offer.refundable,
+            currency: offer.currency.code().to_owned(),
+            taxes: offer.taxes.iter().map(crate::taxes::TaxOut::from).collect(),
+            total_due_cents: offer.total_due_cents.get(),
         }
     }
 }
@@ -214,7 +228,19 @@ pub struct ReservationOut {
     pub rooms: u32,
     pub guest: GuestOut,
     pub channel: String,
+    /// The room price of the stay, every room and night (taxes included in the price
+    /// are in it; see `taxes`).
     pub total_cents: i64,
+    /// ISO 4217 code: every amount of the reservation is an integer in its minor unit
+    /// (whole yen for JPY). The hotel's currency when the stay was sold.
+    #[schema(example = "EUR")]
+    pub currency: String,
+    /// The stay's taxes and fees as it was sold (later changes to the hotel's taxes do
+    /// not reach it); empty when the hotel had none.
+    pub taxes: Vec<crate::taxes::TaxOut>,
+    /// What the guest owes: `total_cents` and every tax not `included`. Confirming
+    /// authorizes it.
+    pub total_due_cents: i64,
     /// `held`, `confirmed`, `cancelled`, `expired`, `declined`, `checked_in`,
     /// `checked_out` or `no_show`.
     #[schema(example = "held")]

@@ -4,7 +4,8 @@
 use aggregates::booking::InventoryUpdate;
 use aggregates::restrictions::{NightRestrictions, RestrictionSet};
 use aggregates::{
-    Cents, Hotel, HotelDetails, HotelId, Rejection, RoomTypeDetails, RoomTypeId, StayDates,
+    Cents, Currency, Hotel, HotelDetails, HotelId, Rejection, RoomTypeDetails, RoomTypeId,
+    StayDates,
 };
 use axum::extract::State;
 use axum::Json;
@@ -53,6 +54,11 @@ pub struct PutHotel {
     /// IANA timezone name (one the server knows, case and all).
     #[schema(schema_with = super::schema::timezone)]
     pub timezone: String,
+    /// ISO 4217 code the hotel prices in (with a minor unit: EUR, CHF, JPY...). Absent:
+    /// the one it has (the euro for a new hotel). A change is refused (409
+    /// `currency_in_use`) while it has reservations not yet checked out.
+    #[schema(example = "EUR", pattern = "^[A-Z]{3}$")]
+    pub currency: Option<String>,
 }
 
 /// Create or update a hotel.
@@ -63,6 +69,7 @@ pub struct PutHotel {
         (status = 200, body = HotelOut),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "currency_in_use: names a reservation in the old currency", body = ErrorBody),
         (status = 415, body = ErrorBody),
         (status = 422, body = ErrorBody), Unavailable),
     security(("bearer" = [])))]
@@ -75,9 +82,10 @@ pub async fn put_hotel(
     principal.require(&[Role::Admin])?;
     let id = HotelId::parse(id)?;
     let details = HotelDetails::parse(&body.name, &body.city, &body.timezone)?;
+    let currency = body.currency.as_deref().map(Currency::parse).transpose()?;
     let hotel = state
         .commands
-        .set_hotel(&staff(&principal), id, details)
+        .set_hotel(&staff(&principal), id, details, currency)
         .await?;
     hotel_out(&hotel)
 }
@@ -430,6 +438,10 @@ pub struct Availability {
     /// `database` (read from the write side's rows) or `cache` (the read model).
     #[schema(example = "database")]
     pub source: String,
+    /// ISO 4217 code of the hotel's prices: every amount is an integer in its minor
+    /// unit (whole yen for JPY).
+    #[schema(example = "EUR")]
+    pub currency: String,
     pub room_types: Vec<RoomTypeAvailability>,
 }
 
@@ -469,6 +481,7 @@ pub async fn availability(
         return Err(Rejection::OccupancyExceeded { max_occupancy }.into());
     }
     let offers = &answer.offers;
+    let currency = answer.currency.code().to_owned();
     let room_types = answer
         .room_types
         .into_iter()
@@ -498,6 +511,7 @@ pub async fn availability(
         end_date: stay_query.stay.end(),
         as_of: answer.as_of,
         source: answer.source.as_str().to_owned(),
+        currency,
         room_types,
     }))
 }

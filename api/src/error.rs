@@ -222,6 +222,12 @@ impl From<Rejection> for ApiError {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "rate_plan_cycle", message)
                     .with("rate_plan_id", rate_plan_id)
             }
+            Rejection::CurrencyInUse {
+                currency,
+                reservation_id,
+            } => ApiError::new(StatusCode::CONFLICT, "currency_in_use", message)
+                .with("currency", currency.code())
+                .with("reservation_id", reservation_id),
             Rejection::Invalid(invalid) => ApiError::invalid(
                 &invalid.field,
                 format!("{}: {}", invalid.field, invalid.message),

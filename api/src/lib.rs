@@ -27,6 +27,7 @@ pub mod schema;
 pub mod search;
 pub mod state;
 pub mod stays;
+pub mod taxes;
 pub mod telemetry;
 pub mod webhooks;
 
@@ -114,6 +115,7 @@ fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(catalog::routes())
         .merge(rate_plans::routes())
+        .merge(taxes::routes())
         .merge(calendar::routes())
         .merge(analytics::routes())
         .merge(stays::routes())

@@ -57,6 +57,11 @@ pub struct SearchParams {
     /// Most hotels answered (default 20).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
+    /// Only hotels pricing in this ISO 4217 currency. Without it, hotels are grouped by
+    /// currency (by code) and ranked within each: amounts in different currencies are
+    /// never compared.
+    #[param(example = "EUR", pattern = "^[A-Z]{3}$")]
+    pub currency: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -64,6 +69,9 @@ pub struct HotelOffersOut {
     pub hotel_id: i64,
     pub name: String,
     pub city: String,
+    /// ISO 4217 code of every amount of the hotel's offers.
+    #[schema(example = "EUR")]
+    pub currency: String,
     /// Cheapest first.
     pub offers: Vec<OfferOut>,
 }
@@ -77,7 +85,8 @@ pub struct SearchOut {
     /// `cache` (the read model) or `database` (the write side's rows).
     #[schema(example = "cache")]
     pub source: String,
-    /// Hotels with at least one offer, by their cheapest offer.
+    /// Hotels with at least one offer: by currency (code), then by what their cheapest
+    /// offer costs the guest (`total_due_cents`).
     pub hotels: Vec<HotelOffersOut>,
 }
 
@@ -114,6 +123,11 @@ pub async fn search(
                 )
             })?,
     };
+    let currency = params
+        .currency
+        .as_deref()
+        .map(aggregates::Currency::parse)
+        .transpose()?;
     let answer = state
         .queries
         .search(
@@ -121,6 +135,7 @@ pub async fn search(
                 city: city.to_owned(),
                 stay,
                 limit,
+                currency,
             },
             consistency.0,
         )
@@ -137,6 +152,7 @@ pub async fn search(
                 hotel_id: h.hotel_id,
                 name: h.name.clone(),
                 city: h.city.clone(),
+                currency: h.currency.code().to_owned(),
                 offers: h.offers.iter().map(OfferOut::from).collect(),
             })
             .collect(),

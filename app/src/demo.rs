@@ -120,7 +120,7 @@ pub async fn seed(commands: &CommandService) -> anyhow::Result<u64> {
         let hotel_id = HotelId::parse(hotel.id)?;
         let details = HotelDetails::parse(hotel.name, hotel.city, hotel.timezone)?;
         let timezone = details.timezone();
-        commands.set_hotel(&by, hotel_id, details).await?;
+        commands.set_hotel(&by, hotel_id, details, None).await?;
         let today = local_date(commands.now(), timezone);
         let last = today
             .checked_add_days(Days::new(DEMO_NIGHTS))

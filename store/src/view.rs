@@ -3,7 +3,8 @@
 //! alone, so the commands and the queries share it without depending on each other.
 
 use aggregates::cancellation::CancellationPolicy;
-use aggregates::{Cents, Guest, PaymentStatus, Personal, Reservation, ReservationStatus};
+use aggregates::taxes::TaxLine;
+use aggregates::{Cents, Currency, Guest, PaymentStatus, Personal, Reservation, ReservationStatus};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -54,6 +55,16 @@ pub struct ReservationView {
     /// Where its money stands (outcomes stored before the ledger read as none).
     #[serde(default)]
     pub payment: PaymentView,
+    /// The currency of every amount (outcomes stored before hotels had one: the euro).
+    #[serde(default)]
+    pub currency: Currency,
+    /// The taxes of the stay, as it was sold (outcomes stored before taxes: none).
+    #[serde(default)]
+    pub taxes: Vec<TaxLine>,
+    /// What the guest owes in all: `total_cents` and every tax not included in it.
+    /// Outcomes stored before taxes existed carry none: they owed `total_cents`.
+    #[serde(default)]
+    pub total_due_cents: Option<Cents>,
 }
 
 /// A reservation's money: the ledger's status and amounts, each one thing (see the
@@ -87,7 +98,9 @@ impl Default for PaymentView {
 
 impl PaymentView {
     pub fn of(reservation: &Reservation) -> Self {
-        let price = reservation.details().map_or(Cents::ZERO, |d| d.total_cents);
+        let price = reservation
+            .details()
+            .map_or(Cents::ZERO, aggregates::ReservationDetails::total_due);
         reservation.ledger().map_or_else(Self::default, |l| Self {
             status: l.status(),
             authorized_cents: l.authorized,
@@ -154,6 +167,7 @@ impl ReservationView {
     /// The view of a reservation at `now` (a lapsed hold reads as `expired`).
     pub fn of(reservation: &Reservation, now: DateTime<Utc>) -> Option<Self> {
         let d = reservation.details()?;
+        let taxed = d.taxed();
         Some(Self {
             reservation_id: d.reservation_id.as_uuid(),
             hotel_id: d.hotel_id.get(),
@@ -175,6 +189,9 @@ impl ReservationView {
             cancellation_policy: d.cancellation_policy,
             guests: d.guests.get(),
             payment: PaymentView::of(reservation),
+            currency: d.currency,
+            total_due_cents: Some(taxed.total_due),
+            taxes: taxed.lines,
         })
     }
 }

@@ -141,6 +141,7 @@ async fn catalog_writes_are_idempotent_puts() {
         &app::commands::Caller::Staff("staff".into()),
         hotel_id(),
         details.clone(),
+        None,
     )
     .await
     .expect("first");
@@ -148,6 +149,7 @@ async fn catalog_writes_are_idempotent_puts() {
         &app::commands::Caller::Staff("staff".into()),
         hotel_id(),
         details,
+        None,
     )
     .await
     .expect("second");
@@ -157,6 +159,7 @@ async fn catalog_writes_are_idempotent_puts() {
             hotel_id(),
             HotelDetails::parse("Hotel Tejo Riverside", "Lisbon", "Europe/Lisbon")
                 .expect("details"),
+            None,
         )
         .await
         .expect("rename");

@@ -229,6 +229,7 @@ async fn three_hotels(svc: &CommandService) -> Vec<Room> {
             &app::commands::Caller::Staff("staff".into()),
             hotel,
             HotelDetails::parse("Hotel", "Porto", "Europe/Lisbon").expect("details"),
+            None,
         )
         .await
         .expect("set hotel");

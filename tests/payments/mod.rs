@@ -216,6 +216,7 @@ async fn a_webhook_that_overtakes_the_request_confirms_and_the_request_agrees() 
     let authorization = app
         .gateway
         .authorize(AuthorizeRequest {
+            currency: aggregates::Currency::EUR,
             idempotency_key: authorization_key(id.parse().expect("uuid")),
             token: PaymentToken::parse("tok_ok").expect("token"),
             amount_cents: total,
@@ -998,6 +999,7 @@ async fn fifty_concurrent_confirms_cancels_and_webhooks_end_in_one_state_with_on
     let txn = app
         .gateway
         .authorize(AuthorizeRequest {
+            currency: aggregates::Currency::EUR,
             idempotency_key: authorization_key(id.parse().expect("uuid")),
             token: PaymentToken::parse("tok_ok").expect("token"),
             amount_cents: total,

@@ -44,6 +44,7 @@ pub async fn hotel_with_rooms(
         &app::commands::Caller::Staff("staff".into()),
         hotel_id(),
         HotelDetails::parse("Hotel Tejo", "Lisbon", "Europe/Lisbon").expect("details"),
+        None,
     )
     .await
     .expect("set hotel");

@@ -140,6 +140,13 @@ pub enum Rejection {
     RatePlanCycle {
         rate_plan_id: crate::types::RatePlanId,
     },
+    /// A hotel's currency cannot change while a stay priced in the old one is live:
+    /// its amounts would change meaning.
+    #[error("the hotel has reservations in {currency} not yet checked out (such as {reservation_id}); its currency can change once they have ended")]
+    CurrencyInUse {
+        currency: crate::types::Currency,
+        reservation_id: crate::types::ReservationId,
+    },
     #[error("{0}")]
     Invalid(InvalidInputRejection),
 }

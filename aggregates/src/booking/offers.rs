@@ -34,8 +34,9 @@ use super::SaleTerms;
 use crate::cancellation::CancellationPolicy;
 use crate::hotel::Hotel;
 use crate::restrictions::{NightRestrictions, RestrictionSet};
+use crate::taxes::{StayFigures, TaxLine, TaxedStay};
 use crate::types::{
-    BookingLimits, Cents, GuestCount, RatePlanId, RoomCount, RoomTypeId, StayDates,
+    BookingLimits, Cents, Currency, GuestCount, RatePlanId, RoomCount, RoomTypeId, StayDates,
 };
 
 /// One night of one room type, as a reader holds it: what is left, the base rate, and
@@ -112,7 +113,7 @@ pub struct OfferRequest<'s> {
 }
 
 /// A room type sold under a plan (or at the base rate) for the whole stay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Offer {
     pub room_type_id: RoomTypeId,
     /// `None`: the base rate, under the house policy.
@@ -123,6 +124,12 @@ pub struct Offer {
     pub remaining: u32,
     /// Whether a guest's cancellation may give anything back.
     pub refundable: bool,
+    /// The hotel's currency: every amount of the offer is in its minor unit.
+    pub currency: Currency,
+    /// The hotel's taxes on the stay (none: empty, and nothing allocated).
+    pub taxes: Vec<TaxLine>,
+    /// What the guest would owe: `total_cents` and every tax not included.
+    pub total_due_cents: Cents,
 }
 
 /// The plans a room type is sold under, in id order: every plan of the hotel that sells
@@ -232,12 +239,24 @@ fn room_type_offers<'v>(
         else {
             continue;
         };
+        let taxed = hotel
+            .taxes()
+            .on_stay(StayFigures {
+                room_total: total_cents,
+                nights: stay.night_count(),
+                rooms: request.rooms.get(),
+                guests: request.guests.get(),
+            })
+            .unwrap_or_else(|| TaxedStay::untaxed(total_cents));
         offers.push(Offer {
             room_type_id,
             rate_plan_id: plan,
             total_cents,
             remaining,
             refundable: terms.cancellation_policy() != CancellationPolicy::NonRefundable,
+            currency: hotel.currency(),
+            total_due_cents: taxed.total_due,
+            taxes: taxed.lines,
         });
     }
 }

@@ -6,9 +6,10 @@
 use std::collections::BTreeMap;
 
 use aggregates::booking::{self, AriUpdate, InventoryUpdate};
+use aggregates::taxes::Taxes;
 use aggregates::{
-    CommandName, Hotel, HotelCommand, HotelDetails, HotelId, InvalidInput, RatePlan, RatePlanId,
-    Rejection, RoomTypeDetails, RoomTypeId, StayDates,
+    CommandName, Currency, Hotel, HotelCommand, HotelDetails, HotelId, InvalidInput, RatePlan,
+    RatePlanId, Rejection, RoomTypeDetails, RoomTypeId, StayDates,
 };
 use chrono::NaiveDate;
 
@@ -25,15 +26,77 @@ pub const MAX_ARI_NIGHTS: usize = 40_000;
 pub const MAX_ARI_UPDATES: usize = 1_000;
 
 impl CommandService {
-    /// Creates or updates a hotel's name, city and timezone.
+    /// Creates or updates a hotel's name, city, timezone and currency (`None`: the one
+    /// it has, the euro for a new hotel).
+    ///
+    /// A currency change is refused while the hotel has a reservation not yet ended: its
+    /// amounts are in the old currency's unit. It takes the locks of the hotel's room
+    /// types first, so no hold is under way while the reservations are looked for, and
+    /// every hold after it waits for it to end (and then meets the hotel's new version).
     pub async fn set_hotel(
         &self,
         by: &Caller,
         hotel_id: HotelId,
         details: HotelDetails,
+        currency: Option<Currency>,
     ) -> Result<Hotel, CommandError> {
-        let command = HotelCommand::SetDetails { hotel_id, details };
-        self.hotel_command(by, hotel_id, command, CommandName::SetHotel)
+        let metadata = EventMetadata {
+            command: CommandName::SetHotel,
+            client: by.name().to_owned(),
+            idempotency_key: None,
+        };
+        let now = self.now();
+        with_retries(self.config.retry, |_| async {
+            let mut tx = self.pool.begin().await?;
+            let result: Result<_, AttemptError> = async {
+                let mut loader = Loader { conn: &mut tx };
+                let (hotel, version) = loader.hotel(hotel_id).await?;
+                let details = details
+                    .clone()
+                    .with_currency(currency.unwrap_or_else(|| hotel.currency()));
+                if let Some(before) = hotel
+                    .details()
+                    .filter(|d| d.currency() != details.currency())
+                {
+                    loader
+                        .lock_room_types(hotel_id, hotel.room_types().keys().copied())
+                        .await?;
+                    // From the day before the hotel's today: a stay leaving today counts
+                    // until it has checked out.
+                    let today = aggregates::types::local_date(now, before.timezone());
+                    let from = today.pred_opt().unwrap_or(today);
+                    if let Some(reservation_id) = loader.live_reservation(hotel_id, from).await? {
+                        return Err(Rejection::CurrencyInUse {
+                            currency: before.currency(),
+                            reservation_id,
+                        }
+                        .into());
+                    }
+                }
+                let events = hotel
+                    .decide(HotelCommand::SetDetails { hotel_id, details })
+                    .map_err(Rejection::from)?;
+                let mut writer = Writer::new(&metadata)?;
+                let after = writer.hotel(&mut tx, &hotel, version, &events).await?;
+                writer.flush(&mut tx, &self.privacy).await?;
+                Ok(after)
+            }
+            .await;
+            settle(tx, result).await
+        })
+        .await
+    }
+
+    /// Replaces a hotel's taxes and fees (an empty list removes them). Stays already
+    /// sold keep the taxes they were sold with.
+    pub async fn set_taxes(
+        &self,
+        by: &Caller,
+        hotel_id: HotelId,
+        taxes: Taxes,
+    ) -> Result<Hotel, CommandError> {
+        let command = HotelCommand::SetTaxes { taxes };
+        self.hotel_command(by, hotel_id, command, CommandName::SetTaxes)
             .await
     }
 

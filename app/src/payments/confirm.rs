@@ -2,6 +2,7 @@
 //! outside any transaction, then T2 (see `PaymentService::resolve`) or, when the
 //! gateway has not decided yet, a 202 that leaves the saga to the webhook or recovery.
 
+use aggregates::Currency;
 use aggregates::{CommandName, Rejection, ReservationId, ReservationStatus};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -24,6 +25,7 @@ use store::write::{
 struct Started {
     gateway_key: String,
     amount_cents: i64,
+    currency: Currency,
 }
 
 enum Begun {
@@ -75,6 +77,7 @@ impl PaymentService {
             idempotency_key: started.gateway_key,
             token,
             amount_cents: started.amount_cents,
+            currency: started.currency,
             reference: reservation_id.as_uuid().to_string(),
         };
         let answer = self.call(self.gateway.authorize(request)).await;
@@ -157,6 +160,8 @@ impl PaymentService {
             return Ok(Begun::Answered(Box::new(outcome)));
         }
         let gateway_key = authorization_key(view.reservation_id);
+        // The stay and its taxes not included in the price: what confirming asks for.
+        let due = view.total_due_cents.unwrap_or(view.total_cents);
         let lease_until =
             now + Self::chrono(self.config.call_timeout) + Self::chrono(self.config.recover_after);
         saga::open(
@@ -166,7 +171,8 @@ impl PaymentService {
                 hotel_id: view.hotel_id,
                 gateway_key: &gateway_key,
                 payment_token: token.as_str(),
-                amount_cents: view.total_cents.get(),
+                amount_cents: due.get(),
+                currency: view.currency.code(),
                 client: &fingerprint.client,
                 client_key: fingerprint.key.as_str(),
                 request_hash: &fingerprint.request_hash,
@@ -178,7 +184,8 @@ impl PaymentService {
         idempotency::begin_in_flight(tx, fingerprint, now).await?;
         Ok(Begun::Authorize(Started {
             gateway_key,
-            amount_cents: view.total_cents.get(),
+            amount_cents: due.get(),
+            currency: view.currency,
         }))
     }
 

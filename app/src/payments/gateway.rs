@@ -12,6 +12,7 @@
 //! An authorization can be increased (a stay moved to dearer nights) and captured in
 //! parts up to its amount; capturing less than it releases the rest.
 
+use aggregates::Currency;
 use std::fmt;
 
 use futures::future::BoxFuture;
@@ -55,6 +56,9 @@ pub struct AuthorizeRequest {
     pub idempotency_key: String,
     pub token: PaymentToken,
     pub amount_cents: i64,
+    /// The currency of `amount_cents` (the reservation's); later captures and refunds
+    /// of the transaction are in it too.
+    pub currency: Currency,
     /// Our reference for the provider's records and its webhooks: the reservation id.
     pub reference: String,
 }

@@ -2,6 +2,7 @@
 //! lease runs out, by asking the gateway what became of the authorization under the
 //! saga's own key.
 
+use aggregates::Currency;
 use aggregates::{ReservationId, ReservationStatus};
 
 use super::gateway::{AuthorizeRequest, GatewayError, PaymentToken};
@@ -41,6 +42,8 @@ impl PaymentService {
                             idempotency_key: gateway_key.clone(),
                             token,
                             amount_cents: row.amount_cents,
+                            // Written by the saga's opening from a parsed currency.
+                            currency: Currency::parse(&row.currency).unwrap_or_default(),
                             reference: reservation_id.as_uuid().to_string(),
                         }))
                         .await

@@ -59,6 +59,8 @@ pub struct LedgerEntry {
     pub reference: String,
     pub provider_txn_id: String,
     pub amount_cents: i64,
+    /// ISO 4217 code: the authorization's currency.
+    pub currency: String,
 }
 
 /// A reference's sums in the provider's ledger ([`SimulatedGateway::totals`]).
@@ -74,6 +76,7 @@ pub struct GatewayTotals {
 struct Transaction {
     reference: String,
     amount_cents: i64,
+    currency: String,
     status: AuthorizationStatus,
     /// What the webhook will report once a pending authorization settles.
     settles_as: AuthorizationStatus,
@@ -223,6 +226,7 @@ impl SimulatedGateway {
                     reference: txn.reference.clone(),
                     provider_txn_id: txn_id.to_owned(),
                     amount_cents: txn.amount_cents,
+                    currency: txn.currency.clone(),
                 });
             }
         }
@@ -316,7 +320,7 @@ impl SimulatedGateway {
                 }
                 "increment" => {
                     txn.amount_cents += amount_cents;
-                    Ok(txn.reference.clone())
+                    Ok((txn.reference.clone(), txn.currency.clone()))
                 }
                 "capture" if txn.voided => Err(GatewayError::Refused("voided".into())),
                 "capture" if txn.captured_cents + amount_cents > txn.amount_cents => Err(
@@ -324,30 +328,31 @@ impl SimulatedGateway {
                 ),
                 "capture" => {
                     txn.captured_cents += amount_cents;
-                    Ok(txn.reference.clone())
+                    Ok((txn.reference.clone(), txn.currency.clone()))
                 }
                 "void" if txn.captured_cents > 0 => Err(GatewayError::Refused(
                     "already captured; refund instead".into(),
                 )),
                 "void" => {
                     txn.voided = true;
-                    Ok(txn.reference.clone())
+                    Ok((txn.reference.clone(), txn.currency.clone()))
                 }
                 _ if txn.refunded_cents + amount_cents > txn.captured_cents => {
                     Err(GatewayError::Refused("refund exceeds the capture".into()))
                 }
                 _ => {
                     txn.refunded_cents += amount_cents;
-                    Ok(txn.reference.clone())
+                    Ok((txn.reference.clone(), txn.currency.clone()))
                 }
             },
         };
-        let answer = answer.map(|reference| {
+        let answer = answer.map(|(reference, currency)| {
             state.ledger.push(LedgerEntry {
                 operation,
                 reference,
                 provider_txn_id: txn_id.to_owned(),
                 amount_cents,
+                currency,
             });
         });
         state.operations.insert(key.to_owned(), answer.clone());
@@ -394,6 +399,7 @@ impl PaymentGateway for SimulatedGateway {
                         let txn = Transaction {
                             reference: request.reference.clone(),
                             amount_cents: request.amount_cents,
+                            currency: request.currency.code().to_owned(),
                             status,
                             settles_as,
                             captured_cents: 0,
@@ -407,6 +413,7 @@ impl PaymentGateway for SimulatedGateway {
                                 reference: request.reference.clone(),
                                 provider_txn_id: txn_id.clone(),
                                 amount_cents: request.amount_cents,
+                                currency: request.currency.code().to_owned(),
                             });
                         }
                         state

@@ -243,6 +243,8 @@ pub struct StayAvailability {
     pub room_types: Vec<RoomTypeNights>,
     /// The bookable offers of every room type, cheapest first.
     pub offers: Vec<Offer>,
+    /// The hotel's currency: every amount of the answer is in its minor unit.
+    pub currency: aggregates::Currency,
 }
 
 pub(super) fn to_u32(rooms: i64) -> u32 {
@@ -507,6 +509,7 @@ impl Queries {
             as_of: cached.as_of,
             room_types,
             offers,
+            currency: catalog.currency(),
         })
     }
 
@@ -543,6 +546,7 @@ impl Queries {
             as_of,
             room_types,
             offers,
+            currency: hotel.currency(),
         }))
     }
 

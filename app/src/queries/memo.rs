@@ -123,6 +123,9 @@ mod tests {
             total_cents: Cents::new(total),
             remaining: 4,
             refundable: true,
+            currency: aggregates::Currency::EUR,
+            taxes: Vec::new(),
+            total_due_cents: Cents::new(total),
         }]
         .into()
     }

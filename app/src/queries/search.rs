@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use aggregates::booking::Offer;
-use aggregates::Hotel;
+use aggregates::{Currency, Hotel};
 use chrono::{DateTime, Utc};
 use projections::availability::{HotelFields, Interner};
 
@@ -38,6 +38,9 @@ pub struct CitySearch {
     pub stay: StayQuery,
     /// Most hotels answered, 1 to [`MAX_SEARCH_LIMIT`].
     pub limit: usize,
+    /// Only hotels pricing in this currency; `None`: every hotel, ranked within its
+    /// currency (amounts in different currencies are never compared).
+    pub currency: Option<Currency>,
 }
 
 /// One hotel of the answer, with its offers cheapest first.
@@ -46,6 +49,7 @@ pub struct HotelOffers {
     pub hotel_id: i64,
     pub name: String,
     pub city: String,
+    pub currency: Currency,
     pub offers: Vec<Offer>,
 }
 
@@ -58,11 +62,26 @@ pub struct SearchAnswer {
     pub hotels: Vec<HotelOffers>,
 }
 
-/// The hotels that have offers, cheapest first (ties by id), at most `limit`: `offers`
-/// is each hotel's (id, catalog, offers), and only those kept are named.
-fn rank(mut offers: Vec<(i64, &Hotel, Vec<Offer>)>, limit: usize) -> Vec<HotelOffers> {
-    offers.retain(|(_, _, o)| !o.is_empty());
-    offers.sort_by_key(|(id, _, o)| (o.first().map(|o| o.total_cents), *id));
+/// The hotels that have offers, at most `limit`, only those pricing in `currency` when
+/// it is given: grouped by currency (by its code), and within one, by what their
+/// cheapest offer costs the guest (`total_due_cents`), ties by id. Amounts in two
+/// currencies are never compared. `offers` is each hotel's (id, catalog, offers), and
+/// only those kept are named.
+fn rank(
+    mut offers: Vec<(i64, &Hotel, Vec<Offer>)>,
+    limit: usize,
+    currency: Option<Currency>,
+) -> Vec<HotelOffers> {
+    offers.retain(|(_, hotel, o)| {
+        !o.is_empty() && currency.is_none_or(|wanted| hotel.currency() == wanted)
+    });
+    offers.sort_by_key(|(id, hotel, o)| {
+        (
+            hotel.currency().code(),
+            o.iter().map(|o| o.total_due_cents).min(),
+            *id,
+        )
+    });
     offers.truncate(limit);
     offers
         .into_iter()
@@ -75,6 +94,7 @@ fn rank(mut offers: Vec<(i64, &Hotel, Vec<Offer>)>, limit: usize) -> Vec<HotelOf
                 hotel_id,
                 name,
                 city,
+                currency: hotel.currency(),
                 offers,
             }
         })
@@ -170,7 +190,7 @@ impl Queries {
                 (read.hotel_id, &*read.hotel, offers)
             })
             .collect();
-        let hotels = rank(hotels, search.limit);
+        let hotels = rank(hotels, search.limit, search.currency);
         let rooms = search.stay.rooms.get();
         let last_rooms = hotels
             .iter()
@@ -228,7 +248,7 @@ impl Queries {
         Ok(SearchAnswer {
             source,
             as_of,
-            hotels: rank(answered, search.limit),
+            hotels: rank(answered, search.limit, search.currency),
         })
     }
 }

@@ -9,8 +9,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use aggregates::cancellation::CancellationPolicy;
+use aggregates::taxes::{StayFigures, TaxedStay, Taxes};
 use aggregates::{
-    Guest, PaymentStatus, Personal, ReservationEvent, ReservationId, ReservationStatus, TypedEvent,
+    Cents, Guest, PaymentStatus, Personal, ReservationEvent, ReservationId, ReservationStatus,
+    TypedEvent,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use columns::{columns, Columns, Statement};
@@ -78,9 +80,31 @@ pub struct ReservationRow {
     pub guest: Option<Json<Personal<Guest>>>,
     /// The sealed guest's id, for the look-up by guest (gone once erased).
     pub guest_id: Option<String>,
+    /// The ISO 4217 code of every amount of the row.
+    pub currency: String,
+    /// The taxes the stay was sold with; `None`: none.
+    pub taxes: Option<Json<Taxes>>,
 }
 
 impl ReservationRow {
+    /// The stay's taxes and what the guest owes, computed as the reservation computes
+    /// them (see `ReservationDetails::taxed`).
+    pub fn taxed(&self) -> TaxedStay {
+        let room_total = Cents::new(self.total_cents);
+        let Some(Json(taxes)) = &self.taxes else {
+            return TaxedStay::untaxed(room_total);
+        };
+        let nights = u32::try_from((self.end_date - self.start_date).num_days()).unwrap_or(0);
+        taxes
+            .on_stay(StayFigures {
+                room_total,
+                nights,
+                rooms: u32::try_from(self.rooms).unwrap_or(0),
+                guests: u32::try_from(self.guests).unwrap_or(0),
+            })
+            .unwrap_or_else(|| TaxedStay::untaxed(room_total))
+    }
+
     /// The guest, as the reservation carries it (in the clear on older rows).
     pub fn guest(&self) -> Personal<Guest> {
         if let Some(Json(guest)) = &self.guest {
@@ -151,7 +175,7 @@ pub const LOAD_VIEW_ROWS: &str = "SELECT v.reservation_id, v.hotel_id, v.room_ty
         v.channel, v.total_cents, v.hold_expires_at, v.created_at, v.updated_at, v.version,
         v.rate_plan_id, v.guests, v.cancellation_policy, v.payment_status,
         v.authorized_cents, v.captured_cents, v.refunded_cents, v.paid_before_ledger,
-        v.released_from, v.guest, v.guest_id
+        v.released_from, v.guest, v.guest_id, v.currency, v.taxes
    FROM unnest($2::uuid[]) AS k (id)
   CROSS JOIN LATERAL (
         SELECT * FROM reservations_view r
@@ -187,6 +211,8 @@ columns! {
         released_from: Option<NaiveDate> = "date",
         guest: Option<Json<Personal<Guest>>> = "jsonb",
         guest_id: Option<String> = "text",
+        currency: String = "text",
+        taxes: Option<Json<Taxes>> = "jsonb",
         /// New rows only: the number behind the reference the id ends in. An update
         /// leaves it as it is (the id does not change).
         reference_number: i64 = "bigint",
@@ -223,6 +249,8 @@ impl ViewColumns {
             columns.released_from.push(row.released_from);
             columns.guest.push(row.guest.clone());
             columns.guest_id.push(row.guest_id.clone());
+            columns.currency.push(row.currency.clone());
+            columns.taxes.push(row.taxes.clone());
             columns
                 .reference_number
                 .push(reference_number(row.reservation_id));
@@ -237,7 +265,7 @@ const INSERT_VIEW_ROWS: Statement = Statement::new(
         start_date, end_date, rooms, status, guest_name, guest_email, channel, total_cents,
         hold_expires_at, created_at, updated_at, version, rate_plan_id, guests,
         cancellation_policy, payment_status, authorized_cents, captured_cents,
-        refunded_cents, paid_before_ledger, released_from, guest, guest_id,
+        refunded_cents, paid_before_ledger, released_from, guest, guest_id, currency, taxes,
         reference_number)
      SELECT $1, batch.reservation_id, batch.hotel_id, batch.room_type_id, batch.start_date,
             batch.end_date, batch.rooms, batch.status, batch.guest_name, batch.guest_email,
@@ -245,7 +273,8 @@ const INSERT_VIEW_ROWS: Statement = Statement::new(
             batch.updated_at, batch.version, batch.rate_plan_id, batch.guests,
             batch.cancellation_policy, batch.payment_status, batch.authorized_cents,
             batch.captured_cents, batch.refunded_cents, batch.paid_before_ledger,
-            batch.released_from, batch.guest, batch.guest_id, batch.reference_number
+            batch.released_from, batch.guest, batch.guest_id, batch.currency, batch.taxes,
+            batch.reference_number
        FROM {batch}",
 )
 .after(1);
@@ -269,7 +298,7 @@ const UPDATE_VIEW_ROWS: Statement = Statement::new(
             captured_cents = batch.captured_cents, refunded_cents = batch.refunded_cents,
             paid_before_ledger = batch.paid_before_ledger,
             released_from = batch.released_from, guest = batch.guest,
-            guest_id = batch.guest_id
+            guest_id = batch.guest_id, currency = batch.currency, taxes = batch.taxes
        FROM {batch}
       WHERE v.generation = $1 AND v.reservation_id = batch.reservation_id",
 )
@@ -318,6 +347,8 @@ impl ReservationsView {
                     released_from: None,
                     guest,
                     guest_id,
+                    currency: details.currency.code().to_owned(),
+                    taxes: (!details.taxes.is_empty()).then(|| Json(details.taxes.clone())),
                 },
             );
             return Ok(true);

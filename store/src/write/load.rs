@@ -233,6 +233,64 @@ impl Loader<'_> {
         Ok((opened, decode_nights(wanted, night_rows)?))
     }
 
+    /// Takes the `(hotel, room type)` lock of every one of `room_types` (see
+    /// [`Self::lock_room_type`]), in the one order batches of holds take them, so that
+    /// no hold of those rooms is under way until this transaction ends: a catalog change
+    /// that must not race a sale (a currency change) waits for the holds in flight and
+    /// makes the next ones wait.
+    pub async fn lock_room_types(
+        &mut self,
+        hotel_id: HotelId,
+        room_types: impl IntoIterator<Item = RoomTypeId>,
+    ) -> Result<(), AttemptError> {
+        let mut keys: Vec<(i32, i32)> = room_types
+            .into_iter()
+            .map(|room_type| advisory_key((hotel_id, room_type)))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let (hotels, room_types): (Vec<i32>, Vec<i32>) = keys.into_iter().unzip();
+        sqlx::query(
+            "SELECT count(*) FROM (
+                 SELECT pg_advisory_xact_lock(k.hotel, k.room_type)
+                   FROM unnest($1::int[], $2::int[]) WITH ORDINALITY AS k(hotel, room_type, ord)
+                  ORDER BY k.ord) l",
+        )
+        .bind(&hotels)
+        .bind(&room_types)
+        .execute(&mut *self.conn)
+        .await?;
+        Ok(())
+    }
+
+    /// A reservation of the hotel not yet ended (held, confirmed or checked in) with a
+    /// night on or after `from`, if there is one: found through the nights' allocations
+    /// (their key starts with the hotel), so it reads the hotel's nights, not every
+    /// reservation.
+    pub async fn live_reservation(
+        &mut self,
+        hotel_id: HotelId,
+        from: NaiveDate,
+    ) -> Result<Option<ReservationId>, AttemptError> {
+        let row = sqlx::query(
+            "SELECT a.reservation_id FROM room_night_allocations a
+               JOIN reservations r ON r.reservation_id = a.reservation_id
+              WHERE a.hotel_id = $1 AND a.night >= $2
+                AND r.status IN ('held', 'confirmed', 'checked_in')
+              LIMIT 1",
+        )
+        .bind(hotel_id.get())
+        .bind(from)
+        .fetch_optional(&mut *self.conn)
+        .await?;
+        match row {
+            Some(row) => Ok(Some(ReservationId::from_uuid(
+                row.try_get("reservation_id")?,
+            ))),
+            None => Ok(None),
+        }
+    }
+
     /// The hotel aggregate and its version (a default aggregate at version 0 if unknown).
     pub async fn hotel(&mut self, hotel_id: HotelId) -> Result<(Hotel, i64), AttemptError> {
         let row = sqlx::query("SELECT state, version FROM hotels WHERE hotel_id = $1")

@@ -66,6 +66,8 @@ pub struct OpenSaga<'a> {
     pub gateway_key: &'a str,
     pub payment_token: &'a str,
     pub amount_cents: i64,
+    /// ISO 4217 code of `amount_cents`.
+    pub currency: &'a str,
     /// The client request waiting on the saga (its idempotency scope, key and hash).
     pub client: &'a str,
     pub client_key: &'a str,
@@ -82,6 +84,7 @@ columns! {
         gateway_key: String = "text",
         payment_token: String = "text",
         amount_cents: i64 = "bigint",
+        currency: String = "text",
         state: &'static str = "text",
         client: String = "text",
         client_key: String = "text",
@@ -93,10 +96,10 @@ columns! {
 
 const OPEN: Statement = Statement::new(
     "INSERT INTO payment_sagas
-        (reservation_id, hotel_id, gateway_key, payment_token, amount_cents, state,
-         client, client_key, request_hash, lease_until, created_at, updated_at)
+        (reservation_id, hotel_id, gateway_key, payment_token, amount_cents, currency,
+         state, client, client_key, request_hash, lease_until, created_at, updated_at)
      SELECT saga.reservation_id, saga.hotel_id, saga.gateway_key, saga.payment_token,
-            saga.amount_cents, saga.state, saga.client, saga.client_key,
+            saga.amount_cents, saga.currency, saga.state, saga.client, saga.client_key,
             saga.request_hash, saga.lease_until, saga.now, saga.now
        FROM {saga}
      ON CONFLICT (reservation_id) DO UPDATE
@@ -114,6 +117,7 @@ pub async fn open(conn: &mut PgConnection, saga: OpenSaga<'_>) -> Result<(), sql
         gateway_key: vec![saga.gateway_key.to_owned()],
         payment_token: vec![saga.payment_token.to_owned()],
         amount_cents: vec![saga.amount_cents],
+        currency: vec![saga.currency.to_owned()],
         state: vec![SagaState::Authorizing.as_str()],
         client: vec![saga.client.to_owned()],
         client_key: vec![saga.client_key.to_owned()],
@@ -204,6 +208,8 @@ pub struct DueSaga {
     pub gateway_key: String,
     pub payment_token: String,
     pub amount_cents: i64,
+    /// ISO 4217 code of `amount_cents`, as [`open`] wrote it.
+    pub currency: String,
     /// The request still waiting on it, if any (scope and key).
     pub client: Option<String>,
     pub client_key: Option<String>,
@@ -229,7 +235,7 @@ pub async fn lease_due(
                  ORDER BY lease_until
                  LIMIT $3
                  FOR UPDATE SKIP LOCKED)
-          RETURNING reservation_id, gateway_key, payment_token, amount_cents,
+          RETURNING reservation_id, gateway_key, payment_token, amount_cents, currency,
                     client, client_key",
     )
     .bind(now)
@@ -244,6 +250,7 @@ pub async fn lease_due(
                 gateway_key: row.try_get("gateway_key")?,
                 payment_token: row.try_get("payment_token")?,
                 amount_cents: row.try_get("amount_cents")?,
+                currency: row.try_get("currency")?,
                 client: row.try_get("client")?,
                 client_key: row.try_get("client_key")?,
             })
