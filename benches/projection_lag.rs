@@ -76,6 +76,7 @@ async fn main() -> anyhow::Result<()> {
             &app::commands::Caller::Staff("staff".into()),
             hotel,
             HotelDetails::parse("Bench", "Benchville", "UTC")?,
+            None,
         )
         .await?;
         let room_type = RoomTypeId::parse(1)?;

@@ -44,6 +44,7 @@ async fn main() -> anyhow::Result<()> {
                 &app::commands::Caller::Staff("staff".into()),
                 hotel,
                 HotelDetails::parse("Bench", "Benchville", "UTC")?,
+                None,
             )
             .await?;
         for t in 1..=ROOM_TYPES {

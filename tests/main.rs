@@ -12,6 +12,8 @@
 //! - [`holds`]: holds and the reservation lifecycle (lapse, expiry, confirm, cancel,
 //!   change dates, a reservation's history);
 //! - [`idempotency`]: replays, reused keys, concurrent duplicates;
+//! - [`pricing`]: a hotel's currency and taxes, on every answer that carries money,
+//!   authorized, captured and given back;
 //! - [`payments`]: the payment saga against the simulated provider, refunds, webhooks,
 //!   recovery and the sweeper;
 //! - [`validation`]: malformed and invalid requests (the table in
@@ -82,6 +84,7 @@ mod mail;
 mod ops;
 mod outage;
 mod payments;
+mod pricing;
 mod privacy;
 mod rate_limit;
 mod rate_plans;

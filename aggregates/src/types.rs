@@ -793,6 +793,14 @@ impl Currency {
         })
     }
 
+    /// Every code [`Self::parse`] accepts, in the standard's order.
+    pub fn codes() -> impl Iterator<Item = &'static str> {
+        use iso_currency::IntoEnumIterator;
+        iso_currency::Currency::iter()
+            .filter(|c| c.exponent().is_some())
+            .map(|c| c.code())
+    }
+
     /// The three-letter code.
     pub fn code(self) -> &'static str {
         self.0.code()
@@ -850,6 +858,10 @@ mod tests {
         assert_eq!(digits("JPY"), Ok(0));
         assert_eq!(digits("BHD"), Ok(3));
         assert_eq!(Currency::default(), Currency::EUR);
+        // Every code listed parses, and those without a minor unit are not listed.
+        assert!(Currency::codes().all(|c| Currency::parse(c).is_ok()));
+        assert!(Currency::codes().any(|c| c == "JPY"));
+        assert!(!Currency::codes().any(|c| c == "XAU"));
     }
 
     #[test]

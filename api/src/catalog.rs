@@ -57,7 +57,7 @@ pub struct PutHotel {
     /// ISO 4217 code the hotel prices in (with a minor unit: EUR, CHF, JPY...). Absent:
     /// the one it has (the euro for a new hotel). A change is refused (409
     /// `currency_in_use`) while it has reservations not yet checked out.
-    #[schema(example = "EUR", pattern = "^[A-Z]{3}$")]
+    #[schema(schema_with = super::schema::currency)]
     pub currency: Option<String>,
 }
 

@@ -448,6 +448,25 @@ pub fn timezone() -> ObjectBuilder {
         .examples([json!("Europe/Lisbon")])
 }
 
+/// An ISO 4217 currency code the server prices in (one with a minor unit).
+pub fn currency() -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(aggregates::Currency::codes()))
+        .description(Some("ISO 4217 code with a minor unit."))
+        .examples([json!("EUR")])
+}
+
+/// A tax's code: 1 to 10 of `A-Z`, `0-9` and `-`, distinct within the hotel.
+pub fn tax_code() -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(10))
+        .pattern(Some("^[A-Z0-9-]{1,10}$"))
+        .examples([json!("CITY")])
+}
+
 /// A reservation status to filter by.
 pub fn reservation_status() -> ObjectBuilder {
     ObjectBuilder::new()

@@ -60,7 +60,7 @@ pub struct SearchParams {
     /// Only hotels pricing in this ISO 4217 currency. Without it, hotels are grouped by
     /// currency (by code) and ranked within each: amounts in different currencies are
     /// never compared.
-    #[param(example = "EUR", pattern = "^[A-Z]{3}$")]
+    #[param(schema_with = super::schema::currency)]
     pub currency: Option<String>,
 }
 

@@ -24,141 +24,139 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(put_taxes, get_taxes))
 }
 
-/// One tax or fee as set and shown.
+/// One tax or fee as set and shown; `kind` says which fields it has, and a field of
+/// another kind is refused (422 naming it), never ignored.
 #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
-pub struct TaxRule {
-    /// 1 to 10 of `A-Z`, `0-9` and `-`; distinct within the hotel.
-    #[schema(example = "CITY", pattern = "^[A-Z0-9-]{1,10}$")]
-    pub code: String,
-    /// `percent` of the room price, `per_person_night` or `per_stay`.
-    #[schema(example = "per_person_night")]
-    pub kind: String,
-    /// `percent` only: above 0, at most 100, two decimals at most.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(example = 6.0)]
-    pub percent: Option<f64>,
-    /// `percent` only: the price already holds it (shown as its share, not added).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub included: Option<bool>,
-    /// `per_person_night` and `per_stay`: in the currency's minor unit, above 0.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(example = 200, minimum = 1, maximum = 100_000_000)]
-    pub amount_cents: Option<i64>,
-    /// `per_person_night` only: charged for at most this many nights of a stay.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(example = 7, minimum = 1, maximum = 800)]
-    pub max_nights: Option<i64>,
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TaxRule {
+    /// A share of the room price: added to it, or already `included` (shown as its
+    /// share, not added).
+    Percent {
+        #[schema(schema_with = super::schema::tax_code)]
+        code: String,
+        /// Above 0, at most 100, two decimals at most.
+        #[schema(
+            example = 6.0,
+            exclusive_minimum = 0.0,
+            maximum = 100.0,
+            multiple_of = 0.01
+        )]
+        percent: f64,
+        #[serde(default)]
+        included: bool,
+    },
+    /// An amount per guest and night (a city tax), for at most `max_nights` nights of a
+    /// stay when given.
+    PerPersonNight {
+        #[schema(schema_with = super::schema::tax_code)]
+        code: String,
+        /// In the currency's minor unit.
+        #[schema(example = 200, minimum = 1, maximum = 100_000_000)]
+        amount_cents: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(example = 7, minimum = 1, maximum = 800)]
+        max_nights: Option<i64>,
+    },
+    /// An amount per stay (a cleaning fee).
+    PerStay {
+        #[schema(schema_with = super::schema::tax_code)]
+        code: String,
+        /// In the currency's minor unit.
+        #[schema(example = 2500, minimum = 1, maximum = 100_000_000)]
+        amount_cents: i64,
+    },
 }
 
 /// Most a fixed tax may be: a million currency units.
 const MAX_TAX_CENTS: i64 = 100_000_000;
 
+fn amount(cents: i64) -> Result<Cents, ApiError> {
+    if (1..=MAX_TAX_CENTS).contains(&cents) {
+        Ok(Cents::new(cents))
+    } else {
+        Err(ApiError::invalid(
+            "amount_cents",
+            format!("amount_cents: must be between 1 and {MAX_TAX_CENTS}"),
+        ))
+    }
+}
+
 impl TaxRule {
     fn of(tax: &Tax) -> Self {
-        let (kind, percent, included, amount, max_nights) = match tax.kind() {
-            TaxKind::Percent { rate, included } => {
-                ("percent", Some(rate.percent()), Some(included), None, None)
-            }
-            TaxKind::PerPersonNight { amount, max_nights } => (
-                "per_person_night",
-                None,
-                None,
-                Some(amount.get()),
-                max_nights.map(i64::from),
-            ),
-            TaxKind::PerStay { amount } => ("per_stay", None, None, Some(amount.get()), None),
-        };
-        Self {
-            code: tax.code().to_owned(),
-            kind: kind.to_owned(),
-            percent,
-            included,
-            amount_cents: amount,
-            max_nights,
+        let code = tax.code().to_owned();
+        match tax.kind() {
+            TaxKind::Percent { rate, included } => Self::Percent {
+                code,
+                percent: rate.percent(),
+                included,
+            },
+            TaxKind::PerPersonNight { amount, max_nights } => Self::PerPersonNight {
+                code,
+                amount_cents: amount.get(),
+                max_nights: max_nights.map(i64::from),
+            },
+            TaxKind::PerStay { amount } => Self::PerStay {
+                code,
+                amount_cents: amount.get(),
+            },
         }
     }
 
     fn parse(&self) -> Result<Tax, ApiError> {
-        let not_for = |field: &str| {
-            ApiError::invalid(
-                field,
-                format!("{field}: is not part of a {} tax", self.kind),
-            )
-        };
-        let amount = || -> Result<Cents, ApiError> {
-            match self.amount_cents {
-                Some(cents) if (1..=MAX_TAX_CENTS).contains(&cents) => Ok(Cents::new(cents)),
-                Some(_) => Err(ApiError::invalid(
-                    "amount_cents",
-                    format!("amount_cents: must be between 1 and {MAX_TAX_CENTS}"),
-                )),
-                None => Err(ApiError::invalid(
-                    "amount_cents",
-                    format!("amount_cents: is required for a {} tax", self.kind),
-                )),
-            }
-        };
-        let kind = match self.kind.as_str() {
-            "percent" => {
-                if self.amount_cents.is_some() {
-                    return Err(not_for("amount_cents"));
-                }
-                if self.max_nights.is_some() {
-                    return Err(not_for("max_nights"));
-                }
-                let percent = self.percent.ok_or_else(|| {
-                    ApiError::invalid("percent", "percent: is required for a percent tax")
-                })?;
+        let (code, kind) = match self {
+            Self::Percent {
+                code,
+                percent,
+                included,
+            } => (
+                code,
                 TaxKind::Percent {
-                    rate: BasisPoints::from_percent(percent)?,
-                    included: self.included.unwrap_or(false),
-                }
-            }
-            "per_person_night" | "per_stay" => {
-                if self.percent.is_some() {
-                    return Err(not_for("percent"));
-                }
-                if self.included.is_some() {
-                    return Err(not_for("included"));
-                }
-                if self.kind == "per_stay" {
-                    if self.max_nights.is_some() {
-                        return Err(not_for("max_nights"));
-                    }
-                    TaxKind::PerStay { amount: amount()? }
-                } else {
-                    let max_nights = match self.max_nights {
-                        None => None,
-                        Some(n) => match u32::try_from(n) {
-                            Ok(n) if (1..=800).contains(&n) => Some(n),
-                            _ => {
-                                return Err(ApiError::invalid(
-                                    "max_nights",
-                                    "max_nights: must be between 1 and 800",
-                                ))
-                            }
-                        },
-                    };
+                    rate: BasisPoints::from_percent(*percent)?,
+                    included: *included,
+                },
+            ),
+            Self::PerPersonNight {
+                code,
+                amount_cents,
+                max_nights,
+            } => {
+                let max_nights = match *max_nights {
+                    None => None,
+                    Some(n) => match u32::try_from(n) {
+                        Ok(n) if (1..=800).contains(&n) => Some(n),
+                        _ => {
+                            return Err(ApiError::invalid(
+                                "max_nights",
+                                "max_nights: must be between 1 and 800",
+                            ))
+                        }
+                    },
+                };
+                (
+                    code,
                     TaxKind::PerPersonNight {
-                        amount: amount()?,
+                        amount: amount(*amount_cents)?,
                         max_nights,
-                    }
-                }
+                    },
+                )
             }
-            _ => {
-                return Err(ApiError::invalid(
-                    "kind",
-                    "kind: must be percent, per_person_night or per_stay",
-                ))
-            }
+            Self::PerStay { code, amount_cents } => (
+                code,
+                TaxKind::PerStay {
+                    amount: amount(*amount_cents)?,
+                },
+            ),
         };
-        Ok(Tax::parse(&self.code, kind)?)
+        Ok(Tax::parse(code, kind)?)
     }
 }
 
 /// A hotel's taxes and fees, in the order they are listed on a bill.
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TaxesBody {
+    /// At most 10, each code once.
+    #[schema(max_items = 10)]
     pub taxes: Vec<TaxRule>,
 }
 
@@ -176,6 +174,18 @@ impl TaxesBody {
             .enumerate()
             .map(|(i, rule)| rule.parse().map_err(|e| e.in_field(&format!("taxes[{i}]"))))
             .collect::<Result<Vec<_>, _>>()?;
+        // The domain refuses a code given twice; here it is named where it repeats.
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(i) = taxes.iter().position(|t| !seen.insert(t.code())) {
+            return Err(ApiError::invalid(
+                "code",
+                format!(
+                    "code: {} is given twice; each tax's code is its own",
+                    taxes[i].code()
+                ),
+            )
+            .in_field(&format!("taxes[{i}]")));
+        }
         Ok(Taxes::parse(taxes)?)
     }
 }

@@ -568,9 +568,24 @@ impl Contract {
             }
             "number" => {
                 let low = schema["exclusiveMinimum"].as_f64().unwrap_or(-1e6);
-                let high = schema["exclusiveMaximum"].as_f64().unwrap_or(1e6);
+                let high = schema["exclusiveMaximum"]
+                    .as_f64()
+                    .or(schema["maximum"].as_f64())
+                    .unwrap_or(1e6);
                 let x: f64 = runner.rng().random_range(0.001..0.999);
-                json!(low + (high - low) * x)
+                let value = low + (high - low) * x;
+                match schema["multipleOf"].as_f64() {
+                    // A whole number of steps strictly above the low bound: as the
+                    // decimal it is (`k / steps_per_unit`, the nearest float to it).
+                    Some(step) if step > 0.0 => {
+                        let per_unit = (1.0 / step).round();
+                        let k = (value * per_unit)
+                            .round()
+                            .max((low * per_unit).floor() + 1.0);
+                        json!(k / per_unit)
+                    }
+                    _ => json!(value),
+                }
             }
             "boolean" => json!(runner.rng().random_bool(0.5)),
             "array" => {

@@ -213,18 +213,19 @@ async fn lisbon(app: &TestApp) {
 
 fn offer(room_type: i64, plan: Option<i64>, total: i64, remaining: u32, refundable: bool) -> Value {
     json!({"room_type_id": room_type, "rate_plan_id": plan, "total_cents": total,
-           "remaining": remaining, "refundable": refundable})
+           "remaining": remaining, "refundable": refundable, "currency": "EUR",
+           "taxes": [], "total_due_cents": total})
 }
 
 /// What Lisbon can sell for the stay to two guests in one room, cheapest hotel first.
 fn lisbon_offers() -> Value {
     json!([
-        {"hotel_id": BARATA, "name": "Casa Barata", "city": "lisbon",
+        {"hotel_id": BARATA, "name": "Casa Barata", "city": "lisbon", "currency": "EUR",
          "offers": [offer(KING, None, 3 * 15_000, 5, true)]},
-        {"hotel_id": TEJO, "name": "Hotel Tejo", "city": "Lisbon",
+        {"hotel_id": TEJO, "name": "Hotel Tejo", "city": "Lisbon", "currency": "EUR",
          "offers": [offer(KING, Some(NON_REFUNDABLE), 3 * 16_205, 4, false),
                     offer(KING, Some(FLEXIBLE), 3 * 18_005, 4, true)]},
-        {"hotel_id": RIO, "name": "Hotel Rio", "city": "Lisbon",
+        {"hotel_id": RIO, "name": "Hotel Rio", "city": "Lisbon", "currency": "EUR",
          "offers": [offer(KING, Some(FLEXIBLE), 3 * 20_000, 3, true),
                     offer(TWIN, Some(FLEXIBLE), 3 * (19_000 + 2_500), 3, true)]},
     ])
@@ -390,7 +391,7 @@ async fn the_database_lists_exactly_the_bookable_offers_when_redis_cannot_be_use
     );
     assert_eq!(
         porto.assert_status(200)["hotels"],
-        json!([{"hotel_id": PORTO, "name": "Hotel Douro", "city": "Porto",
+        json!([{"hotel_id": PORTO, "name": "Hotel Douro", "city": "Porto", "currency": "EUR",
                 "offers": [offer(KING, None, 3_000, 5, true)]}])
     );
     assert_eq!(nowhere.assert_status(200)["hotels"], json!([]));

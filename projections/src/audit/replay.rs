@@ -42,7 +42,7 @@ static DECODER: LazyLock<EventDecoder> = LazyLock::new(EventDecoder::default);
 #[derive(Debug, Clone)]
 pub enum StreamState {
     Hotel(Hotel),
-    Reservation(Reservation),
+    Reservation(Box<Reservation>),
     Night(RoomNight),
     /// An aggregate type this build does not know: reported once, not replayed.
     Unknown,
@@ -62,7 +62,7 @@ impl StreamReplay {
     pub fn new(aggregate_type: &str, aggregate_id: &str) -> Self {
         let state = match AggregateType::parse(aggregate_type) {
             Some(AggregateType::Hotel) => StreamState::Hotel(Hotel::default()),
-            Some(AggregateType::Reservation) => StreamState::Reservation(Reservation::default()),
+            Some(AggregateType::Reservation) => StreamState::Reservation(Box::default()),
             Some(AggregateType::RoomNight) => StreamState::Night(RoomNight::default()),
             None => StreamState::Unknown,
         };
