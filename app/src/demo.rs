@@ -1,10 +1,12 @@
-//! A small demo catalog so a newcomer can try the API at once: three hotels in Lisbon,
-//! Porto and Paris, their room types, and 365 nights of inventory with weekend rates.
+//! A small demo catalog so a newcomer can try the API at once: hotels in Lisbon, Porto
+//! and Paris pricing in euros and one in Zurich in Swiss francs, their room types, their
+//! taxes (Lisbon's and Zurich's), and 365 nights of inventory with weekend rates.
 //! Loading it twice changes nothing (catalog and inventory writes are idempotent).
 
 use aggregates::booking::InventoryUpdate;
+use aggregates::taxes::{BasisPoints, Tax, TaxKind, Taxes};
 use aggregates::types::local_date;
-use aggregates::{Cents, HotelDetails, HotelId, RoomTypeDetails, RoomTypeId, StayDates};
+use aggregates::{Cents, Currency, HotelDetails, HotelId, RoomTypeDetails, RoomTypeId, StayDates};
 use chrono::{Datelike, Days, Weekday};
 
 use crate::commands::{Caller, CommandService};
@@ -23,6 +25,7 @@ struct DemoHotel {
     name: &'static str,
     city: &'static str,
     timezone: &'static str,
+    currency: &'static str,
     room_types: &'static [DemoRoomType],
 }
 
@@ -32,6 +35,7 @@ const HOTELS: &[DemoHotel] = &[
         name: "Hotel Tejo",
         city: "Lisbon",
         timezone: "Europe/Lisbon",
+        currency: "EUR",
         room_types: &[
             DemoRoomType {
                 id: 1,
@@ -64,6 +68,7 @@ const HOTELS: &[DemoHotel] = &[
         name: "Casa do Porto",
         city: "Porto",
         timezone: "Europe/Lisbon",
+        currency: "EUR",
         room_types: &[
             DemoRoomType {
                 id: 1,
@@ -88,6 +93,7 @@ const HOTELS: &[DemoHotel] = &[
         name: "Hôtel des Arts",
         city: "Paris",
         timezone: "Europe/Paris",
+        currency: "EUR",
         room_types: &[
             DemoRoomType {
                 id: 1,
@@ -107,7 +113,51 @@ const HOTELS: &[DemoHotel] = &[
             },
         ],
     },
+    DemoHotel {
+        id: 950,
+        name: "Hotel Limmat",
+        city: "Zurich",
+        timezone: "Europe/Zurich",
+        currency: "CHF",
+        room_types: &[DemoRoomType {
+            id: 1,
+            name: "double",
+            max_occupancy: 2,
+            rooms: 20,
+            allowance: 0,
+            rate_cents: 24_000,
+        }],
+    },
 ];
+
+/// The demo's taxes: Lisbon's VAT on lodging (6%, in the price) and city tax (2.00 per
+/// guest and night, at most 7 nights); Zurich's VAT on lodging (3.8%, in the price) and
+/// city tax (2.50 per guest and night). The others have none.
+fn demo_taxes(hotel_id: i64) -> anyhow::Result<Taxes> {
+    let vat = |percent| -> anyhow::Result<Tax> {
+        Ok(Tax::parse(
+            "VAT",
+            TaxKind::Percent {
+                rate: BasisPoints::from_percent(percent)?,
+                included: true,
+            },
+        )?)
+    };
+    let city = |cents, max_nights| {
+        Tax::parse(
+            "CITY",
+            TaxKind::PerPersonNight {
+                amount: Cents::new(cents),
+                max_nights,
+            },
+        )
+    };
+    Ok(match hotel_id {
+        812 | 813 => Taxes::parse(vec![vat(6.0)?, city(200, Some(7))?])?,
+        950 => Taxes::parse(vec![vat(3.8)?, city(250, None)?])?,
+        _ => Taxes::default(),
+    })
+}
 
 /// Number of nights of inventory the demo sets, from today at each hotel.
 pub const DEMO_NIGHTS: u64 = 365;
@@ -120,7 +170,13 @@ pub async fn seed(commands: &CommandService) -> anyhow::Result<u64> {
         let hotel_id = HotelId::parse(hotel.id)?;
         let details = HotelDetails::parse(hotel.name, hotel.city, hotel.timezone)?;
         let timezone = details.timezone();
-        commands.set_hotel(&by, hotel_id, details, None).await?;
+        let currency = Currency::parse(hotel.currency)?;
+        commands
+            .set_hotel(&by, hotel_id, details, Some(currency))
+            .await?;
+        commands
+            .set_taxes(&by, hotel_id, demo_taxes(hotel.id)?)
+            .await?;
         let today = local_date(commands.now(), timezone);
         let last = today
             .checked_add_days(Days::new(DEMO_NIGHTS))

@@ -3,6 +3,8 @@
 //! live, taxes set and shown, the total due authorized and captured, what a
 //! cancellation gives back of the taxes, and the snapshot a reservation keeps.
 
+mod races;
+
 use serde_json::{json, Value};
 
 use crate::support::*;

@@ -395,6 +395,7 @@ async fn attempt(
             Ok(decision) => {
                 version = decision.reservation.len() as i64;
                 let metadata = writer.set_metadata(&hold.metadata)?.clone();
+                writer.expect_catalog(room.0, opened.version(room.0));
                 let after = writer.queue_reservation(None, &decision.reservation)?;
                 let view = after
                     .as_ref()

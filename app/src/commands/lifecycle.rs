@@ -182,6 +182,7 @@ impl CommandService {
                 nights: &nights,
                 before: None,
                 now: hold.now,
+                catalog: Some((request.hotel_id, opened.version(request.hotel_id))),
             },
             decision,
         )
@@ -816,6 +817,8 @@ impl CommandService {
                 nights: &nights,
                 before: Some(&loaded),
                 now,
+                // The reservation keeps the currency and taxes it was sold with.
+                catalog: None,
             },
             decision,
         )
@@ -875,6 +878,9 @@ struct Decided<'a> {
     /// The reservation as loaded; `None` for a new one.
     before: Option<&'a LoadedReservation>,
     now: DateTime<Utc>,
+    /// A sale's hotel and the catalog version it was priced from (see
+    /// `Writer::expect_catalog`).
+    catalog: Option<(HotelId, i64)>,
 }
 
 /// Writes a decision (or records a rejection), the idempotency outcome and the payment
@@ -885,6 +891,9 @@ async fn finish(
     decision: Result<Decision, Rejection>,
 ) -> Result<Outcome, AttemptError> {
     let mut writer = Writer::new(with.metadata)?;
+    if let Some((hotel_id, version)) = with.catalog {
+        writer.expect_catalog(hotel_id, version);
+    }
     let mut version = with.before.map_or(0, |b| b.version);
     let (outcome, written) = match decision {
         Err(rejection) => (Err(rejection), None),

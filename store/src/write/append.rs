@@ -132,6 +132,7 @@ pub struct Writer {
     new_reservations: ReservationRows,
     changed_reservations: ReservationRows,
     idempotency: IdempotencyRows,
+    catalogs: CatalogRows,
 }
 
 /// One room's part of a batch of commands decided together (group commit's holds, the
@@ -194,6 +195,7 @@ impl Writer {
             new_reservations: ReservationRows::default(),
             changed_reservations: ReservationRows::default(),
             idempotency: IdempotencyRows::default(),
+            catalogs: CatalogRows::default(),
         })
     }
 
@@ -354,6 +356,19 @@ impl Writer {
         Ok(Some(after))
     }
 
+    /// Makes the write conditional on the hotel's catalog being at `version` still: a
+    /// sale priced from the catalog (a hold) must not commit after a change to it that
+    /// it did not see. Under the locking strategies a hold waits for the room-type locks
+    /// a currency change holds, but reads the hotel on its first statement's snapshot,
+    /// taken before that wait; this check, on the writing statement's later snapshot,
+    /// sends it round again (`Conflict`) to read the catalog as changed.
+    pub fn expect_catalog(&mut self, hotel_id: aggregates::HotelId, version: i64) {
+        if !self.catalogs.hotel.contains(&hotel_id.get()) {
+            self.catalogs.hotel.push(hotel_id.get());
+            self.catalogs.expected.push(version);
+        }
+    }
+
     /// Queues the outcome of an idempotent request, stored with the writes.
     pub fn queue_idempotency<T: Serialize>(
         &mut self,
@@ -506,7 +521,7 @@ impl Writer {
         );
         // The statement's row sets, by the names its SQL gives them: the parameters are
         // numbered and bound in this order (see the `columns` crate).
-        let sets: [(&str, &dyn Columns); 8] = [
+        let sets: [(&str, &dyn Columns); 9] = [
             ("updates", u),
             ("inserts", &self.night_inserts),
             ("gone", &self.gone),
@@ -515,6 +530,7 @@ impl Writer {
             ("changed", cr),
             ("appended", &events),
             ("records", idem),
+            ("catalogs", &self.catalogs),
         ];
         static SQL: OnceLock<String> = OnceLock::new();
         let sql = SQL.get_or_init(|| WRITE_ALL.render(&sets));
@@ -525,13 +541,15 @@ impl Writer {
         let changed: i64 = counts.try_get("reservations_changed")?;
         let completed: i64 = counts.try_get("idempotency_written")?;
         let kept: i64 = counts.try_get("allocations_kept")?;
+        let catalogs: i64 = counts.try_get("catalogs_unchanged")?;
         if updated != u.len() as i64
+            || catalogs != self.catalogs.hotel.len() as i64
             || kept != k.stored.iter().filter(|s| **s).count() as i64
             || changed != cr.len() as i64
             || completed != idem.len() as i64
         {
-            // A night, an allocation or a reservation moved since it was loaded, or a
-            // request with the same key finished first: start over (a replay then finds
+            // A night, an allocation, a reservation or a catalog sold from moved since it
+            // was loaded, or a request with the same key finished first: start over (a replay then finds
             // its outcome).
             return Err(AttemptError::Conflict);
         }
@@ -647,7 +665,10 @@ SELECT (SELECT count(*) FROM nights_updated) AS nights_updated,
        (SELECT count(*) FROM reservations_inserted) AS reservations_inserted,
        (SELECT count(*) FROM reservations_changed) AS reservations_changed,
        (SELECT count(*) FROM events_appended) AS events_appended,
-       (SELECT count(*) FROM idempotency_written) AS idempotency_written",
+       (SELECT count(*) FROM idempotency_written) AS idempotency_written,
+       (SELECT count(*) FROM hotels h JOIN {catalogs}
+                ON h.hotel_id = catalogs.hotel AND h.version = catalogs.expected)
+           AS catalogs_unchanged",
 );
 
 /// Every personal value in the clear that the queued writes hold: the guest and the
@@ -769,6 +790,15 @@ impl NightRows {
         self.restrictions.push(restrictions);
         self.plan_rates.push(plan_rates);
         Ok(())
+    }
+}
+
+columns! {
+    /// The hotels whose catalog a write was decided on, at the version read (see
+    /// [`Writer::expect_catalog`]).
+    struct CatalogRows {
+        hotel: i64 = "bigint",
+        expected: i64 = "bigint",
     }
 }
 

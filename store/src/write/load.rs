@@ -48,6 +48,8 @@ pub type Room = (HotelId, RoomTypeId);
 #[derive(Debug)]
 pub struct Opened {
     pub hotels: HashMap<HotelId, Hotel>,
+    /// Each hotel's version as read (see `Writer::expect_catalog`).
+    pub versions: HashMap<HotelId, i64>,
     pub claims: Vec<Claim>,
 }
 
@@ -58,6 +60,11 @@ impl Opened {
         self.hotels
             .get(&hotel_id)
             .unwrap_or_else(|| UNKNOWN.get_or_init(Hotel::default))
+    }
+
+    /// The version a hotel was read at; 0 for one not found.
+    pub fn version(&self, hotel_id: HotelId) -> i64 {
+        self.versions.get(&hotel_id).copied().unwrap_or(0)
     }
 }
 
@@ -90,7 +97,7 @@ pub struct Claim {
 
 /// The first statement of a hold or a batch of holds ([`Loader::open`]): `$1..$3` the
 /// requests' lock ids, clients and keys, `$4, $5` the rooms' advisory keys, `$6`
-/// whether to lock them, `$7` the hotels.
+/// whether to lock them exclusively (else shared), `$7` the hotels.
 static OPEN_SQL: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| format!("WITH {OPEN_CTES} {OPEN_SELECT} ORDER BY ord"));
 
@@ -99,7 +106,11 @@ const OPEN_CTES: &str = "rooms AS MATERIALIZED (
                   SELECT count(*) AS locked
                     FROM (SELECT pg_advisory_xact_lock(r.hotel, r.room_type)
                             FROM unnest($4::int[], $5::int[]) AS r(hotel, room_type)
-                           WHERE $6) l
+                           WHERE $6
+                          UNION ALL
+                          SELECT pg_advisory_xact_lock_shared(r.hotel, r.room_type)
+                            FROM unnest($4::int[], $5::int[]) AS r(hotel, room_type)
+                           WHERE NOT $6) l
              ), claims AS MATERIALIZED (
                   SELECT u.ord, pg_try_advisory_xact_lock(u.lock_id) AS claimed, u.client, u.key
                     FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY
@@ -109,11 +120,12 @@ const OPEN_CTES: &str = "rooms AS MATERIALIZED (
 /// [`OPEN_SQL`]'s rows: the hotels (`ord` 0), then each request's claim and record.
 const OPEN_SELECT: &str =
     "SELECT 0::bigint AS ord, NULL::bool AS claimed, NULL::text AS request_hash,
-                    NULL::text AS state, NULL::jsonb AS outcome, h.state AS hotel_state
+                    NULL::text AS state, NULL::jsonb AS outcome, h.state AS hotel_state,
+                    h.version AS hotel_version
                FROM rooms CROSS JOIN hotels h
               WHERE h.hotel_id = ANY($7::bigint[])
              UNION ALL
-             SELECT c.ord, c.claimed, k.request_hash, k.state, k.outcome, NULL
+             SELECT c.ord, c.claimed, k.request_hash, k.state, k.outcome, NULL, NULL
                FROM claims c
                LEFT JOIN LATERAL (
                     SELECT r.request_hash, r.state, r.outcome FROM idempotency_keys r
@@ -141,7 +153,7 @@ static OPEN_WITH_NIGHTS_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::
                 NULL::timestamptz AS expires_at
            FROM opening o
          UNION ALL
-         SELECT NULL, NULL, NULL, NULL, NULL, NULL, n.* FROM nights n",
+         SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, n.* FROM nights n",
         ctes = nights.ctes,
         select = nights.select,
     )
@@ -182,7 +194,10 @@ impl Loader<'_> {
     /// The first statement of a hold (or a batch of holds) — one round trip for three
     /// things: claim every request's idempotency key (`pg_try_advisory_xact_lock`, and
     /// its stored record), take the `(hotel, room type)` lock of every room in `rooms`
-    /// when `lock` (see [`Self::lock_room_type`]), and read their hotels.
+    /// (see [`Self::lock_room_type`]; exclusive when `lock`, shared otherwise, so that
+    /// a catalog change that must not race a sale, which takes them exclusively with
+    /// [`Self::lock_room_types`], waits for every hold under way under any strategy),
+    /// and read their hotels with their versions.
     ///
     /// The room locks are taken one after the other in one fixed order (their advisory
     /// keys, ascending), so batches that share rooms queue instead of deadlocking; a
@@ -505,6 +520,7 @@ impl Opened {
     fn decode(rows: &[sqlx::postgres::PgRow], requests: usize) -> Result<Self, AttemptError> {
         let mut opened = Opened {
             hotels: HashMap::new(),
+            versions: HashMap::new(),
             claims: Vec::with_capacity(requests),
         };
         let mut claims = Vec::with_capacity(requests);
@@ -515,6 +531,9 @@ impl Opened {
                     let hotel: Hotel =
                         serde_json::from_value(state).map_err(|e| corrupt("hotel", e))?;
                     if let Some(hotel_id) = hotel.hotel_id() {
+                        opened
+                            .versions
+                            .insert(hotel_id, row.try_get::<i64, _>("hotel_version")?);
                         opened.hotels.insert(hotel_id, hotel);
                     }
                 }
