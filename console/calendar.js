@@ -5,7 +5,7 @@
 
 import { errorText } from './api.js';
 import {
-  h, field, srOnly, fmtRate, fmtMoney, parseMoney, parseIntStrict, plural, addDays, nightsBetween,
+  h, field, srOnly, fmtRate, fmtMoney, parseMoney, minorDigits, parseIntStrict, plural, addDays, nightsBetween,
   weekday, isWeekend, dayOfMonth, fmtDayShort, fmtDayLong, fmtMonth, currentMonth, shiftMonth, isMonth,
   fmtTime, setText, parseChange, applyChange,
 } from './util.js';
@@ -74,6 +74,9 @@ export function mountCalendar(root, ctx, firstRoute) {
   let hotelId = null;
   let month = null;
   let gen = 0; // bumped when the hotel or month changes: older answers are dropped
+  // The hotel's currency: rates are typed and shown in its units (whole yen for JPY).
+  let currency = 'EUR';
+  let digits = 2;
   let timer = null;
   let inFlight = false;
   let again = false;
@@ -223,7 +226,9 @@ export function mountCalendar(root, ctx, firstRoute) {
     month = m;
     hotelSelect.value = String(hotelId);
     monthInput.value = month;
-    hotelInfo.textContent = `${hotel.name}, ${hotel.city} · ${fmtMonth(month)} · times in ${hotel.timezone ?? 'hotel time'}`;
+    currency = hotel.currency ?? 'EUR';
+    digits = minorDigits(currency);
+    hotelInfo.textContent = `${hotel.name}, ${hotel.city} · ${fmtMonth(month)} · times in ${hotel.timezone ?? 'hotel time'} · prices in ${currency}`;
     ctx.setTitle(`Calendar · ${hotel.name} · ${fmtMonth(month)}`);
     // A new hotel or month: a new table.
     gen += 1;
@@ -442,7 +447,7 @@ export function mountCalendar(root, ctx, firstRoute) {
     } else {
       lines.push(h('span', { class: 'l1' }, h('span', { class: 'left' }, String(night.remaining)), h('span', { class: 'cap' }, `/${capacity}`)));
       const rate = shownRate(night);
-      lines.push(h('span', { class: 'l2 rate' }, rate == null ? '–' : fmtRate(rate)));
+      lines.push(h('span', { class: 'l2 rate' }, rate == null ? '–' : fmtRate(rate, digits)));
     }
     if (!noInventory || night.held + night.confirmed > 0) {
       lines.push(h('span', { class: 'l3 hc' }, `H${night.held} C${night.confirmed}`));
@@ -478,9 +483,9 @@ export function mountCalendar(root, ctx, firstRoute) {
     } else {
       title.push(`${night.remaining} of ${capacity} left (${night.total_rooms} rooms + ${night.overbooking_allowance} overbooking)`);
       title.push(`Held ${night.held}, confirmed ${night.confirmed}`);
-      title.push(`Base rate ${night.rate_cents == null ? '—' : fmtMoney(night.rate_cents)}`);
+      title.push(`Base rate ${night.rate_cents == null ? '—' : fmtMoney(night.rate_cents, currency)}`);
       if (night.prices.length) {
-        title.push(night.prices.map((p) => `${planName(p.rate_plan_id)} ${fmtMoney(p.rate_cents)}`).join(', '));
+        title.push(night.prices.map((p) => `${planName(p.rate_plan_id)} ${fmtMoney(p.rate_cents, currency)}`).join(', '));
       }
     }
     if (base.length) title.push(`Restrictions: ${base.map((b) => b.long).join(', ')}`);
@@ -492,7 +497,7 @@ export function mountCalendar(root, ctx, firstRoute) {
       : [`${rt.name}, ${day}: ${night.remaining} of ${capacity} left`, `${night.held} held`, `${night.confirmed} confirmed`];
     const labelRate = shownRate(night);
     if (!noInventory && labelRate != null) {
-      label.push(shownPlan === '' ? `rate ${fmtRate(labelRate)}` : `${planName(Number(shownPlan))} ${fmtRate(labelRate)}`);
+      label.push(shownPlan === '' ? `rate ${fmtRate(labelRate, digits)}` : `${planName(Number(shownPlan))} ${fmtRate(labelRate, digits)}`);
     }
     for (const m of marks) label.push(m.long);
     td.replaceChildren(...lines, srOnly(label.join(', ')));
@@ -686,7 +691,7 @@ export function mountCalendar(root, ctx, firstRoute) {
       hintFor(input, 'total', (v) => v, [r, r]);
     }
     hintFor(panel.allowance, 'allowance');
-    hintFor(panel.rate, 'rate', (v) => fmtRate(Number(v)));
+    hintFor(panel.rate, 'rate', (v) => fmtRate(Number(v), digits));
   }
 
   /**
@@ -840,7 +845,7 @@ export function mountCalendar(root, ctx, firstRoute) {
       }
       let change;
       if (action === 'inventory') {
-        const changes = { rooms: new Map(), allowance: parseChange(allowance.value), rate: parseChange(rate.value, true) };
+        const changes = { rooms: new Map(), allowance: parseChange(allowance.value), rate: parseChange(rate.value, true, digits) };
         for (const [id, input] of rooms) {
           const c = parseChange(input.value);
           const label = fs.querySelector(`label[for="${input.id}"]`)?.textContent ?? 'Total rooms';
@@ -872,7 +877,7 @@ export function mountCalendar(root, ctx, firstRoute) {
         }
         if (restrictionPlan.value !== '') change.rate_plan_id = Number(restrictionPlan.value);
       } else {
-        const cents = parseMoney(planRate.value);
+        const cents = parseMoney(planRate.value, digits);
         if (Number.isNaN(cents)) return invalid(planRate, 'Rate: an amount such as 180 or 180.50.');
         if (ratePlan.value === '') return invalid(ratePlan, 'Pick a rate plan.');
         change = [{ rate_plan_id: Number(ratePlan.value), rate_cents: cents }];
@@ -998,7 +1003,7 @@ export function mountCalendar(root, ctx, firstRoute) {
 
     function showPreview(changes) {
       const plan = inventoryPlan(changes);
-      const money = (v) => (v == null ? '—' : fmtRate(v));
+      const money = (v) => (v == null ? '—' : fmtRate(v, digits));
       const value = (before, after, format = String) => {
         if (before == null) return h('span', { class: 'new' }, format(after));
         if (before === after) return h('span', { class: 'same' }, format(after));

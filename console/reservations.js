@@ -155,8 +155,8 @@ export function mountReservationSearch(root, ctx, firstRoute) {
       results.replaceChildren();
       return;
     }
-    const head = h('tr', null, ['Reference', 'Guest', 'E-mail', 'Hotel', 'Room type', 'Dates', 'Rooms', 'Status', 'Total']
-      .map((t) => h('th', { scope: 'col', class: ['Rooms', 'Total'].includes(t) ? 'num' : null }, t)));
+    const head = h('tr', null, ['Reference', 'Guest', 'E-mail', 'Hotel', 'Room type', 'Dates', 'Rooms', 'Status', 'Total due']
+      .map((t) => h('th', { scope: 'col', class: ['Rooms', 'Total due'].includes(t) ? 'num' : null }, t)));
     const body = h('tbody', null, rows.map((r) => h('tr', { dataset: { reservationId: r.reservation_id } },
       h('td', { class: 'mono' }, h('a', { href: `#/reservations/${encodeURIComponent(r.reservation_id)}`, title: r.reservation_id },
         String(r.reference ?? referenceOf(r.reservation_id) ?? r.reservation_id))),
@@ -167,7 +167,7 @@ export function mountReservationSearch(root, ctx, firstRoute) {
       h('td', { class: 'nowrap' }, `${r.start_date} → ${r.end_date}`, ' ', h('span', { class: 'muted' }, `(${plural(r.nights, 'night', 'nights')})`)),
       h('td', { class: 'num' }, fmtInt(r.rooms)),
       h('td', null, statusBadge(r.status)),
-      h('td', { class: 'num' }, fmtMoney(r.total_cents)),
+      h('td', { class: 'num' }, fmtMoney(r.total_due_cents ?? r.total_cents, r.currency)),
     )));
     results.replaceChildren(h('table', { class: 'data reservations-table', 'aria-label': 'Reservations found' },
       h('thead', null, head), body));
@@ -312,15 +312,20 @@ export function mountReservation(root, ctx, route) {
       ...extra.map(([k, v]) => [k, String(v), `guest_${k}`]),
     ]));
     const p = r.payment ?? {};
+    const cur = r.currency;
+    const taxes = Array.isArray(r.taxes) ? r.taxes : [];
     money.body.replaceChildren(dl([
-      ['Total', fmtMoney(r.total_cents), 'total'],
-      r.paid_cents != null && ['Paid (taken, less refunds)', fmtMoney(r.paid_cents), 'paid'],
+      ['Currency', String(cur ?? '—'), 'currency'],
+      ['Room price', fmtMoney(r.total_cents, cur), 'total'],
+      ...taxes.map((t) => [`${t.code}${t.included ? ' (in the price)' : ''}`, fmtMoney(t.amount_cents, cur), `tax_${t.code}`]),
+      ['Total due', fmtMoney(r.total_due_cents ?? r.total_cents, cur), 'total_due'],
+      r.paid_cents != null && ['Paid (taken, less refunds)', fmtMoney(r.paid_cents, cur), 'paid'],
       ['Payment', String(p.status ?? '—'), 'payment_status'],
-      ['Authorized on the card', fmtMoney(p.authorized_cents), 'authorized'],
-      p.to_capture_cents != null && ['To be captured', fmtMoney(p.to_capture_cents), 'to_capture'],
-      ['Captured', fmtMoney(p.captured_cents), 'captured'],
-      ['Refunded', fmtMoney(p.refunded_cents), 'refunded'],
-      r.status === 'cancelled' && r.refund_cents != null && ['Refunded by the cancellation', fmtMoney(r.refund_cents), 'refund'],
+      ['Authorized on the card', fmtMoney(p.authorized_cents, cur), 'authorized'],
+      p.to_capture_cents != null && ['To be captured', fmtMoney(p.to_capture_cents, cur), 'to_capture'],
+      ['Captured', fmtMoney(p.captured_cents, cur), 'captured'],
+      ['Refunded', fmtMoney(p.refunded_cents, cur), 'refunded'],
+      r.status === 'cancelled' && r.refund_cents != null && ['Refunded by the cancellation', fmtMoney(r.refund_cents, cur), 'refund'],
       ['Cancellation policy', policyWords(r.cancellation_policy), 'policy'],
     ]));
     showActions(r.status);

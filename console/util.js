@@ -70,24 +70,44 @@ export function fmtInt(n) {
   return n == null || Number.isNaN(Number(n)) ? '—' : INT.format(n);
 }
 
-/** A rate in the grid: `180` when whole, else `180.50`; '' for null. */
-export function fmtRate(cents) {
+const CURRENCIES = new Map();
+
+/** The formatter of an ISO 4217 currency (`EUR`), made once. */
+function currencyFormat(code) {
+  if (!CURRENCIES.has(code)) {
+    let f = null;
+    try { f = new Intl.NumberFormat('en-US', { style: 'currency', currency: code }); } catch { f = null; }
+    CURRENCIES.set(code, f);
+  }
+  return CURRENCIES.get(code);
+}
+
+/** How many digits a currency's minor unit has (amounts are integers of it): 2 for EUR, 0 for JPY. */
+export function minorDigits(code) {
+  return code ? currencyFormat(code)?.resolvedOptions().maximumFractionDigits ?? 2 : 2;
+}
+
+/** A rate in the grid, in units of a currency with `digits` minor digits: `180` when whole, else `180.50`; '' for null. */
+export function fmtRate(cents, digits = 2) {
   if (cents == null) return '';
-  return cents % 100 === 0 ? String(cents / 100) : (cents / 100).toFixed(2);
+  const unit = 10 ** digits;
+  return cents % unit === 0 ? String(cents / unit) : (cents / unit).toFixed(digits);
 }
 
-/** Money with two decimals and thousands separators: `1,486.00`. */
-export function fmtMoney(cents) {
+/** Money with its currency (`CHF 1,486.00`, `¥48,050`), or with two decimals when none is known: `1,486.00`. */
+export function fmtMoney(cents, currency) {
   if (cents == null) return '—';
-  return MONEY.format(cents / 100);
+  const f = currency ? currencyFormat(currency) : null;
+  if (!f) return MONEY.format(cents / 100);
+  return f.format(cents / 10 ** f.resolvedOptions().maximumFractionDigits);
 }
 
-/** `180`, `180.5`, `180.50` → cents; NaN when not a non-negative amount with ≤ 2 decimals. */
-export function parseMoney(text) {
+/** `180`, `180.5`, `180.50` → minor units; NaN when not a non-negative amount with at most `digits` decimals. */
+export function parseMoney(text, digits = 2) {
   const t = String(text).trim();
-  const m = /^(\d{1,12})(?:[.,](\d{1,2}))?$/.exec(t);
+  const m = digits === 0 ? /^(\d{1,14})()$/.exec(t) : new RegExp(`^(\\d{1,12})(?:[.,](\\d{1,${digits}}))?$`).exec(t);
   if (!m) return NaN;
-  return Number(m[1]) * 100 + Number((m[2] ?? '').padEnd(2, '0'));
+  return Number(m[1]) * 10 ** digits + Number((m[2] ?? '').padEnd(digits, '0') || '0');
 }
 
 /** A whole number from an input, or NaN. */
@@ -102,7 +122,7 @@ export function parseIntStrict(text) {
  * scales it (rounded to a whole room, or to the cent). `money` reads amounts as money
  * (`-5` is five units of money, in cents). `null` when the text is none of these.
  */
-export function parseChange(text, money = false) {
+export function parseChange(text, money = false, digits = 2) {
   const t = String(text ?? '').replace(/\u2212/g, '-').replace(/\s+/g, '');
   if (t === '') return { kind: 'keep' };
   const pct = /^([+-])(\d{1,3}(?:[.,]\d{1,2})?)%$/.exec(t);
@@ -111,7 +131,7 @@ export function parseChange(text, money = false) {
     return { kind: 'pct', value: pct[1] === '-' ? -v : v };
   }
   const sign = t[0] === '+' || t[0] === '-' ? t[0] : '';
-  const n = money ? parseMoney(sign ? t.slice(1) : t) : parseIntStrict(sign ? t.slice(1) : t);
+  const n = money ? parseMoney(sign ? t.slice(1) : t, digits) : parseIntStrict(sign ? t.slice(1) : t);
   if (Number.isNaN(n)) return null;
   if (!sign) return { kind: 'set', value: n };
   return { kind: 'add', value: sign === '-' ? -n : n };

@@ -522,6 +522,12 @@ test("the page's own parsers: money typed by staff, the metrics text, the nights
       money: ['180', '180.5', '180,50', '0.07', '-1', '1.234', 'abc', ''].map((t) => util.parseMoney(t)),
       whole: ['12', ' 3 ', '1.5', '-2', ''].map((t) => util.parseIntStrict(t)),
       rates: [18000, 14550, 7, null].map((c) => util.fmtRate(c)),
+      // Whole yen, three-digit dinars: amounts are integers of each currency's minor unit.
+      digits: ['EUR', 'JPY', 'BHD'].map((c) => util.minorDigits(c)),
+      yen: [util.parseMoney('18000', 0), util.parseMoney('180.5', 0), util.fmtRate(18000, 0)],
+      dinars: [util.parseMoney('1.5', 3), util.fmtRate(1500, 3)],
+      shown: [util.fmtMoney(48050, 'CHF'), util.fmtMoney(48050, 'JPY'), util.fmtMoney(48050)]
+        .map((t) => t.replace(/\u00a0/g, ' ')),
       nights: util.nightsBetween('2027-02-27', '2027-03-02'),
       leap: util.addDays('2028-02-28', 1),
       dates: ['2028-02-29', '2027-02-29', '2027-02-30', '2027-13-01', '2027-1-01', ''].map((t) => util.isDate(t)),
@@ -538,6 +544,10 @@ test("the page's own parsers: money typed by staff, the metrics text, the nights
   assert.deepEqual(got.money, [18000, 18050, 18050, 7, NaN, NaN, NaN, NaN]);
   assert.deepEqual(got.whole, [12, 3, NaN, NaN, NaN]);
   assert.deepEqual(got.rates, ['180', '145.50', '0.07', '']);
+  assert.deepEqual(got.digits, [2, 0, 3]);
+  assert.deepEqual(got.yen, [18000, NaN, '18000']);
+  assert.deepEqual(got.dinars, [1500, '1.500']);
+  assert.deepEqual(got.shown, ['CHF 480.50', '¥48,050', '480.50']);
   assert.deepEqual(got.nights, ['2027-02-27', '2027-02-28', '2027-03-01']);
   assert.equal(got.leap, '2028-02-29');
   assert.deepEqual(got.dates, [true, false, false, false, false, false]);

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use crate::log::StoredEvent;
 use crate::runner::Projection;
 use aggregates::contract::ReservationEventType;
-use aggregates::{ReservationEvent, RoomNightEvent, TypedEvent};
+use aggregates::{AggregateType, ReservationEvent, RoomNightEvent, TypedEvent};
 use chrono::{DateTime, NaiveDate, Utc};
 use columns::{columns, Columns, Statement};
 use serde_json::{json, Value};
@@ -105,6 +105,31 @@ struct Made {
     data: Value,
 }
 
+/// The currency of each reservation the batch has events of (a reservation's currency
+/// never changes after its hold; stays sold before hotels had one are in euros).
+async fn currencies(
+    tx: &mut PgConnection,
+    batch: &[StoredEvent],
+) -> anyhow::Result<std::collections::HashMap<uuid::Uuid, String>> {
+    let ids: Vec<uuid::Uuid> = batch
+        .iter()
+        .filter(|e| e.aggregate_type == AggregateType::Reservation.as_str())
+        .filter_map(|e| e.aggregate_id.rsplit(':').next())
+        .filter_map(|id| uuid::Uuid::parse_str(id).ok())
+        .collect();
+    if ids.is_empty() {
+        return Ok(std::collections::HashMap::new());
+    }
+    let rows: Vec<(uuid::Uuid, String)> = sqlx::query_as(
+        "SELECT reservation_id, coalesce(state->'details'->>'currency', 'EUR')
+           FROM reservations WHERE reservation_id = ANY($1)",
+    )
+    .bind(&ids)
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
 /// The nights of one (hotel, room type) a transaction changed.
 #[derive(Default)]
 struct Touched {
@@ -140,6 +165,7 @@ impl Projection for WebhookProjection {
                 hotels: row.try_get("hotel_ids")?,
             });
         }
+        let currencies = currencies(&mut *tx, batch).await?;
         let mut made = Vec::new();
         // (transaction, hotel, room type) -> nights, in the order first met.
         let mut touched: BTreeMap<(i64, i64, i64), Touched> = BTreeMap::new();
@@ -159,11 +185,17 @@ impl Projection for WebhookProjection {
                     if let (Some(field), Some(fields)) = (personal, data.as_object_mut()) {
                         fields.remove(field.payload_key());
                     }
+                    // Every amount a reservation's delivery carries is in its currency,
+                    // which only its first event records: said on every delivery.
+                    let currency = currencies
+                        .get(&reservation_id.as_uuid())
+                        .map_or("EUR", String::as_str);
                     let mut body = json!({
                         "reservation_id": reservation_id,
                         "reference": reservation_id.reference().to_string(),
                         "hotel_id": hotel_id.get(),
                         "version": stored.sequence,
+                        "currency": currency,
                     });
                     if let (Some(body), Value::Object(fields)) = (body.as_object_mut(), data) {
                         for (k, v) in fields {

@@ -191,6 +191,14 @@ async fn a_partner_gets_every_matching_event_once_signed_in_order_and_without_th
     let receiver = Receiver::start().await;
     let app = spawn_app().await;
     app.seed_hotel(day(10), 5, 3).await;
+    // Priced in francs: every delivery about the stay says so.
+    app.put_hotel(
+        HOTEL,
+        &json!({"name": "Hotel Tejo", "city": "Lisbon", "timezone": "Europe/Lisbon",
+                "currency": "CHF"}),
+    )
+    .await
+    .assert_status(200);
     subscribe(
         &app,
         "pms",
@@ -240,6 +248,12 @@ async fn a_partner_gets_every_matching_event_once_signed_in_order_and_without_th
         let body = hit.json();
         assert_eq!(body["id"], hit.id.as_str(), "the body's id is the header's");
         assert!(hit.id.starts_with("msg_"));
+        if body["type"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("reservation."))
+        {
+            assert_eq!(body["data"]["currency"], "CHF", "{}", hit.body);
+        }
         assert!(
             !hit.body.contains("ana@example.com") && !hit.body.contains("Ana"),
             "{}",

@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 
 use aggregates::cancellation::CancellationPolicy;
-use aggregates::{Cents, StayDates};
+use aggregates::{Cents, Currency, StayDates};
 use minijinja::{context, Environment};
 
 use store::write::mail::{MailFacts, MailKind};
@@ -138,11 +138,21 @@ const TEMPLATES: [(&str, &str); 22] = templates!(
     "fr/policy.txt",
 );
 
-fn money(cents: Cents) -> String {
+/// An amount as a guest reads it: in currency units with the currency's minor digits,
+/// and its code (`480.50 EUR`, `48050 JPY`).
+fn money(cents: Cents, currency: Currency) -> String {
     let cents = cents.get();
     let sign = if cents < 0 { "-" } else { "" };
     let cents = cents.unsigned_abs();
-    format!("{sign}{}.{:02}", cents / 100, cents % 100)
+    let digits = u32::from(currency.minor_digits());
+    let unit = 10u64.pow(digits);
+    let code = currency.code();
+    if digits == 0 {
+        format!("{sign}{cents} {code}")
+    } else {
+        let width = digits as usize;
+        format!("{sign}{}.{:0width$} {code}", cents / unit, cents % unit)
+    }
 }
 
 struct Policy {
@@ -205,6 +215,7 @@ pub fn render(
         )
     };
     let (previous_check_in, previous_check_out) = dates(previous);
+    let currency = facts.currency;
     let env = environment();
     let template = env
         .get_template(&format!("{lang}/{}.txt", kind.as_str()))
@@ -220,14 +231,14 @@ pub fn render(
             nights => facts.stay.night_count(),
             rooms => facts.rooms.get(),
             guests => facts.guests.get(),
-            total => money(facts.total_cents),
+            total => money(facts.total_due_cents.unwrap_or(facts.total_cents), currency),
             policy => Policy::from(facts.cancellation_policy).value(),
-            refund => facts.refund_cents.filter(|c| c.get() > 0).map(money),
+            refund => facts.refund_cents.filter(|c| c.get() > 0).map(|c| money(c, currency)),
             card => facts.kept_cents.is_some(),
-            kept => facts.kept_cents.filter(|c| c.get() > 0).map(money),
+            kept => facts.kept_cents.filter(|c| c.get() > 0).map(|c| money(c, currency)),
             previous_check_in,
             previous_check_out,
-            fee => facts.fee_cents.map(money),
+            fee => facts.fee_cents.map(|c| money(c, currency)),
         })
         .map_err(failed)?;
     let (first, body) = whole.split_once('\n').unwrap_or((whole.as_str(), ""));
@@ -290,7 +301,18 @@ mod tests {
             previous_stay: Some(StayDates::parse(day(1), day(4)).expect("dates")),
             fee_cents: Some(Cents::new(16_016)),
             released_from: Some(day(11)),
+            currency: Currency::EUR,
+            total_due_cents: None,
         }
+    }
+
+    #[test]
+    fn amounts_are_written_with_their_currencys_minor_digits_and_code() {
+        let parse = |code| Currency::parse(code).expect("a currency");
+        assert_eq!(money(Cents::new(48_050), Currency::EUR), "480.50 EUR");
+        assert_eq!(money(Cents::new(48_050), parse("JPY")), "48050 JPY");
+        assert_eq!(money(Cents::new(48_050), parse("BHD")), "48.050 BHD");
+        assert_eq!(money(Cents::new(-5), parse("CHF")), "-0.05 CHF");
     }
 
     fn names(language: Language) -> Names<'static> {

@@ -12,8 +12,8 @@ use std::fmt;
 
 use aggregates::cancellation::CancellationPolicy;
 use aggregates::{
-    Cents, GuestCount, HotelId, Reservation, ReservationEvent, ReservationStatus, RoomCount,
-    RoomTypeId, StayDates,
+    Cents, Currency, GuestCount, HotelId, Reservation, ReservationEvent, ReservationStatus,
+    RoomCount, RoomTypeId, StayDates,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
@@ -109,6 +109,13 @@ pub struct MailFacts {
     /// A no-show: the first night given back to sale.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub released_from: Option<NaiveDate>,
+    /// The currency of every amount (messages decided before hotels had one: euros).
+    #[serde(default, skip_serializing_if = "Currency::is_euro")]
+    pub currency: Currency,
+    /// What the guest owes in all, taxes not in the price included; `None` (messages
+    /// decided before taxes existed): `total_cents`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_due_cents: Option<Cents>,
 }
 
 /// The messages `events` owe the guest of `reservation` (its state after them), whose
@@ -131,6 +138,8 @@ fn messages(
         total_cents: details.total_cents,
         cancellation_policy: details.cancellation_policy,
         at,
+        currency: details.currency,
+        total_due_cents: Some(details.total_due()),
         refund_cents: None,
         kept_cents: None,
         previous_stay: None,
