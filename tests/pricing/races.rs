@@ -1,9 +1,14 @@
-//! A currency change racing holds, under every write strategy: whichever commits first,
-//! no stay is ever live in a currency other than its hotel's. A hold that read the
-//! hotel before the change committed must not commit after it in the old currency; a
-//! change must not commit while a stay in the old currency is live.
+//! Catalog changes racing holds, under every write strategy. A currency change: whichever
+//! commits first, no stay is ever live in a currency other than its hotel's (a hold that
+//! read the hotel before the change committed must not commit after it in the old
+//! currency; a change must not commit while a stay in the old currency is live). A tax
+//! change: every sale follows, in the log, the taxes it was sold with, as `audit verify`
+//! replays them.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use aggregates::taxes::{Tax, TaxKind, Taxes};
 
 use aggregates::booking::InventoryUpdate;
 use aggregates::{Cents, Currency, HotelDetails, HotelId, Rejection, RoomTypeDetails};
@@ -54,6 +59,18 @@ async fn hotel(svc: &CommandService, id: i64) -> HotelId {
     hotel
 }
 
+/// A city tax of `id` cents per stay: each hotel's own, so a sale's snapshot names it.
+fn city_tax(id: i64) -> Taxes {
+    Taxes::parse(vec![Tax::parse(
+        "CITY",
+        TaxKind::PerStay {
+            amount: Cents::new(id),
+        },
+    )
+    .expect("tax")])
+    .expect("taxes")
+}
+
 async fn race(strategy: Strategy) {
     let db = TestDb::new().await;
     let svc = db.service(strategy);
@@ -87,9 +104,15 @@ async fn race(strategy: Strategy) {
         if id % 2 == 0 {
             tokio::task::yield_now().await;
         }
+        let staff = Caller::Staff("staff".into());
+        // A tax change (taken whatever is live) racing too, beside the currency change.
+        let taxes = {
+            let (svc, staff) = (svc.clone(), staff.clone());
+            tokio::spawn(async move { svc.set_taxes(&staff, hotel_id, city_tax(id)).await })
+        };
         let change = svc
             .set_hotel(
-                &Caller::Staff("staff".into()),
+                &staff,
                 hotel_id,
                 HotelDetails::parse("Casa", "Lisbon", "Europe/Lisbon").expect("details"),
                 Some(chf),
@@ -103,6 +126,7 @@ async fn race(strategy: Strategy) {
         for hold in holds {
             hold.await.expect("task").expect("hold");
         }
+        taxes.await.expect("task").expect("taxes are always taken");
         // Every live stay is in the hotel's currency, whichever won.
         let (currency,): (Option<String>,) =
             sqlx::query_as("SELECT state->'details'->>'currency' FROM hotels WHERE hotel_id = $1")
@@ -126,6 +150,11 @@ async fn race(strategy: Strategy) {
     }
     eprintln!("{strategy:?}: {changed} changes taken, {refused} refused");
     assert_invariants(&db.pool).await;
+    // Every sale recorded the currency and the taxes in force where it stands in the log.
+    let verified = projections::audit::catch_up_and_verify(&db.pool, Duration::from_secs(30))
+        .await
+        .expect("verify");
+    assert!(verified.ok, "{:?}", verified.problems);
     db.drop_database().await;
 }
 

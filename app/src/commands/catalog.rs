@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use aggregates::booking::{self, AriUpdate, InventoryUpdate};
 use aggregates::taxes::Taxes;
 use aggregates::{
-    CommandName, Currency, Hotel, HotelCommand, HotelDetails, HotelId, InvalidInput, RatePlan,
-    RatePlanId, Rejection, RoomTypeDetails, RoomTypeId, StayDates,
+    CommandName, Currency, Hotel, HotelCommand, HotelDetails, HotelEvent, HotelId, InvalidInput,
+    RatePlan, RatePlanId, Rejection, RoomTypeDetails, RoomTypeId, StayDates,
 };
 use chrono::NaiveDate;
 
@@ -19,6 +19,18 @@ use store::write::{
     settle, with_retries, AttemptError, EventMetadata, Loader, WantedNights, Writer,
 };
 
+/// The hotel's details before `events`, if they change its currency.
+fn currency_changed<'h>(hotel: &'h Hotel, events: &[HotelEvent]) -> Option<&'h HotelDetails> {
+    let before = hotel.details()?;
+    events
+        .iter()
+        .any(|e| {
+            matches!(e, HotelEvent::HotelDetailsSet { details, .. }
+                if details.currency() != before.currency())
+        })
+        .then_some(before)
+}
+
 /// Most nights one bulk update may set, over all its ranges: a year for a hundred room
 /// types, with room to spare.
 pub const MAX_ARI_NIGHTS: usize = 40_000;
@@ -27,12 +39,8 @@ pub const MAX_ARI_UPDATES: usize = 1_000;
 
 impl CommandService {
     /// Creates or updates a hotel's name, city, timezone and currency (`None`: the one
-    /// it has, the euro for a new hotel).
-    ///
-    /// A currency change is refused while the hotel has a reservation not yet ended: its
-    /// amounts are in the old currency's unit. It takes the locks of the hotel's room
-    /// types first, so no hold is under way while the reservations are looked for, and
-    /// every hold after it waits for it to end (and then meets the hotel's new version).
+    /// it has, the euro for a new hotel). A currency change is refused while the hotel
+    /// has a reservation not yet ended: its amounts are in the old currency's unit.
     pub async fn set_hotel(
         &self,
         by: &Caller,
@@ -40,51 +48,14 @@ impl CommandService {
         details: HotelDetails,
         currency: Option<Currency>,
     ) -> Result<Hotel, CommandError> {
-        let metadata = EventMetadata {
-            command: CommandName::SetHotel,
-            client: by.name().to_owned(),
-            idempotency_key: None,
+        let command = |hotel: &Hotel| HotelCommand::SetDetails {
+            hotel_id,
+            details: details
+                .clone()
+                .with_currency(currency.unwrap_or_else(|| hotel.currency())),
         };
-        let now = self.now();
-        with_retries(self.config.retry, |_| async {
-            let mut tx = self.pool.begin().await?;
-            let result: Result<_, AttemptError> = async {
-                let mut loader = Loader { conn: &mut tx };
-                let (hotel, version) = loader.hotel(hotel_id).await?;
-                let details = details
-                    .clone()
-                    .with_currency(currency.unwrap_or_else(|| hotel.currency()));
-                if let Some(before) = hotel
-                    .details()
-                    .filter(|d| d.currency() != details.currency())
-                {
-                    loader
-                        .lock_room_types(hotel_id, hotel.room_types().keys().copied())
-                        .await?;
-                    // From the day before the hotel's today: a stay leaving today counts
-                    // until it has checked out.
-                    let today = aggregates::types::local_date(now, before.timezone());
-                    let from = today.pred_opt().unwrap_or(today);
-                    if let Some(reservation_id) = loader.live_reservation(hotel_id, from).await? {
-                        return Err(Rejection::CurrencyInUse {
-                            currency: before.currency(),
-                            reservation_id,
-                        }
-                        .into());
-                    }
-                }
-                let events = hotel
-                    .decide(HotelCommand::SetDetails { hotel_id, details })
-                    .map_err(Rejection::from)?;
-                let mut writer = Writer::new(&metadata)?;
-                let after = writer.hotel(&mut tx, &hotel, version, &events).await?;
-                writer.flush(&mut tx, &self.privacy).await?;
-                Ok(after)
-            }
-            .await;
-            settle(tx, result).await
-        })
-        .await
+        self.hotel_command(by, hotel_id, command, CommandName::SetHotel)
+            .await
     }
 
     /// Replaces a hotel's taxes and fees (an empty list removes them). Stays already
@@ -95,7 +66,9 @@ impl CommandService {
         hotel_id: HotelId,
         taxes: Taxes,
     ) -> Result<Hotel, CommandError> {
-        let command = HotelCommand::SetTaxes { taxes };
+        let command = |_: &Hotel| HotelCommand::SetTaxes {
+            taxes: taxes.clone(),
+        };
         self.hotel_command(by, hotel_id, command, CommandName::SetTaxes)
             .await
     }
@@ -108,9 +81,9 @@ impl CommandService {
         room_type_id: RoomTypeId,
         details: RoomTypeDetails,
     ) -> Result<Hotel, CommandError> {
-        let command = HotelCommand::SetRoomType {
+        let command = |_: &Hotel| HotelCommand::SetRoomType {
             room_type_id,
-            details,
+            details: details.clone(),
         };
         self.hotel_command(by, hotel_id, command, CommandName::SetRoomType)
             .await
@@ -124,16 +97,27 @@ impl CommandService {
         rate_plan_id: RatePlanId,
         plan: RatePlan,
     ) -> Result<Hotel, CommandError> {
-        let command = HotelCommand::SetRatePlan { rate_plan_id, plan };
+        let command = |_: &Hotel| HotelCommand::SetRatePlan {
+            rate_plan_id,
+            plan: plan.clone(),
+        };
         self.hotel_command(by, hotel_id, command, CommandName::SetRatePlan)
             .await
     }
 
+    /// One catalog command, `command` made from the hotel as loaded.
+    ///
+    /// A change takes the locks of the hotel's room types before it writes (see
+    /// `Loader::lock_room_types`): the holds under way, which priced from the catalog
+    /// as it was, commit first, and those after it wait and then meet the new version
+    /// (`Writer::expect_catalog`). So in the log every sale follows the catalog it was
+    /// priced from, as `audit verify` checks. A currency change then looks for a live
+    /// stay in the old currency, with none under way.
     async fn hotel_command(
         &self,
         by: &Caller,
         hotel_id: HotelId,
-        command: HotelCommand,
+        command: impl Fn(&Hotel) -> HotelCommand,
         name: CommandName,
     ) -> Result<Hotel, CommandError> {
         let metadata = EventMetadata {
@@ -141,11 +125,31 @@ impl CommandService {
             client: by.name().to_owned(),
             idempotency_key: None,
         };
+        let now = self.now();
         with_retries(self.config.retry, |_| async {
             let mut tx = self.pool.begin().await?;
             let result: Result<_, AttemptError> = async {
-                let (hotel, version) = Loader { conn: &mut tx }.hotel(hotel_id).await?;
-                let events = hotel.decide(command.clone()).map_err(Rejection::from)?;
+                let mut loader = Loader { conn: &mut tx };
+                let (hotel, version) = loader.hotel(hotel_id).await?;
+                let events = hotel.decide(command(&hotel)).map_err(Rejection::from)?;
+                if !events.is_empty() {
+                    loader
+                        .lock_room_types(hotel_id, hotel.room_types().keys().copied())
+                        .await?;
+                }
+                if let Some(before) = currency_changed(&hotel, &events) {
+                    // From the day before the hotel's today: a stay leaving today counts
+                    // until it has checked out.
+                    let today = aggregates::types::local_date(now, before.timezone());
+                    let from = today.pred_opt().unwrap_or(today);
+                    if let Some(reservation_id) = loader.live_reservation(hotel_id, from).await? {
+                        return Err(Rejection::CurrencyInUse {
+                            currency: before.currency(),
+                            reservation_id,
+                        }
+                        .into());
+                    }
+                }
                 let mut writer = Writer::new(&metadata)?;
                 let after = writer.hotel(&mut tx, &hotel, version, &events).await?;
                 writer.flush(&mut tx, &self.privacy).await?;

@@ -223,6 +223,20 @@ impl TermsReplay {
             };
             format!("{what} for {why}")
         })?;
+        if matches!(sale, Sale::Hold) && details.currency != hotel.currency() {
+            return Err(format!(
+                "{what} records the currency {}, but hotel {hotel_id} priced in {}",
+                details.currency,
+                hotel.currency()
+            ));
+        }
+        if matches!(sale, Sale::Hold) && details.taxes != *hotel.taxes() {
+            return Err(format!(
+                "{what} records taxes {:?}, but hotel {hotel_id} had {:?}",
+                details.taxes.iter().map(|t| t.code()).collect::<Vec<_>>(),
+                hotel.taxes().iter().map(|t| t.code()).collect::<Vec<_>>()
+            ));
+        }
         if matches!(sale, Sale::Hold) && details.cancellation_policy != terms.cancellation_policy()
         {
             return Err(format!(
@@ -472,6 +486,50 @@ mod tests {
             "{err}"
         );
         assert!(results[..4].iter().all(Result::is_ok), "{results:?}");
+    }
+
+    #[test]
+    fn a_hold_recording_another_currency_or_other_taxes_than_its_hotels_is_flagged() {
+        let francs = aggregates::Currency::parse("CHF").expect("currency");
+        let city = aggregates::taxes::Taxes::parse(vec![aggregates::taxes::Tax::parse(
+            "CITY",
+            aggregates::taxes::TaxKind::PerStay {
+                amount: aggregates::Cents::new(100),
+            },
+        )
+        .expect("tax")])
+        .expect("taxes");
+        let results = replay(&[
+            catalog(),
+            vec![held(ReservationDetails {
+                currency: francs,
+                ..details(1, stay(10, 12))
+            })],
+            vec![held(ReservationDetails {
+                taxes: city.clone(),
+                ..details(2, stay(10, 12))
+            })],
+            vec![hotel_event(
+                4,
+                HotelEvent::TaxesSet {
+                    taxes: city.clone(),
+                },
+            )],
+            vec![held(ReservationDetails {
+                taxes: city,
+                ..details(3, stay(10, 12))
+            })],
+        ]);
+        let err = results[3].clone().expect_err("another currency");
+        assert!(
+            err.contains("records the currency CHF") && err.contains("EUR"),
+            "{err}"
+        );
+        let err = results[4]
+            .clone()
+            .expect_err("taxes the hotel did not have");
+        assert!(err.contains("records taxes [\"CITY\"]"), "{err}");
+        assert!(results[5..].iter().all(Result::is_ok), "{results:?}");
     }
 
     #[test]
