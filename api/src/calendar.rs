@@ -102,6 +102,9 @@ pub struct CalendarOut {
     /// `cache` (the read model), `database` or `replica` (the write side's rows).
     #[schema(example = "cache")]
     pub source: String,
+    /// ISO 4217 code of every rate: integers in its minor unit.
+    #[schema(example = "EUR")]
+    pub currency: String,
     pub rate_plans: Vec<PlanName>,
     pub room_types: Vec<CalendarRoomType>,
 }
@@ -142,6 +145,7 @@ pub async fn calendar(
         end_date: range.end(),
         as_of: calendar.as_of,
         source: calendar.source.as_str().to_owned(),
+        currency: calendar.hotel.currency().code().to_owned(),
         rate_plans: calendar
             .hotel
             .rate_plans()

@@ -54,6 +54,19 @@ async fn a_hotel_prices_in_its_currency_and_every_answer_about_it_says_which() {
     let held = app
         .hold(WEB, "chf-1", &hold_body(day(10), day(12), 1))
         .await;
+    let calendar = app
+        .send(
+            app.request(
+                reqwest::Method::GET,
+                &format!("/v1/hotels/{HOTEL}/calendar"),
+                Some(ADMIN),
+            )
+            .query(&[
+                ("start_date", day(10).to_string()),
+                ("end_date", day(12).to_string()),
+            ]),
+        )
+        .await;
 
     assert_eq!(put.assert_status(200)["currency"], "CHF");
     assert_eq!(renamed.assert_status(200)["currency"], "CHF");
@@ -72,6 +85,7 @@ async fn a_hotel_prices_in_its_currency_and_every_answer_about_it_says_which() {
         "no taxes: the price is due"
     );
     assert_eq!(offer["taxes"], json!([]));
+    assert_eq!(calendar.assert_status(200)["currency"], "CHF");
     let held = held.assert_status(201);
     assert_eq!(held["currency"], "CHF");
     assert_eq!(held["total_due_cents"], 2 * RATE);
