@@ -113,7 +113,7 @@ macro_rules! templates {
     };
 }
 
-const TEMPLATES: [(&str, &str); 22] = templates!(
+const TEMPLATES: [(&str, &str); 25] = templates!(
     "layout.html",
     "en/confirmation.txt",
     "en/cancellation.txt",
@@ -122,6 +122,7 @@ const TEMPLATES: [(&str, &str); 22] = templates!(
     "en/no_show.txt",
     "en/stay.txt",
     "en/policy.txt",
+    "en/taxes.txt",
     "pt/confirmation.txt",
     "pt/cancellation.txt",
     "pt/expiry.txt",
@@ -129,6 +130,7 @@ const TEMPLATES: [(&str, &str); 22] = templates!(
     "pt/no_show.txt",
     "pt/stay.txt",
     "pt/policy.txt",
+    "pt/taxes.txt",
     "fr/confirmation.txt",
     "fr/cancellation.txt",
     "fr/expiry.txt",
@@ -136,6 +138,7 @@ const TEMPLATES: [(&str, &str); 22] = templates!(
     "fr/no_show.txt",
     "fr/stay.txt",
     "fr/policy.txt",
+    "fr/taxes.txt",
 );
 
 /// An amount as a guest reads it: in currency units with the currency's minor digits,
@@ -239,6 +242,15 @@ pub fn render(
             previous_check_in,
             previous_check_out,
             fee => facts.fee_cents.map(|c| money(c, currency)),
+            taxes => facts
+                .taxes
+                .iter()
+                .map(|t| context! {
+                    code => &t.code,
+                    amount => money(t.amount, currency),
+                    included => t.included,
+                })
+                .collect::<Vec<_>>(),
         })
         .map_err(failed)?;
     let (first, body) = whole.split_once('\n').unwrap_or((whole.as_str(), ""));
@@ -303,7 +315,73 @@ mod tests {
             released_from: Some(day(11)),
             currency: Currency::EUR,
             total_due_cents: None,
+            taxes: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_taxed_stay_lists_its_taxes_under_the_total_due_in_every_language() {
+        let taxed = MailFacts {
+            currency: Currency::parse("CHF").expect("a currency"),
+            total_due_cents: Some(Cents::new(49_050)),
+            taxes: vec![
+                aggregates::taxes::TaxLine {
+                    code: "VAT".into(),
+                    amount: Cents::new(1_757),
+                    included: true,
+                },
+                aggregates::taxes::TaxLine {
+                    code: "CITY".into(),
+                    amount: Cents::new(1_000),
+                    included: false,
+                },
+            ],
+            ..facts()
+        };
+        for (language, lines) in [
+            (
+                Language::English,
+                [
+                    "Total: 490.50 CHF",
+                    "VAT (included): 17.57 CHF",
+                    "CITY: 10.00 CHF",
+                ],
+            ),
+            (
+                Language::Portuguese,
+                [
+                    "Total: 490.50 CHF",
+                    "VAT (incluído): 17.57 CHF",
+                    "CITY: 10.00 CHF",
+                ],
+            ),
+            (
+                Language::French,
+                [
+                    "Total : 490.50 CHF",
+                    "VAT (inclus) : 17.57 CHF",
+                    "CITY : 10.00 CHF",
+                ],
+            ),
+        ] {
+            let mail = render(MailKind::Confirmation, &taxed, &names(language)).expect("renders");
+            let found: Vec<&str> = mail.text.lines().collect();
+            for line in lines {
+                assert!(
+                    found.contains(&line),
+                    "{language:?} lacks {line:?}:\n{}",
+                    mail.text
+                );
+            }
+        }
+        // Untaxed: the total stands alone, as before taxes existed.
+        let plain =
+            render(MailKind::Confirmation, &facts(), &names(Language::English)).expect("renders");
+        assert!(
+            plain.text.contains("Total: 480.50 EUR\n\n"),
+            "{}",
+            plain.text
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@
 use std::fmt;
 
 use aggregates::cancellation::CancellationPolicy;
+use aggregates::taxes::TaxLine;
 use aggregates::{
     Cents, Currency, GuestCount, HotelId, Reservation, ReservationEvent, ReservationStatus,
     RoomCount, RoomTypeId, StayDates,
@@ -116,6 +117,9 @@ pub struct MailFacts {
     /// decided before taxes existed): `total_cents`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_due_cents: Option<Cents>,
+    /// The stay's taxes, as the total due counts them (none: empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taxes: Vec<TaxLine>,
 }
 
 /// The messages `events` owe the guest of `reservation` (its state after them), whose
@@ -129,6 +133,7 @@ fn messages(
     let Some(details) = reservation.details() else {
         return Vec::new();
     };
+    let taxed = details.taxed();
     let facts = |at: DateTime<Utc>| MailFacts {
         hotel_id: details.hotel_id,
         room_type_id: details.room_type_id,
@@ -139,7 +144,8 @@ fn messages(
         cancellation_policy: details.cancellation_policy,
         at,
         currency: details.currency,
-        total_due_cents: Some(details.total_due()),
+        total_due_cents: Some(taxed.total_due),
+        taxes: taxed.lines.clone(),
         refund_cents: None,
         kept_cents: None,
         previous_stay: None,
