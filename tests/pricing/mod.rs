@@ -424,3 +424,40 @@ async fn the_city_search_never_ranks_amounts_of_two_currencies_against_each_othe
     );
     app.finish().await;
 }
+
+#[tokio::test]
+async fn a_guest_in_house_keeps_the_currency_until_checked_out() {
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 5, 3).await;
+    let id = app
+        .hold_ok(WEB, "in-house", &hold_body(day(10), day(13), 1))
+        .await;
+    app.confirm(WEB, "in-house-pay", &id, "tok_ok")
+        .await
+        .assert_status(200);
+    // 16:00 in Lisbon on the arrival date, then the guest leaves a day early and the
+    // clock moves a week on (the stay's nights are long past).
+    let lisbon = aggregates::types::TimeZone::parse("Europe/Lisbon").expect("valid");
+    let arrival = aggregates::booking::check_in_instant(day(10), lisbon);
+    app.clock.set(arrival + chrono::Duration::hours(1));
+    app.check_in(ADMIN, "in-house-in", &id)
+        .await
+        .assert_status(200);
+    let in_francs = json!({"name": "Hotel Tejo", "city": "Lisbon", "timezone": "Europe/Lisbon",
+               "currency": "CHF"});
+
+    app.clock.set(arrival + chrono::Duration::days(7));
+    let still_in_house = app.put_hotel(HOTEL, &in_francs).await;
+    app.check_out(ADMIN, "in-house-out", &id)
+        .await
+        .assert_status(200);
+    let after_check_out = app.put_hotel(HOTEL, &in_francs).await;
+
+    // Its nights ended days ago, but it has not checked out: still live.
+    assert_eq!(
+        still_in_house.assert_error(409, "currency_in_use")["reservation_id"],
+        id.as_str()
+    );
+    assert_eq!(after_check_out.assert_status(200)["currency"], "CHF");
+    app.finish().await;
+}

@@ -138,10 +138,16 @@ impl CommandService {
                         .await?;
                 }
                 if let Some(before) = currency_changed(&hotel, &events) {
-                    // From the day before the hotel's today: a stay leaving today counts
-                    // until it has checked out.
-                    let today = aggregates::types::local_date(now, before.timezone());
-                    let from = today.pred_opt().unwrap_or(today);
+                    // Every night whose allocations are still kept (the retention pass
+                    // deletes those of nights more than the longest stay and two days
+                    // past): a stay not checked out, or a no-show not yet recorded,
+                    // counts however long ago it ended, as long as it is remembered.
+                    let from = now
+                        .date_naive()
+                        .checked_sub_days(chrono::Days::new(
+                            u64::from(self.config.limits.max_nights) + 2,
+                        ))
+                        .unwrap_or(chrono::NaiveDate::MIN);
                     if let Some(reservation_id) = loader.live_reservation(hotel_id, from).await? {
                         return Err(Rejection::CurrencyInUse {
                             currency: before.currency(),
