@@ -891,13 +891,14 @@ async fn finish(
     decision: Result<Decision, Rejection>,
 ) -> Result<Outcome, AttemptError> {
     let mut writer = Writer::new(with.metadata)?;
-    if let Some((hotel_id, version)) = with.catalog {
-        writer.expect_catalog(hotel_id, version);
-    }
     let mut version = with.before.map_or(0, |b| b.version);
     let (outcome, written) = match decision {
         Err(rejection) => (Err(rejection), None),
         Ok(decision) => {
+            // A sale commits on the catalog it was priced from; a refusal sells nothing.
+            if let Some((hotel_id, version)) = with.catalog {
+                writer.expect_catalog(hotel_id, version);
+            }
             version += decision.reservation.len() as i64;
             writer.queue_nights(with.nights, &decision)?;
             let after = writer.queue_reservation(with.before, &decision.reservation)?;
