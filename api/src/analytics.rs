@@ -344,6 +344,13 @@ fn reservation_out(
             captured_cents: row.captured_cents,
             refunded_cents: row.refunded_cents,
         },
+        lines: vec![super::bodies::LineOut {
+            room_type_id: row.room_type_id,
+            rooms: u32::try_from(row.rooms).unwrap_or(0),
+            guests: u32::try_from(row.guests).unwrap_or(1),
+            rate_plan_id: row.rate_plan_id,
+            total_cents: row.total_cents,
+        }],
     }
 }
 

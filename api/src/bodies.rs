@@ -273,6 +273,22 @@ pub struct ReservationOut {
     /// the policy's full-refund deadline (at once if past or non-refundable, or at
     /// check-in), a cancellation before it voids, after it refunds.
     pub payment: PaymentOut,
+    /// The room types of the stay, a line each, with its rooms, guests per room, plan
+    /// and price; `total_cents` is their sum. A stay of one room type has one line.
+    pub lines: Vec<LineOut>,
+}
+
+/// One room type of a reservation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LineOut {
+    pub room_type_id: i64,
+    pub rooms: u32,
+    /// Guests per room.
+    pub guests: u32,
+    /// `null`: the base rate.
+    pub rate_plan_id: Option<i64>,
+    /// The line's price over the stay, every room and night.
+    pub total_cents: i64,
 }
 
 /// A reservation's money.

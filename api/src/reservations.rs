@@ -170,6 +170,13 @@ impl From<ReservationView> for ReservationOut {
             cancellation_policy: Some(v.cancellation_policy.into()),
             guests: Some(v.guests),
             payment: v.payment.into(),
+            lines: vec![crate::bodies::LineOut {
+                room_type_id: v.room_type_id,
+                rooms: v.rooms,
+                guests: v.guests,
+                rate_plan_id: v.rate_plan_id,
+                total_cents: v.total_cents.get(),
+            }],
         }
     }
 }

@@ -195,6 +195,12 @@ async fn taxes_are_set_shown_on_offers_and_reservations_and_the_total_due_is_aut
     assert_eq!(held["total_cents"], 36_000);
     assert_eq!(held["taxes"], taxes);
     assert_eq!(held["total_due_cents"], 39_300);
+    // One room type: one line, the whole price.
+    assert_eq!(
+        held["lines"],
+        json!([{"room_type_id": KING, "rooms": 1, "guests": 2, "rate_plan_id": null,
+                "total_cents": 36_000}])
+    );
 
     let id = held["reservation_id"].as_str().expect("id");
     let confirmed = app.confirm(WEB, "pay-1", id, "tok_ok").await;
