@@ -156,14 +156,12 @@ impl ReservationDetails {
     /// (a date change's new price). Amounts too large to add up (never sold: prices are
     /// bounded far below) count the room price alone.
     pub fn taxed_for(&self, stay: &StayDates, room_total: Cents) -> TaxedStay {
-        self.taxes
-            .on_stay(StayFigures {
-                room_total,
-                nights: stay.night_count(),
-                rooms: self.rooms.get(),
-                guests: self.guests.get(),
-            })
-            .unwrap_or_else(|| TaxedStay::untaxed(room_total))
+        self.taxes.due_on(StayFigures {
+            room_total,
+            nights: stay.night_count(),
+            rooms: self.rooms.get(),
+            guests: self.guests.get(),
+        })
     }
 
     /// What the guest owes when the hotel keeps `room_kept` of the room price and no
@@ -171,13 +169,13 @@ impl ReservationDetails {
     /// the part kept; those per person and night, and per stay, are not due.
     pub fn due_keeping(&self, room_kept: Cents) -> Cents {
         self.taxes
-            .on_stay(StayFigures {
+            .due_on(StayFigures {
                 room_total: room_kept,
                 nights: 0,
                 rooms: self.rooms.get(),
                 guests: self.guests.get(),
             })
-            .map_or(room_kept, |taxed| taxed.total_due)
+            .total_due
     }
 
     /// The price of the stay's first night (all rooms).
@@ -821,13 +819,13 @@ impl Reservation {
                             }
                         };
                         let ledger = self.ledger();
+                        let taxed = details.taxed();
                         let charge = ledger
                             .as_ref()
-                            .map_or(Cents::ZERO, |l| l.charge(details.total_due()));
+                            .map_or(Cents::ZERO, |l| l.charge(taxed.total_due));
                         // The policy's share is of the room price (what the charge
                         // holds beyond the added taxes); taxes follow what is kept.
-                        let added = details.total_due().get() - details.total_cents.get();
-                        let room = Cents::new((charge.get() - added).max(0));
+                        let room = Cents::new((charge.get() - taxed.added().get()).max(0));
                         let room_kept = Cents::new(room.get() - room.percent(percent).get());
                         let keep = details.due_keeping(room_kept).min(charge);
                         let given_back = Cents::new(charge.get() - keep.get());

@@ -200,6 +200,16 @@ impl Taxes {
     }
 }
 
+impl Taxes {
+    /// [`Self::on_stay`], or the room price alone in the impossible case that the
+    /// amounts do not fit (prices are bounded far below): what every sale and answer
+    /// shows.
+    pub fn due_on(&self, stay: StayFigures) -> TaxedStay {
+        self.on_stay(stay)
+            .unwrap_or_else(|| TaxedStay::untaxed(stay.room_total))
+    }
+}
+
 /// `n / d` rounded half away from zero (`d` > 0).
 fn divide_rounding(n: i128, d: i128) -> i128 {
     let half = d / 2;

@@ -312,7 +312,7 @@ fn reservation_out(
     };
     ReservationOut {
         currency: row.currency.clone(),
-        taxes: crate::taxes::tax_lines(&taxed),
+        taxes: crate::taxes::tax_lines(&taxed.lines),
         total_due_cents: taxed.total_due.get(),
         reservation_id: row.reservation_id,
         reference: ReservationId::from_uuid(row.reservation_id)

@@ -205,7 +205,7 @@ impl From<&Offer> for OfferOut {
             remaining: offer.remaining,
             refundable: offer.refundable,
             currency: offer.currency.code().to_owned(),
-            taxes: offer.taxes.iter().map(crate::taxes::TaxOut::from).collect(),
+            taxes: crate::taxes::tax_lines(&offer.taxes),
             total_due_cents: offer.total_due_cents.get(),
         }
     }

@@ -4,8 +4,7 @@
 use aggregates::booking::InventoryUpdate;
 use aggregates::restrictions::{NightRestrictions, RestrictionSet};
 use aggregates::{
-    Cents, Currency, Hotel, HotelDetails, HotelId, Rejection, RoomTypeDetails, RoomTypeId,
-    StayDates,
+    Cents, Currency, HotelDetails, HotelId, Rejection, RoomTypeDetails, RoomTypeId, StayDates,
 };
 use axum::extract::State;
 use axum::Json;
@@ -19,7 +18,7 @@ use super::bodies::{hotel_out, HotelOut};
 use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiPath, ApiQuery, Consistency};
 use super::params::stay_query;
-use super::params::{city_filter, hotel_id, staff, CitySearch};
+use super::params::{city_filter, hotel_id, load_hotel, staff, CitySearch};
 use crate::state::AppState;
 use app::queries::{NightAvailability, PlanPrice};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -202,18 +201,6 @@ pub async fn put_inventory(
         )
         .await?;
     Ok(Json(InventorySet { nights }))
-}
-
-async fn load_hotel(
-    state: &AppState,
-    id: HotelId,
-    consistency: Consistency,
-) -> Result<Hotel, ApiError> {
-    state
-        .queries
-        .on_replica(consistency.0, |q| async move { q.hotel(id).await })
-        .await?
-        .ok_or_else(|| ApiError::not_found("no such hotel"))
 }
 
 /// A hotel with its room types.

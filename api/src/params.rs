@@ -2,13 +2,14 @@
 //! ids (a hotel, a reservation), a city and a stay as queries name them, the longest
 //! range a report spans, and who is asking (acting as staff, reading guests' data).
 
-use aggregates::{GuestCount, HotelId, ReservationId, StayDates};
+use aggregates::{GuestCount, Hotel, HotelId, ReservationId, StayDates};
 use chrono::NaiveDate;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::auth::{Principal, Role};
 use super::error::ApiError;
+use super::extract::Consistency;
 use crate::state::AppState;
 use app::commands::Caller;
 use app::queries::StayQuery;
@@ -16,6 +17,19 @@ use app::queries::StayQuery;
 /// The admin acting, named as their token is (recorded with the events).
 pub(crate) fn staff(principal: &Principal) -> Caller {
     Caller::Staff(principal.name.clone())
+}
+
+/// A hotel as a read presenting `consistency` may see it; 404 if there is none.
+pub(crate) async fn load_hotel(
+    state: &AppState,
+    id: HotelId,
+    consistency: Consistency,
+) -> Result<Hotel, ApiError> {
+    state
+        .queries
+        .on_replica(consistency.0, |q| async move { q.hotel(id).await })
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such hotel"))
 }
 
 /// Path ids arrive as integers; a non-positive one names nothing.

@@ -157,7 +157,7 @@ impl From<ReservationView> for ReservationOut {
             channel: v.channel,
             total_cents: v.total_cents.get(),
             currency: v.currency.code().to_owned(),
-            taxes: v.taxes.iter().map(crate::taxes::TaxOut::from).collect(),
+            taxes: crate::taxes::tax_lines(&v.taxes),
             total_due_cents: v.total_due_cents.unwrap_or(v.total_cents).get(),
             status: v.status.as_str().to_owned(),
             hold_expires_at: v.hold_expires_at,

@@ -6,7 +6,7 @@
 //! does not belong to the kind is refused rather than ignored, so a client never
 //! believes a cap or an inclusion was set that was not.
 
-use aggregates::taxes::{BasisPoints, Tax, TaxKind, TaxLine, TaxedStay, Taxes};
+use aggregates::taxes::{BasisPoints, Tax, TaxKind, TaxLine, Taxes};
 use aggregates::{Cents, Hotel};
 use axum::extract::State;
 use axum::Json;
@@ -17,7 +17,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiPath, Consistency};
-use super::params::{hotel_id, staff};
+use super::params::{hotel_id, load_hotel, staff};
 use crate::state::AppState;
 
 pub(crate) fn routes() -> OpenApiRouter<AppState> {
@@ -251,12 +251,7 @@ pub async fn get_taxes(
     consistency: Consistency,
     ApiPath(id): ApiPath<i64>,
 ) -> Result<Json<TaxesOut>, ApiError> {
-    let id = hotel_id(id)?;
-    let hotel = state
-        .queries
-        .on_replica(consistency.0, |q| async move { q.hotel(id).await })
-        .await?
-        .ok_or_else(|| ApiError::not_found("no such hotel"))?;
+    let hotel = load_hotel(&state, hotel_id(id)?, consistency).await?;
     taxes_out(&hotel)
 }
 
@@ -281,6 +276,6 @@ impl From<&TaxLine> for TaxOut {
 }
 
 /// The lines of a taxed stay, as offers and reservations show them.
-pub(crate) fn tax_lines(taxed: &TaxedStay) -> Vec<TaxOut> {
-    taxed.lines.iter().map(TaxOut::from).collect()
+pub(crate) fn tax_lines(lines: &[TaxLine]) -> Vec<TaxOut> {
+    lines.iter().map(TaxOut::from).collect()
 }

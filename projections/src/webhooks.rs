@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 
 use crate::log::StoredEvent;
 use crate::runner::Projection;
-use aggregates::contract::ReservationEventType;
+use aggregates::contract::{parse_reservation_stream_id, ReservationEventType};
 use aggregates::{AggregateType, ReservationEvent, RoomNightEvent, TypedEvent};
 use chrono::{DateTime, NaiveDate, Utc};
 use columns::{columns, Columns, Statement};
@@ -114,8 +114,8 @@ async fn currencies(
     let ids: Vec<uuid::Uuid> = batch
         .iter()
         .filter(|e| e.aggregate_type == AggregateType::Reservation.as_str())
-        .filter_map(|e| e.aggregate_id.rsplit(':').next())
-        .filter_map(|id| uuid::Uuid::parse_str(id).ok())
+        .filter_map(|e| parse_reservation_stream_id(&e.aggregate_id).ok())
+        .map(|(_, id)| id.as_uuid())
         .collect();
     if ids.is_empty() {
         return Ok(std::collections::HashMap::new());

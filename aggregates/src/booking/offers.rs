@@ -34,7 +34,7 @@ use super::SaleTerms;
 use crate::cancellation::CancellationPolicy;
 use crate::hotel::Hotel;
 use crate::restrictions::{NightRestrictions, RestrictionSet};
-use crate::taxes::{StayFigures, TaxLine, TaxedStay};
+use crate::taxes::{StayFigures, TaxLine};
 use crate::types::{
     BookingLimits, Cents, Currency, GuestCount, RatePlanId, RoomCount, RoomTypeId, StayDates,
 };
@@ -239,15 +239,12 @@ fn room_type_offers<'v>(
         else {
             continue;
         };
-        let taxed = hotel
-            .taxes()
-            .on_stay(StayFigures {
-                room_total: total_cents,
-                nights: stay.night_count(),
-                rooms: request.rooms.get(),
-                guests: request.guests.get(),
-            })
-            .unwrap_or_else(|| TaxedStay::untaxed(total_cents));
+        let taxed = hotel.taxes().due_on(StayFigures {
+            room_total: total_cents,
+            nights: stay.night_count(),
+            rooms: request.rooms.get(),
+            guests: request.guests.get(),
+        });
         offers.push(Offer {
             room_type_id,
             rate_plan_id: plan,

@@ -95,14 +95,12 @@ impl ReservationRow {
             return TaxedStay::untaxed(room_total);
         };
         let nights = u32::try_from((self.end_date - self.start_date).num_days()).unwrap_or(0);
-        taxes
-            .on_stay(StayFigures {
-                room_total,
-                nights,
-                rooms: u32::try_from(self.rooms).unwrap_or(0),
-                guests: u32::try_from(self.guests).unwrap_or(0),
-            })
-            .unwrap_or_else(|| TaxedStay::untaxed(room_total))
+        taxes.due_on(StayFigures {
+            room_total,
+            nights,
+            rooms: u32::try_from(self.rooms).unwrap_or(0),
+            guests: u32::try_from(self.guests).unwrap_or(0),
+        })
     }
 
     /// The guest, as the reservation carries it (in the clear on older rows).
