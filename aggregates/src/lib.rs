@@ -41,7 +41,7 @@ pub mod streams;
 pub mod taxes;
 pub mod types;
 
-pub use booking::{Decision, Nights, Rejection};
+pub use booking::{Decision, Nights, Rejection, StayNights};
 pub use cancellation::{CancellationPolicy, CancelledBy};
 pub use contract::{
     AggregateType, CommandName, DecodeError, EventDecoder, StreamIdError, StreamKey, TypedEvent,

@@ -138,9 +138,102 @@ pub struct ReservationDetails {
     /// with its policy). Stays recorded before taxes existed: none.
     #[serde(default, skip_serializing_if = "Taxes::is_empty")]
     pub taxes: Taxes,
+    /// The room types sold beyond the first, for the same stay. The first line is the
+    /// fields above (`room_type_id`, `rooms`, `guests`, `rate_plan_id`,
+    /// `cancellation_policy`), so every stay recorded before lines reads as one line;
+    /// `total_cents` and `first_night_cents` are the whole reservation's (every line).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_lines: Vec<Line>,
+}
+
+/// One room type of a reservation: its rooms, guests per room, plan and policy, and its
+/// price over the stay (every room and night). See [`ReservationDetails::lines`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Line {
+    pub room_type_id: RoomTypeId,
+    pub rooms: RoomCount,
+    #[serde(
+        default = "GuestCount::one",
+        skip_serializing_if = "GuestCount::is_one"
+    )]
+    pub guests: GuestCount,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_plan_id: Option<RatePlanId>,
+    #[serde(default = "house_policy")]
+    pub cancellation_policy: CancellationPolicy,
+    pub total_cents: Cents,
 }
 
 impl ReservationDetails {
+    /// Every line of the reservation, the first one first: one room type each, the
+    /// lines' `total_cents` adding up to the reservation's.
+    pub fn lines(&self) -> Vec<Line> {
+        let more: i64 = self.more_lines.iter().map(|l| l.total_cents.get()).sum();
+        let mut lines = Vec::with_capacity(1 + self.more_lines.len());
+        lines.push(Line {
+            room_type_id: self.room_type_id,
+            rooms: self.rooms,
+            guests: self.guests,
+            rate_plan_id: self.rate_plan_id,
+            cancellation_policy: self.cancellation_policy,
+            total_cents: Cents::new(self.total_cents.get() - more),
+        });
+        lines.extend(self.more_lines.iter().cloned());
+        lines
+    }
+
+    /// The room types the reservation holds nights of, the first line's first.
+    pub fn room_types(&self) -> impl Iterator<Item = RoomTypeId> + '_ {
+        std::iter::once(self.room_type_id).chain(self.more_lines.iter().map(|l| l.room_type_id))
+    }
+
+    /// Rooms of every line.
+    pub fn all_rooms(&self) -> u32 {
+        self.rooms.get() + self.more_lines.iter().map(|l| l.rooms.get()).sum::<u32>()
+    }
+
+    /// What the hotel keeps of `room` (the room price charged) when each line gives
+    /// back its share of `percents` (in line order; one percent for every line when
+    /// fewer are given): the charge split over the lines by their prices, the last line
+    /// taking what rounding leaves.
+    pub fn room_kept(&self, room: Cents, percents: &[u8]) -> Cents {
+        let percent_of = |i: usize| percents.get(i).or(percents.last()).copied().unwrap_or(0);
+        if self.more_lines.is_empty() || self.total_cents.get() <= 0 {
+            return Cents::new(room.get() - room.percent(percent_of(0)).get());
+        }
+        let lines = self.lines();
+        let total = i128::from(self.total_cents.get());
+        let mut shared = 0i64;
+        let mut kept = 0i64;
+        for (i, line) in lines.iter().enumerate() {
+            let share = if i + 1 == lines.len() {
+                room.get() - shared
+            } else {
+                let share = i128::from(room.get()) * i128::from(line.total_cents.get()) / total;
+                i64::try_from(share).unwrap_or(0)
+            };
+            shared += share;
+            let share = Cents::new(share);
+            kept += share.get() - share.percent(percent_of(i)).get();
+        }
+        Cents::new(kept)
+    }
+
+    /// The rooms and guests per room taxes count: a line's own, or, over several
+    /// lines, every guest as one room's (taxes count persons, rooms times guests).
+    fn tax_persons(&self) -> (u32, u32) {
+        if self.more_lines.is_empty() {
+            return (self.rooms.get(), self.guests.get());
+        }
+        let persons = self.rooms.get() * self.guests.get()
+            + self
+                .more_lines
+                .iter()
+                .map(|l| l.rooms.get() * l.guests.get())
+                .sum::<u32>();
+        (1, persons)
+    }
+
     /// The stay's taxes and what the guest owes for it: the room price and every tax
     /// not included in it.
     pub fn taxed(&self) -> TaxedStay {
@@ -156,11 +249,12 @@ impl ReservationDetails {
     /// (a date change's new price). Amounts too large to add up (never sold: prices are
     /// bounded far below) count the room price alone.
     pub fn taxed_for(&self, stay: &StayDates, room_total: Cents) -> TaxedStay {
+        let (rooms, guests) = self.tax_persons();
         self.taxes.due_on(StayFigures {
             room_total,
             nights: stay.night_count(),
-            rooms: self.rooms.get(),
-            guests: self.guests.get(),
+            rooms,
+            guests,
         })
     }
 
@@ -168,12 +262,13 @@ impl ReservationDetails {
     /// night was stayed (a cancellation, a no-show): taxes levied on the price follow
     /// the part kept; those per person and night, and per stay, are not due.
     pub fn due_keeping(&self, room_kept: Cents) -> Cents {
+        let (rooms, guests) = self.tax_persons();
         self.taxes
             .due_on(StayFigures {
                 room_total: room_kept,
                 nights: 0,
-                rooms: self.rooms.get(),
-                guests: self.guests.get(),
+                rooms,
+                guests,
             })
             .total_due
     }
@@ -273,8 +368,9 @@ pub enum ReservationCommand {
         now: DateTime<Utc>,
         provider_txn_id: Option<String>,
     },
-    /// Cancel, giving back `refund_percent` of what the guest is charged (the policy's
-    /// share at this lead time; a guest's is capped after a date change). `today` is
+    /// Cancel, giving back `refund_percents` of what the guest is charged for each line
+    /// (its policy's share at this lead time, in line order; a guest's is capped after a
+    /// date change). `today` is
     /// the date at the hotel: once the arrival date has ended there, the stay can no
     /// longer be cancelled (the guest has arrived, or has not come).
     Cancel {
@@ -282,7 +378,7 @@ pub enum ReservationCommand {
         today: NaiveDate,
         reason: String,
         by: CancelledBy,
-        refund_percent: u8,
+        refund_percents: Vec<u8>,
     },
     /// Record that the hold lapsed (the sweeper, or whoever finds it lapsed).
     Expire { now: DateTime<Utc> },
@@ -317,6 +413,8 @@ pub enum ReservationCommand {
         stay: StayDates,
         total_cents: Cents,
         first_night_cents: Cents,
+        /// The new price of each line beyond the first (see `ReservationDetails::lines`).
+        more_line_cents: Vec<Cents>,
         now: DateTime<Utc>,
         refund_percent_now: u8,
         capture_due_at: DateTime<Utc>,
@@ -377,6 +475,9 @@ pub enum ReservationEvent {
         /// An uncaptured authorization: its new capture deadline.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         capture_due_at: Option<DateTime<Utc>>,
+        /// The new price of each line beyond the first, in line order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        more_line_cents: Vec<Cents>,
     },
     /// The nights a dearer move enters are held (until `hold_expires_at`) while the card
     /// is asked for the difference; the stay itself is unchanged.
@@ -795,7 +896,7 @@ impl Reservation {
                 today,
                 reason,
                 by,
-                refund_percent,
+                refund_percents,
             } => {
                 let (details, status) = self.existing()?;
                 match status {
@@ -812,10 +913,14 @@ impl Reservation {
                         })
                     }
                     ReservationStatus::Held | ReservationStatus::Confirmed => {
-                        let percent = match by {
+                        let cap = match by {
                             CancelledBy::Hotel => 100,
+                            CancelledBy::Guest => self.refund_cap_percent.unwrap_or(100),
+                        };
+                        let percents: Vec<u8> = match by {
+                            CancelledBy::Hotel => vec![100],
                             CancelledBy::Guest => {
-                                refund_percent.min(self.refund_cap_percent.unwrap_or(100))
+                                refund_percents.iter().map(|p| (*p).min(cap)).collect()
                             }
                         };
                         let ledger = self.ledger();
@@ -826,7 +931,7 @@ impl Reservation {
                         // The policy's share is of the room price (what the charge
                         // holds beyond the added taxes); taxes follow what is kept.
                         let room = Cents::new((charge.get() - taxed.added().get()).max(0));
-                        let room_kept = Cents::new(room.get() - room.percent(percent).get());
+                        let room_kept = details.room_kept(room, &percents);
                         let keep = details.due_keeping(room_kept).min(charge);
                         let given_back = Cents::new(charge.get() - keep.get());
                         // A refund is money returned, and only money taken can be: before
@@ -949,6 +1054,7 @@ impl Reservation {
                 stay,
                 total_cents,
                 first_night_cents,
+                more_line_cents,
                 now,
                 refund_percent_now,
                 capture_due_at,
@@ -976,12 +1082,14 @@ impl Reservation {
                         first_night_cents: Some(first_night_cents),
                         refund_cap_percent: None,
                         capture_due_at: None,
+                        more_line_cents,
                     }]),
                     ReservationStatus::Confirmed => self.move_confirmed(
                         details,
                         stay,
                         total_cents,
                         first_night_cents,
+                        more_line_cents,
                         now,
                         refund_percent_now,
                         capture_due_at,
@@ -1004,6 +1112,7 @@ impl Reservation {
         stay: StayDates,
         total_cents: Cents,
         first_night_cents: Cents,
+        more_line_cents: Vec<Cents>,
         now: DateTime<Utc>,
         refund_percent_now: u8,
         capture_due_at: DateTime<Utc>,
@@ -1047,6 +1156,7 @@ impl Reservation {
             first_night_cents: Some(first_night_cents),
             refund_cap_percent: Some(cap),
             capture_due_at: due,
+            more_line_cents,
         });
         events.extend(money);
         Ok(events)
@@ -1138,11 +1248,15 @@ impl Reservation {
                 first_night_cents,
                 refund_cap_percent,
                 capture_due_at,
+                more_line_cents,
             } => {
                 if let Some(details) = self.details.as_mut() {
                     details.stay = *stay;
                     details.total_cents = *total_cents;
                     details.first_night_cents = *first_night_cents;
+                    for (line, cents) in details.more_lines.iter_mut().zip(more_line_cents) {
+                        line.total_cents = *cents;
+                    }
                 }
                 if refund_cap_percent.is_some() {
                     self.refund_cap_percent = *refund_cap_percent;

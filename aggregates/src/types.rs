@@ -629,7 +629,7 @@ impl BookingLimits {
         }
     }
 
-    fn rooms_refused(&self) -> InvalidInput {
+    pub fn rooms_refused(&self) -> InvalidInput {
         InvalidInput::new("rooms", format!("must be between 1 and {}", self.max_rooms))
     }
 

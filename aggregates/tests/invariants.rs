@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use aggregates::booking::{
     self, AriChange, AriUpdate, HoldRequest, HoldStay, InvalidInputRejection, InventoryUpdate,
-    UpdateAri,
+    StayNights, UpdateAri,
 };
 use aggregates::cancellation::CancellationPolicy;
 use aggregates::rate_plan::Pricing;
@@ -722,10 +722,11 @@ impl Model {
                 let result = booking::hold_stay(
                     &self.hotel,
                     &self.reservation(id),
-                    &self.nights,
+                    &StayNights::one(king(), &self.nights),
                     &limits,
                     HoldStay {
                         request: HoldRequest {
+                            more_lines: Vec::new(),
                             hotel_id: hotel_id(),
                             room_type_id: king(),
                             stay,
@@ -806,13 +807,17 @@ impl Model {
             }
             Op::Confirm { id } => (
                 id,
-                booking::confirm(&self.reservation(id), &self.nights, now),
+                booking::confirm(
+                    &self.reservation(id),
+                    &StayNights::one(king(), &self.nights),
+                    now,
+                ),
             ),
             Op::Cancel { id } => {
                 let reservation = self.reservation(id);
                 let result = booking::cancel(
                     &reservation,
-                    &self.nights,
+                    &StayNights::one(king(), &self.nights),
                     now,
                     "test".to_owned(),
                     CancelledBy::Guest,
@@ -832,7 +837,11 @@ impl Model {
             }
             Op::Expire { id } => (
                 id,
-                booking::expire_hold(&self.reservation(id), &self.nights, now),
+                booking::expire_hold(
+                    &self.reservation(id),
+                    &StayNights::one(king(), &self.nights),
+                    now,
+                ),
             ),
             Op::Authorize {
                 id,
@@ -845,7 +854,7 @@ impl Model {
                 let txn = format!("{id}-{txn}");
                 let result = booking::apply_authorization(
                     &reservation,
-                    &self.nights,
+                    &StayNights::one(king(), &self.nights),
                     now,
                     Payment {
                         provider_txn_id: txn.clone(),
@@ -879,7 +888,12 @@ impl Model {
             }
             Op::Decline { id } => (
                 id,
-                booking::decline_payment(&self.reservation(id), &self.nights, now, None),
+                booking::decline_payment(
+                    &self.reservation(id),
+                    &StayNights::one(king(), &self.nights),
+                    now,
+                    None,
+                ),
             ),
             Op::ChangeDates { id, start, len } => {
                 let new_stay = range(start, len);
@@ -892,7 +906,7 @@ impl Model {
                 let mut result = booking::change_dates(
                     &self.hotel,
                     &reservation,
-                    &self.nights,
+                    &StayNights::one(king(), &self.nights),
                     &limits,
                     change,
                     None,
@@ -912,7 +926,7 @@ impl Model {
                     result = booking::change_dates(
                         &self.hotel,
                         &reservation,
-                        &self.nights,
+                        &StayNights::one(king(), &self.nights),
                         &limits,
                         change,
                         Some(increment),

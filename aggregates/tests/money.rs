@@ -125,6 +125,7 @@ impl Model {
     fn new(policy: CancellationPolicy, taxes: Taxes) -> Self {
         let stay = StayDates::parse(first_day(), first_day() + Duration::days(2)).unwrap();
         let details = ReservationDetails {
+            more_lines: Vec::new(),
             reservation_id: id(),
             hotel_id: HotelId::parse(1).unwrap(),
             room_type_id: RoomTypeId::parse(1).unwrap(),
@@ -230,6 +231,7 @@ impl Model {
                 let before = (self.guest_share_now(), self.charge());
                 let (now, capture_due_at) = (self.now, self.capture_due(start));
                 let command = |increment| ReservationCommand::ChangeDates {
+                    more_line_cents: Vec::new(),
                     stay,
                     total_cents: Cents::new(per_night * i64::from(nights)),
                     first_night_cents: Cents::new(per_night),
@@ -290,7 +292,7 @@ impl Model {
                     today: self.today(),
                     reason: "test".to_owned(),
                     by,
-                    refund_percent: if by_hotel { 100 } else { share },
+                    refund_percents: vec![if by_hotel { 100 } else { share }],
                 });
                 if let Ok(events) = result {
                     let recorded = match events.first() {

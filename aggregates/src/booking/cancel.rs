@@ -3,7 +3,7 @@
 use chrono::{DateTime, NaiveDate, Utc};
 
 use super::nights::release_every_night;
-use super::{existing, Decision, Nights, Rejection};
+use super::{existing, Decision, Rejection, StayNights};
 use crate::cancellation::CancellationPolicy;
 use crate::cancellation::CancelledBy;
 use crate::reservation::{Reservation, ReservationCommand};
@@ -56,7 +56,7 @@ pub fn check_in_instant(date: NaiveDate, timezone: TimeZone) -> DateTime<Utc> {
 /// The status guards the release: cancelling twice is refused and releases nothing.
 pub fn cancel(
     reservation: &Reservation,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     now: DateTime<Utc>,
     reason: String,
     by: CancelledBy,
@@ -64,14 +64,19 @@ pub fn cancel(
 ) -> Result<Decision, Rejection> {
     let details = existing(reservation)?;
     let lead = check_in_instant(details.stay.start(), timezone) - now;
-    let refund_percent = details.cancellation_policy.refund_percent(lead, by);
+    // Each line by the policy it was sold under.
+    let refund_percents = details
+        .lines()
+        .iter()
+        .map(|line| line.cancellation_policy.refund_percent(lead, by))
+        .collect();
     let mut decision = Decision {
         reservation: reservation.decide(ReservationCommand::Cancel {
             now,
             today: local_date(now, timezone),
             reason,
             by,
-            refund_percent,
+            refund_percents,
         })?,
         nights: Vec::new(),
     };

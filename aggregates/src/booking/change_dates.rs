@@ -6,16 +6,16 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 use super::cancel::check_in_instant;
 use super::confirm::capture_due_at;
-use super::nights::{decide_nights, RoomType};
-use super::{check_room_type, existing, Decision, Nights, Rejection, SaleTerms};
+use super::nights::{decide_nights, each_line, RoomType};
+use super::{check_room_type, existing, Decision, Rejection, SaleTerms, StayNights};
 use crate::cancellation::CancelledBy;
 use crate::hotel::Hotel;
 use crate::reservation::{
-    Increment, Reservation, ReservationCommand, ReservationDetails, ReservationError,
+    Increment, Line, Reservation, ReservationCommand, ReservationDetails, ReservationError,
     ReservationStatus,
 };
 use crate::room_night::RoomNightCommand;
-use crate::types::{local_date, BookingLimits, Cents, StayDates, TimeZone};
+use crate::types::{local_date, BookingLimits, Cents, RoomCount, StayDates, TimeZone};
 
 /// Move a reservation to `new_stay`; with `expected_total_cents`, refuse unless the new
 /// price is exactly that.
@@ -26,20 +26,43 @@ pub struct ChangeDates {
     pub now: DateTime<Utc>,
 }
 
-/// The hotel's timezone and the terms a stay moves under: its own plan, as the plan is
-/// now, for its guests.
+/// The hotel's timezone and the terms each line moves under (in line order): its own
+/// plan, as the plan is now, for its guests.
 fn sale_terms_of(
     hotel: &Hotel,
     details: &ReservationDetails,
-) -> Result<(TimeZone, SaleTerms), Rejection> {
-    let timezone = check_room_type(hotel, details.hotel_id, details.room_type_id)?;
-    let terms = SaleTerms::resolve(
-        hotel,
-        details.room_type_id,
-        details.rate_plan_id,
-        details.guests,
-    )?;
+) -> Result<(TimeZone, Vec<(Line, SaleTerms)>), Rejection> {
+    let lines = details.lines();
+    let count = lines.len();
+    let mut timezone = TimeZone::UTC;
+    let mut terms = Vec::with_capacity(count);
+    for (i, line) in lines.into_iter().enumerate() {
+        let named = |e: Rejection| e.in_line(i, line.room_type_id, count);
+        timezone = check_room_type(hotel, details.hotel_id, line.room_type_id).map_err(named)?;
+        let line_terms =
+            SaleTerms::resolve(hotel, line.room_type_id, line.rate_plan_id, line.guests)
+                .map_err(named)?;
+        terms.push((line, line_terms));
+    }
     Ok((timezone, terms))
+}
+
+/// The stay's restrictions on `new_stay` for every line (nights in `kept` are not
+/// judged by stop-sells: see [`SaleTerms::check_stay`]).
+fn check_lines(
+    terms: &[(Line, SaleTerms)],
+    nights: &StayNights<'_>,
+    new_stay: &StayDates,
+    today: NaiveDate,
+    kept: impl Fn(NaiveDate) -> bool + Copy,
+) -> Result<(), Rejection> {
+    let count = terms.len();
+    for (i, (line, line_terms)) in terms.iter().enumerate() {
+        line_terms
+            .check_stay(nights.of(line.room_type_id), new_stay, today, kept)
+            .map_err(|e| Rejection::from(e).in_line(i, line.room_type_id, count))?;
+    }
+    Ok(())
 }
 
 /// What the gateway granted toward a dearer move (see [`change_dates`]).
@@ -56,7 +79,7 @@ pub type GrantedIncrement = Option<Increment>;
 pub fn change_dates(
     hotel: &Hotel,
     reservation: &Reservation,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     limits: &BookingLimits,
     cmd: ChangeDates,
     increment: GrantedIncrement,
@@ -69,21 +92,44 @@ pub fn change_dates(
     let details = existing(reservation)?;
     let (timezone, terms) = sale_terms_of(hotel, details)?;
     let today = local_date(now, timezone);
-    limits.check(&new_stay, details.rooms, today)?;
-    let nightly = terms.stay_price(nights, &new_stay, details.rooms);
+    limits.check(&new_stay, all_rooms(details, limits)?, today)?;
+    // Each line's new price; `None` if a night of one has no price (sold out).
+    let line_prices: Option<Vec<Cents>> = terms
+        .iter()
+        .map(|(line, t)| t.stay_price(nights.of(line.room_type_id), &new_stay, line.rooms))
+        .collect();
+    let nightly = line_prices
+        .as_ref()
+        .map(|prices| Cents::new(prices.iter().map(|c| c.get()).sum()));
     let total_cents = nightly.unwrap_or(Cents::ZERO);
-    let first_night_cents = terms
-        .first_night_price(nights, &new_stay, details.rooms)
-        .unwrap_or(Cents::ZERO);
+    let more_line_cents = line_prices
+        .map(|prices| prices.into_iter().skip(1).collect())
+        .unwrap_or_else(|| vec![Cents::ZERO; details.more_lines.len()]);
+    let first_night_cents = Cents::new(
+        terms
+            .iter()
+            .map(|(line, t)| {
+                t.first_night_price(nights.of(line.room_type_id), &new_stay, line.rooms)
+                    .map_or(0, Cents::get)
+            })
+            .sum(),
+    );
     let lead = check_in_instant(details.stay.start(), timezone) - now;
     let reservation_events = reservation.decide(ReservationCommand::ChangeDates {
         stay: new_stay,
         total_cents,
         first_night_cents,
+        more_line_cents,
         now,
-        refund_percent_now: details
-            .cancellation_policy
-            .refund_percent(lead, CancelledBy::Guest),
+        // Over several lines, the strictest line's share caps them all.
+        refund_percent_now: terms
+            .iter()
+            .map(|(line, _)| {
+                line.cancellation_policy
+                    .refund_percent(lead, CancelledBy::Guest)
+            })
+            .min()
+            .unwrap_or(100),
         capture_due_at: capture_due_at(details, new_stay.start(), timezone, now),
         increment,
     });
@@ -96,48 +142,56 @@ pub fn change_dates(
     }
     let held = reservation.recorded_status() == Some(ReservationStatus::Held);
     let old = details.stay;
-    terms.check_stay(nights, &new_stay, today, |date| old.contains(date))?;
+    check_lines(&terms, nights, &new_stay, today, |date| old.contains(date))?;
     let mut decision = Decision::default();
     let mut all_nights: Vec<NaiveDate> = old.nights().chain(new_stay.nights()).collect();
     all_nights.sort_unstable();
     all_nights.dedup();
     let reservation_id = details.reservation_id;
-    decide_nights(
-        &mut decision,
-        RoomType::of(details),
-        nights,
-        all_nights,
-        |date, night| {
-            Ok(match (old.contains(date), new_stay.contains(date)) {
-                (true, false) => Some(RoomNightCommand::Release { reservation_id }),
-                (false, true) if held => Some(RoomNightCommand::Hold {
-                    reservation_id,
-                    rooms: details.rooms,
-                    expires_at: details.hold_expires_at,
-                    now,
-                }),
-                // Held for this move while the card was asked (`hold_date_change`):
-                // the hold becomes the sale.
-                (false, true)
-                    if night
-                        .hold_of(&reservation_id)
-                        .is_some_and(|h| h.expires_at > now) =>
-                {
-                    Some(RoomNightCommand::Confirm {
+    let count = terms.len();
+    for (i, (line, _)) in terms.iter().enumerate() {
+        let room_type = RoomType {
+            hotel_id: details.hotel_id,
+            room_type_id: line.room_type_id,
+        };
+        decide_nights(
+            &mut decision,
+            room_type,
+            nights.of(line.room_type_id),
+            all_nights.iter().copied(),
+            |date, night| {
+                Ok(match (old.contains(date), new_stay.contains(date)) {
+                    (true, false) => Some(RoomNightCommand::Release { reservation_id }),
+                    (false, true) if held => Some(RoomNightCommand::Hold {
                         reservation_id,
+                        rooms: line.rooms,
+                        expires_at: details.hold_expires_at,
                         now,
-                    })
-                }
-                (false, true) => Some(RoomNightCommand::Book {
-                    reservation_id,
-                    rooms: details.rooms,
-                    now,
-                }),
-                // In both stays (untouched) or in neither.
-                _ => None,
-            })
-        },
-    )?;
+                    }),
+                    // Held for this move while the card was asked (`hold_date_change`):
+                    // the hold becomes the sale.
+                    (false, true)
+                        if night
+                            .hold_of(&reservation_id)
+                            .is_some_and(|h| h.expires_at > now) =>
+                    {
+                        Some(RoomNightCommand::Confirm {
+                            reservation_id,
+                            now,
+                        })
+                    }
+                    (false, true) => Some(RoomNightCommand::Book {
+                        reservation_id,
+                        rooms: line.rooms,
+                        now,
+                    }),
+                    // In both stays (untouched) or in neither.
+                    _ => None,
+                })
+            },
+        )
+        .map_err(|e| e.in_line(i, line.room_type_id, count))?;
+    }
     if nightly.is_none() {
         return Err(Rejection::SoldOut {
             night: new_stay.start(),
@@ -157,7 +211,7 @@ pub fn change_dates(
 pub fn hold_date_change(
     hotel: &Hotel,
     reservation: &Reservation,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     limits: &BookingLimits,
     new_stay: StayDates,
     hold_expires_at: DateTime<Utc>,
@@ -166,7 +220,7 @@ pub fn hold_date_change(
     let details = existing(reservation)?;
     let (timezone, terms) = sale_terms_of(hotel, details)?;
     let today = local_date(now, timezone);
-    limits.check(&new_stay, details.rooms, today)?;
+    limits.check(&new_stay, all_rooms(details, limits)?, today)?;
     let events = reservation.decide(ReservationCommand::HoldDateChange {
         stay: new_stay,
         hold_expires_at,
@@ -176,24 +230,32 @@ pub fn hold_date_change(
         return Ok(Decision::default());
     }
     let old = details.stay;
-    terms.check_stay(nights, &new_stay, today, |date| old.contains(date))?;
+    check_lines(&terms, nights, &new_stay, today, |date| old.contains(date))?;
     let mut decision = Decision {
         reservation: events,
         nights: Vec::new(),
     };
-    let hold = RoomNightCommand::Hold {
-        reservation_id: details.reservation_id,
-        rooms: details.rooms,
-        expires_at: hold_expires_at,
-        now,
-    };
-    decide_nights(
-        &mut decision,
-        RoomType::of(details),
-        nights,
-        new_stay.nights().filter(|date| !old.contains(*date)),
-        |_, _| Ok(Some(hold.clone())),
-    )?;
+    let count = terms.len();
+    for (i, (line, _)) in terms.iter().enumerate() {
+        let hold = RoomNightCommand::Hold {
+            reservation_id: details.reservation_id,
+            rooms: line.rooms,
+            expires_at: hold_expires_at,
+            now,
+        };
+        let room_type = RoomType {
+            hotel_id: details.hotel_id,
+            room_type_id: line.room_type_id,
+        };
+        decide_nights(
+            &mut decision,
+            room_type,
+            nights.of(line.room_type_id),
+            new_stay.nights().filter(|date| !old.contains(*date)),
+            |_, _| Ok(Some(hold.clone())),
+        )
+        .map_err(|e| e.in_line(i, line.room_type_id, count))?;
+    }
     Ok(decision)
 }
 
@@ -201,7 +263,7 @@ pub fn hold_date_change(
 /// the nights held for it go back to sale.
 pub fn release_date_change(
     reservation: &Reservation,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     now: DateTime<Utc>,
 ) -> Result<Decision, Rejection> {
     let details = existing(reservation)?;
@@ -212,9 +274,9 @@ pub fn release_date_change(
     };
     if let Some(pending) = pending.filter(|_| !decision.reservation.is_empty()) {
         let reservation_id = details.reservation_id;
-        decide_nights(
+        each_line(
             &mut decision,
-            RoomType::of(details),
+            details,
             nights,
             pending
                 .stay
@@ -228,4 +290,9 @@ pub fn release_date_change(
         )?;
     }
     Ok(decision)
+}
+
+/// The rooms of every line, as the booking limits count them.
+fn all_rooms(details: &ReservationDetails, limits: &BookingLimits) -> Result<RoomCount, Rejection> {
+    RoomCount::parse(i64::from(details.all_rooms())).map_err(|_| limits.rooms_refused().into())
 }

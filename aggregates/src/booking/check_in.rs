@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::nights::{decide_nights, RoomType};
-use super::{existing, Decision, Nights, Rejection};
+use super::nights::each_line;
+use super::{existing, Decision, Rejection, StayNights};
 use crate::reservation::{Reservation, ReservationCommand, ReservationEvent, ReservationStatus};
 use crate::room_night::RoomNightCommand;
 use crate::types::{local_date, TimeZone};
@@ -31,7 +31,7 @@ pub fn check_in(
 /// stay's nights after that day go back to sale (none on the last night or later).
 pub fn check_out(
     reservation: &Reservation,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     now: DateTime<Utc>,
     timezone: TimeZone,
 ) -> Result<Decision, Rejection> {
@@ -47,7 +47,7 @@ pub fn check_out(
 /// it goes back to sale.
 pub fn record_no_show(
     reservation: &Reservation,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     now: DateTime<Utc>,
     timezone: TimeZone,
 ) -> Result<Decision, Rejection> {
@@ -63,7 +63,7 @@ pub fn record_no_show(
 /// [`record_no_show`]); anything else is left as it is (an empty decision).
 pub fn record_lapsed_no_show(
     reservation: &Reservation,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     now: DateTime<Utc>,
     timezone: TimeZone,
     grace: chrono::Duration,
@@ -81,7 +81,7 @@ pub fn record_lapsed_no_show(
 /// no-show releases given back.
 fn release_from(
     reservation: &Reservation,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     events: Vec<ReservationEvent>,
 ) -> Result<Decision, Rejection> {
     let details = existing(reservation)?;
@@ -96,9 +96,9 @@ fn release_from(
     };
     if let Some(from) = released_from {
         let reservation_id = details.reservation_id;
-        decide_nights(
+        each_line(
             &mut decision,
-            RoomType::of(details),
+            details,
             nights,
             details.stay.nights().filter(|night| *night >= from),
             |_, _| Ok(Some(RoomNightCommand::Release { reservation_id })),

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::cancel::check_in_instant;
 use super::nights::{every_night, expire_every_night, release_every_night};
-use super::{existing, Decision, Nights, Rejection};
+use super::{existing, Decision, Rejection, StayNights};
 use crate::reservation::{
     Payment, Reservation, ReservationCommand, ReservationDetails, ReservationEvent,
 };
@@ -56,7 +56,7 @@ pub fn record_increment(
 /// [`apply_authorization`].
 pub fn confirm(
     reservation: &Reservation,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     now: DateTime<Utc>,
 ) -> Result<Decision, Rejection> {
     let events = reservation.decide(ReservationCommand::Confirm { now })?;
@@ -73,7 +73,7 @@ pub fn confirm(
 /// `timezone`), at once if that moment has passed or the plan is non-refundable.
 pub fn apply_authorization(
     reservation: &Reservation,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     now: DateTime<Utc>,
     payment: Payment,
     timezone: TimeZone,
@@ -108,7 +108,7 @@ pub fn apply_authorization(
 /// it held returns to sale. Anything else is left as it is.
 pub fn decline_payment(
     reservation: &Reservation,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     now: DateTime<Utc>,
     provider_txn_id: Option<String>,
 ) -> Result<Decision, Rejection> {
@@ -128,7 +128,7 @@ pub fn decline_payment(
 
 fn confirm_nights(
     reservation: &Reservation,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     now: DateTime<Utc>,
     events: Vec<ReservationEvent>,
 ) -> Result<Decision, Rejection> {

@@ -3,13 +3,13 @@
 use chrono::{DateTime, Utc};
 
 use super::nights::expire_every_night;
-use super::{existing, Decision, Nights, Rejection};
+use super::{existing, Decision, Rejection, StayNights};
 use crate::reservation::{Reservation, ReservationCommand};
 
 /// Record that a hold lapsed and drop it from every night that still carries it.
 pub fn expire_hold(
     reservation: &Reservation,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     now: DateTime<Utc>,
 ) -> Result<Decision, Rejection> {
     let details = existing(reservation)?;

@@ -6,10 +6,10 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::nights::{decide_nights, RoomType};
-use super::{check_room_type, Decision, Nights, Rejection, SaleTerms};
+use super::{check_room_type, Decision, Rejection, SaleTerms, StayNights};
 use crate::hotel::Hotel;
 use crate::personal::Personal;
-use crate::reservation::{Reservation, ReservationCommand, ReservationDetails};
+use crate::reservation::{Line, Reservation, ReservationCommand, ReservationDetails};
 use crate::room_night::RoomNightCommand;
 use crate::types::{
     local_date, BookingLimits, Cents, Guest, GuestCount, HotelId, RatePlanId, ReservationId,
@@ -21,10 +21,13 @@ use crate::types::{
 /// The price is the server's: `expected_total_cents` only guards against the client
 /// showing a stale one.
 ///
+/// The first line (room type, rooms, plan, guests) is in the request's own fields;
+/// `more_lines` are the other room types of the same stay, each a different room type.
+///
 /// Serialized as the request's fingerprint in its idempotency record, so the
 /// serialization is stored: a field that is absent or at its default is left out, and a
-/// request that does not name plans or guests fingerprints as it did before they
-/// existed.
+/// request that does not name plans, guests or more lines fingerprints as it did before
+/// they existed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HoldRequest {
     pub hotel_id: HotelId,
@@ -38,6 +41,37 @@ pub struct HoldRequest {
     pub rate_plan_id: Option<RatePlanId>,
     #[serde(skip_serializing_if = "GuestCount::is_one")]
     pub guests: GuestCount,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub more_lines: Vec<LineRequest>,
+}
+
+/// One room type of a request for several: its rooms, guests per room and plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LineRequest {
+    pub room_type_id: RoomTypeId,
+    pub rooms: RoomCount,
+    #[serde(skip_serializing_if = "GuestCount::is_one")]
+    pub guests: GuestCount,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_plan_id: Option<RatePlanId>,
+}
+
+impl HoldRequest {
+    /// Every line, the first one first.
+    pub fn lines(&self) -> impl Iterator<Item = LineRequest> + '_ {
+        std::iter::once(LineRequest {
+            room_type_id: self.room_type_id,
+            rooms: self.rooms,
+            guests: self.guests,
+            rate_plan_id: self.rate_plan_id,
+        })
+        .chain(self.more_lines.iter().copied())
+    }
+
+    /// The rooms of every line.
+    pub fn all_rooms(&self) -> u32 {
+        self.lines().map(|l| l.rooms.get()).sum()
+    }
 }
 
 /// Hold a stay: every night of `[start, end)` or none. The request as the client made
@@ -52,10 +86,18 @@ pub struct HoldStay {
     pub hold_expires_at: DateTime<Utc>,
 }
 
+/// What one line of a hold was sold as.
+struct SoldLine {
+    line: LineRequest,
+    terms: SaleTerms,
+    total_cents: Cents,
+    first_night_cents: Option<Cents>,
+}
+
 pub fn hold_stay(
     hotel: &Hotel,
     reservation: &Reservation,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     limits: &BookingLimits,
     cmd: HoldStay,
 ) -> Result<Decision, Rejection> {
@@ -66,48 +108,92 @@ pub fn hold_stay(
         now,
         hold_expires_at,
     } = cmd;
-    let timezone = check_room_type(hotel, request.hotel_id, request.room_type_id)?;
-    let terms = SaleTerms::resolve(
-        hotel,
-        request.room_type_id,
-        request.rate_plan_id,
-        request.guests,
-    )?;
+    let count = 1 + request.more_lines.len();
+    let mut timezone = None;
+    let mut sold: Vec<SoldLine> = Vec::with_capacity(count);
+    for (i, line) in request.lines().enumerate() {
+        let named = |e: Rejection| e.in_line(i, line.room_type_id, count);
+        timezone =
+            Some(check_room_type(hotel, request.hotel_id, line.room_type_id).map_err(named)?);
+        let terms = SaleTerms::resolve(hotel, line.room_type_id, line.rate_plan_id, line.guests)
+            .map_err(named)?;
+        sold.push(SoldLine {
+            line,
+            terms,
+            total_cents: Cents::ZERO,
+            first_night_cents: None,
+        });
+    }
+    let timezone = timezone.ok_or(Rejection::UnknownRoomType)?;
     let today = local_date(now, timezone);
-    limits.check(&request.stay, request.rooms, today)?;
+    let all_rooms = RoomCount::parse(i64::from(request.all_rooms()))
+        .map_err(|_| Rejection::from(limits.rooms_refused()))?;
+    limits.check(&request.stay, all_rooms, today)?;
     if reservation.details().is_some() {
         return Err(Rejection::ReservationExists);
     }
-    terms.check_stay(nights, &request.stay, today, |_| false)?;
     let mut decision = Decision::default();
-    let room_type = RoomType {
-        hotel_id: request.hotel_id,
-        room_type_id: request.room_type_id,
-    };
-    let hold = RoomNightCommand::Hold {
-        reservation_id,
-        rooms: request.rooms,
-        expires_at: hold_expires_at,
-        now,
-    };
-    decide_nights(
-        &mut decision,
-        room_type,
-        nights,
-        request.stay.nights(),
-        |_, _| Ok(Some(hold.clone())),
-    )?;
-    let total_cents = terms
-        .stay_price(nights, &request.stay, request.rooms)
-        .ok_or(Rejection::SoldOut {
-            night: request.stay.start(),
-        })?;
+    for (i, sold) in sold.iter_mut().enumerate() {
+        let line = sold.line;
+        let named = |e: Rejection| e.in_line(i, line.room_type_id, count);
+        let line_nights = nights.of(line.room_type_id);
+        sold.terms
+            .check_stay(line_nights, &request.stay, today, |_| false)
+            .map_err(|e| named(e.into()))?;
+        let room_type = RoomType {
+            hotel_id: request.hotel_id,
+            room_type_id: line.room_type_id,
+        };
+        let hold = RoomNightCommand::Hold {
+            reservation_id,
+            rooms: line.rooms,
+            expires_at: hold_expires_at,
+            now,
+        };
+        decide_nights(
+            &mut decision,
+            room_type,
+            line_nights,
+            request.stay.nights(),
+            |_, _| Ok(Some(hold.clone())),
+        )
+        .map_err(named)?;
+        sold.total_cents = sold
+            .terms
+            .stay_price(line_nights, &request.stay, line.rooms)
+            .ok_or_else(|| {
+                named(Rejection::SoldOut {
+                    night: request.stay.start(),
+                })
+            })?;
+        sold.first_night_cents =
+            sold.terms
+                .first_night_price(line_nights, &request.stay, line.rooms);
+    }
+    let total_cents = Cents::new(sold.iter().map(|s| s.total_cents.get()).sum());
     if request
         .expected_total_cents
         .is_some_and(|expected| expected != total_cents)
     {
         return Err(Rejection::PriceChanged { total_cents });
     }
+    let first_night_cents = sold
+        .iter()
+        .map(|s| s.first_night_cents.map(Cents::get))
+        .sum::<Option<i64>>()
+        .map(Cents::new);
+    let (first, more) = sold.split_first().ok_or(Rejection::UnknownRoomType)?;
+    let more_lines = more
+        .iter()
+        .map(|s| Line {
+            room_type_id: s.line.room_type_id,
+            rooms: s.line.rooms,
+            guests: s.terms.guests(),
+            rate_plan_id: s.terms.rate_plan_id(),
+            cancellation_policy: s.terms.cancellation_policy(),
+            total_cents: s.total_cents,
+        })
+        .collect();
     decision.reservation = reservation.decide(ReservationCommand::Place {
         details: ReservationDetails {
             reservation_id,
@@ -120,12 +206,13 @@ pub fn hold_stay(
             total_cents,
             hold_expires_at,
             created_at: now,
-            rate_plan_id: terms.rate_plan_id(),
-            cancellation_policy: terms.cancellation_policy(),
-            guests: terms.guests(),
-            first_night_cents: terms.first_night_price(nights, &request.stay, request.rooms),
+            rate_plan_id: first.terms.rate_plan_id(),
+            cancellation_policy: first.terms.cancellation_policy(),
+            guests: first.terms.guests(),
+            first_night_cents,
             currency: hotel.currency(),
             taxes: hotel.taxes().clone(),
+            more_lines,
         },
     })?;
     Ok(decision)

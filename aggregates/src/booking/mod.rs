@@ -56,7 +56,7 @@ pub use confirm::{
 };
 pub use erase::erase_guest;
 pub use expire::expire_hold;
-pub use hold::{hold_stay, HoldRequest, HoldStay};
+pub use hold::{hold_stay, HoldRequest, HoldStay, LineRequest};
 pub use horizon::{missing_range, roll_forward, TEMPLATE_NIGHTS};
 pub use inventory::{set_inventory, InventoryUpdate, SetInventory};
 pub use offers::{offers, selling_plans, NightView, Offer, OfferRequest};
@@ -65,6 +65,39 @@ pub use terms::SaleTerms;
 /// The loaded nights of one hotel and room type, by date. A night that is absent has no
 /// inventory (nothing for sale).
 pub type Nights = BTreeMap<NaiveDate, RoomNight>;
+
+/// The loaded nights of each room type a decision touches: a reservation's lines, one
+/// room type each (borrowed, so a batch deciding one hold after another lends its
+/// working nights without copying them). A room type not given has no nights loaded,
+/// which reads as no inventory.
+#[derive(Debug, Clone, Default)]
+pub struct StayNights<'a> {
+    by_type: Vec<(RoomTypeId, &'a Nights)>,
+}
+
+impl<'a> StayNights<'a> {
+    /// The nights of a stay of one room type.
+    pub fn one(room_type_id: RoomTypeId, nights: &'a Nights) -> Self {
+        Self {
+            by_type: vec![(room_type_id, nights)],
+        }
+    }
+
+    /// Adds (or replaces) a room type's nights.
+    pub fn add(&mut self, room_type_id: RoomTypeId, nights: &'a Nights) {
+        self.by_type.retain(|(id, _)| *id != room_type_id);
+        self.by_type.push((room_type_id, nights));
+    }
+
+    /// A room type's nights (none if they were not loaded).
+    pub fn of(&self, room_type_id: RoomTypeId) -> &'a Nights {
+        static NONE: Nights = BTreeMap::new();
+        self.by_type
+            .iter()
+            .find(|(id, _)| *id == room_type_id)
+            .map_or(&NONE, |(_, nights)| *nights)
+    }
+}
 
 /// What a command decided: the events for the reservation stream and for each night
 /// stream that changes (in night order; nights with no event are left out).
@@ -149,6 +182,36 @@ pub enum Rejection {
     },
     #[error("{0}")]
     Invalid(InvalidInputRejection),
+    /// A reservation of several room types was refused by one of its lines (`line`
+    /// counts from 0, in the request's order): the cause names the night or the rule.
+    /// A reservation of one room type is refused with the cause alone.
+    #[error("lines[{line}] (room type {room_type_id}): {cause}")]
+    InLine {
+        line: usize,
+        room_type_id: RoomTypeId,
+        cause: Box<Rejection>,
+    },
+}
+
+impl Rejection {
+    /// This rejection as line `line` of a reservation of `lines` lines refuses it:
+    /// named by its line when there are several, as it is when there is one.
+    pub fn in_line(self, line: usize, room_type_id: RoomTypeId, lines: usize) -> Self {
+        if lines <= 1 {
+            return self;
+        }
+        if let Rejection::Invalid(InvalidInputRejection { field, message }) = self {
+            return Rejection::Invalid(InvalidInputRejection {
+                field: format!("lines[{line}].{field}"),
+                message,
+            });
+        }
+        Rejection::InLine {
+            line,
+            room_type_id,
+            cause: Box::new(self),
+        }
+    }
 }
 
 /// `InvalidInput` in a serializable form, so rejections can be stored as the outcome of

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 
-use super::{Decision, Nights, Rejection};
+use super::{Decision, Nights, Rejection, StayNights};
 use crate::reservation::ReservationDetails;
 use crate::room_night::{
     RoomNight, RoomNightCommand, RoomNightError, RoomNightEvent, RoomNightKey,
@@ -19,12 +19,12 @@ pub(super) struct RoomType {
 }
 
 impl RoomType {
-    /// The room type a reservation stays in.
-    pub fn of(details: &ReservationDetails) -> Self {
-        Self {
+    /// Every room type a reservation stays in (one per line), the first line's first.
+    pub fn all_of(details: &ReservationDetails) -> impl Iterator<Item = Self> + '_ {
+        details.room_types().map(|room_type_id| Self {
             hotel_id: details.hotel_id,
-            room_type_id: details.room_type_id,
-        }
+            room_type_id,
+        })
     }
 }
 
@@ -78,27 +78,47 @@ fn decide_night(
     })
 }
 
-/// Decides the same command on every night of the reservation's stay.
+/// Decides the same command on every night of the reservation's stay, in every line.
 pub(super) fn every_night(
     decision: &mut Decision,
     details: &ReservationDetails,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     command: RoomNightCommand,
 ) -> Result<(), Rejection> {
-    decide_nights(
-        decision,
-        RoomType::of(details),
-        nights,
-        details.stay.nights(),
-        |_, _| Ok(Some(command.clone())),
-    )
+    each_line(decision, details, nights, details.stay.nights(), |_, _| {
+        Ok(Some(command.clone()))
+    })
+}
+
+/// [`decide_nights`] over `dates` of every line of a reservation, each on its own room
+/// type's nights.
+pub(super) fn each_line<I>(
+    decision: &mut Decision,
+    details: &ReservationDetails,
+    nights: &StayNights<'_>,
+    dates: I,
+    mut command_for: impl FnMut(NaiveDate, &RoomNight) -> Result<Option<RoomNightCommand>, Rejection>,
+) -> Result<(), Rejection>
+where
+    I: IntoIterator<Item = NaiveDate> + Clone,
+{
+    for room_type in RoomType::all_of(details) {
+        decide_nights(
+            decision,
+            room_type,
+            nights.of(room_type.room_type_id),
+            dates.clone(),
+            &mut command_for,
+        )?;
+    }
+    Ok(())
 }
 
 /// Give back every night of the stay (held or confirmed).
 pub(super) fn release_every_night(
     decision: &mut Decision,
     details: &ReservationDetails,
-    nights: &Nights,
+    nights: &StayNights<'_>,
 ) -> Result<(), Rejection> {
     let reservation_id = details.reservation_id;
     every_night(
@@ -113,7 +133,7 @@ pub(super) fn release_every_night(
 pub(super) fn expire_every_night(
     decision: &mut Decision,
     details: &ReservationDetails,
-    nights: &Nights,
+    nights: &StayNights<'_>,
     now: DateTime<Utc>,
 ) -> Result<(), Rejection> {
     let reservation_id = details.reservation_id;

@@ -31,6 +31,7 @@ fn stay(start_day: u32, end_day: u32) -> StayDates {
 /// A stay of 2027-06-10..12, two rooms, held until minute 15.
 fn details() -> ReservationDetails {
     ReservationDetails {
+        more_lines: Vec::new(),
         reservation_id: ReservationId::from_uuid(Uuid::from_u128(1)),
         hotel_id: HotelId::parse(7).expect("valid id"),
         room_type_id: RoomTypeId::parse(3).expect("valid id"),
@@ -81,12 +82,13 @@ fn cancel(minutes: i64) -> ReservationCommand {
         today: day(1),
         reason: "plans changed".to_owned(),
         by: CancelledBy::Guest,
-        refund_percent: 0,
+        refund_percents: vec![0],
     }
 }
 
 fn change_to(start_day: u32, end_day: u32, minutes: i64) -> ReservationCommand {
     ReservationCommand::ChangeDates {
+        more_line_cents: Vec::new(),
         stay: stay(start_day, end_day),
         total_cents: Cents::new(72_000),
         first_night_cents: Cents::new(24_000),
@@ -100,6 +102,7 @@ fn change_to(start_day: u32, end_day: u32, minutes: i64) -> ReservationCommand {
 /// A stay moved to 11..14 at 72,000 (first night 24,000), at `minutes`.
 fn moved(minutes: i64, refund_cap_percent: Option<u8>) -> ReservationEvent {
     ReservationEvent::DatesChanged {
+        more_line_cents: Vec::new(),
         stay: stay(11, 14),
         total_cents: Cents::new(72_000),
         changed_at: at(minutes),
@@ -218,7 +221,7 @@ fn cancelling_a_confirmed_reservation_cancels_it_even_after_the_hold_time() {
             today: day(1),
             reason: "overbooked".to_owned(),
             by: CancelledBy::Hotel,
-            refund_percent: 100,
+            refund_percents: vec![100],
         })
         .then_expect_events(vec![ReservationEvent::ReservationCancelled {
             cancelled_at: at(600),
@@ -592,7 +595,7 @@ fn cancelling_before_the_capture_voids_the_authorization() {
             today: day(1),
             reason: "plans changed".into(),
             by: CancelledBy::Hotel,
-            refund_percent: 100,
+            refund_percents: vec![100],
         })
         .then_expect_events(vec![cancelled.clone(), voided.clone()]);
     let after = state(&[placed(), paid_at("txn_1", 5), cancelled, voided]);
@@ -648,7 +651,7 @@ fn a_payment_confirmed_before_the_ledger_reads_as_captured_at_once() {
             today: day(1),
             reason: "overbooked".into(),
             by: CancelledBy::Hotel,
-            refund_percent: 100,
+            refund_percents: vec![100],
         })
         .then_expect_events(vec![
             ReservationEvent::ReservationCancelled {
@@ -683,7 +686,7 @@ fn a_stay_can_be_cancelled_until_its_arrival_date_has_ended_at_the_hotel() {
         today: day(10),
         reason: "plans changed".to_owned(),
         by: CancelledBy::Guest,
-        refund_percent: 0,
+        refund_percents: vec![0],
     };
     // Then it is cancelled
     Fixture::with(())
@@ -707,7 +710,7 @@ fn cancelling_once_the_arrival_date_has_ended_is_refused_whoever_asks() {
                 today: day(11),
                 reason: "plans changed".to_owned(),
                 by,
-                refund_percent: 0,
+                refund_percents: vec![0],
             })
             .then_expect_error(ReservationError::ArrivalEnded { arrival: day(10) });
     }
@@ -907,7 +910,7 @@ fn a_cancellation_gives_back_the_policys_share_of_the_room_and_every_tax_of_nigh
             today: day(1),
             reason: "plans changed".into(),
             by: CancelledBy::Guest,
-            refund_percent: 50,
+            refund_percents: vec![50],
         })
         .expect("cancelled");
     // Kept: half the room price (VAT is inside it); given back: the other half, the

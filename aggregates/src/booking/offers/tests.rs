@@ -511,10 +511,11 @@ fn every_offer_listed_over_loaded_nights_is_one_a_hold_accepts_at_that_total() {
             let decision = hold_stay(
                 &hotel,
                 &Reservation::default(),
-                &loaded,
+                &crate::booking::StayNights::one(offer.room_type_id, &loaded),
                 &request.limits,
                 HoldStay {
                     request: HoldRequest {
+                        more_lines: Vec::new(),
                         hotel_id,
                         room_type_id: offer.room_type_id,
                         stay,

@@ -9,7 +9,7 @@ fn cancelling_a_held_stay_releases_every_night() {
     let reservation = held(hold_cmd(1, 10, 13, 2), &mut nights);
     let decision = cancel(
         &reservation,
-        &nights,
+        &of_king(&nights),
         at(5),
         "plans".into(),
         CancelledBy::Guest,
@@ -39,7 +39,7 @@ fn cancelling_a_confirmed_stay_releases_every_confirmed_night() {
     let mut reservation = confirmed(hold_cmd(1, 10, 12, 1), &mut nights);
     let decision = cancel(
         &reservation,
-        &nights,
+        &of_king(&nights),
         at(600),
         "closed".into(),
         CancelledBy::Hotel,
@@ -68,7 +68,7 @@ fn cancelling_twice_is_invalid_state_and_releases_nothing() {
     let mut reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
     let first = cancel(
         &reservation,
-        &nights,
+        &of_king(&nights),
         at(5),
         "plans".into(),
         CancelledBy::Guest,
@@ -80,7 +80,7 @@ fn cancelling_twice_is_invalid_state_and_releases_nothing() {
     held(hold_cmd(2, 10, 12, 3), &mut nights);
     let second = cancel(
         &reservation,
-        &nights,
+        &of_king(&nights),
         at(6),
         "plans".into(),
         CancelledBy::Guest,
@@ -101,7 +101,7 @@ fn cancelling_a_lapsed_hold_is_invalid_state_expired() {
     assert_eq!(
         cancel(
             &reservation,
-            &nights,
+            &of_king(&nights),
             at(15),
             "late".into(),
             CancelledBy::Guest,
@@ -118,7 +118,7 @@ fn cancelling_an_unknown_reservation_is_not_found() {
     assert_eq!(
         cancel(
             &Reservation::default(),
-            &four_nights(1),
+            &of_king(&four_nights(1)),
             at(0),
             "?".into(),
             CancelledBy::Guest,
@@ -141,7 +141,7 @@ fn a_stay_can_be_cancelled_until_its_arrival_date_ends_in_the_hotels_timezone() 
     let cancel_in = |timezone| {
         cancel(
             &reservation,
-            &nights,
+            &of_king(&nights),
             now,
             "late".into(),
             CancelledBy::Guest,

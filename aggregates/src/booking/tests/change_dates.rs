@@ -12,7 +12,7 @@ fn change(
     change_dates(
         &hotel(),
         reservation,
-        nights,
+        &of_king(nights),
         &BookingLimits::default(),
         ChangeDates {
             new_stay,
@@ -38,6 +38,7 @@ fn changing_the_dates_of_a_hold_releases_old_nights_holds_new_ones_and_leaves_th
     assert_eq!(
         decision.reservation,
         vec![ReservationEvent::DatesChanged {
+            more_line_cents: Vec::new(),
             stay: stay(11, 14),
             total_cents: Cents::new(2 * (12_000 + 14_000 + 16_000)),
             changed_at: at(5),
@@ -140,7 +141,7 @@ fn moving_a_cancelled_reservation_is_invalid_state() {
     let mut reservation = confirmed(hold_cmd(1, 10, 12, 1), &mut nights);
     let decision = cancel(
         &reservation,
-        &nights,
+        &of_king(&nights),
         at(2),
         "x".into(),
         CancelledBy::Hotel,
@@ -202,7 +203,7 @@ fn hold_move(
     hold_date_change(
         &hotel(),
         reservation,
-        nights,
+        &of_king(nights),
         &BookingLimits::default(),
         new_stay,
         until,
@@ -277,7 +278,7 @@ fn a_move_the_card_refused_gives_its_held_nights_back() {
     let held = hold_move(&reservation, &nights, stay(10, 13), at(90), at(60)).expect("held");
     apply(&held, &mut reservation, &mut nights);
 
-    let released = release_date_change(&reservation, &nights, at(61)).expect("released");
+    let released = release_date_change(&reservation, &of_king(&nights), at(61)).expect("released");
 
     assert_eq!(
         released.reservation,
@@ -291,7 +292,7 @@ fn a_move_the_card_refused_gives_its_held_nights_back() {
     );
     apply(&released, &mut reservation, &mut nights);
     assert_eq!(nights[&day(12)].remaining(), 1);
-    assert!(release_date_change(&reservation, &nights, at(62))
+    assert!(release_date_change(&reservation, &of_king(&nights), at(62))
         .expect("decided")
         .is_empty());
 }

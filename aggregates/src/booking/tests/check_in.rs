@@ -25,8 +25,13 @@ fn leaving_early_gives_the_nights_after_today_back_to_sale() {
     let mut reservation = checked_in_stay(&mut nights);
 
     // When the guest leaves on the 11th
-    let decision =
-        check_out(&reservation, &nights, afternoon(11), TimeZone::UTC).expect("checked out");
+    let decision = check_out(
+        &reservation,
+        &of_king(&nights),
+        afternoon(11),
+        TimeZone::UTC,
+    )
+    .expect("checked out");
 
     // Then the 12th goes back to sale, the 10th and 11th stay sold
     assert_eq!(
@@ -56,8 +61,13 @@ fn leaving_on_the_last_night_or_the_departure_day_gives_nothing_back() {
     for leaves in [12, 13, 14] {
         let mut nights = four_nights(3);
         let reservation = checked_in_stay(&mut nights);
-        let decision = check_out(&reservation, &nights, afternoon(leaves), TimeZone::UTC)
-            .expect("checked out");
+        let decision = check_out(
+            &reservation,
+            &of_king(&nights),
+            afternoon(leaves),
+            TimeZone::UTC,
+        )
+        .expect("checked out");
         assert!(decision.nights.is_empty(), "left on the {leaves}th");
         assert_eq!(decision.reservation.len(), 1);
     }
@@ -68,17 +78,33 @@ fn only_a_checked_in_stay_can_be_checked_out_and_only_once() {
     let mut nights = four_nights(3);
     let confirmed_stay = confirmed(hold_cmd(1, 10, 13, 2), &mut nights);
     assert_eq!(
-        check_out(&confirmed_stay, &nights, afternoon(11), TimeZone::UTC),
+        check_out(
+            &confirmed_stay,
+            &of_king(&nights),
+            afternoon(11),
+            TimeZone::UTC
+        ),
         Err(Rejection::InvalidState {
             status: ReservationStatus::Confirmed
         })
     );
     let mut nights = four_nights(3);
     let mut reservation = checked_in_stay(&mut nights);
-    let first = check_out(&reservation, &nights, afternoon(11), TimeZone::UTC).expect("out");
+    let first = check_out(
+        &reservation,
+        &of_king(&nights),
+        afternoon(11),
+        TimeZone::UTC,
+    )
+    .expect("out");
     apply(&first, &mut reservation, &mut nights);
     assert_eq!(
-        check_out(&reservation, &nights, afternoon(11), TimeZone::UTC),
+        check_out(
+            &reservation,
+            &of_king(&nights),
+            afternoon(11),
+            TimeZone::UTC
+        ),
         Err(Rejection::InvalidState {
             status: ReservationStatus::CheckedOut
         })
@@ -96,7 +122,7 @@ fn the_day_the_guest_leaves_is_the_hotels() {
         .expect("valid time");
     let decision = check_out(
         &reservation,
-        &nights,
+        &of_king(&nights),
         night_of_the_11th,
         zone("America/Los_Angeles"),
     )
@@ -111,8 +137,13 @@ fn a_guest_who_never_came_keeps_the_first_night_and_gives_the_others_back() {
     let mut reservation = confirmed(hold_cmd(1, 10, 13, 2), &mut nights);
 
     // When staff record a no-show on the evening of the 10th
-    let decision =
-        record_no_show(&reservation, &nights, afternoon(10), TimeZone::UTC).expect("no-show");
+    let decision = record_no_show(
+        &reservation,
+        &of_king(&nights),
+        afternoon(10),
+        TimeZone::UTC,
+    )
+    .expect("no-show");
 
     // Then the 11th and 12th go back to sale, the 10th stays sold
     assert_eq!(
@@ -145,7 +176,13 @@ fn a_guest_who_never_came_keeps_the_first_night_and_gives_the_others_back() {
             status: ReservationStatus::NoShow
         })
     );
-    assert!(record_no_show(&reservation, &nights, afternoon(11), TimeZone::UTC).is_err());
+    assert!(record_no_show(
+        &reservation,
+        &of_king(&nights),
+        afternoon(11),
+        TimeZone::UTC
+    )
+    .is_err());
 }
 
 #[test]
@@ -153,28 +190,33 @@ fn a_no_show_is_too_early_before_the_arrival_date_and_only_for_a_confirmed_stay(
     let mut nights = four_nights(3);
     let reservation = confirmed(hold_cmd(1, 10, 13, 2), &mut nights);
     assert_eq!(
-        record_no_show(&reservation, &nights, afternoon(9), TimeZone::UTC),
+        record_no_show(&reservation, &of_king(&nights), afternoon(9), TimeZone::UTC),
         Err(Rejection::TooEarly { arrival: day(10) })
     );
     let mut nights = four_nights(3);
     let checked_in = checked_in_stay(&mut nights);
     assert_eq!(
-        record_no_show(&checked_in, &nights, afternoon(11), TimeZone::UTC),
+        record_no_show(&checked_in, &of_king(&nights), afternoon(11), TimeZone::UTC),
         Err(Rejection::InvalidState {
             status: ReservationStatus::CheckedIn
         })
     );
     let mut nights = four_nights(3);
     let held_stay = held(hold_cmd(1, 10, 13, 2), &mut nights);
-    assert!(record_no_show(&held_stay, &nights, afternoon(10), TimeZone::UTC).is_err());
+    assert!(record_no_show(&held_stay, &of_king(&nights), afternoon(10), TimeZone::UTC).is_err());
 }
 
 #[test]
 fn a_one_night_no_show_gives_nothing_back() {
     let mut nights = four_nights(3);
     let reservation = confirmed(hold_cmd(1, 10, 11, 1), &mut nights);
-    let decision =
-        record_no_show(&reservation, &nights, afternoon(11), TimeZone::UTC).expect("no-show");
+    let decision = record_no_show(
+        &reservation,
+        &of_king(&nights),
+        afternoon(11),
+        TimeZone::UTC,
+    )
+    .expect("no-show");
     assert!(decision.nights.is_empty());
     assert_eq!(
         decision.reservation,
@@ -200,8 +242,9 @@ fn the_no_show_worker_waits_for_the_arrival_date_to_end_at_the_hotel_and_its_gra
     let reservation = confirmed(hold_cmd(1, 10, 13, 2), &mut nights);
     let grace = chrono::Duration::hours(4);
     let lisbon = zone("Europe/Lisbon");
-    let lapsed =
-        |now| record_lapsed_no_show(&reservation, &nights, now, lisbon, grace).expect("decided");
+    let lapsed = |now| {
+        record_lapsed_no_show(&reservation, &of_king(&nights), now, lisbon, grace).expect("decided")
+    };
 
     // When the worker looks at 02:59 on the 11th in Lisbon (01:59 UTC): nothing yet
     assert!(lapsed(utc(11, 2, 59)).is_empty());
@@ -225,7 +268,7 @@ fn the_no_show_worker_leaves_a_guest_who_came_alone() {
     let reservation = checked_in_stay(&mut nights);
     let decision = record_lapsed_no_show(
         &reservation,
-        &nights,
+        &of_king(&nights),
         utc(12, 12, 0),
         TimeZone::UTC,
         chrono::Duration::zero(),

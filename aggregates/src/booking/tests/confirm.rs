@@ -6,7 +6,7 @@ use super::*;
 fn confirming_a_live_hold_confirms_every_night() {
     let mut nights = four_nights(3);
     let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
-    let decision = confirm(&reservation, &nights, at(14)).expect("the hold is live");
+    let decision = confirm(&reservation, &of_king(&nights), at(14)).expect("the hold is live");
     assert_eq!(
         decision.reservation,
         vec![ReservationEvent::ReservationConfirmed {
@@ -32,7 +32,7 @@ fn confirming_a_live_hold_confirms_every_night() {
 fn confirming_twice_decides_nothing() {
     let mut nights = four_nights(3);
     let reservation = confirmed(hold_cmd(1, 10, 12, 2), &mut nights);
-    let decision = confirm(&reservation, &nights, at(30)).expect("idempotent");
+    let decision = confirm(&reservation, &of_king(&nights), at(30)).expect("idempotent");
     assert!(decision.is_empty());
 }
 
@@ -41,7 +41,7 @@ fn confirming_a_lapsed_hold_is_hold_expired() {
     let mut nights = four_nights(3);
     let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
     assert_eq!(
-        confirm(&reservation, &nights, at(15)),
+        confirm(&reservation, &of_king(&nights), at(15)),
         Err(Rejection::HoldExpired { expired_at: at(15) })
     );
 }
@@ -56,7 +56,7 @@ fn confirming_when_a_night_has_lost_the_hold_refuses_the_whole_confirmation() {
         .expect("night exists")
         .apply_event(&rooms_released(1, 2, false));
     assert_eq!(
-        confirm(&reservation, &broken, at(5)),
+        confirm(&reservation, &of_king(&broken), at(5)),
         Err(Rejection::HoldExpired { expired_at: at(15) })
     );
 }
@@ -67,7 +67,7 @@ fn confirming_a_cancelled_reservation_is_invalid_state() {
     let mut reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
     let decision = cancel(
         &reservation,
-        &nights,
+        &of_king(&nights),
         at(1),
         "x".into(),
         CancelledBy::Guest,
@@ -76,7 +76,7 @@ fn confirming_a_cancelled_reservation_is_invalid_state() {
     .expect("cancellable");
     apply(&decision, &mut reservation, &mut nights);
     assert_eq!(
-        confirm(&reservation, &nights, at(2)),
+        confirm(&reservation, &of_king(&nights), at(2)),
         Err(Rejection::InvalidState {
             status: ReservationStatus::Cancelled
         })
@@ -86,7 +86,7 @@ fn confirming_a_cancelled_reservation_is_invalid_state() {
 #[test]
 fn confirming_an_unknown_reservation_is_not_found() {
     assert_eq!(
-        confirm(&Reservation::default(), &four_nights(1), at(0)),
+        confirm(&Reservation::default(), &of_king(&four_nights(1)), at(0)),
         Err(Rejection::ReservationNotFound)
     );
 }

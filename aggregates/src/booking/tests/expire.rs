@@ -13,7 +13,7 @@ fn expiring_a_lapsed_hold_drops_it_from_the_nights_that_still_carry_it() {
     held(late, &mut nights);
     assert_eq!(nights[&day(11)].hold_of(&res(1)), None);
 
-    let decision = expire_hold(&reservation, &nights, at(30)).expect("lapsed");
+    let decision = expire_hold(&reservation, &of_king(&nights), at(30)).expect("lapsed");
     assert_eq!(
         decision.reservation,
         vec![ReservationEvent::HoldExpired { expired_at: at(15) }]
@@ -36,7 +36,7 @@ fn expiring_a_live_hold_is_hold_still_live() {
     let mut nights = four_nights(3);
     let reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
     assert_eq!(
-        expire_hold(&reservation, &nights, at(14)),
+        expire_hold(&reservation, &of_king(&nights), at(14)),
         Err(Rejection::HoldStillLive)
     );
 }
@@ -45,9 +45,9 @@ fn expiring_a_live_hold_is_hold_still_live() {
 fn expiring_twice_decides_nothing() {
     let mut nights = four_nights(3);
     let mut reservation = held(hold_cmd(1, 10, 12, 1), &mut nights);
-    let decision = expire_hold(&reservation, &nights, at(20)).expect("lapsed");
+    let decision = expire_hold(&reservation, &of_king(&nights), at(20)).expect("lapsed");
     apply(&decision, &mut reservation, &mut nights);
-    let again = expire_hold(&reservation, &nights, at(25)).expect("idempotent");
+    let again = expire_hold(&reservation, &of_king(&nights), at(25)).expect("idempotent");
     assert!(again.is_empty());
 }
 
@@ -56,7 +56,7 @@ fn expiring_a_confirmed_reservation_is_invalid_state() {
     let mut nights = four_nights(3);
     let reservation = confirmed(hold_cmd(1, 10, 12, 1), &mut nights);
     assert_eq!(
-        expire_hold(&reservation, &nights, at(60)),
+        expire_hold(&reservation, &of_king(&nights), at(60)),
         Err(Rejection::InvalidState {
             status: ReservationStatus::Confirmed
         })
@@ -66,7 +66,7 @@ fn expiring_a_confirmed_reservation_is_invalid_state() {
 #[test]
 fn expiring_an_unknown_reservation_is_not_found() {
     assert_eq!(
-        expire_hold(&Reservation::default(), &four_nights(1), at(60)),
+        expire_hold(&Reservation::default(), &of_king(&four_nights(1)), at(60)),
         Err(Rejection::ReservationNotFound)
     );
 }

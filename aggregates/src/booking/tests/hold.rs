@@ -19,7 +19,7 @@ fn holding_a_stay_holds_every_night_at_the_sum_of_the_rates_times_the_rooms() {
     let decision = hold_stay(
         &hotel(),
         &Reservation::default(),
-        &nights,
+        &of_king(&nights),
         &BookingLimits::default(),
         hold_cmd(1, 10, 13, 2),
     )
@@ -35,6 +35,7 @@ fn holding_a_stay_holds_every_night_at_the_sum_of_the_rates_times_the_rooms() {
     assert_eq!(
         decision.reservation,
         vec![ReservationEvent::ReservationHeld(ReservationDetails {
+            more_lines: Vec::new(),
             reservation_id: res(1),
             hotel_id: hotel_id(),
             room_type_id: king(),
@@ -63,7 +64,7 @@ fn a_stay_whose_middle_night_is_sold_out_holds_no_night() {
     let result = hold_stay(
         &hotel(),
         &Reservation::default(),
-        &nights,
+        &of_king(&nights),
         &BookingLimits::default(),
         hold_cmd(2, 10, 13, 1),
     );
@@ -78,7 +79,7 @@ fn a_stay_sold_out_on_several_nights_names_the_first_of_them() {
     let result = hold_stay(
         &hotel(),
         &Reservation::default(),
-        &nights,
+        &of_king(&nights),
         &BookingLimits::default(),
         hold_cmd(2, 10, 14, 1),
     );
@@ -91,7 +92,7 @@ fn a_stay_over_a_night_with_no_inventory_is_refused_as_no_inventory_on_that_nigh
     let result = hold_stay(
         &hotel(),
         &Reservation::default(),
-        &nights,
+        &of_king(&nights),
         &BookingLimits::default(),
         hold_cmd(1, 10, 13, 1),
     );
@@ -104,7 +105,7 @@ fn a_stay_needing_more_rooms_than_remain_is_sold_out() {
     let result = hold_stay(
         &hotel(),
         &Reservation::default(),
-        &nights,
+        &of_king(&nights),
         &BookingLimits::default(),
         hold_cmd(1, 10, 11, 2),
     );
@@ -134,7 +135,7 @@ fn a_hold_quoting_the_wrong_total_is_price_changed_with_the_actual_total() {
     let result = hold_stay(
         &hotel(),
         &Reservation::default(),
-        &nights,
+        &of_king(&nights),
         &BookingLimits::default(),
         cmd.clone(),
     );
@@ -148,7 +149,7 @@ fn a_hold_quoting_the_wrong_total_is_price_changed_with_the_actual_total() {
     assert!(hold_stay(
         &hotel(),
         &Reservation::default(),
-        &nights,
+        &of_king(&nights),
         &BookingLimits::default(),
         cmd,
     )
@@ -163,7 +164,7 @@ fn holding_at_an_unknown_hotel_is_unknown_hotel() {
     let result = hold_stay(
         &Hotel::default(),
         &empty,
-        &nights,
+        &of_king(&nights),
         &limits,
         hold_cmd(1, 10, 11, 1),
     );
@@ -171,7 +172,7 @@ fn holding_at_an_unknown_hotel_is_unknown_hotel() {
     let mut cmd = hold_cmd(1, 10, 11, 1);
     cmd.request.hotel_id = HotelId::parse(8).expect("valid id");
     assert_eq!(
-        hold_stay(&hotel(), &empty, &nights, &limits, cmd),
+        hold_stay(&hotel(), &empty, &of_king(&nights), &limits, cmd),
         Err(Rejection::UnknownHotel)
     );
 }
@@ -183,7 +184,7 @@ fn holding_an_unknown_room_type_is_unknown_room_type() {
     let result = hold_stay(
         &hotel(),
         &Reservation::default(),
-        &four_nights(3),
+        &of_king(&four_nights(3)),
         &BookingLimits::default(),
         cmd,
     );
@@ -195,7 +196,7 @@ fn holding_outside_the_booking_limits_is_invalid() {
     let nights = four_nights(20);
     let limits = BookingLimits::default();
     let empty = Reservation::default();
-    let attempt = |cmd: HoldStay| hold_stay(&hotel(), &empty, &nights, &limits, cmd);
+    let attempt = |cmd: HoldStay| hold_stay(&hotel(), &empty, &of_king(&nights), &limits, cmd);
 
     let mut too_long = hold_cmd(1, 10, 11, 1);
     too_long.request.stay =
@@ -217,7 +218,13 @@ fn holding_outside_the_booking_limits_is_invalid() {
         max_rooms: 1,
         max_days_ahead: 730,
     };
-    let result = hold_stay(&hotel(), &empty, &nights, &strict, hold_cmd(1, 10, 13, 1));
+    let result = hold_stay(
+        &hotel(),
+        &empty,
+        &of_king(&nights),
+        &strict,
+        hold_cmd(1, 10, 13, 1),
+    );
     assert_eq!(invalid_field(result), "end_date");
 }
 
@@ -237,11 +244,17 @@ fn the_start_may_not_be_in_the_past_at_the_hotel_even_if_it_is_not_in_utc() {
     let mut extended = nights.clone();
     extended.extend(self::nights(&[(9, 3, 0, 10_000)]));
     assert_eq!(
-        invalid_field(hold_stay(&hotel(), &empty, &extended, &limits, cmd.clone())),
+        invalid_field(hold_stay(
+            &hotel(),
+            &empty,
+            &of_king(&extended),
+            &limits,
+            cmd.clone()
+        )),
         "start_date"
     );
     cmd.request.stay = stay(10, 11);
-    assert!(hold_stay(&hotel(), &empty, &nights, &limits, cmd).is_ok());
+    assert!(hold_stay(&hotel(), &empty, &of_king(&nights), &limits, cmd).is_ok());
 }
 
 #[test]
@@ -251,7 +264,7 @@ fn holding_with_the_id_of_an_existing_reservation_is_reservation_exists() {
     let result = hold_stay(
         &hotel(),
         &existing,
-        &nights,
+        &of_king(&nights),
         &BookingLimits::default(),
         hold_cmd(1, 12, 13, 1),
     );
@@ -268,7 +281,7 @@ fn holding_drops_lapsed_holds_of_other_reservations_on_its_nights() {
     let decision = hold_stay(
         &hotel(),
         &Reservation::default(),
-        &nights,
+        &of_king(&nights),
         &BookingLimits::default(),
         cmd,
     )
@@ -329,7 +342,7 @@ fn a_hold_keeps_the_currency_and_the_taxes_in_force_when_it_was_sold() {
     let decision = hold_stay(
         &zurich,
         &Reservation::default(),
-        &four_nights(3),
+        &of_king(&four_nights(3)),
         &BookingLimits::default(),
         hold_cmd(1, 10, 13, 2),
     )

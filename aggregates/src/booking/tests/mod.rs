@@ -116,6 +116,7 @@ fn four_nights(total: u32) -> Nights {
 fn hold_cmd(id: u128, start: u32, end: u32, n: i64) -> HoldStay {
     HoldStay {
         request: HoldRequest {
+            more_lines: Vec::new(),
             hotel_id: hotel_id(),
             room_type_id: king(),
             stay: stay(start, end),
@@ -152,15 +153,21 @@ fn held(cmd: HoldStay, nights: &mut Nights) -> Reservation {
 /// Holds a stay at `hotel` and applies it, returning the reservation.
 fn held_at(hotel: &Hotel, cmd: HoldStay, nights: &mut Nights) -> Reservation {
     let mut reservation = Reservation::default();
-    let decision = hold_stay(hotel, &reservation, nights, &BookingLimits::default(), cmd)
-        .expect("the stay can be held");
+    let decision = hold_stay(
+        hotel,
+        &reservation,
+        &of_king(nights),
+        &BookingLimits::default(),
+        cmd,
+    )
+    .expect("the stay can be held");
     apply(&decision, &mut reservation, nights);
     reservation
 }
 
 fn confirmed(cmd: HoldStay, nights: &mut Nights) -> Reservation {
     let mut reservation = held(cmd, nights);
-    let decision = confirm(&reservation, nights, at(1)).expect("the hold is live");
+    let decision = confirm(&reservation, &of_king(nights), at(1)).expect("the hold is live");
     apply(&decision, &mut reservation, nights);
     reservation
 }
@@ -332,3 +339,8 @@ mod payments;
 mod plans;
 mod rejection;
 mod restrictions;
+
+/// The nights of room type 3, as a decision takes them.
+pub(super) fn of_king(nights: &Nights) -> StayNights<'_> {
+    StayNights::one(king(), nights)
+}

@@ -17,9 +17,14 @@ fn card(txn: &str, amount_cents: i64) -> Payment {
 /// Held for nights 10..12 (2 rooms: 2 x (100 + 120) euros) and paid with `txn_1`.
 fn paid(nights: &mut Nights) -> Reservation {
     let mut reservation = held(hold_cmd(1, 10, 12, 2), nights);
-    let decision =
-        apply_authorization(&reservation, nights, at(5), card("txn_1", 44_000), lisbon())
-            .expect("a live hold takes the payment");
+    let decision = apply_authorization(
+        &reservation,
+        &of_king(nights),
+        at(5),
+        card("txn_1", 44_000),
+        lisbon(),
+    )
+    .expect("a live hold takes the payment");
     apply(&decision, &mut reservation, nights);
     reservation
 }
@@ -165,7 +170,7 @@ fn cancelling_a_paid_stay_refunds_by_the_policy_and_releases_its_nights() {
     let reservation = paid(&mut nights);
     let decision = cancel(
         &reservation,
-        &nights,
+        &of_king(&nights),
         hours_before_check_in(30),
         "plans".into(),
         CancelledBy::Guest,
@@ -199,7 +204,7 @@ fn cancelling_an_unpaid_hold_refunds_nothing() {
     let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
     let decision = cancel(
         &reservation,
-        &nights,
+        &of_king(&nights),
         at(1),
         "plans".into(),
         CancelledBy::Hotel,
@@ -221,7 +226,7 @@ fn an_authorization_for_a_live_hold_confirms_every_night() {
     let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
     let decision = apply_authorization(
         &reservation,
-        &nights,
+        &of_king(&nights),
         at(5),
         card("txn_1", 44_000),
         lisbon(),
@@ -254,7 +259,7 @@ fn an_authorization_after_the_hold_lapsed_releases_the_nights_and_is_refunded() 
     let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
     let decision = apply_authorization(
         &reservation,
-        &nights,
+        &of_king(&nights),
         at(16),
         card("txn_1", 44_000),
         lisbon(),
@@ -288,7 +293,7 @@ fn an_authorization_after_a_cancellation_touches_no_night() {
     let mut reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
     let cancelled = cancel(
         &reservation,
-        &nights,
+        &of_king(&nights),
         at(2),
         "x".into(),
         CancelledBy::Guest,
@@ -298,7 +303,7 @@ fn an_authorization_after_a_cancellation_touches_no_night() {
     apply(&cancelled, &mut reservation, &mut nights);
     let decision = apply_authorization(
         &reservation,
-        &nights,
+        &of_king(&nights),
         at(3),
         card("txn_1", 44_000),
         lisbon(),
@@ -317,7 +322,7 @@ fn the_same_authorization_again_decides_nothing() {
     let reservation = paid(&mut nights);
     let decision = apply_authorization(
         &reservation,
-        &nights,
+        &of_king(&nights),
         at(6),
         card("txn_1", 44_000),
         lisbon(),
@@ -330,8 +335,8 @@ fn the_same_authorization_again_decides_nothing() {
 fn a_declined_card_releases_every_held_night() {
     let mut nights = four_nights(3);
     let reservation = held(hold_cmd(1, 10, 12, 2), &mut nights);
-    let decision =
-        decline_payment(&reservation, &nights, at(5), Some("txn_1".into())).expect("decided");
+    let decision = decline_payment(&reservation, &of_king(&nights), at(5), Some("txn_1".into()))
+        .expect("decided");
     assert_eq!(
         decision.reservation,
         vec![ReservationEvent::PaymentDeclined {
@@ -352,7 +357,7 @@ fn a_declined_card_releases_every_held_night() {
 fn a_decline_after_payment_decides_nothing() {
     let mut nights = four_nights(3);
     let reservation = paid(&mut nights);
-    let decision =
-        decline_payment(&reservation, &nights, at(6), Some("txn_1".into())).expect("decided");
+    let decision = decline_payment(&reservation, &of_king(&nights), at(6), Some("txn_1".into()))
+        .expect("decided");
     assert!(decision.is_empty());
 }

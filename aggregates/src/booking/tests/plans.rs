@@ -9,7 +9,7 @@ fn try_hold(hotel: &Hotel, nights: &Nights, cmd: HoldStay) -> Result<Decision, R
     hold_stay(
         hotel,
         &Reservation::default(),
-        nights,
+        &of_king(nights),
         &BookingLimits::default(),
         cmd,
     )
@@ -251,7 +251,7 @@ fn paid(hotel: &Hotel, cmd: HoldStay, nights: &mut Nights) -> Reservation {
     let total = reservation.details().expect("placed").total_cents;
     let decision = apply_authorization(
         &reservation,
-        nights,
+        &of_king(nights),
         at(5),
         Payment {
             provider_txn_id: "txn_1".to_owned(),
@@ -281,7 +281,7 @@ fn cancel_at(
     let owed = |r: &Reservation| r.ledger().map_or(Cents::ZERO, |l| l.charge(total));
     let decision = cancel(
         reservation,
-        nights,
+        &of_king(nights),
         now,
         "plans".into(),
         by,

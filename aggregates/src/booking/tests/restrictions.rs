@@ -12,7 +12,7 @@ fn try_hold(hotel: &Hotel, nights: &Nights, cmd: HoldStay) -> Result<Decision, R
     hold_stay(
         hotel,
         &Reservation::default(),
-        nights,
+        &of_king(nights),
         &BookingLimits::default(),
         cmd,
     )
@@ -472,7 +472,7 @@ fn move_to(
     change_dates(
         hotel,
         reservation,
-        nights,
+        &of_king(nights),
         &BookingLimits::default(),
         ChangeDates {
             new_stay: stay(start, end),

@@ -44,6 +44,7 @@ fn cents(c: i64) -> Cents {
 /// 2027-06-10..12 at 48,000 (first night 20,000), under `policy`, held until hour 1.
 fn placed_under(policy: CancellationPolicy) -> ReservationEvent {
     ReservationEvent::ReservationHeld(ReservationDetails {
+        more_lines: Vec::new(),
         reservation_id: id(),
         hotel_id: HotelId::parse(7).expect("valid id"),
         room_type_id: RoomTypeId::parse(3).expect("valid id"),
@@ -101,7 +102,7 @@ fn cancel(hours: i64, refund_percent: u8) -> ReservationCommand {
         today: day(2),
         reason: "plans changed".to_owned(),
         by: CancelledBy::Guest,
-        refund_percent,
+        refund_percents: vec![refund_percent],
     }
 }
 
@@ -124,6 +125,7 @@ fn move_to(
     increment: Option<Increment>,
 ) -> ReservationCommand {
     ReservationCommand::ChangeDates {
+        more_line_cents: Vec::new(),
         stay: stay(20, 23),
         total_cents: cents(total),
         first_night_cents: cents(20_000),
@@ -141,6 +143,7 @@ fn moved(
     capture_due_at: Option<i64>,
 ) -> ReservationEvent {
     ReservationEvent::DatesChanged {
+        more_line_cents: Vec::new(),
         stay: stay(20, 23),
         total_cents: cents(total),
         changed_at: at(hours),
