@@ -146,6 +146,7 @@ async fn main() -> anyhow::Result<()> {
                     expected_total_cents: None,
                     rate_plan_id: None,
                     guests: aggregates::GuestCount::ONE,
+                    more_lines: Vec::new(),
                 };
                 let key = IdempotencyKey::parse(&format!("{c}-{n}")).expect("key");
                 if svc.hold("bench", "bench", key, request).await.is_ok() {

@@ -135,6 +135,7 @@ async fn main() -> anyhow::Result<()> {
                                 expected_total_cents: None,
                                 rate_plan_id: None,
                                 guests: aggregates::GuestCount::ONE,
+                                more_lines: Vec::new(),
                             };
                             let key =
                                 IdempotencyKey::parse(&format!("{c}-{n}-{}", uuid::Uuid::new_v4()))

@@ -162,6 +162,15 @@ pub struct Line {
     #[serde(default = "house_policy")]
     pub cancellation_policy: CancellationPolicy,
     pub total_cents: Cents,
+    /// The price of the line's first night (all its rooms).
+    pub first_night_cents: Cents,
+}
+
+/// A line's prices after a date change (see `ReservationEvent::DatesChanged`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinePrice {
+    pub total_cents: Cents,
+    pub first_night_cents: Cents,
 }
 
 impl ReservationDetails {
@@ -169,6 +178,11 @@ impl ReservationDetails {
     /// lines' `total_cents` adding up to the reservation's.
     pub fn lines(&self) -> Vec<Line> {
         let more: i64 = self.more_lines.iter().map(|l| l.total_cents.get()).sum();
+        let more_first: i64 = self
+            .more_lines
+            .iter()
+            .map(|l| l.first_night_cents.get())
+            .sum();
         let mut lines = Vec::with_capacity(1 + self.more_lines.len());
         lines.push(Line {
             room_type_id: self.room_type_id,
@@ -177,6 +191,7 @@ impl ReservationDetails {
             rate_plan_id: self.rate_plan_id,
             cancellation_policy: self.cancellation_policy,
             total_cents: Cents::new(self.total_cents.get() - more),
+            first_night_cents: Cents::new(self.first_night().get() - more_first),
         });
         lines.extend(self.more_lines.iter().cloned());
         lines
@@ -414,7 +429,7 @@ pub enum ReservationCommand {
         total_cents: Cents,
         first_night_cents: Cents,
         /// The new price of each line beyond the first (see `ReservationDetails::lines`).
-        more_line_cents: Vec<Cents>,
+        more_line_prices: Vec<LinePrice>,
         now: DateTime<Utc>,
         refund_percent_now: u8,
         capture_due_at: DateTime<Utc>,
@@ -475,9 +490,9 @@ pub enum ReservationEvent {
         /// An uncaptured authorization: its new capture deadline.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         capture_due_at: Option<DateTime<Utc>>,
-        /// The new price of each line beyond the first, in line order.
+        /// The new prices of each line beyond the first, in line order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        more_line_cents: Vec<Cents>,
+        more_line_prices: Vec<LinePrice>,
     },
     /// The nights a dearer move enters are held (until `hold_expires_at`) while the card
     /// is asked for the difference; the stay itself is unchanged.
@@ -1018,12 +1033,21 @@ impl Reservation {
                                 .unwrap_or(details.stay.end())
                                 .min(details.stay.end()),
                         }];
-                        // The fee: the first night, or the whole stay if it could never
-                        // be refunded; never more than the guest is charged.
-                        let fee = match details.cancellation_policy {
-                            CancellationPolicy::NonRefundable => details.total_cents,
-                            CancellationPolicy::Refundable { .. } => details.first_night(),
-                        };
+                        // The fee: each line's first night, or the line's whole stay if
+                        // it could never be refunded; never more than the guest is
+                        // charged.
+                        let fee = Cents::new(
+                            details
+                                .lines()
+                                .iter()
+                                .map(|line| match line.cancellation_policy {
+                                    CancellationPolicy::NonRefundable => line.total_cents.get(),
+                                    CancellationPolicy::Refundable { .. } => {
+                                        line.first_night_cents.get()
+                                    }
+                                })
+                                .sum(),
+                        );
                         if let Some(ledger) = self.ledger() {
                             let keep = details
                                 .due_keeping(fee)
@@ -1054,7 +1078,7 @@ impl Reservation {
                 stay,
                 total_cents,
                 first_night_cents,
-                more_line_cents,
+                more_line_prices,
                 now,
                 refund_percent_now,
                 capture_due_at,
@@ -1082,14 +1106,14 @@ impl Reservation {
                         first_night_cents: Some(first_night_cents),
                         refund_cap_percent: None,
                         capture_due_at: None,
-                        more_line_cents,
+                        more_line_prices,
                     }]),
                     ReservationStatus::Confirmed => self.move_confirmed(
                         details,
                         stay,
                         total_cents,
                         first_night_cents,
-                        more_line_cents,
+                        more_line_prices,
                         now,
                         refund_percent_now,
                         capture_due_at,
@@ -1112,7 +1136,7 @@ impl Reservation {
         stay: StayDates,
         total_cents: Cents,
         first_night_cents: Cents,
-        more_line_cents: Vec<Cents>,
+        more_line_prices: Vec<LinePrice>,
         now: DateTime<Utc>,
         refund_percent_now: u8,
         capture_due_at: DateTime<Utc>,
@@ -1156,7 +1180,7 @@ impl Reservation {
             first_night_cents: Some(first_night_cents),
             refund_cap_percent: Some(cap),
             capture_due_at: due,
-            more_line_cents,
+            more_line_prices,
         });
         events.extend(money);
         Ok(events)
@@ -1248,14 +1272,15 @@ impl Reservation {
                 first_night_cents,
                 refund_cap_percent,
                 capture_due_at,
-                more_line_cents,
+                more_line_prices,
             } => {
                 if let Some(details) = self.details.as_mut() {
                     details.stay = *stay;
                     details.total_cents = *total_cents;
                     details.first_night_cents = *first_night_cents;
-                    for (line, cents) in details.more_lines.iter_mut().zip(more_line_cents) {
-                        line.total_cents = *cents;
+                    for (line, price) in details.more_lines.iter_mut().zip(more_line_prices) {
+                        line.total_cents = price.total_cents;
+                        line.first_night_cents = price.first_night_cents;
                     }
                 }
                 if refund_cap_percent.is_some() {

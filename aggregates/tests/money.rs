@@ -231,7 +231,7 @@ impl Model {
                 let before = (self.guest_share_now(), self.charge());
                 let (now, capture_due_at) = (self.now, self.capture_due(start));
                 let command = |increment| ReservationCommand::ChangeDates {
-                    more_line_cents: Vec::new(),
+                    more_line_prices: Vec::new(),
                     stay,
                     total_cents: Cents::new(per_night * i64::from(nights)),
                     first_night_cents: Cents::new(per_night),

@@ -297,6 +297,7 @@ fn reservation_out(
 ) -> ReservationOut {
     let cancellation_policy = row.cancellation_policy();
     let taxed = row.taxed();
+    let lines = row.lines();
     // As the write side shows it: a hold past its expiry is expired, whether or not
     // the sweeper has recorded that yet.
     let status = if row.status == ReservationStatus::Held.as_str() && row.hold_expires_at <= now {
@@ -344,13 +345,16 @@ fn reservation_out(
             captured_cents: row.captured_cents,
             refunded_cents: row.refunded_cents,
         },
-        lines: vec![super::bodies::LineOut {
-            room_type_id: row.room_type_id,
-            rooms: u32::try_from(row.rooms).unwrap_or(0),
-            guests: u32::try_from(row.guests).unwrap_or(1),
-            rate_plan_id: row.rate_plan_id,
-            total_cents: row.total_cents,
-        }],
+        lines: lines
+            .iter()
+            .map(|line| super::bodies::LineOut {
+                room_type_id: line.room_type_id,
+                rooms: line.rooms,
+                guests: line.guests,
+                rate_plan_id: line.rate_plan_id,
+                total_cents: line.total_cents,
+            })
+            .collect(),
     }
 }
 

@@ -291,6 +291,18 @@ pub struct LineOut {
     pub total_cents: i64,
 }
 
+impl From<&store::view::LineView> for LineOut {
+    fn from(line: &store::view::LineView) -> Self {
+        Self {
+            room_type_id: line.room_type_id,
+            rooms: line.rooms,
+            guests: line.guests,
+            rate_plan_id: line.rate_plan_id,
+            total_cents: line.total_cents.get(),
+        }
+    }
+}
+
 /// A reservation's money.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PaymentOut {

@@ -131,6 +131,18 @@ impl From<Rejection> for ApiError {
     fn from(rejection: Rejection) -> Self {
         let message = rejection.to_string();
         match rejection {
+            // The cause's code and fields, with the line that refused and its message.
+            Rejection::InLine {
+                line,
+                room_type_id,
+                cause,
+            } => {
+                let mut error = ApiError::from(*cause)
+                    .with("line", line)
+                    .with("room_type_id", room_type_id);
+                error.message = message;
+                error
+            }
             Rejection::SoldOut { night } => {
                 ApiError::new(StatusCode::CONFLICT, "sold_out", message).with("night", night)
             }

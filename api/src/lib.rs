@@ -109,6 +109,26 @@ impl Modify for RequiredRanges {
     }
 }
 
+/// A hold is one room type or several `lines`, never both (`schema::one_room_type_or_lines`):
+/// the rule is added to the body's derived schema here, as `allOf` with it.
+struct OneShapeOfHold;
+
+impl Modify for OneShapeOfHold {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        if let Some(derived) = components.schemas.remove("CreateReservation") {
+            let both = utoipa::openapi::schema::AllOfBuilder::new()
+                .item(derived)
+                .item(schema::one_room_type_or_lines());
+            components
+                .schemas
+                .insert("CreateReservation".to_owned(), both.into());
+        }
+    }
+}
+
 /// Every route of the API with its OpenAPI operation: each module declares its own
 /// (`routes()`), so the served routes and the document cannot differ.
 fn routes() -> OpenApiRouter<AppState> {
@@ -134,6 +154,7 @@ pub fn openapi() -> &'static utoipa::openapi::OpenApi {
     static DOCUMENT: LazyLock<utoipa::openapi::OpenApi> = LazyLock::new(|| {
         let (_, mut document) = routes().split_for_parts();
         RequiredRanges.modify(&mut document);
+        OneShapeOfHold.modify(&mut document);
         document
     });
     &DOCUMENT

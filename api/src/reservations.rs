@@ -19,7 +19,7 @@ use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::{ApiJson, ApiPath, Idempotency, IdempotencyKeyHeader};
 use super::params::{reads_personal_data, reservation_id};
 use crate::state::AppState;
-use app::commands::{Caller, GuestView, HoldRequest, ReservationView, StayAction};
+use app::commands::{Caller, GuestView, HoldRequest, LineRequest, ReservationView, StayAction};
 use app::rate_limit::{retry_after_seconds, Admission, HoldAttempt, HoldLimiter};
 use store::error::CommandError;
 use store::privacy::{Binding, Field};
@@ -62,8 +62,9 @@ pub struct GuestIn {
 pub struct CreateReservation {
     #[schema(example = 812, minimum = 1, maximum = 9_007_199_254_740_991_i64)]
     pub hotel_id: i64,
+    /// The room type (required unless `lines` are given, and absent with them).
     #[schema(example = 3, minimum = 1, maximum = 9_007_199_254_740_991_i64)]
-    pub room_type_id: i64,
+    pub room_type_id: Option<i64>,
     /// First night of the stay.
     #[schema(schema_with = super::schema::stay_start_date)]
     pub start_date: NaiveDate,
@@ -86,27 +87,140 @@ pub struct CreateReservation {
     /// `extra_guest_cents` per night and room.
     #[schema(example = 2, minimum = 1, maximum = 50)]
     pub guests: Option<i64>,
+    /// Several room types for the same stay, instead of `room_type_id`, `rooms`,
+    /// `guests` and `rate_plan_id`: 1 to 4 lines, each a different room type. All are
+    /// held or none.
+    #[schema(schema_with = super::schema::reservation_lines)]
+    pub lines: Option<Vec<LineIn>>,
 }
 
-impl CreateReservation {
-    /// The hold this body asks for, each field parsed once, here; an oversized stay is
-    /// a 422 whatever the guest's allowance (the domain refuses it too, as an invariant).
-    fn parse(self, limits: &BookingLimits) -> Result<HoldRequest, ApiError> {
-        let request = HoldRequest {
-            hotel_id: HotelId::parse(self.hotel_id)?,
-            room_type_id: RoomTypeId::parse(self.room_type_id)?,
-            stay: StayDates::parse(self.start_date, self.end_date)?,
-            rooms: limits.rooms(self.rooms.unwrap_or(1))?,
-            guest: Guest::parse(&self.guest.name, &self.guest.email)?,
-            expected_total_cents: self.expected_total_cents.map(Cents::new),
-            rate_plan_id: self.rate_plan_id.map(RatePlanId::parse).transpose()?,
+/// One room type of a reservation of several.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LineIn {
+    #[schema(example = 1, minimum = 1, maximum = 9_007_199_254_740_991_i64)]
+    pub room_type_id: i64,
+    /// Rooms of this type on every night (default 1; at most 10).
+    #[schema(example = 1, minimum = 1, maximum = 10)]
+    pub rooms: Option<i64>,
+    /// Guests per room (default 1), as for a single room type.
+    #[schema(example = 2, minimum = 1, maximum = 50)]
+    pub guests: Option<i64>,
+    /// The plan this line sells under; absent or `null`: the base rate.
+    #[schema(example = 2, minimum = 1, maximum = 9_007_199_254_740_991_i64)]
+    pub rate_plan_id: Option<i64>,
+}
+
+/// Most lines in one reservation.
+pub const MAX_LINES: usize = 4;
+
+impl LineIn {
+    /// The line, its fields named as `lines[i].field` when refused.
+    fn parse(self, i: usize, limits: &BookingLimits) -> Result<LineRequest, ApiError> {
+        let named = |e: aggregates::InvalidInput| {
+            let field = format!("lines[{i}].{}", e.field);
+            ApiError::invalid(&field, format!("{field}: {}", e.message))
+        };
+        Ok(LineRequest {
+            room_type_id: RoomTypeId::parse(self.room_type_id).map_err(named)?,
+            rooms: limits.rooms(self.rooms.unwrap_or(1)).map_err(named)?,
             guests: self
                 .guests
                 .map(GuestCount::parse)
-                .transpose()?
+                .transpose()
+                .map_err(named)?
                 .unwrap_or_default(),
+            rate_plan_id: self
+                .rate_plan_id
+                .map(RatePlanId::parse)
+                .transpose()
+                .map_err(named)?,
+        })
+    }
+}
+
+impl CreateReservation {
+    /// The lines asked for: `lines`, or the single room type's fields as one line.
+    fn lines(&mut self, limits: &BookingLimits) -> Result<Vec<LineRequest>, ApiError> {
+        let Some(lines) = self.lines.take() else {
+            let Some(room_type_id) = self.room_type_id else {
+                return Err(ApiError::invalid(
+                    "room_type_id",
+                    "room_type_id: required (or lines, for several room types)",
+                ));
+            };
+            return Ok(vec![LineRequest {
+                room_type_id: RoomTypeId::parse(room_type_id)?,
+                rooms: limits.rooms(self.rooms.unwrap_or(1))?,
+                guests: self
+                    .guests
+                    .map(GuestCount::parse)
+                    .transpose()?
+                    .unwrap_or_default(),
+                rate_plan_id: self.rate_plan_id.map(RatePlanId::parse).transpose()?,
+            }]);
         };
-        limits.check_size(&request.stay, request.rooms)?;
+        let single = [
+            ("room_type_id", self.room_type_id.is_some()),
+            ("rooms", self.rooms.is_some()),
+            ("guests", self.guests.is_some()),
+            ("rate_plan_id", self.rate_plan_id.is_some()),
+        ];
+        if let Some((field, _)) = single.iter().find(|(_, given)| *given) {
+            return Err(ApiError::invalid(
+                field,
+                format!("{field}: not with lines (each line says its own room type, rooms, guests and plan)"),
+            ));
+        }
+        if lines.is_empty() || lines.len() > MAX_LINES {
+            return Err(ApiError::invalid(
+                "lines",
+                format!("lines: must hold 1 to {MAX_LINES} lines"),
+            ));
+        }
+        let mut parsed: Vec<LineRequest> = Vec::with_capacity(lines.len());
+        for (i, line) in lines.into_iter().enumerate() {
+            let line = line.parse(i, limits)?;
+            if let Some(j) = parsed
+                .iter()
+                .position(|l| l.room_type_id == line.room_type_id)
+            {
+                let field = format!("lines[{i}].room_type_id");
+                return Err(ApiError::invalid(
+                    &field,
+                    format!(
+                        "{field}: room type {} is lines[{j}] already (a room type appears once; its rooms count them)",
+                        line.room_type_id
+                    ),
+                ));
+            }
+            parsed.push(line);
+        }
+        Ok(parsed)
+    }
+
+    /// The hold this body asks for, each field parsed once, here; an oversized stay is
+    /// a 422 whatever the guest's allowance (the domain refuses it too, as an invariant).
+    fn parse(mut self, limits: &BookingLimits) -> Result<HoldRequest, ApiError> {
+        let hotel_id = HotelId::parse(self.hotel_id)?;
+        let mut lines = self.lines(limits)?.into_iter();
+        let first = lines
+            .next()
+            .ok_or_else(|| ApiError::invalid("lines", "lines: must hold 1 to 4 lines"))?;
+        let request = HoldRequest {
+            hotel_id,
+            room_type_id: first.room_type_id,
+            stay: StayDates::parse(self.start_date, self.end_date)?,
+            rooms: first.rooms,
+            guest: Guest::parse(&self.guest.name, &self.guest.email)?,
+            expected_total_cents: self.expected_total_cents.map(Cents::new),
+            rate_plan_id: first.rate_plan_id,
+            guests: first.guests,
+            more_lines: lines.collect(),
+        };
+        for line in request.lines() {
+            limits.check_size(&request.stay, line.rooms)?;
+        }
         Ok(request)
     }
 }
@@ -170,13 +284,17 @@ impl From<ReservationView> for ReservationOut {
             cancellation_policy: Some(v.cancellation_policy.into()),
             guests: Some(v.guests),
             payment: v.payment.into(),
-            lines: vec![crate::bodies::LineOut {
-                room_type_id: v.room_type_id,
-                rooms: v.rooms,
-                guests: v.guests,
-                rate_plan_id: v.rate_plan_id,
-                total_cents: v.total_cents.get(),
-            }],
+            lines: if v.lines.is_empty() {
+                vec![crate::bodies::LineOut {
+                    room_type_id: v.room_type_id,
+                    rooms: v.rooms,
+                    guests: v.guests,
+                    rate_plan_id: v.rate_plan_id,
+                    total_cents: v.total_cents.get(),
+                }]
+            } else {
+                v.lines.iter().map(crate::bodies::LineOut::from).collect()
+            },
         }
     }
 }

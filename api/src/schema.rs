@@ -6,7 +6,7 @@
 //! Most rules are plain JSON Schema: a date is `format: date` and a pattern for the
 //! years the server takes (1900 to 9999), a list of ids is bounded and unique. Rules
 //! that relate two fields, which JSON Schema cannot say, are stated in words in the
-//! field's description and in one of four vendor keywords a generator can follow:
+//! field's description and in one of five vendor keywords a generator can follow:
 //!
 //! - `x-days-after: {"field": "start_date", "minimum": 1, "maximum": 30}`: this date is
 //!   that many days after the date in `field` (a range of 1 to 30 nights);
@@ -15,7 +15,9 @@
 //! - `x-not-above: "max_occupancy"`: this number is not above that field's; a field left
 //!   out (or `null`) counts as its `default`, and without one the rule does not apply;
 //! - `x-exactly-one-of: ["email", "guest_id"]` (on query parameters): exactly one of
-//!   them is given.
+//!   them is given;
+//! - `x-unique-by: "room_type_id"` (on an array of objects): no two items have the same
+//!   value of that field.
 
 use serde_json::json;
 use utoipa::openapi::extensions::ExtensionsBuilder;
@@ -589,4 +591,40 @@ pub fn webhook_hotel_ids() -> ArrayBuilder {
         .description(Some(
             "Only these hotels' events (1 to 1000 ids); absent or null: every hotel.",
         ))
+}
+
+/// A reservation's `lines`: 1 to 4, each a different room type.
+pub fn reservation_lines() -> ArrayBuilder {
+    ArrayBuilder::new()
+        .items(<super::reservations::LineIn as PartialSchema>::schema())
+        .min_items(Some(1))
+        .max_items(Some(super::reservations::MAX_LINES))
+        .description(Some(
+            "Several room types for the same stay, instead of `room_type_id`, `rooms`, `guests` and `rate_plan_id`: 1 to 4 lines, each a different room type. All are held or none.",
+        ))
+        .extensions(Some(
+            ExtensionsBuilder::new()
+                .add("x-unique-by", "room_type_id")
+                .build(),
+        ))
+}
+
+/// A hold names one room type (`room_type_id`, with `rooms`, `guests` and
+/// `rate_plan_id` if it wants) or `lines`, never both: a rule between fields the
+/// derived schema of the body cannot state, added to it (see `lib.rs`). Exactly one of
+/// the two shapes: the other's fields absent (or `null`, which is absent).
+pub fn one_room_type_or_lines() -> OneOfBuilder {
+    let null = || ObjectBuilder::new().schema_type(Type::Null);
+    let lines_shape = ["room_type_id", "rooms", "guests", "rate_plan_id"]
+        .iter()
+        .fold(ObjectBuilder::new().required("lines"), |object, field| {
+            object.property(*field, null())
+        });
+    OneOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .required("room_type_id")
+                .property("lines", null()),
+        )
+        .item(lines_shape)
 }

@@ -197,6 +197,23 @@ impl Projection for WebhookProjection {
                         "version": stored.sequence,
                         "currency": currency,
                     });
+                    // A hold says what it holds: every room type, a line each (as the
+                    // reservation's answer lists them).
+                    if let ReservationEvent::ReservationHeld(details) = event {
+                        body["lines"] = details
+                            .lines()
+                            .iter()
+                            .map(|line| {
+                                json!({
+                                    "room_type_id": line.room_type_id.get(),
+                                    "rooms": line.rooms.get(),
+                                    "guests": line.guests.get(),
+                                    "rate_plan_id": line.rate_plan_id.map(|p| p.get()),
+                                    "total_cents": line.total_cents.get(),
+                                })
+                            })
+                            .collect();
+                    }
                     if let (Some(body), Value::Object(fields)) = (body.as_object_mut(), data) {
                         for (k, v) in fields {
                             body.entry(k).or_insert(v);

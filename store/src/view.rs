@@ -65,6 +65,32 @@ pub struct ReservationView {
     /// Outcomes stored before taxes existed carry none: they owed `total_cents`.
     #[serde(default)]
     pub total_due_cents: Option<Cents>,
+    /// One per room type, the first one first. Outcomes stored before lines carry none:
+    /// they had one, the reservation's own fields.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<LineView>,
+}
+
+/// One room type of a reservation: its rooms, guests per room, plan and price.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineView {
+    pub room_type_id: i64,
+    pub rooms: u32,
+    pub guests: u32,
+    pub rate_plan_id: Option<i64>,
+    pub total_cents: Cents,
+}
+
+impl LineView {
+    pub fn of(line: &aggregates::reservation::Line) -> Self {
+        Self {
+            room_type_id: line.room_type_id.get(),
+            rooms: line.rooms.get(),
+            guests: line.guests.get(),
+            rate_plan_id: line.rate_plan_id.map(|p| p.get()),
+            total_cents: line.total_cents,
+        }
+    }
 }
 
 /// A reservation's money: the ledger's status and amounts, each one thing (see the
@@ -175,7 +201,7 @@ impl ReservationView {
             start_date: d.stay.start(),
             end_date: d.stay.end(),
             nights: d.stay.night_count(),
-            rooms: d.rooms.get(),
+            rooms: d.all_rooms(),
             guest: d.guest.clone(),
             channel: d.channel.clone(),
             total_cents: d.total_cents,
@@ -192,6 +218,7 @@ impl ReservationView {
             currency: d.currency,
             total_due_cents: Some(taxed.total_due),
             taxes: taxed.lines,
+            lines: d.lines().iter().map(LineView::of).collect(),
         })
     }
 }

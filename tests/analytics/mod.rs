@@ -1211,6 +1211,7 @@ async fn the_migration_fills_the_plans_of_rows_written_before_it() {
     let legacy = Uuid::new_v4();
     let mut payload = serde_json::to_value(aggregates::ReservationEvent::ReservationHeld(
         aggregates::ReservationDetails {
+            more_lines: Vec::new(),
             reservation_id: ReservationId::from_uuid(legacy),
             hotel_id: hotel_id(),
             room_type_id: king(),

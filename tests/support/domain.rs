@@ -93,6 +93,7 @@ pub async fn room_type_with_rooms(
 
 pub fn hold_request(stay: StayDates, rooms: i64, guest_no: usize) -> HoldRequest {
     HoldRequest {
+        more_lines: Vec::new(),
         hotel_id: hotel_id(),
         room_type_id: king(),
         stay,

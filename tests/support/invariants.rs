@@ -188,16 +188,32 @@ pub async fn assert_invariants_at(pool: &PgPool, now: chrono::DateTime<Utc>) -> 
         let Some(details) = reservation.details() else {
             panic!("reservation stream without details");
         };
-        for night in details.stay.nights() {
+        // Every line on every night, each with its own rooms.
+        for (line, night) in details.lines().into_iter().flat_map(|line| {
+            details
+                .stay
+                .nights()
+                .map(move |night| (line.clone(), night))
+        }) {
             // A checked-out stay occupies the nights up to the day its guest left.
             let occupies = reservation.occupies(night);
-            let stream =
-                RoomNightKey::new(details.hotel_id, details.room_type_id, night).stream_id();
+            let stream = RoomNightKey::new(details.hotel_id, line.room_type_id, night).stream_id();
             let state = replayed.nights.get(&stream);
-            let holds = state.is_some_and(|n| {
-                n.hold_of(&details.reservation_id).is_some()
-                    || n.confirmed_for(&details.reservation_id).is_some()
+            let rooms = state.and_then(|n| {
+                n.hold_of(&details.reservation_id)
+                    .map(|h| h.rooms)
+                    .or_else(|| n.confirmed_for(&details.reservation_id))
             });
+            if let Some(rooms) = rooms {
+                assert_eq!(
+                    rooms,
+                    line.rooms.get(),
+                    "reservation {} on {night}: room type {} holds the line's rooms",
+                    details.reservation_id,
+                    line.room_type_id
+                );
+            }
+            let holds = rooms.is_some();
             let lapsed = reservation.recorded_status() == Some(ReservationStatus::Held)
                 && details.hold_expires_at <= now;
             if !lapsed {

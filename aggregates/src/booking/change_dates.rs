@@ -11,8 +11,8 @@ use super::{check_room_type, existing, Decision, Rejection, SaleTerms, StayNight
 use crate::cancellation::CancelledBy;
 use crate::hotel::Hotel;
 use crate::reservation::{
-    Increment, Line, Reservation, ReservationCommand, ReservationDetails, ReservationError,
-    ReservationStatus,
+    Increment, Line, LinePrice, Reservation, ReservationCommand, ReservationDetails,
+    ReservationError, ReservationStatus,
 };
 use crate::room_night::RoomNightCommand;
 use crate::types::{local_date, BookingLimits, Cents, RoomCount, StayDates, TimeZone};
@@ -92,7 +92,11 @@ pub fn change_dates(
     let details = existing(reservation)?;
     let (timezone, terms) = sale_terms_of(hotel, details)?;
     let today = local_date(now, timezone);
-    limits.check(&new_stay, all_rooms(details, limits)?, today)?;
+    limits.check(
+        &new_stay,
+        widest_line(&terms).unwrap_or(details.rooms),
+        today,
+    )?;
     // Each line's new price; `None` if a night of one has no price (sold out).
     let line_prices: Option<Vec<Cents>> = terms
         .iter()
@@ -102,24 +106,30 @@ pub fn change_dates(
         .as_ref()
         .map(|prices| Cents::new(prices.iter().map(|c| c.get()).sum()));
     let total_cents = nightly.unwrap_or(Cents::ZERO);
-    let more_line_cents = line_prices
-        .map(|prices| prices.into_iter().skip(1).collect())
-        .unwrap_or_else(|| vec![Cents::ZERO; details.more_lines.len()]);
-    let first_night_cents = Cents::new(
-        terms
-            .iter()
-            .map(|(line, t)| {
-                t.first_night_price(nights.of(line.room_type_id), &new_stay, line.rooms)
-                    .map_or(0, Cents::get)
-            })
-            .sum(),
-    );
+    let first_nights: Vec<Cents> = terms
+        .iter()
+        .map(|(line, t)| {
+            t.first_night_price(nights.of(line.room_type_id), &new_stay, line.rooms)
+                .unwrap_or(Cents::ZERO)
+        })
+        .collect();
+    let first_night_cents = Cents::new(first_nights.iter().map(|c| c.get()).sum());
+    let line_prices = line_prices.unwrap_or_else(|| vec![Cents::ZERO; terms.len()]);
+    let more_line_prices = line_prices
+        .into_iter()
+        .zip(first_nights)
+        .skip(1)
+        .map(|(total_cents, first_night_cents)| LinePrice {
+            total_cents,
+            first_night_cents,
+        })
+        .collect();
     let lead = check_in_instant(details.stay.start(), timezone) - now;
     let reservation_events = reservation.decide(ReservationCommand::ChangeDates {
         stay: new_stay,
         total_cents,
         first_night_cents,
-        more_line_cents,
+        more_line_prices,
         now,
         // Over several lines, the strictest line's share caps them all.
         refund_percent_now: terms
@@ -220,7 +230,11 @@ pub fn hold_date_change(
     let details = existing(reservation)?;
     let (timezone, terms) = sale_terms_of(hotel, details)?;
     let today = local_date(now, timezone);
-    limits.check(&new_stay, all_rooms(details, limits)?, today)?;
+    limits.check(
+        &new_stay,
+        widest_line(&terms).unwrap_or(details.rooms),
+        today,
+    )?;
     let events = reservation.decide(ReservationCommand::HoldDateChange {
         stay: new_stay,
         hold_expires_at,
@@ -292,7 +306,10 @@ pub fn release_date_change(
     Ok(decision)
 }
 
-/// The rooms of every line, as the booking limits count them.
-fn all_rooms(details: &ReservationDetails, limits: &BookingLimits) -> Result<RoomCount, Rejection> {
-    RoomCount::parse(i64::from(details.all_rooms())).map_err(|_| limits.rooms_refused().into())
+/// The most rooms of one line: the booking limit on rooms is each line's.
+fn widest_line(terms: &[(Line, SaleTerms)]) -> Option<RoomCount> {
+    terms
+        .iter()
+        .map(|(line, _)| line.rooms)
+        .max_by_key(|rooms| rooms.get())
 }

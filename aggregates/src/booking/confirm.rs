@@ -20,9 +20,15 @@ pub(super) fn capture_due_at(
     timezone: TimeZone,
     now: DateTime<Utc>,
 ) -> DateTime<Utc> {
+    // Over several lines, the first deadline of any of them.
+    let check_in = check_in_instant(arrival, timezone);
     details
-        .cancellation_policy
-        .full_refund_until(check_in_instant(arrival, timezone))
+        .lines()
+        .iter()
+        .map(|line| line.cancellation_policy.full_refund_until(check_in))
+        .try_fold(DateTime::<Utc>::MAX_UTC, |earliest, until| {
+            until.map(|until| earliest.min(until))
+        })
         .map_or(now, |until| until.max(now))
 }
 

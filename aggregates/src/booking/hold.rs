@@ -67,11 +67,6 @@ impl HoldRequest {
         })
         .chain(self.more_lines.iter().copied())
     }
-
-    /// The rooms of every line.
-    pub fn all_rooms(&self) -> u32 {
-        self.lines().map(|l| l.rooms.get()).sum()
-    }
 }
 
 /// Hold a stay: every night of `[start, end)` or none. The request as the client made
@@ -126,9 +121,12 @@ pub fn hold_stay(
     }
     let timezone = timezone.ok_or(Rejection::UnknownRoomType)?;
     let today = local_date(now, timezone);
-    let all_rooms = RoomCount::parse(i64::from(request.all_rooms()))
-        .map_err(|_| Rejection::from(limits.rooms_refused()))?;
-    limits.check(&request.stay, all_rooms, today)?;
+    // The limit on rooms is each line's (as it is a single room type's).
+    for (i, line) in request.lines().enumerate() {
+        limits
+            .check(&request.stay, line.rooms, today)
+            .map_err(|e| Rejection::from(e).in_line(i, line.room_type_id, count))?;
+    }
     if reservation.details().is_some() {
         return Err(Rejection::ReservationExists);
     }
@@ -192,6 +190,7 @@ pub fn hold_stay(
             rate_plan_id: s.terms.rate_plan_id(),
             cancellation_policy: s.terms.cancellation_policy(),
             total_cents: s.total_cents,
+            first_night_cents: s.first_night_cents.unwrap_or(Cents::ZERO),
         })
         .collect();
     decision.reservation = reservation.decide(ReservationCommand::Place {

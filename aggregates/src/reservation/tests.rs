@@ -88,7 +88,7 @@ fn cancel(minutes: i64) -> ReservationCommand {
 
 fn change_to(start_day: u32, end_day: u32, minutes: i64) -> ReservationCommand {
     ReservationCommand::ChangeDates {
-        more_line_cents: Vec::new(),
+        more_line_prices: Vec::new(),
         stay: stay(start_day, end_day),
         total_cents: Cents::new(72_000),
         first_night_cents: Cents::new(24_000),
@@ -102,7 +102,7 @@ fn change_to(start_day: u32, end_day: u32, minutes: i64) -> ReservationCommand {
 /// A stay moved to 11..14 at 72,000 (first night 24,000), at `minutes`.
 fn moved(minutes: i64, refund_cap_percent: Option<u8>) -> ReservationEvent {
     ReservationEvent::DatesChanged {
-        more_line_cents: Vec::new(),
+        more_line_prices: Vec::new(),
         stay: stay(11, 14),
         total_cents: Cents::new(72_000),
         changed_at: at(minutes),

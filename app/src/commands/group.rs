@@ -36,7 +36,7 @@ use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aggregates::{booking, HotelId, Reservation, ReservationId};
+use aggregates::{booking, HotelId, Reservation, ReservationId, StayNights};
 use chrono::{DateTime, NaiveDate, Utc};
 use tokio::sync::{mpsc, oneshot};
 
@@ -84,8 +84,17 @@ struct HoldJob {
 }
 
 impl HoldJob {
-    fn room(&self) -> Room {
-        (self.hold.request.hotel_id, self.hold.request.room_type_id)
+    fn hotel(&self) -> HotelId {
+        self.hold.request.hotel_id
+    }
+
+    /// The rooms the hold takes nights of: one per line.
+    fn rooms(&self) -> impl Iterator<Item = Room> + '_ {
+        let hotel = self.hotel();
+        self.hold
+            .request
+            .lines()
+            .map(move |line| (hotel, line.room_type_id))
     }
 }
 
@@ -147,7 +156,7 @@ impl GroupCommit {
             reply,
             queued_at: Instant::now(),
         };
-        let lane = self.lane(job.room().0);
+        let lane = self.lane(job.hotel());
         {
             // Sending under the lock: a worker only retires under it, after checking its
             // queue is empty, so no job is ever sent to a worker that has gone.
@@ -197,7 +206,7 @@ async fn worker(group: Arc<GroupCommit>, lane: usize, mut jobs: mpsc::UnboundedR
             }
         }
         let shards = &group.shards;
-        let batch = one_shard(&mut waiting, |job| shards.shard_of(job.room().0), MAX_BATCH);
+        let batch = one_shard(&mut waiting, |job| shards.shard_of(job.hotel()), MAX_BATCH);
         let started = Instant::now();
         metrics::histogram!("group_commit_batch_size").record(batch.len() as f64);
         for job in &batch {
@@ -312,15 +321,17 @@ async fn attempt(
     };
     let fingerprints: Vec<&RequestFingerprint> =
         batch.iter().map(|j| &j.hold.fingerprint).collect();
-    let rooms: Vec<Room> = batch.iter().map(HoldJob::room).collect();
+    let rooms: Vec<Room> = batch.iter().flat_map(HoldJob::rooms).collect();
     // Every night the batch's holds want, room by room (and, peeked at, their check-out
     // days), read with the claims in one statement: a hold the claims then answer
     // (replayed, in flight) only had its nights read for nothing.
     let mut wanted: BTreeMap<Room, (Vec<NaiveDate>, Vec<NaiveDate>)> = BTreeMap::new();
     for job in batch {
-        let (dates, peek) = wanted.entry(job.room()).or_default();
-        dates.extend(job.hold.request.stay.nights());
-        peek.push(job.hold.request.stay.end());
+        for room in job.rooms() {
+            let (dates, peek) = wanted.entry(room).or_default();
+            dates.extend(job.hold.request.stay.nights());
+            peek.push(job.hold.request.stay.end());
+        }
     }
     let wanted: Vec<WantedNights> = wanted
         .into_iter()
@@ -374,18 +385,22 @@ async fn attempt(
             outcomes.push(answer);
             continue;
         }
-        let room = job.room();
+        let hotel_id = job.hotel();
         let hold = &job.hold;
-        let Some(work) = work.get_mut(&room) else {
-            return Err(AttemptError::Fatal(CommandError::Internal(
-                "a hold's room was not loaded".into(),
-            )));
-        };
-        let hotel = opened.hotel(room.0);
+        let mut nights = StayNights::default();
+        for (_, room_type) in job.rooms() {
+            let Some(work) = work.get(&(hotel_id, room_type)) else {
+                return Err(AttemptError::Fatal(CommandError::Internal(
+                    "a hold's room was not loaded".into(),
+                )));
+            };
+            nights.add(room_type, work.nights());
+        }
+        let hotel = opened.hotel(hotel_id);
         let decision = booking::hold_stay(
             hotel,
             &Reservation::default(),
-            work.nights(),
+            &nights,
             &config.limits,
             hold.decide(config.hold_ttl),
         );
@@ -395,13 +410,24 @@ async fn attempt(
             Ok(decision) => {
                 version = decision.reservation.len() as i64;
                 let metadata = writer.set_metadata(&hold.metadata)?.clone();
-                writer.expect_catalog(room.0, opened.version(room.0));
+                writer.expect_catalog(hotel_id, opened.version(hotel_id));
                 let after = writer.queue_reservation(None, &decision.reservation)?;
                 let view = after
                     .as_ref()
                     .and_then(|r| ReservationView::of(r, hold.now));
-                // The next hold of this room decides on the nights as this one leaves them.
-                work.decided(metadata, decision);
+                // The next hold of these rooms decides on the nights as this one leaves
+                // them.
+                let mut rooms = job.rooms().peekable();
+                while let Some(room) = rooms.next() {
+                    if let Some(work) = work.get_mut(&room) {
+                        if rooms.peek().is_some() {
+                            work.decided(metadata.clone(), decision.clone());
+                        } else {
+                            work.decided(metadata, decision);
+                            break;
+                        }
+                    }
+                }
                 view.ok_or_else(|| {
                     AttemptError::Fatal(CommandError::Internal("a hold left no reservation".into()))
                 })

@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use aggregates::booking::{self, HoldRequest};
 use aggregates::{
-    CancelledBy, Cents, CommandName, Decision, Hotel, HotelId, Increment, Nights, Rejection,
-    Reservation, ReservationEvent, ReservationId, RoomTypeId, StayDates, TimeZone,
+    CancelledBy, Cents, CommandName, Decision, Hotel, HotelId, Increment, Rejection, Reservation,
+    ReservationEvent, ReservationId, RoomTypeId, StayDates, StayNights, TimeZone,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use futures::future::BoxFuture;
@@ -49,7 +49,7 @@ pub enum StayAction {
 /// How a [`StayAction`] is decided: on the reservation, its nights, the time and the
 /// hotel's timezone.
 type StayDecision =
-    fn(&Reservation, &Nights, DateTime<Utc>, TimeZone) -> Result<Decision, Rejection>;
+    fn(&Reservation, &StayNights<'_>, DateTime<Utc>, TimeZone) -> Result<Decision, Rejection>;
 
 /// Writes a caller adds to a reservation command's transaction once the decision is
 /// written (the payment saga resolves its step and stores its client's outcome there),
@@ -67,7 +67,8 @@ pub trait AfterDecision: Sync {
 pub struct Loaded<'a> {
     pub hotel: &'a Hotel,
     pub reservation: &'a Reservation,
-    pub nights: &'a Nights,
+    /// The nights of every room type of the reservation.
+    pub nights: &'a StayNights<'a>,
     pub now: DateTime<Utc>,
 }
 
@@ -139,13 +140,11 @@ impl CommandService {
         let request = &hold.request;
         let locks = self.config.strategy.locks_nights();
         let mut loader = Loader { conn: &mut *tx };
-        let mut opened = loader
-            .open(
-                &[&hold.fingerprint],
-                &[(request.hotel_id, request.room_type_id)],
-                locks,
-            )
-            .await?;
+        let rooms: Vec<(HotelId, RoomTypeId)> = request
+            .lines()
+            .map(|line| (request.hotel_id, line.room_type_id))
+            .collect();
+        let mut opened = loader.open(&[&hold.fingerprint], &rooms, locks).await?;
         let claim = std::mem::take(&mut opened.claims).into_iter().next();
         match claim {
             Some(claim) if claim.claimed => {
@@ -157,19 +156,22 @@ impl CommandService {
             }
             _ => return Err(CommandError::InFlight.into()),
         }
-        let wanted = WantedNights {
-            hotel_id: request.hotel_id,
-            room_type_id: request.room_type_id,
-            dates: request.stay.nights().collect(),
-            peek: vec![request.stay.end()],
-        };
+        let wanted: Vec<WantedNights> = rooms
+            .iter()
+            .map(|&(hotel_id, room_type_id)| WantedNights {
+                hotel_id,
+                room_type_id,
+                dates: request.stay.nights().collect(),
+                peek: vec![request.stay.end()],
+            })
+            .collect();
         let nights = loader
-            .nights(wanted, Some(hold.reservation_id), hold.now, locks)
+            .nights_of(&wanted, Some(hold.reservation_id), hold.now, locks)
             .await?;
         let decision = booking::hold_stay(
             opened.hotel(request.hotel_id),
             &Reservation::default(),
-            &nights.nights,
+            &stay_nights(&nights),
             &self.config.limits,
             hold.decide(self.config.hold_ttl),
         );
@@ -565,7 +567,7 @@ impl CommandService {
         let rooms: BTreeSet<(HotelId, RoomTypeId)> = found
             .iter()
             .filter_map(|l| l.reservation.details())
-            .map(|d| (d.hotel_id, d.room_type_id))
+            .flat_map(|d| d.room_types().map(move |room_type| (d.hotel_id, room_type)))
             .collect();
         let rooms: Vec<(HotelId, RoomTypeId)> = rooms.into_iter().collect();
         if lock {
@@ -574,10 +576,12 @@ impl CommandService {
         }
         let mut wanted: BTreeMap<(HotelId, RoomTypeId), BTreeSet<NaiveDate>> = BTreeMap::new();
         for details in found.iter().filter_map(|l| l.reservation.details()) {
-            wanted
-                .entry((details.hotel_id, details.room_type_id))
-                .or_default()
-                .extend(details.stay.nights());
+            for room_type in details.room_types() {
+                wanted
+                    .entry((details.hotel_id, room_type))
+                    .or_default()
+                    .extend(details.stay.nights());
+            }
         }
         let wanted: Vec<WantedNights> = wanted
             .into_iter()
@@ -606,12 +610,22 @@ impl CommandService {
             let Some(details) = before.reservation.details() else {
                 continue;
             };
-            let Some(room) = work.get_mut(&(details.hotel_id, details.room_type_id)) else {
+            let rooms: Vec<(HotelId, RoomTypeId)> = details
+                .room_types()
+                .map(|room_type| (details.hotel_id, room_type))
+                .collect();
+            if rooms.iter().any(|room| !work.contains_key(room)) {
                 continue;
-            };
+            }
+            let mut nights = StayNights::default();
+            for room in &rooms {
+                if let Some(work) = work.get(room) {
+                    nights.add(room.1, work.nights());
+                }
+            }
             // Not held any more, or not lapsed, or expired already (no events): someone
             // else decided it, or there is nothing to do.
-            let Ok(decision) = booking::expire_hold(&before.reservation, room.nights(), now) else {
+            let Ok(decision) = booking::expire_hold(&before.reservation, &nights, now) else {
                 continue;
             };
             if decision.reservation.is_empty() {
@@ -621,7 +635,11 @@ impl CommandService {
             if let Some(after) = after {
                 written.push((after, before, decision.reservation.clone()));
             }
-            room.decided(stored.clone(), decision);
+            for room in &rooms {
+                if let Some(work) = work.get_mut(room) {
+                    work.decided(stored.clone(), decision.clone());
+                }
+            }
         }
         for room in work.values() {
             room.queue(&mut writer)?;
@@ -747,11 +765,11 @@ impl CommandService {
         let mut loader = Loader { conn: &mut *tx };
         let mut found = loader.reservation(reservation_id, false).await?;
         if lock {
-            // Queue behind every writer of this room type before taking any row lock
-            // (see `Loader::lock_room_type`), then re-read under the lock.
+            // Queue behind every writer of its room types before taking any row lock
+            // (see `Loader::lock_room_type`), then re-read under the locks.
             if let Some(details) = found.as_ref().and_then(|l| l.reservation.details()) {
                 loader
-                    .lock_room_type(details.hotel_id, details.room_type_id)
+                    .lock_room_types(details.hotel_id, details.room_types())
                     .await?;
                 found = loader.reservation(reservation_id, true).await?;
             }
@@ -780,22 +798,26 @@ impl CommandService {
             .chain(command.extra_stay.iter().flat_map(|s| s.nights()))
             .collect();
         let dates: Vec<NaiveDate> = dates.into_iter().collect();
-        let (hotel_id, room_type_id) = (details.hotel_id, details.room_type_id);
+        let hotel_id = details.hotel_id;
         let (hotel, _) = loader.hotel(hotel_id).await?;
-        // The new stay's check-out day, for its closed-to-departure rule.
-        let wanted = WantedNights {
-            hotel_id,
-            room_type_id,
-            dates,
-            peek: command.extra_stay.iter().map(|s| s.end()).collect(),
-        };
+        // Every line's nights; the new stay's check-out day, for its closed-to-departure
+        // rule.
+        let wanted: Vec<WantedNights> = details
+            .room_types()
+            .map(|room_type_id| WantedNights {
+                hotel_id,
+                room_type_id,
+                dates: dates.clone(),
+                peek: command.extra_stay.iter().map(|s| s.end()).collect(),
+            })
+            .collect();
         let nights = loader
-            .nights(wanted, Some(reservation_id), now, lock)
+            .nights_of(&wanted, Some(reservation_id), now, lock)
             .await?;
         let decision = (command.decide)(Loaded {
             hotel: &hotel,
             reservation: &loaded.reservation,
-            nights: &nights.nights,
+            nights: &stay_nights(&nights),
             now,
         });
         // Not an answer but a question for the payment service: nothing is written, not
@@ -874,7 +896,8 @@ struct Decided<'a> {
     privacy: &'a Privacy,
     metadata: &'a EventMetadata,
     fingerprint: Option<&'a RequestFingerprint>,
-    nights: &'a LoadedNights,
+    /// The nights of every room the decision may touch.
+    nights: &'a [LoadedNights],
     /// The reservation as loaded; `None` for a new one.
     before: Option<&'a LoadedReservation>,
     now: DateTime<Utc>,
@@ -900,7 +923,14 @@ async fn finish(
                 writer.expect_catalog(hotel_id, version);
             }
             version += decision.reservation.len() as i64;
-            writer.queue_nights(with.nights, &decision)?;
+            if !every_night_loaded(with.nights, &decision) {
+                return Err(AttemptError::Fatal(CommandError::Internal(
+                    "a decision changed nights of a room it did not load".into(),
+                )));
+            }
+            for loaded in with.nights {
+                writer.queue_nights(loaded, &decision)?;
+            }
             let after = writer.queue_reservation(with.before, &decision.reservation)?;
             let view = after
                 .as_ref()
@@ -923,4 +953,23 @@ async fn finish(
         mail::enqueue(conn, &after, before, &events, with.now).await?;
     }
     Ok(outcome)
+}
+
+/// The loaded rooms as a decision takes them.
+fn stay_nights(loaded: &[LoadedNights]) -> StayNights<'_> {
+    let mut nights = StayNights::default();
+    for room in loaded {
+        nights.add(room.room_type_id, &room.nights);
+    }
+    nights
+}
+
+/// Whether every night `decision` changes is of a room in `loaded` (each room's nights
+/// are queued from its own load; a night of another would be lost).
+pub(super) fn every_night_loaded(loaded: &[LoadedNights], decision: &Decision) -> bool {
+    decision.nights.iter().all(|(key, _)| {
+        loaded
+            .iter()
+            .any(|l| (l.hotel_id, l.room_type_id) == (key.hotel_id, key.room_type_id))
+    })
 }

@@ -38,7 +38,7 @@ use store::error::CommandError;
 use store::privacy::Privacy;
 use store::write::{RetryPolicy, Strategy};
 
-pub use aggregates::booking::HoldRequest;
+pub use aggregates::booking::{HoldRequest, LineRequest};
 pub use catalog::{MAX_ARI_NIGHTS, MAX_ARI_UPDATES};
 pub use lifecycle::{AfterDecision, Loaded, ReservationCommand, StayAction};
 pub use store::view::{GuestView, ReservationView};

@@ -118,6 +118,8 @@ struct Due {
 struct Place {
     hotel: String,
     room_type: String,
+    /// The names of the room types beyond the first, in the facts' order.
+    more_room_types: Vec<String>,
     language: Language,
 }
 
@@ -279,6 +281,7 @@ async fn attempt(
         guest_name: guest.name(),
         hotel: &place.hotel,
         room_type: &place.room_type,
+        more_room_types: &place.more_room_types,
         language: place.language,
     };
     let rendered = match templates::render(row.kind, &row.facts, &names) {
@@ -330,32 +333,45 @@ async fn recipient(
     })
 }
 
-/// The names of the message's hotel and room type (the ids, if the catalog has none).
+/// The names of the message's hotel and room types (the ids, if the catalog has none).
 async fn place(pool: &PgPool, facts: &MailFacts) -> Result<Place, sqlx::Error> {
+    let ids: Vec<i64> = std::iter::once(facts.room_type_id.get())
+        .chain(facts.more_lines.iter().map(|l| l.room_type_id.get()))
+        .collect();
     let row = sqlx::query(
-        "SELECT h.name AS hotel, h.timezone, t.name AS room_type
+        "SELECT h.name AS hotel, h.timezone,
+                (SELECT array_agg(coalesce(t.name, 'room type ' || k.id) ORDER BY k.ord)
+                   FROM unnest($2::bigint[]) WITH ORDINALITY AS k(id, ord)
+                   LEFT JOIN room_types t ON t.hotel_id = h.hotel_id AND t.room_type_id = k.id)
+                  AS room_types
            FROM hotels h
-           LEFT JOIN room_types t ON t.hotel_id = h.hotel_id AND t.room_type_id = $2
           WHERE h.hotel_id = $1",
     )
     .bind(facts.hotel_id.get())
-    .bind(facts.room_type_id.get())
+    .bind(&ids)
     .fetch_optional(pool)
     .await?;
     let hotel_id = facts.hotel_id.get();
-    let room_type_id = facts.room_type_id.get();
-    Ok(match row {
-        Some(row) => Place {
-            hotel: row.try_get("hotel")?,
-            room_type: row
-                .try_get::<Option<String>, _>("room_type")?
-                .unwrap_or_else(|| format!("room type {room_type_id}")),
-            language: Language::of_timezone(row.try_get("timezone")?),
-        },
-        None => Place {
-            hotel: format!("hotel {hotel_id}"),
-            room_type: format!("room type {room_type_id}"),
-            language: Language::English,
-        },
+    let fallback: Vec<String> = ids.iter().map(|id| format!("room type {id}")).collect();
+    let (hotel, mut names, language) = match row {
+        Some(row) => (
+            row.try_get("hotel")?,
+            row.try_get::<Option<Vec<String>>, _>("room_types")?
+                .filter(|names| names.len() == ids.len())
+                .unwrap_or(fallback),
+            Language::of_timezone(row.try_get("timezone")?),
+        ),
+        None => (format!("hotel {hotel_id}"), fallback, Language::English),
+    };
+    let room_type = if names.is_empty() {
+        format!("room type {}", facts.room_type_id)
+    } else {
+        names.remove(0)
+    };
+    Ok(Place {
+        hotel,
+        room_type,
+        more_room_types: names,
+        language,
     })
 }

@@ -73,7 +73,29 @@ pub struct Names<'a> {
     pub guest_name: &'a str,
     pub hotel: &'a str,
     pub room_type: &'a str,
+    /// The names of the room types beyond the first (`MailFacts::more_lines`), in order.
+    pub more_room_types: &'a [String],
     pub language: Language,
+}
+
+/// The stay's room types as a message lists them: each with its name, rooms and guests
+/// per room, the first one first.
+fn lines(facts: &MailFacts, names: &Names<'_>) -> Vec<minijinja::Value> {
+    let first = context! {
+        room_type => names.room_type,
+        rooms => facts.rooms.get(),
+        guests => facts.guests.get(),
+    };
+    let more = facts.more_lines.iter().enumerate().map(|(i, line)| {
+        let fallback = format!("room type {}", line.room_type_id);
+        let name = names.more_room_types.get(i).cloned().unwrap_or(fallback);
+        context! {
+            room_type => name,
+            rooms => line.rooms.get(),
+            guests => line.guests.get(),
+        }
+    });
+    std::iter::once(first).chain(more).collect()
 }
 
 /// A message ready to send.
@@ -228,6 +250,7 @@ pub fn render(
             guest_name => names.guest_name,
             hotel => names.hotel,
             room_type => names.room_type,
+            lines => lines(facts, names),
             reference => &names.reference,
             check_in => facts.stay.start().to_string(),
             check_out => facts.stay.end().to_string(),
@@ -300,6 +323,7 @@ mod tests {
     fn facts() -> MailFacts {
         let day = |d| NaiveDate::from_ymd_opt(2027, 3, d).expect("a date");
         MailFacts {
+            more_lines: Vec::new(),
             hotel_id: HotelId::parse(7).expect("an id"),
             room_type_id: RoomTypeId::parse(1).expect("an id"),
             stay: StayDates::parse(day(10), day(13)).expect("dates"),
@@ -399,6 +423,7 @@ mod tests {
             guest_name: "Ana <b>Silva</b>",
             hotel: "Hotel Tejo",
             room_type: "Double",
+            more_room_types: &[],
             language,
         }
     }

@@ -75,15 +75,26 @@ impl Queries {
         };
         let (generation, as_of) = served_state(&mut tx, RESERVATIONS_VIEW).await?;
         // The stays that arrived, or were due, by the end of the range and had not left
-        // before its start: through the (generation, hotel_id, start_date) index.
+        // before its start: through the (generation, hotel_id, start_date) index. A
+        // stay of several room types counts each line's rooms under its room type.
         let nights: Vec<StayNight> = sqlx::query_as(
-            "WITH stays AS (
-                 SELECT room_type_id, start_date, rooms, status,
+            "WITH found AS (
+                 SELECT room_type_id, start_date, rooms, status, more_lines,
                         least(end_date, coalesce(released_from, end_date)) AS left_on
                    FROM reservations_view
                   WHERE generation = $1 AND hotel_id = $2 AND start_date < $4
                     AND end_date >= $3
                     AND status IN ('checked_in', 'checked_out', 'no_show')),
+             stays AS (
+                 SELECT f.room_type_id, f.start_date, f.status, f.left_on,
+                        f.rooms - coalesce((SELECT sum((l->>'rooms')::int)
+                                              FROM jsonb_array_elements(f.more_lines) l), 0)
+                          AS rooms
+                   FROM found f
+                 UNION ALL
+                 SELECT (l->>'room_type_id')::bigint, f.start_date, f.status, f.left_on,
+                        (l->>'rooms')::int
+                   FROM found f CROSS JOIN jsonb_array_elements(f.more_lines) l),
              nights AS (
                  SELECT s.*, d::date AS night
                    FROM stays s

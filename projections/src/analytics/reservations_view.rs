@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use aggregates::cancellation::CancellationPolicy;
+use aggregates::reservation::Line;
 use aggregates::taxes::{StayFigures, TaxedStay, Taxes};
 use aggregates::{
     Cents, Guest, PaymentStatus, Personal, ReservationEvent, ReservationId, ReservationStatus,
@@ -84,6 +85,18 @@ pub struct ReservationRow {
     pub currency: String,
     /// The taxes the stay was sold with; `None`: none.
     pub taxes: Option<Json<Taxes>>,
+    /// The room types beyond the first (`None`: one room type); `rooms` counts theirs too.
+    pub more_lines: Option<Json<Vec<Line>>>,
+}
+
+/// One room type of a row: its rooms, guests per room, plan and price.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowLine {
+    pub room_type_id: i64,
+    pub rooms: u32,
+    pub guests: u32,
+    pub rate_plan_id: Option<i64>,
+    pub total_cents: i64,
 }
 
 impl ReservationRow {
@@ -95,12 +108,49 @@ impl ReservationRow {
             return TaxedStay::untaxed(room_total);
         };
         let nights = u32::try_from((self.end_date - self.start_date).num_days()).unwrap_or(0);
+        let (rooms, guests) = match &self.more_lines {
+            // Over several lines, every guest counts as one room's (as the
+            // reservation counts them).
+            Some(Json(more)) if !more.is_empty() => {
+                (1, self.lines().iter().map(|l| l.rooms * l.guests).sum())
+            }
+            _ => (
+                u32::try_from(self.rooms).unwrap_or(0),
+                u32::try_from(self.guests).unwrap_or(0),
+            ),
+        };
         taxes.due_on(StayFigures {
             room_total,
             nights,
-            rooms: u32::try_from(self.rooms).unwrap_or(0),
-            guests: u32::try_from(self.guests).unwrap_or(0),
+            rooms,
+            guests,
         })
+    }
+
+    /// Every line, the first one first (from the row's own columns), as the
+    /// reservation's `ReservationDetails::lines` gives them.
+    pub fn lines(&self) -> Vec<RowLine> {
+        let more: &[Line] = self.more_lines.as_ref().map_or(&[], |m| m.0.as_slice());
+        let more_rooms: u32 = more.iter().map(|l| l.rooms.get()).sum();
+        let more_cents: i64 = more.iter().map(|l| l.total_cents.get()).sum();
+        let mut lines = Vec::with_capacity(1 + more.len());
+        lines.push(RowLine {
+            room_type_id: self.room_type_id,
+            rooms: u32::try_from(self.rooms)
+                .unwrap_or(0)
+                .saturating_sub(more_rooms),
+            guests: u32::try_from(self.guests).unwrap_or(1),
+            rate_plan_id: self.rate_plan_id,
+            total_cents: self.total_cents - more_cents,
+        });
+        lines.extend(more.iter().map(|l| RowLine {
+            room_type_id: l.room_type_id.get(),
+            rooms: l.rooms.get(),
+            guests: l.guests.get(),
+            rate_plan_id: l.rate_plan_id.map(|p| p.get()),
+            total_cents: l.total_cents.get(),
+        }));
+        lines
     }
 
     /// The guest, as the reservation carries it (in the clear on older rows).
@@ -173,7 +223,7 @@ pub const LOAD_VIEW_ROWS: &str = "SELECT v.reservation_id, v.hotel_id, v.room_ty
         v.channel, v.total_cents, v.hold_expires_at, v.created_at, v.updated_at, v.version,
         v.rate_plan_id, v.guests, v.cancellation_policy, v.payment_status,
         v.authorized_cents, v.captured_cents, v.refunded_cents, v.paid_before_ledger,
-        v.released_from, v.guest, v.guest_id, v.currency, v.taxes
+        v.released_from, v.guest, v.guest_id, v.currency, v.taxes, v.more_lines
    FROM unnest($2::uuid[]) AS k (id)
   CROSS JOIN LATERAL (
         SELECT * FROM reservations_view r
@@ -211,6 +261,7 @@ columns! {
         guest_id: Option<String> = "text",
         currency: String = "text",
         taxes: Option<Json<Taxes>> = "jsonb",
+        more_lines: Option<Json<Vec<Line>>> = "jsonb",
         /// New rows only: the number behind the reference the id ends in. An update
         /// leaves it as it is (the id does not change).
         reference_number: i64 = "bigint",
@@ -249,6 +300,7 @@ impl ViewColumns {
             columns.guest_id.push(row.guest_id.clone());
             columns.currency.push(row.currency.clone());
             columns.taxes.push(row.taxes.clone());
+            columns.more_lines.push(row.more_lines.clone());
             columns
                 .reference_number
                 .push(reference_number(row.reservation_id));
@@ -264,7 +316,7 @@ const INSERT_VIEW_ROWS: Statement = Statement::new(
         hold_expires_at, created_at, updated_at, version, rate_plan_id, guests,
         cancellation_policy, payment_status, authorized_cents, captured_cents,
         refunded_cents, paid_before_ledger, released_from, guest, guest_id, currency, taxes,
-        reference_number)
+        more_lines, reference_number)
      SELECT $1, batch.reservation_id, batch.hotel_id, batch.room_type_id, batch.start_date,
             batch.end_date, batch.rooms, batch.status, batch.guest_name, batch.guest_email,
             batch.channel, batch.total_cents, batch.hold_expires_at, batch.created_at,
@@ -272,7 +324,7 @@ const INSERT_VIEW_ROWS: Statement = Statement::new(
             batch.cancellation_policy, batch.payment_status, batch.authorized_cents,
             batch.captured_cents, batch.refunded_cents, batch.paid_before_ledger,
             batch.released_from, batch.guest, batch.guest_id, batch.currency, batch.taxes,
-            batch.reference_number
+            batch.more_lines, batch.reference_number
        FROM {batch}",
 )
 .after(1);
@@ -296,7 +348,8 @@ const UPDATE_VIEW_ROWS: Statement = Statement::new(
             captured_cents = batch.captured_cents, refunded_cents = batch.refunded_cents,
             paid_before_ledger = batch.paid_before_ledger,
             released_from = batch.released_from, guest = batch.guest,
-            guest_id = batch.guest_id, currency = batch.currency, taxes = batch.taxes
+            guest_id = batch.guest_id, currency = batch.currency, taxes = batch.taxes,
+            more_lines = batch.more_lines
        FROM {batch}
       WHERE v.generation = $1 AND v.reservation_id = batch.reservation_id",
 )
@@ -324,7 +377,7 @@ impl ReservationsView {
                     room_type_id: details.room_type_id.get(),
                     start_date: details.stay.start(),
                     end_date: details.stay.end(),
-                    rooms: to_i32(i64::from(details.rooms.get()), "rooms")?,
+                    rooms: to_i32(i64::from(details.all_rooms()), "rooms")?,
                     status: ReservationStatus::Held.as_str().to_owned(),
                     guest_name,
                     guest_email,
@@ -347,6 +400,8 @@ impl ReservationsView {
                     guest_id,
                     currency: details.currency.code().to_owned(),
                     taxes: (!details.taxes.is_empty()).then(|| Json(details.taxes.clone())),
+                    more_lines: (!details.more_lines.is_empty())
+                        .then(|| Json(details.more_lines.clone())),
                 },
             );
             return Ok(true);
@@ -436,12 +491,19 @@ impl ReservationsView {
                 stay,
                 total_cents,
                 changed_at,
+                ref more_line_prices,
                 ..
             } => {
                 row.start_date = stay.start();
                 row.end_date = stay.end();
                 row.total_cents = total_cents.get();
                 row.updated_at = changed_at;
+                if let Some(Json(more)) = row.more_lines.as_mut() {
+                    for (line, price) in more.iter_mut().zip(more_line_prices) {
+                        line.total_cents = price.total_cents;
+                        line.first_night_cents = price.first_night_cents;
+                    }
+                }
             }
             ReservationEvent::PaymentDeclined { declined_at, .. } => {
                 row.status = ReservationStatus::Declined.as_str().to_owned();

@@ -655,6 +655,7 @@ mod tests {
 
     fn details(id: u128) -> aggregates::ReservationDetails {
         aggregates::ReservationDetails {
+            more_lines: Vec::new(),
             reservation_id: res(id),
             hotel_id: HotelId::parse(7).expect("id"),
             room_type_id: RoomTypeId::parse(3).expect("id"),

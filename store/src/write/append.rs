@@ -161,9 +161,14 @@ impl RoomWork {
     }
 
     /// Records `decision`, taken on [`Self::nights`], stored with `metadata`: the next
-    /// decision sees the nights as this one leaves them.
+    /// decision sees the nights as this one leaves them. Only this room's nights are
+    /// taken from it (a reservation of several room types decides nights of each).
     pub fn decided(&mut self, metadata: serde_json::Value, decision: Decision) {
+        let room = (self.loaded.hotel_id, self.loaded.room_type_id);
         for (key, events) in &decision.nights {
+            if (key.hotel_id, key.room_type_id) != room {
+                continue;
+            }
             let night = self.nights.entry(key.night).or_default();
             for event in events {
                 night.apply_event(event);
@@ -224,7 +229,8 @@ impl Writer {
     /// Queues the nights changed by several decisions taken one after the other on
     /// `loaded` (a batch of commands): each decision's events follow the previous one's
     /// in each stream, each with its own command's metadata, and every night is written
-    /// once, in its final state.
+    /// once, in its final state. Only `loaded`'s room is queued: a decision over several
+    /// room types is queued once per room it loaded.
     pub fn queue_nights_of(
         &mut self,
         loaded: &LoadedNights,
@@ -233,7 +239,9 @@ impl Writer {
         let (hotel, room_type) = (loaded.hotel_id.get(), loaded.room_type_id.get());
         let mut keys: BTreeSet<aggregates::RoomNightKey> = BTreeSet::new();
         for (_, decision) in decisions {
-            keys.extend(decision.nights.iter().map(|(key, _)| *key));
+            keys.extend(decision.nights.iter().map(|(key, _)| *key).filter(|key| {
+                (key.hotel_id, key.room_type_id) == (loaded.hotel_id, loaded.room_type_id)
+            }));
         }
         for key in keys {
             let version = loaded.versions.get(&key.night).copied().unwrap_or(0);

@@ -120,6 +120,18 @@ pub struct MailFacts {
     /// The stay's taxes, as the total due counts them (none: empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub taxes: Vec<TaxLine>,
+    /// The room types beyond the first (`room_type_id`, `rooms`, `guests`) of a stay of
+    /// several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_lines: Vec<MailLine>,
+}
+
+/// One room type of a stay of several, as a message names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MailLine {
+    pub room_type_id: RoomTypeId,
+    pub rooms: RoomCount,
+    pub guests: GuestCount,
 }
 
 /// The messages `events` owe the guest of `reservation` (its state after them), whose
@@ -146,6 +158,15 @@ fn messages(
         currency: details.currency,
         total_due_cents: Some(taxed.total_due),
         taxes: taxed.lines.clone(),
+        more_lines: details
+            .more_lines
+            .iter()
+            .map(|l| MailLine {
+                room_type_id: l.room_type_id,
+                rooms: l.rooms,
+                guests: l.guests,
+            })
+            .collect(),
         refund_cents: None,
         kept_cents: None,
         previous_stay: None,

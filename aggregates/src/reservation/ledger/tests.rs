@@ -125,7 +125,7 @@ fn move_to(
     increment: Option<Increment>,
 ) -> ReservationCommand {
     ReservationCommand::ChangeDates {
-        more_line_cents: Vec::new(),
+        more_line_prices: Vec::new(),
         stay: stay(20, 23),
         total_cents: cents(total),
         first_night_cents: cents(20_000),
@@ -143,7 +143,7 @@ fn moved(
     capture_due_at: Option<i64>,
 ) -> ReservationEvent {
     ReservationEvent::DatesChanged {
-        more_line_cents: Vec::new(),
+        more_line_prices: Vec::new(),
         stay: stay(20, 23),
         total_cents: cents(total),
         changed_at: at(hours),

@@ -191,7 +191,7 @@ impl TermsReplay {
             Sale::Hold => format!("ReservationHeld of {stay}"),
             Sale::DatesChanged { .. } => format!("DatesChanged to {stay}"),
         };
-        let (hotel_id, room_type_id) = (details.hotel_id, details.room_type_id);
+        let hotel_id = details.hotel_id;
         let Some((hotel, timezone)) = self
             .hotels
             .get(&hotel_id)
@@ -201,28 +201,6 @@ impl TermsReplay {
                 "{what} at hotel {hotel_id}, which does not exist at that point of the history"
             ));
         };
-        let terms = SaleTerms::resolve(hotel, room_type_id, details.rate_plan_id, details.guests)
-            .map_err(|rejection| {
-            let why = match rejection {
-                Rejection::UnknownRoomType => format!(
-                    "room type {room_type_id}, which hotel {hotel_id} does not have at that point"
-                ),
-                Rejection::UnknownRatePlan => format!(
-                    "rate plan {}, which is not a plan of hotel {hotel_id} selling room type \
-                         {room_type_id} at that point",
-                    details
-                        .rate_plan_id
-                        .map_or_else(|| "(none)".to_owned(), |id| id.to_string())
-                ),
-                Rejection::OccupancyExceeded { max_occupancy } => format!(
-                    "{} guests per room, but room type {room_type_id} sleeps at most \
-                         {max_occupancy}",
-                    details.guests.get()
-                ),
-                other => other.to_string(),
-            };
-            format!("{what} for {why}")
-        })?;
         if matches!(sale, Sale::Hold) && details.currency != hotel.currency() {
             return Err(format!(
                 "{what} records the currency {}, but hotel {hotel_id} priced in {}",
@@ -237,12 +215,53 @@ impl TermsReplay {
                 hotel.taxes().iter().map(|t| t.code()).collect::<Vec<_>>()
             ));
         }
-        if matches!(sale, Sale::Hold) && details.cancellation_policy != terms.cancellation_policy()
-        {
+        // Every line on its own room type's terms, as the hold judged it.
+        for line in details.lines() {
+            self.judge_line(&line, hotel_id, hotel, timezone, stay, at, sale, &what)?;
+        }
+        Ok(())
+    }
+
+    /// One line of a sale (see [`Self::judge`]).
+    #[allow(clippy::too_many_arguments)]
+    fn judge_line(
+        &self,
+        line: &aggregates::reservation::Line,
+        hotel_id: HotelId,
+        hotel: &Hotel,
+        timezone: aggregates::TimeZone,
+        stay: &StayDates,
+        at: DateTime<Utc>,
+        sale: Sale<'_>,
+        what: &str,
+    ) -> Result<(), String> {
+        let room_type_id = line.room_type_id;
+        let terms = SaleTerms::resolve(hotel, room_type_id, line.rate_plan_id, line.guests)
+            .map_err(|rejection| {
+                let why = match rejection {
+                    Rejection::UnknownRoomType => format!(
+                    "room type {room_type_id}, which hotel {hotel_id} does not have at that point"
+                ),
+                    Rejection::UnknownRatePlan => format!(
+                        "rate plan {}, which is not a plan of hotel {hotel_id} selling room type \
+                         {room_type_id} at that point",
+                        line.rate_plan_id
+                            .map_or_else(|| "(none)".to_owned(), |id| id.to_string())
+                    ),
+                    Rejection::OccupancyExceeded { max_occupancy } => format!(
+                        "{} guests per room, but room type {room_type_id} sleeps at most \
+                         {max_occupancy}",
+                        line.guests.get()
+                    ),
+                    other => other.to_string(),
+                };
+                format!("{what} for {why}")
+            })?;
+        if matches!(sale, Sale::Hold) && line.cancellation_policy != terms.cancellation_policy() {
             return Err(format!(
                 "{what} records the cancellation policy {:?}, but {} had {:?}",
-                details.cancellation_policy,
-                details.rate_plan_id.map_or_else(
+                line.cancellation_policy,
+                line.rate_plan_id.map_or_else(
                     || "the base rate".to_owned(),
                     |id| format!("rate plan {id}")
                 ),
@@ -429,6 +448,7 @@ mod tests {
 
     fn details(n: u128, stay: StayDates) -> ReservationDetails {
         ReservationDetails {
+            more_lines: Vec::new(),
             reservation_id: res(n),
             hotel_id: hotel(),
             room_type_id: king(),
@@ -617,6 +637,7 @@ mod tests {
             reservation_stream_id(details.hotel_id, details.reservation_id),
             sequence,
             &ReservationEvent::DatesChanged {
+                more_line_prices: Vec::new(),
                 stay: to,
                 total_cents: Cents::new(36_000),
                 changed_at: at(14),
