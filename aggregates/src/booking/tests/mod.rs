@@ -335,6 +335,7 @@ mod confirm;
 mod expire;
 mod hold;
 mod inventory;
+mod lines;
 mod payments;
 mod plans;
 mod rejection;
