@@ -12,6 +12,8 @@
 //! - [`holds`]: holds and the reservation lifecycle (lapse, expiry, confirm, cancel,
 //!   change dates, a reservation's history);
 //! - [`idempotency`]: replays, reused keys, concurrent duplicates;
+//! - [`lines`]: reservations of several room types, all held or none, every later
+//!   command acting on every line, and families racing single-room bookings;
 //! - [`pricing`]: a hotel's currency and taxes, on every answer that carries money,
 //!   authorized, captured and given back;
 //! - [`payments`]: the payment saga against the simulated provider, refunds, webhooks,
@@ -80,6 +82,7 @@ mod event_log;
 mod holds;
 mod idempotency;
 mod inventory;
+mod lines;
 mod mail;
 mod ops;
 mod outage;

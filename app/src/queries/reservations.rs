@@ -118,7 +118,8 @@ impl Queries {
                     guest_name, guest_email, channel, total_cents, hold_expires_at, created_at,
                     updated_at, version, rate_plan_id, guests, cancellation_policy,
                     payment_status, authorized_cents, captured_cents, refunded_cents,
-                    paid_before_ledger, released_from, guest, guest_id, currency, taxes
+                    paid_before_ledger, released_from, guest, guest_id, currency, taxes,
+                    more_lines
                FROM reservations_view WHERE generation = ",
         );
         sql.push_bind(generation);
