@@ -21,6 +21,17 @@ function roomTypeLabel(hotels, hotelId, id) {
   return rt ? `${rt.name} (#${id})` : `#${id}`;
 }
 
+// A reservation of several room types (`lines`): each line's room type and rooms.
+function severalLines(r) {
+  return Array.isArray(r.lines) && r.lines.length > 1 ? r.lines : null;
+}
+
+function roomTypesLabel(hotels, r) {
+  const lines = severalLines(r);
+  if (!lines) return roomTypeLabel(hotels, r.hotel_id, r.room_type_id);
+  return lines.map((l) => `${roomTypeLabel(hotels, r.hotel_id, l.room_type_id)} × ${fmtInt(l.rooms)}`).join(', ');
+}
+
 function planLabel(hotels, hotelId, id) {
   if (id == null) return 'Base rate';
   const plan = hotels.find((x) => x.hotel_id === hotelId)?.rate_plans?.find((p) => p.rate_plan_id === id);
@@ -163,7 +174,7 @@ export function mountReservationSearch(root, ctx, firstRoute) {
       h('td', null, String(r.guest?.name ?? '')),
       h('td', null, String(r.guest?.email ?? '')),
       h('td', null, hotelLabel(hotels, r.hotel_id)),
-      h('td', null, roomTypeLabel(hotels, r.hotel_id, r.room_type_id)),
+      h('td', null, roomTypesLabel(hotels, r)),
       h('td', { class: 'nowrap' }, `${r.start_date} → ${r.end_date}`, ' ', h('span', { class: 'muted' }, `(${plural(r.nights, 'night', 'nights')})`)),
       h('td', { class: 'num' }, fmtInt(r.rooms)),
       h('td', null, statusBadge(r.status)),
@@ -290,15 +301,25 @@ export function mountReservation(root, ctx, route) {
 
   function showReservation(r) {
     const held = r.status === 'held' || r.status === 'expired';
+    const lines = severalLines(r);
+    // One room type: its fields; several: a row per line with its rooms, guests, plan
+    // and price.
+    const rooms = lines
+      ? lines.map((l, i) => [`Room type ${i + 1}`,
+        `${roomTypeLabel(hotels, r.hotel_id, l.room_type_id)} × ${fmtInt(l.rooms)}, ${fmtInt(l.guests)} per room, `
+          + `${planLabel(hotels, r.hotel_id, l.rate_plan_id)}, ${fmtMoney(l.total_cents, r.currency)}`, `line_${i}`])
+      : [
+        ['Room type', roomTypeLabel(hotels, r.hotel_id, r.room_type_id), 'room_type'],
+        ['Guests', r.guests == null ? '—' : `${fmtInt(r.guests)} per room`, 'guests'],
+        ['Rate plan', planLabel(hotels, r.hotel_id, r.rate_plan_id), 'rate_plan'],
+      ];
     stay.body.replaceChildren(dl([
       ['Status', statusBadge(r.status, 'status'), 'status'],
       ['Hotel', hotelLabel(hotels, r.hotel_id), 'hotel'],
-      ['Room type', roomTypeLabel(hotels, r.hotel_id, r.room_type_id), 'room_type'],
       ['Dates', `${r.start_date} → ${r.end_date}`, 'dates'],
       ['Nights', fmtInt(r.nights), 'nights'],
       ['Rooms', fmtInt(r.rooms), 'rooms'],
-      ['Guests', r.guests == null ? '—' : `${fmtInt(r.guests)} per room`, 'guests'],
-      ['Rate plan', planLabel(hotels, r.hotel_id, r.rate_plan_id), 'rate_plan'],
+      ...rooms,
       ['Channel', String(r.channel ?? '—'), 'channel'],
       held && ['Hold expiry', fmtDateTime(r.hold_expires_at), 'hold_expires_at'],
       ['Created', fmtDateTime(r.created_at), 'created_at'],
@@ -326,7 +347,9 @@ export function mountReservation(root, ctx, route) {
       ['Captured', fmtMoney(p.captured_cents, cur), 'captured'],
       ['Refunded', fmtMoney(p.refunded_cents, cur), 'refunded'],
       r.status === 'cancelled' && r.refund_cents != null && ['Refunded by the cancellation', fmtMoney(r.refund_cents, cur), 'refund'],
-      ['Cancellation policy', policyWords(r.cancellation_policy), 'policy'],
+      lines
+        ? ['Cancellation policy', 'Each room type by the policy of its plan (above).', 'policy']
+        : ['Cancellation policy', policyWords(r.cancellation_policy), 'policy'],
     ]));
     showActions(r.status);
   }

@@ -459,6 +459,31 @@ test('an auditor sees the calendar and the stays but nothing to change them with
   await page.context().close();
 });
 
+test("a family's reservation shows each room type with its rooms, plan and price", async () => {
+  const night = plusDays(WATCHED, 20);
+  const family = await api('POST', '/v1/reservations', CHANNEL, {
+    hotel_id: HOTEL, start_date: night, end_date: plusDays(night, 2),
+    guest: { name: 'Ana Lima', email: 'ana.family@example.com' },
+    lines: [{ room_type_id: ROOM_TYPE, rooms: 1, guests: 2 }, { room_type_id: TWIN, rooms: 2 }],
+  });
+  assert.equal(family.status, 201, JSON.stringify(family.json));
+  const [king, twin] = family.json.lines;
+  const page = await newPage();
+  await signIn(page, ADMIN);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: WAIT });
+
+  await page.goto(`${BASE}/console/#/reservations/${family.json.reservation_id}`);
+  await page.locator('.status[data-status="held"]').first().waitFor({ timeout: WAIT });
+
+  const fact = (key) => page.locator(`.fact[data-field="${key}"] dd`).first().textContent();
+  assert.equal((await fact('rooms')).trim(), '3');
+  assert.match(await fact('line_0'), new RegExp(`#${ROOM_TYPE}\\) × 1, 2 per room, Base rate, \\D*${king.total_cents / 100}\\b`));
+  assert.match(await fact('line_1'), new RegExp(`#${TWIN}\\) × 2, 1 per room, Base rate, \\D*${twin.total_cents / 100}\\b`));
+  assert.equal(await page.locator('.fact[data-field="room_type"]').count(), 0, 'no single room type row');
+  await shot(page, '13a-family-reservation');
+  await page.context().close();
+});
+
 test('a channel token cannot sign in', async () => {
   const page = await newPage();
   await signIn(page, CHANNEL);

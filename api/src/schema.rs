@@ -615,15 +615,24 @@ pub fn reservation_lines() -> ArrayBuilder {
 /// the two shapes: the other's fields absent (or `null`, which is absent).
 pub fn one_room_type_or_lines() -> OneOfBuilder {
     let null = || ObjectBuilder::new().schema_type(Type::Null);
+    // `required` only asks for the key: a `null` is absent to the server, so each shape
+    // also says its own field is not null.
     let lines_shape = ["room_type_id", "rooms", "guests", "rate_plan_id"]
         .iter()
-        .fold(ObjectBuilder::new().required("lines"), |object, field| {
-            object.property(*field, null())
-        });
+        .fold(
+            ObjectBuilder::new()
+                .required("lines")
+                .property("lines", ArrayBuilder::new()),
+            |object, field| object.property(*field, null()),
+        );
     OneOfBuilder::new()
         .item(
             ObjectBuilder::new()
                 .required("room_type_id")
+                .property(
+                    "room_type_id",
+                    ObjectBuilder::new().schema_type(Type::Integer),
+                )
                 .property("lines", null()),
         )
         .item(lines_shape)

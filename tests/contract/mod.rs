@@ -594,12 +594,18 @@ impl Contract {
                 let len = runner.rng().random_range(min..=max.min(min + 3));
                 let mut items: Vec<Value> = Vec::new();
                 let unique = schema["uniqueItems"] == json!(true);
+                // `x-unique-by`: no two items with the same value of that field.
+                let unique_by = schema["x-unique-by"].as_str();
                 for _ in 0..len * 10 {
                     if items.len() == len {
                         break;
                     }
                     let item = self.generate(&schema["items"], runner, depth + 1);
-                    if !unique || !items.contains(&item) {
+                    let repeats = match unique_by {
+                        Some(field) => items.iter().any(|i| i[field] == item[field]),
+                        None => unique && items.contains(&item),
+                    };
+                    if !repeats {
                         items.push(item);
                     }
                 }

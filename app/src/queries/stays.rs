@@ -87,9 +87,9 @@ impl Queries {
                     AND status IN ('checked_in', 'checked_out', 'no_show')),
              stays AS (
                  SELECT f.room_type_id, f.start_date, f.status, f.left_on,
-                        f.rooms - coalesce((SELECT sum((l->>'rooms')::int)
-                                              FROM jsonb_array_elements(f.more_lines) l), 0)
-                          AS rooms
+                        (f.rooms - coalesce((SELECT sum((l->>'rooms')::int)
+                                               FROM jsonb_array_elements(f.more_lines) l),
+                                             0))::int AS rooms
                    FROM found f
                  UNION ALL
                  SELECT (l->>'room_type_id')::bigint, f.start_date, f.status, f.left_on,
