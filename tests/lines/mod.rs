@@ -343,6 +343,29 @@ async fn a_no_show_keeps_each_lines_first_night_and_a_check_out_releases_every_l
         assert_eq!(taken(&app, room_type, day(12)).await, 1, "in house");
         assert_eq!(taken(&app, room_type, day(13)).await, 0);
     }
+    // The stays report counts each line's rooms under its own room type.
+    let runners = Runners::start(&app.db.pool);
+    wait_caught_up(&app.db.pool).await;
+    let stays = app
+        .get(
+            &format!(
+                "/v1/hotels/{HOTEL}/stays?start_date={}&end_date={}",
+                day(10),
+                day(12)
+            ),
+            Some(ADMIN),
+        )
+        .await;
+    runners.stop().await;
+    let stays = stays.assert_status(200);
+    let totals = |room_type: i64| {
+        stays["room_types"]
+            .as_array()
+            .and_then(|rts| rts.iter().find(|rt| rt["room_type_id"] == room_type))
+            .map(|rt| (rt["arrivals"].clone(), rt["no_shows"].clone()))
+    };
+    assert_eq!(totals(KING), Some((json!(1), json!(1))), "{stays}");
+    assert_eq!(totals(TWIN), Some((json!(1), json!(1))), "{stays}");
     assert_invariants_at(&app.db.pool, app.now()).await;
     app.finish().await;
 }
