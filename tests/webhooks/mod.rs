@@ -266,8 +266,13 @@ async fn a_partner_gets_every_matching_event_once_signed_in_order_and_without_th
         .expect("held");
     assert_eq!(held.json()["data"]["reservation_id"], id.as_str());
     assert_eq!(held.json()["data"]["hotel_id"], HOTEL);
-    let reference = app.get_reservation(WEB, &id).await.str("reference");
-    assert_eq!(held.json()["data"]["reference"], reference.as_str());
+    let looked_up = app.get_reservation(WEB, &id).await;
+    assert_eq!(
+        held.json()["data"]["reference"],
+        looked_up.str("reference").as_str()
+    );
+    // A hold says what it holds, line by line, as the reservation lists them.
+    assert_eq!(held.json()["data"]["lines"], looked_up.json["lines"]);
     let cancelled = hits
         .iter()
         .find(|h| h.json()["type"] == "reservation.cancelled")
