@@ -33,6 +33,8 @@ fn rejections_survive_a_json_round_trip() {
             status: ReservationStatus::Cancelled,
         },
         InvalidInput::new("rooms", "too many").into(),
+        // A line's refusal, stored as the outcome of a hold of several room types.
+        Rejection::SoldOut { night: day(11) }.in_line(1, king(), 2),
     ];
     for rejection in rejections {
         let json = serde_json::to_string(&rejection).expect("serializes");
@@ -56,4 +58,26 @@ fn a_state_refusal_names_the_status_as_the_api_writes_it() {
             "{message}"
         );
     }
+}
+
+#[test]
+fn a_lines_refusal_names_the_line_only_when_there_are_several() {
+    let sold_out = Rejection::SoldOut { night: day(11) };
+
+    assert_eq!(sold_out.clone().in_line(0, king(), 1), sold_out);
+    assert_eq!(
+        sold_out.clone().in_line(1, king(), 2),
+        Rejection::InLine {
+            line: 1,
+            room_type_id: king(),
+            cause: Box::new(sold_out),
+        }
+    );
+    // An invalid field is named inside its line.
+    assert_eq!(
+        invalid_field(Err(
+            Rejection::from(InvalidInput::new("rooms", "too many")).in_line(1, king(), 2)
+        )),
+        "lines[1].rooms"
+    );
 }
