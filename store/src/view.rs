@@ -123,10 +123,8 @@ impl Default for PaymentView {
 }
 
 impl PaymentView {
-    pub fn of(reservation: &Reservation) -> Self {
-        let price = reservation
-            .details()
-            .map_or(Cents::ZERO, aggregates::ReservationDetails::total_due);
+    /// The money of `reservation`, whose guest owes `price` in all (its total due).
+    pub fn of(reservation: &Reservation, price: Cents) -> Self {
         reservation.ledger().map_or_else(Self::default, |l| Self {
             status: l.status(),
             authorized_cents: l.authorized,
@@ -214,7 +212,7 @@ impl ReservationView {
             rate_plan_id: d.rate_plan_id.map(|p| p.get()),
             cancellation_policy: d.cancellation_policy,
             guests: d.guests.get(),
-            payment: PaymentView::of(reservation),
+            payment: PaymentView::of(reservation, taxed.total_due),
             currency: d.currency,
             total_due_cents: Some(taxed.total_due),
             taxes: taxed.lines,
