@@ -326,6 +326,10 @@ pub struct Reservation {
     /// of the confirmed stay were changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     refund_cap_percent: Option<u8>,
+    /// The same cap for each line beyond the first (see `ReservationDetails::lines`), in
+    /// line order: each line keeps its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    more_refund_caps: Vec<u8>,
     /// A move to dearer dates whose new nights are held while the card is asked for
     /// the difference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -432,6 +436,8 @@ pub enum ReservationCommand {
         more_line_prices: Vec<LinePrice>,
         now: DateTime<Utc>,
         refund_percent_now: u8,
+        /// `refund_percent_now` of each line beyond the first, by its own policy.
+        more_refund_percents_now: Vec<u8>,
         capture_due_at: DateTime<Utc>,
         increment: Option<Increment>,
     },
@@ -493,6 +499,9 @@ pub enum ReservationEvent {
         /// The new prices of each line beyond the first, in line order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         more_line_prices: Vec<LinePrice>,
+        /// `refund_cap_percent` of each line beyond the first, in line order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        more_refund_caps: Vec<u8>,
     },
     /// The nights a dearer move enters are held (until `hold_expires_at`) while the card
     /// is asked for the difference; the stay itself is unchanged.
@@ -685,6 +694,16 @@ impl Reservation {
     /// cancellation may give back.
     pub fn refund_cap_percent(&self) -> Option<u8> {
         self.refund_cap_percent
+    }
+
+    /// The cap on line `line`'s share a guest's cancellation gives back (100 before any
+    /// date change of the confirmed stay).
+    fn refund_cap_of(&self, line: usize) -> u8 {
+        let cap = match line {
+            0 => self.refund_cap_percent,
+            i => self.more_refund_caps.get(i - 1).copied(),
+        };
+        cap.unwrap_or(100)
     }
 
     fn ledger_mut(&mut self) -> Option<&mut Ledger> {
@@ -928,15 +947,14 @@ impl Reservation {
                         })
                     }
                     ReservationStatus::Held | ReservationStatus::Confirmed => {
-                        let cap = match by {
-                            CancelledBy::Hotel => 100,
-                            CancelledBy::Guest => self.refund_cap_percent.unwrap_or(100),
-                        };
+                        // Each line's share, capped by its own cap after a date change.
                         let percents: Vec<u8> = match by {
                             CancelledBy::Hotel => vec![100],
-                            CancelledBy::Guest => {
-                                refund_percents.iter().map(|p| (*p).min(cap)).collect()
-                            }
+                            CancelledBy::Guest => refund_percents
+                                .iter()
+                                .enumerate()
+                                .map(|(i, p)| (*p).min(self.refund_cap_of(i)))
+                                .collect(),
                         };
                         let ledger = self.ledger();
                         let taxed = details.taxed();
@@ -1081,6 +1099,7 @@ impl Reservation {
                 more_line_prices,
                 now,
                 refund_percent_now,
+                more_refund_percents_now,
                 capture_due_at,
                 increment,
             } => {
@@ -1107,6 +1126,7 @@ impl Reservation {
                         refund_cap_percent: None,
                         capture_due_at: None,
                         more_line_prices,
+                        more_refund_caps: Vec::new(),
                     }]),
                     ReservationStatus::Confirmed => self.move_confirmed(
                         details,
@@ -1115,7 +1135,7 @@ impl Reservation {
                         first_night_cents,
                         more_line_prices,
                         now,
-                        refund_percent_now,
+                        (refund_percent_now, more_refund_percents_now),
                         capture_due_at,
                         increment,
                     ),
@@ -1138,11 +1158,19 @@ impl Reservation {
         first_night_cents: Cents,
         more_line_prices: Vec<LinePrice>,
         now: DateTime<Utc>,
-        refund_percent_now: u8,
+        (refund_percent_now, more_refund_percents_now): (u8, Vec<u8>),
         capture_due_at: DateTime<Utc>,
         increment: Option<Increment>,
     ) -> Result<Vec<ReservationEvent>, ReservationError> {
-        let cap = refund_percent_now.min(self.refund_cap_percent.unwrap_or(100));
+        // Each line's cap: the share its own policy gives back now, never above the
+        // one it had.
+        let cap = refund_percent_now.min(self.refund_cap_of(0));
+        let more_caps: Vec<u8> = more_refund_percents_now
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (*p).min(self.refund_cap_of(i + 1)))
+            .collect();
+        let lowest = more_caps.iter().copied().fold(cap, u8::min);
         let mut events = Vec::new();
         let mut due = None;
         let mut money = Vec::new();
@@ -1165,7 +1193,7 @@ impl Reservation {
                         authorized_at: now,
                     });
                 }
-                let capture_at = if cap < 100 { now } else { capture_due_at };
+                let capture_at = if lowest < 100 { now } else { capture_due_at };
                 if ledger.is_captured() || capture_at <= now {
                     money = Self::money(ledger.settle(details.reservation_id, owed), now);
                 } else {
@@ -1181,6 +1209,7 @@ impl Reservation {
             refund_cap_percent: Some(cap),
             capture_due_at: due,
             more_line_prices,
+            more_refund_caps: more_caps,
         });
         events.extend(money);
         Ok(events)
@@ -1273,7 +1302,11 @@ impl Reservation {
                 refund_cap_percent,
                 capture_due_at,
                 more_line_prices,
+                more_refund_caps,
             } => {
+                if !more_refund_caps.is_empty() {
+                    self.more_refund_caps.clone_from(more_refund_caps);
+                }
                 if let Some(details) = self.details.as_mut() {
                     details.stay = *stay;
                     details.total_cents = *total_cents;

@@ -231,6 +231,7 @@ impl Model {
                 let before = (self.guest_share_now(), self.charge());
                 let (now, capture_due_at) = (self.now, self.capture_due(start));
                 let command = |increment| ReservationCommand::ChangeDates {
+                    more_refund_percents_now: Vec::new(),
                     more_line_prices: Vec::new(),
                     stay,
                     total_cents: Cents::new(per_night * i64::from(nights)),

@@ -352,6 +352,7 @@ fn reservation_out(
                 rooms: line.rooms,
                 guests: line.guests,
                 rate_plan_id: line.rate_plan_id,
+                cancellation_policy: line.cancellation_policy.into(),
                 total_cents: line.total_cents,
             })
             .collect(),

@@ -287,6 +287,8 @@ pub struct LineOut {
     pub guests: u32,
     /// `null`: the base rate.
     pub rate_plan_id: Option<i64>,
+    /// The line's policy as sold: a cancellation refunds each line by its own.
+    pub cancellation_policy: PolicyOut,
     /// The line's price over the stay, every room and night.
     pub total_cents: i64,
 }
@@ -298,6 +300,7 @@ impl From<&store::view::LineView> for LineOut {
             rooms: line.rooms,
             guests: line.guests,
             rate_plan_id: line.rate_plan_id,
+            cancellation_policy: line.cancellation_policy.into(),
             total_cents: line.total_cents.get(),
         }
     }

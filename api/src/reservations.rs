@@ -204,9 +204,9 @@ impl CreateReservation {
     fn parse(mut self, limits: &BookingLimits) -> Result<HoldRequest, ApiError> {
         let hotel_id = HotelId::parse(self.hotel_id)?;
         let mut lines = self.lines(limits)?.into_iter();
-        let first = lines
-            .next()
-            .ok_or_else(|| ApiError::invalid("lines", "lines: must hold 1 to 4 lines"))?;
+        let first = lines.next().ok_or_else(|| {
+            ApiError::invalid("lines", format!("lines: must hold 1 to {MAX_LINES} lines"))
+        })?;
         let request = HoldRequest {
             hotel_id,
             room_type_id: first.room_type_id,
@@ -290,6 +290,7 @@ impl From<ReservationView> for ReservationOut {
                     rooms: v.rooms,
                     guests: v.guests,
                     rate_plan_id: v.rate_plan_id,
+                    cancellation_policy: v.cancellation_policy.into(),
                     total_cents: v.total_cents.get(),
                 }]
             } else {
@@ -384,6 +385,10 @@ fn hold_outcome(result: &Result<ReservationView, CommandError>) -> &'static str 
     match result {
         Ok(_) => "held",
         Err(CommandError::Rejected(r)) => match r {
+            // A line's refusal counts as its cause.
+            Rejection::InLine { cause, .. } if matches!(**cause, Rejection::SoldOut { .. }) => {
+                "sold_out"
+            }
             Rejection::SoldOut { .. } => "sold_out",
             Rejection::PriceChanged { .. } => "price_changed",
             _ => "rejected",

@@ -130,6 +130,23 @@ async fn currencies(
     Ok(rows.into_iter().collect())
 }
 
+/// A cancellation policy as the API writes it (`{"refundable": false}`, or the hours
+/// and the share of a refundable one).
+fn policy_json(policy: aggregates::cancellation::CancellationPolicy) -> Value {
+    match policy {
+        aggregates::cancellation::CancellationPolicy::NonRefundable => {
+            json!({"refundable": false})
+        }
+        aggregates::cancellation::CancellationPolicy::Refundable {
+            full_refund_hours,
+            partial_refund_hours,
+            partial_refund_percent,
+        } => json!({"refundable": true, "full_refund_hours": full_refund_hours,
+                    "partial_refund_hours": partial_refund_hours,
+                    "partial_refund_percent": partial_refund_percent}),
+    }
+}
+
 /// The nights of one (hotel, room type) a transaction changed.
 #[derive(Default)]
 struct Touched {
@@ -200,6 +217,8 @@ impl Projection for WebhookProjection {
                     // A hold says what it holds: every room type, a line each (as the
                     // reservation's answer lists them).
                     if let ReservationEvent::ReservationHeld(details) = event {
+                        // Every line's rooms, as the reservation's `rooms` counts them.
+                        body["rooms"] = json!(details.all_rooms());
                         body["lines"] = details
                             .lines()
                             .iter()
@@ -209,6 +228,7 @@ impl Projection for WebhookProjection {
                                     "rooms": line.rooms.get(),
                                     "guests": line.guests.get(),
                                     "rate_plan_id": line.rate_plan_id.map(|p| p.get()),
+                                    "cancellation_policy": policy_json(line.cancellation_policy),
                                     "total_cents": line.total_cents.get(),
                                 })
                             })

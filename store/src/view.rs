@@ -78,6 +78,9 @@ pub struct LineView {
     pub rooms: u32,
     pub guests: u32,
     pub rate_plan_id: Option<i64>,
+    /// The line's policy, as sold (each line is refunded by its own).
+    #[serde(default = "house_policy")]
+    pub cancellation_policy: CancellationPolicy,
     pub total_cents: Cents,
 }
 
@@ -88,6 +91,7 @@ impl LineView {
             rooms: line.rooms.get(),
             guests: line.guests.get(),
             rate_plan_id: line.rate_plan_id.map(|p| p.get()),
+            cancellation_policy: line.cancellation_policy,
             total_cents: line.total_cents,
         }
     }

@@ -1013,6 +1013,7 @@ async fn http_verify_judges_each_hold_by_the_restrictions_and_plans_in_force_bef
     let unplanned_at = sneak_event(&app.db.pool, "reservation", &unplanned_stream, unplanned).await;
     let moved_stream = format!("{HOTEL}:{two_nights}");
     let moved = serde_json::to_value(aggregates::ReservationEvent::DatesChanged {
+        more_refund_caps: Vec::new(),
         more_line_prices: Vec::new(),
         stay: stay(day(11), day(13)),
         total_cents: aggregates::Cents::new(36_000),

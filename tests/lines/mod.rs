@@ -67,11 +67,13 @@ async fn a_family_books_a_double_and_a_twin_together_and_every_answer_lists_both
         .await;
 
     let held = held.assert_status(201).clone();
+    let house = held["cancellation_policy"].clone();
+    assert_eq!(house["refundable"], true, "the base rate: the house policy");
     let lines = json!([
         {"room_type_id": KING, "rooms": 1, "guests": 2, "rate_plan_id": null,
-         "total_cents": 2 * RATE},
+         "cancellation_policy": house, "total_cents": 2 * RATE},
         {"room_type_id": TWIN, "rooms": 2, "guests": 1, "rate_plan_id": null,
-         "total_cents": 2 * 2 * TWIN_RATE},
+         "cancellation_policy": house, "total_cents": 2 * 2 * TWIN_RATE},
     ]);
     assert_eq!(held["lines"], lines);
     assert_eq!(held["total_cents"], 2 * RATE + 4 * TWIN_RATE);

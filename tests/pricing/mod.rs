@@ -199,7 +199,7 @@ async fn taxes_are_set_shown_on_offers_and_reservations_and_the_total_due_is_aut
     assert_eq!(
         held["lines"],
         json!([{"room_type_id": KING, "rooms": 1, "guests": 2, "rate_plan_id": null,
-                "total_cents": 36_000}])
+                "cancellation_policy": held["cancellation_policy"], "total_cents": 36_000}])
     );
 
     let id = held["reservation_id"].as_str().expect("id");

@@ -131,15 +131,18 @@ pub fn change_dates(
         first_night_cents,
         more_line_prices,
         now,
-        // Over several lines, the strictest line's share caps them all.
-        refund_percent_now: terms
+        refund_percent_now: details
+            .cancellation_policy
+            .refund_percent(lead, CancelledBy::Guest),
+        // Each line by its own policy.
+        more_refund_percents_now: details
+            .more_lines
             .iter()
-            .map(|(line, _)| {
+            .map(|line| {
                 line.cancellation_policy
                     .refund_percent(lead, CancelledBy::Guest)
             })
-            .min()
-            .unwrap_or(100),
+            .collect(),
         capture_due_at: capture_due_at(details, new_stay.start(), timezone, now),
         increment,
     });

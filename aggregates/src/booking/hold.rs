@@ -12,8 +12,8 @@ use crate::personal::Personal;
 use crate::reservation::{Line, Reservation, ReservationCommand, ReservationDetails};
 use crate::room_night::RoomNightCommand;
 use crate::types::{
-    local_date, BookingLimits, Cents, Guest, GuestCount, HotelId, RatePlanId, ReservationId,
-    RoomCount, RoomTypeId, StayDates,
+    local_date, BookingLimits, Cents, Guest, GuestCount, HotelId, InvalidInput, RatePlanId,
+    ReservationId, RoomCount, RoomTypeId, StayDates,
 };
 
 /// What a client asks to hold, each field parsed once where the request enters (the
@@ -104,12 +104,23 @@ pub fn hold_stay(
         hold_expires_at,
     } = cmd;
     let count = 1 + request.more_lines.len();
-    let mut timezone = None;
+    // The hotel and the stay's dates are the whole request's; the rest is each line's.
+    let timezone = match (hotel.hotel_id(), hotel.details()) {
+        (Some(id), Some(details)) if id == request.hotel_id => details.timezone(),
+        _ => return Err(Rejection::UnknownHotel),
+    };
     let mut sold: Vec<SoldLine> = Vec::with_capacity(count);
     for (i, line) in request.lines().enumerate() {
         let named = |e: Rejection| e.in_line(i, line.room_type_id, count);
-        timezone =
-            Some(check_room_type(hotel, request.hotel_id, line.room_type_id).map_err(named)?);
+        // One line per room type: a night's allocation is one per reservation.
+        if sold
+            .iter()
+            .any(|s| s.line.room_type_id == line.room_type_id)
+        {
+            let repeated = InvalidInput::new("room_type_id", "a room type appears in one line");
+            return Err(named(repeated.into()));
+        }
+        check_room_type(hotel, request.hotel_id, line.room_type_id).map_err(named)?;
         let terms = SaleTerms::resolve(hotel, line.room_type_id, line.rate_plan_id, line.guests)
             .map_err(named)?;
         sold.push(SoldLine {
@@ -119,14 +130,15 @@ pub fn hold_stay(
             first_night_cents: None,
         });
     }
-    let timezone = timezone.ok_or(Rejection::UnknownRoomType)?;
     let today = local_date(now, timezone);
-    // The limit on rooms is each line's (as it is a single room type's).
-    for (i, line) in request.lines().enumerate() {
-        limits
-            .check(&request.stay, line.rooms, today)
-            .map_err(|e| Rejection::from(e).in_line(i, line.room_type_id, count))?;
-    }
+    // The limit on rooms is each line's (as it is a single room type's): checked with
+    // the largest.
+    let widest = request
+        .lines()
+        .map(|l| l.rooms)
+        .max_by_key(|r| r.get())
+        .unwrap_or(request.rooms);
+    limits.check(&request.stay, widest, today)?;
     if reservation.details().is_some() {
         return Err(Rejection::ReservationExists);
     }
@@ -180,7 +192,9 @@ pub fn hold_stay(
         .map(|s| s.first_night_cents.map(Cents::get))
         .sum::<Option<i64>>()
         .map(Cents::new);
-    let (first, more) = sold.split_first().ok_or(Rejection::UnknownRoomType)?;
+    let Some((first, more)) = sold.split_first() else {
+        return Err(Rejection::UnknownRoomType);
+    };
     let more_lines = more
         .iter()
         .map(|s| Line {

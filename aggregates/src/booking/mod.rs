@@ -100,7 +100,8 @@ impl<'a> StayNights<'a> {
 }
 
 /// What a command decided: the events for the reservation stream and for each night
-/// stream that changes (in night order; nights with no event are left out).
+/// stream that changes (line by line, each in night order; nights with no event are
+/// left out).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Decision {
     pub reservation: Vec<ReservationEvent>,

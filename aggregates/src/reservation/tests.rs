@@ -88,6 +88,7 @@ fn cancel(minutes: i64) -> ReservationCommand {
 
 fn change_to(start_day: u32, end_day: u32, minutes: i64) -> ReservationCommand {
     ReservationCommand::ChangeDates {
+        more_refund_percents_now: Vec::new(),
         more_line_prices: Vec::new(),
         stay: stay(start_day, end_day),
         total_cents: Cents::new(72_000),
@@ -102,6 +103,7 @@ fn change_to(start_day: u32, end_day: u32, minutes: i64) -> ReservationCommand {
 /// A stay moved to 11..14 at 72,000 (first night 24,000), at `minutes`.
 fn moved(minutes: i64, refund_cap_percent: Option<u8>) -> ReservationEvent {
     ReservationEvent::DatesChanged {
+        more_refund_caps: Vec::new(),
         more_line_prices: Vec::new(),
         stay: stay(11, 14),
         total_cents: Cents::new(72_000),
@@ -968,4 +970,79 @@ fn a_no_show_of_a_taxed_stay_keeps_the_first_night_without_the_taxes_of_nights_n
         .collect();
     // The first night is half the 480.00 (no first-night price kept: the average).
     assert_eq!(refunded, [51_300 - 24_000]);
+}
+
+// --- Several room types --------------------------------------------------------------
+
+/// `details()` as two lines: the first non-refundable at 300.00, a second room type
+/// under the house policy at 180.00 (480.00 in all).
+fn two_lines() -> ReservationDetails {
+    ReservationDetails {
+        cancellation_policy: CancellationPolicy::NonRefundable,
+        more_lines: vec![Line {
+            room_type_id: RoomTypeId::parse(4).expect("valid id"),
+            rooms: RoomCount::parse(1).expect("valid count"),
+            guests: GuestCount::ONE,
+            rate_plan_id: None,
+            cancellation_policy: CancellationPolicy::HOUSE,
+            total_cents: Cents::new(18_000),
+            first_night_cents: Cents::new(9_000),
+        }],
+        ..details()
+    }
+}
+
+#[test]
+fn a_date_change_caps_each_lines_refund_by_its_own_policy() {
+    let mut reservation = state(&[
+        ReservationEvent::ReservationHeld(two_lines()),
+        paid_at("txn_1", 5),
+    ]);
+    let move_out = ReservationCommand::ChangeDates {
+        stay: stay(20, 22),
+        total_cents: Cents::new(48_000),
+        first_night_cents: Cents::new(24_000),
+        more_line_prices: vec![LinePrice {
+            total_cents: Cents::new(18_000),
+            first_night_cents: Cents::new(9_000),
+        }],
+        now: at(10),
+        refund_percent_now: 0,
+        more_refund_percents_now: vec![100],
+        capture_due_at: at(5_000),
+        increment: None,
+    };
+
+    let moved = reservation.decide(move_out).expect("the stay moves");
+    for event in &moved {
+        reservation.apply_event(event);
+    }
+    let cancelled = reservation
+        .decide(ReservationCommand::Cancel {
+            now: at(20),
+            today: day(1),
+            reason: "plans changed".to_owned(),
+            by: CancelledBy::Guest,
+            refund_percents: vec![0, 100],
+        })
+        .expect("cancellable");
+
+    // A line not refundable any more: the whole stay is captured at once.
+    assert!(moved
+        .iter()
+        .any(|e| matches!(e, ReservationEvent::PaymentCaptured { .. })));
+    assert!(moved.iter().any(|e| matches!(
+        e,
+        ReservationEvent::DatesChanged { refund_cap_percent: Some(0), more_refund_caps, .. }
+            if more_refund_caps == &vec![100]
+    )));
+    // The refundable line is given back in full; the other is kept.
+    assert!(
+        cancelled.iter().any(|e| matches!(
+            e,
+            ReservationEvent::ReservationCancelled { refund_cents, .. }
+                if *refund_cents == Cents::new(18_000)
+        )),
+        "{cancelled:?}"
+    );
 }

@@ -408,6 +408,15 @@ async fn attempt(
         let outcome: Outcome = match decision {
             Err(rejection) => Err(rejection),
             Ok(decision) => {
+                if decision
+                    .nights
+                    .iter()
+                    .any(|(key, _)| !work.contains_key(&(key.hotel_id, key.room_type_id)))
+                {
+                    return Err(AttemptError::Fatal(CommandError::Internal(
+                        "a hold changed nights of a room it did not load".into(),
+                    )));
+                }
                 version = decision.reservation.len() as i64;
                 let metadata = writer.set_metadata(&hold.metadata)?.clone();
                 writer.expect_catalog(hotel_id, opened.version(hotel_id));

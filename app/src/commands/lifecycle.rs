@@ -631,6 +631,15 @@ impl CommandService {
             if decision.reservation.is_empty() {
                 continue;
             }
+            if decision
+                .nights
+                .iter()
+                .any(|(key, _)| !work.contains_key(&(key.hotel_id, key.room_type_id)))
+            {
+                return Err(AttemptError::Fatal(CommandError::Internal(
+                    "an expiry changed nights of a room it did not load".into(),
+                )));
+            }
             let after = writer.queue_reservation(Some(before), &decision.reservation)?;
             if let Some(after) = after {
                 written.push((after, before, decision.reservation.clone()));

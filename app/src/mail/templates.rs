@@ -78,13 +78,14 @@ pub struct Names<'a> {
     pub language: Language,
 }
 
-/// The stay's room types as a message lists them: each with its name, rooms and guests
-/// per room, the first one first.
+/// The stay's room types as a message lists them: each with its name, rooms, guests per
+/// room and cancellation policy, the first one first.
 fn lines(facts: &MailFacts, names: &Names<'_>) -> Vec<minijinja::Value> {
     let first = context! {
         room_type => names.room_type,
         rooms => facts.rooms.get(),
         guests => facts.guests.get(),
+        policy => Policy::from(facts.cancellation_policy).value(),
     };
     let more = facts.more_lines.iter().enumerate().map(|(i, line)| {
         let fallback = format!("room type {}", line.room_type_id);
@@ -93,6 +94,7 @@ fn lines(facts: &MailFacts, names: &Names<'_>) -> Vec<minijinja::Value> {
             room_type => name,
             rooms => line.rooms.get(),
             guests => line.guests.get(),
+            policy => Policy::from(line.cancellation_policy).value(),
         }
     });
     std::iter::once(first).chain(more).collect()
@@ -341,6 +343,42 @@ mod tests {
             total_due_cents: None,
             taxes: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_stay_of_two_room_types_lists_each_with_its_rooms_and_policy() {
+        let family = MailFacts {
+            more_lines: vec![store::write::mail::MailLine {
+                room_type_id: RoomTypeId::parse(2).expect("an id"),
+                rooms: RoomCount::parse(1).expect("rooms"),
+                guests: GuestCount::parse(2).expect("guests"),
+                cancellation_policy: CancellationPolicy::NonRefundable,
+            }],
+            ..facts()
+        };
+        let twin = ["Twin".to_owned()];
+        let named = Names {
+            more_room_types: &twin,
+            ..names(Language::English)
+        };
+
+        let mail = render(MailKind::Confirmation, &family, &named).expect("renders");
+
+        for line in [
+            "Room: Double x 2, 1 guest per room",
+            "Room: Twin x 1, 2 guests per room",
+            "Double: Cancellation: free until 72 hours before arrival; 50% back until 24 hours before; nothing after.",
+            "Twin: Cancellation: this rate is not refundable.",
+        ] {
+            assert!(mail.text.lines().any(|l| l == line), "lacks {line:?}:\n{}", mail.text);
+        }
+        // One room type: the policy alone, as before lines.
+        let single =
+            render(MailKind::Confirmation, &facts(), &names(Language::English)).expect("renders");
+        assert!(single
+            .text
+            .lines()
+            .any(|l| l.starts_with("Cancellation: free until")));
     }
 
     #[test]

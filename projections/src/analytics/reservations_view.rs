@@ -96,6 +96,7 @@ pub struct RowLine {
     pub rooms: u32,
     pub guests: u32,
     pub rate_plan_id: Option<i64>,
+    pub cancellation_policy: CancellationPolicy,
     pub total_cents: i64,
 }
 
@@ -141,6 +142,7 @@ impl ReservationRow {
                 .saturating_sub(more_rooms),
             guests: u32::try_from(self.guests).unwrap_or(1),
             rate_plan_id: self.rate_plan_id,
+            cancellation_policy: self.cancellation_policy(),
             total_cents: self.total_cents - more_cents,
         });
         lines.extend(more.iter().map(|l| RowLine {
@@ -148,6 +150,7 @@ impl ReservationRow {
             rooms: l.rooms.get(),
             guests: l.guests.get(),
             rate_plan_id: l.rate_plan_id.map(|p| p.get()),
+            cancellation_policy: l.cancellation_policy,
             total_cents: l.total_cents.get(),
         }));
         lines

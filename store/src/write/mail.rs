@@ -132,6 +132,7 @@ pub struct MailLine {
     pub room_type_id: RoomTypeId,
     pub rooms: RoomCount,
     pub guests: GuestCount,
+    pub cancellation_policy: CancellationPolicy,
 }
 
 /// The messages `events` owe the guest of `reservation` (its state after them), whose
@@ -165,6 +166,7 @@ fn messages(
                 room_type_id: l.room_type_id,
                 rooms: l.rooms,
                 guests: l.guests,
+                cancellation_policy: l.cancellation_policy,
             })
             .collect(),
         refund_cents: None,

@@ -38,6 +38,7 @@ fn changing_the_dates_of_a_hold_releases_old_nights_holds_new_ones_and_leaves_th
     assert_eq!(
         decision.reservation,
         vec![ReservationEvent::DatesChanged {
+            more_refund_caps: Vec::new(),
             more_line_prices: Vec::new(),
             stay: stay(11, 14),
             total_cents: Cents::new(2 * (12_000 + 14_000 + 16_000)),

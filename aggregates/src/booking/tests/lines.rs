@@ -353,3 +353,37 @@ fn each_line_keeps_its_own_share_when_policies_differ() {
         Cents::new(29_500)
     );
 }
+
+#[test]
+fn a_room_type_in_two_lines_is_refused_before_any_night_is_decided() {
+    let (kings, twins) = (four_nights(3), twin_nights(2));
+    let mut cmd = family_cmd(1, 10, 12, 1);
+    cmd.request.more_lines[0].room_type_id = king();
+
+    let refused = hold_stay(
+        &family_hotel(),
+        &Reservation::default(),
+        &both(&kings, &twins),
+        &BookingLimits::default(),
+        cmd,
+    );
+
+    assert_eq!(invalid_field(refused), "lines[1].room_type_id");
+}
+
+#[test]
+fn a_stay_in_the_past_is_the_whole_requests_fault_not_a_lines() {
+    let (kings, twins) = (four_nights(3), twin_nights(2));
+    let mut cmd = family_cmd(1, 10, 12, 1);
+    cmd.now = at(60 * 24 * 30);
+
+    let refused = hold_stay(
+        &family_hotel(),
+        &Reservation::default(),
+        &both(&kings, &twins),
+        &BookingLimits::default(),
+        cmd,
+    );
+
+    assert_eq!(invalid_field(refused), "start_date");
+}

@@ -125,6 +125,7 @@ fn move_to(
     increment: Option<Increment>,
 ) -> ReservationCommand {
     ReservationCommand::ChangeDates {
+        more_refund_percents_now: Vec::new(),
         more_line_prices: Vec::new(),
         stay: stay(20, 23),
         total_cents: cents(total),
@@ -143,6 +144,7 @@ fn moved(
     capture_due_at: Option<i64>,
 ) -> ReservationEvent {
     ReservationEvent::DatesChanged {
+        more_refund_caps: Vec::new(),
         more_line_prices: Vec::new(),
         stay: stay(20, 23),
         total_cents: cents(total),

@@ -637,6 +637,7 @@ mod tests {
             reservation_stream_id(details.hotel_id, details.reservation_id),
             sequence,
             &ReservationEvent::DatesChanged {
+                more_refund_caps: Vec::new(),
                 more_line_prices: Vec::new(),
                 stay: to,
                 total_cents: Cents::new(36_000),
