@@ -65,8 +65,9 @@ pub struct ReservationView {
     /// Outcomes stored before taxes existed carry none: they owed `total_cents`.
     #[serde(default)]
     pub total_due_cents: Option<Cents>,
-    /// One per room type, the first one first. Outcomes stored before lines carry none:
-    /// they had one, the reservation's own fields.
+    /// One per room type, the first one first, for a reservation of several; empty for
+    /// one room type (and in outcomes stored before lines), whose one line is the
+    /// view's own fields.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lines: Vec<LineView>,
 }
@@ -220,7 +221,12 @@ impl ReservationView {
             currency: d.currency,
             total_due_cents: Some(taxed.total_due),
             taxes: taxed.lines,
-            lines: d.lines().iter().map(LineView::of).collect(),
+            // One room type: its line is the view's own fields (the answer lists it).
+            lines: if d.more_lines.is_empty() {
+                Vec::new()
+            } else {
+                d.lines().iter().map(LineView::of).collect()
+            },
         })
     }
 }

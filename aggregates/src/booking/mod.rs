@@ -72,28 +72,39 @@ pub type Nights = BTreeMap<NaiveDate, RoomNight>;
 /// which reads as no inventory.
 #[derive(Debug, Clone, Default)]
 pub struct StayNights<'a> {
-    by_type: Vec<(RoomTypeId, &'a Nights)>,
+    /// The first room type's, kept inline: a stay of one room type (nearly every hold)
+    /// allocates nothing.
+    first: Option<(RoomTypeId, &'a Nights)>,
+    more: Vec<(RoomTypeId, &'a Nights)>,
 }
 
 impl<'a> StayNights<'a> {
     /// The nights of a stay of one room type.
     pub fn one(room_type_id: RoomTypeId, nights: &'a Nights) -> Self {
         Self {
-            by_type: vec![(room_type_id, nights)],
+            first: Some((room_type_id, nights)),
+            more: Vec::new(),
         }
     }
 
     /// Adds (or replaces) a room type's nights.
     pub fn add(&mut self, room_type_id: RoomTypeId, nights: &'a Nights) {
-        self.by_type.retain(|(id, _)| *id != room_type_id);
-        self.by_type.push((room_type_id, nights));
+        match self.first {
+            None => self.first = Some((room_type_id, nights)),
+            Some((id, _)) if id == room_type_id => self.first = Some((room_type_id, nights)),
+            Some(_) => {
+                self.more.retain(|(id, _)| *id != room_type_id);
+                self.more.push((room_type_id, nights));
+            }
+        }
     }
 
     /// A room type's nights (none if they were not loaded).
     pub fn of(&self, room_type_id: RoomTypeId) -> &'a Nights {
         static NONE: Nights = BTreeMap::new();
-        self.by_type
+        self.first
             .iter()
+            .chain(self.more.iter())
             .find(|(id, _)| *id == room_type_id)
             .map_or(&NONE, |(_, nights)| *nights)
     }
