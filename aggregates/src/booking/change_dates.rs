@@ -6,7 +6,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 use super::cancel::check_in_instant;
 use super::confirm::capture_due_at;
-use super::nights::{decide_nights, each_line, RoomType};
+use super::nights::{decide_lines, each_line};
 use super::{check_room_type, existing, Decision, Rejection, SaleTerms, StayNights};
 use crate::cancellation::CancelledBy;
 use crate::hotel::Hotel;
@@ -161,50 +161,43 @@ pub fn change_dates(
     all_nights.sort_unstable();
     all_nights.dedup();
     let reservation_id = details.reservation_id;
-    let count = terms.len();
-    for (i, (line, _)) in terms.iter().enumerate() {
-        let room_type = RoomType {
-            hotel_id: details.hotel_id,
-            room_type_id: line.room_type_id,
-        };
-        decide_nights(
-            &mut decision,
-            room_type,
-            nights.of(line.room_type_id),
-            all_nights.iter().copied(),
-            |date, night| {
-                Ok(match (old.contains(date), new_stay.contains(date)) {
-                    (true, false) => Some(RoomNightCommand::Release { reservation_id }),
-                    (false, true) if held => Some(RoomNightCommand::Hold {
+    decide_lines(
+        &mut decision,
+        details.hotel_id,
+        terms.iter().map(|(line, _)| line),
+        nights,
+        all_nights.iter().copied(),
+        |line, date, night| {
+            Ok(match (old.contains(date), new_stay.contains(date)) {
+                (true, false) => Some(RoomNightCommand::Release { reservation_id }),
+                (false, true) if held => Some(RoomNightCommand::Hold {
+                    reservation_id,
+                    rooms: line.rooms,
+                    expires_at: details.hold_expires_at,
+                    now,
+                }),
+                // Held for this move while the card was asked (`hold_date_change`):
+                // the hold becomes the sale.
+                (false, true)
+                    if night
+                        .hold_of(&reservation_id)
+                        .is_some_and(|h| h.expires_at > now) =>
+                {
+                    Some(RoomNightCommand::Confirm {
                         reservation_id,
-                        rooms: line.rooms,
-                        expires_at: details.hold_expires_at,
                         now,
-                    }),
-                    // Held for this move while the card was asked (`hold_date_change`):
-                    // the hold becomes the sale.
-                    (false, true)
-                        if night
-                            .hold_of(&reservation_id)
-                            .is_some_and(|h| h.expires_at > now) =>
-                    {
-                        Some(RoomNightCommand::Confirm {
-                            reservation_id,
-                            now,
-                        })
-                    }
-                    (false, true) => Some(RoomNightCommand::Book {
-                        reservation_id,
-                        rooms: line.rooms,
-                        now,
-                    }),
-                    // In both stays (untouched) or in neither.
-                    _ => None,
-                })
-            },
-        )
-        .map_err(|e| e.in_line(i, line.room_type_id, count))?;
-    }
+                    })
+                }
+                (false, true) => Some(RoomNightCommand::Book {
+                    reservation_id,
+                    rooms: line.rooms,
+                    now,
+                }),
+                // In both stays (untouched) or in neither.
+                _ => None,
+            })
+        },
+    )?;
     if nightly.is_none() {
         return Err(Rejection::SoldOut {
             night: new_stay.start(),
@@ -252,27 +245,21 @@ pub fn hold_date_change(
         reservation: events,
         nights: Vec::new(),
     };
-    let count = terms.len();
-    for (i, (line, _)) in terms.iter().enumerate() {
-        let hold = RoomNightCommand::Hold {
-            reservation_id: details.reservation_id,
-            rooms: line.rooms,
-            expires_at: hold_expires_at,
-            now,
-        };
-        let room_type = RoomType {
-            hotel_id: details.hotel_id,
-            room_type_id: line.room_type_id,
-        };
-        decide_nights(
-            &mut decision,
-            room_type,
-            nights.of(line.room_type_id),
-            new_stay.nights().filter(|date| !old.contains(*date)),
-            |_, _| Ok(Some(hold.clone())),
-        )
-        .map_err(|e| e.in_line(i, line.room_type_id, count))?;
-    }
+    decide_lines(
+        &mut decision,
+        details.hotel_id,
+        terms.iter().map(|(line, _)| line),
+        nights,
+        new_stay.nights().filter(|date| !old.contains(*date)),
+        |line, _, _| {
+            Ok(Some(RoomNightCommand::Hold {
+                reservation_id: details.reservation_id,
+                rooms: line.rooms,
+                expires_at: hold_expires_at,
+                now,
+            }))
+        },
+    )?;
     Ok(decision)
 }
 

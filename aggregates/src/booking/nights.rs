@@ -5,7 +5,7 @@
 use chrono::{DateTime, NaiveDate, Utc};
 
 use super::{Decision, Nights, Rejection, StayNights};
-use crate::reservation::ReservationDetails;
+use crate::reservation::{Line, ReservationDetails};
 use crate::room_night::{
     RoomNight, RoomNightCommand, RoomNightError, RoomNightEvent, RoomNightKey,
 };
@@ -76,6 +76,42 @@ fn decide_night(
         },
         RoomNightError::WrongNight => Rejection::SoldOut { night: date },
     })
+}
+
+/// [`decide_nights`] over `dates` of each of `lines` (of a stay at `hotel_id`), on its own
+/// room type's nights, with the command `command_for` chooses for the line and night; a
+/// refusal names its line when there are several (see [`Rejection::in_line`]).
+pub(super) fn decide_lines<'l, I>(
+    decision: &mut Decision,
+    hotel_id: HotelId,
+    lines: impl ExactSizeIterator<Item = &'l Line>,
+    nights: &StayNights<'_>,
+    dates: I,
+    mut command_for: impl FnMut(
+        &Line,
+        NaiveDate,
+        &RoomNight,
+    ) -> Result<Option<RoomNightCommand>, Rejection>,
+) -> Result<(), Rejection>
+where
+    I: IntoIterator<Item = NaiveDate> + Clone,
+{
+    let count = lines.len();
+    for (i, line) in lines.enumerate() {
+        let room_type = RoomType {
+            hotel_id,
+            room_type_id: line.room_type_id,
+        };
+        decide_nights(
+            decision,
+            room_type,
+            nights.of(line.room_type_id),
+            dates.clone(),
+            |date, night| command_for(line, date, night),
+        )
+        .map_err(|e| e.in_line(i, line.room_type_id, count))?;
+    }
+    Ok(())
 }
 
 /// Decides the same command on every night of the reservation's stay, in every line.
