@@ -43,20 +43,6 @@ fn family(start: NaiveDate, end: NaiveDate, twins: i64) -> Value {
     })
 }
 
-/// Rooms taken (held + confirmed) of a room type on a night.
-async fn taken(app: &TestApp, room_type: i64, night: NaiveDate) -> i64 {
-    sqlx::query_scalar(
-        "SELECT coalesce(sum(confirmed + held), 0)::bigint FROM room_nights
-          WHERE hotel_id = $1 AND room_type_id = $2 AND night = $3",
-    )
-    .bind(HOTEL)
-    .bind(room_type)
-    .bind(night)
-    .fetch_one(&app.db.pool)
-    .await
-    .expect("taken")
-}
-
 #[tokio::test]
 async fn a_family_books_a_double_and_a_twin_together_and_every_answer_lists_both_lines() {
     let app = spawn_app().await;
@@ -81,8 +67,8 @@ async fn a_family_books_a_double_and_a_twin_together_and_every_answer_lists_both
     assert_eq!(held["rooms"], 3, "every line's rooms");
     assert_eq!(held["room_type_id"], KING, "the first line's");
     for night in [day(10), day(11)] {
-        assert_eq!(taken(&app, KING, night).await, 1);
-        assert_eq!(taken(&app, TWIN, night).await, 2);
+        assert_eq!(app.taken_of(KING, night).await, 1);
+        assert_eq!(app.taken_of(TWIN, night).await, 2);
     }
     let id = held["reservation_id"].as_str().expect("id");
     let looked_up = app.get_reservation(WEB, id).await;
@@ -278,9 +264,9 @@ async fn confirm_cancel_and_date_changes_act_on_every_line_each_refunded_by_its_
         Some(vec![json!(king_total), json!(twin_total)])
     );
     for (room_type, rooms) in [(KING, 1), (TWIN, 1)] {
-        assert_eq!(taken(&app, room_type, day(10)).await, 0);
-        assert_eq!(taken(&app, room_type, day(12)).await, rooms);
-        assert_eq!(taken(&app, room_type, day(13)).await, rooms);
+        assert_eq!(app.taken_of(room_type, day(10)).await, 0);
+        assert_eq!(app.taken_of(room_type, day(12)).await, rooms);
+        assert_eq!(app.taken_of(room_type, day(13)).await, rooms);
     }
     // A non-refundable line: the card is captured at once, the whole reservation.
     let confirmed = app.confirm(WEB, "mixed-pay", &id, "tok_ok").await;
@@ -299,7 +285,7 @@ async fn confirm_cancel_and_date_changes_act_on_every_line_each_refunded_by_its_
     assert_eq!(cancelled["status"], "cancelled");
     assert_eq!(cancelled["refund_cents"], twin_total, "{cancelled}");
     for room_type in [KING, TWIN] {
-        assert_eq!(taken(&app, room_type, day(12)).await, 0);
+        assert_eq!(app.taken_of(room_type, day(12)).await, 0);
     }
     app.deliver_payments().await;
     assert_eq!(app.gateway.totals(&id).refunded_cents, twin_total);
@@ -340,10 +326,10 @@ async fn a_no_show_keeps_each_lines_first_night_and_a_check_out_releases_every_l
     // The no-show released every night after its first, of both lines; the guest
     // who left on the 12th released the nights after it (the 13th) of both lines.
     for room_type in [KING, TWIN] {
-        assert_eq!(taken(&app, room_type, day(10)).await, 1, "no-show's first");
-        assert_eq!(taken(&app, room_type, day(11)).await, 1, "in house");
-        assert_eq!(taken(&app, room_type, day(12)).await, 1, "in house");
-        assert_eq!(taken(&app, room_type, day(13)).await, 0);
+        assert_eq!(app.taken_of(room_type, day(10)).await, 1, "no-show's first");
+        assert_eq!(app.taken_of(room_type, day(11)).await, 1, "in house");
+        assert_eq!(app.taken_of(room_type, day(12)).await, 1, "in house");
+        assert_eq!(app.taken_of(room_type, day(13)).await, 0);
     }
     // The stays report counts each line's rooms under its own room type.
     let runners = Runners::start(&app.db.pool);

@@ -547,12 +547,17 @@ impl TestApp {
 
     /// Rooms taken (held + confirmed) on a night of king rooms at hotel 812.
     pub async fn taken(&self, night: NaiveDate) -> i64 {
+        self.taken_of(KING, night).await
+    }
+
+    /// Rooms taken (held + confirmed) on a night of a room type at hotel 812.
+    pub async fn taken_of(&self, room_type: i64, night: NaiveDate) -> i64 {
         sqlx::query_scalar(
             "SELECT coalesce(sum(confirmed + held), 0)::bigint FROM room_nights
               WHERE hotel_id = $1 AND room_type_id = $2 AND night = $3",
         )
         .bind(HOTEL)
-        .bind(KING)
+        .bind(room_type)
         .bind(night)
         .fetch_one(&self.db.pool)
         .await

@@ -135,6 +135,17 @@ pub async fn assert_invariants(pool: &PgPool) -> Replayed {
     assert_invariants_at(pool, Utc::now()).await
 }
 
+/// [`assert_invariants`], then `audit verify` over the whole log (the audit log caught up
+/// first): every sale replayed against the terms in force where it stands.
+pub async fn assert_invariants_and_verified(pool: &PgPool) {
+    assert_invariants(pool).await;
+    let verified =
+        projections::audit::catch_up_and_verify(pool, std::time::Duration::from_secs(30))
+            .await
+            .expect("verify");
+    assert!(verified.ok, "{:?}", verified.problems);
+}
+
 /// As [`assert_invariants`], with holds judged lapsed or live at `now`.
 pub async fn assert_invariants_at(pool: &PgPool, now: chrono::DateTime<Utc>) -> Replayed {
     let rows = night_rows(pool).await;

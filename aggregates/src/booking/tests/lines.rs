@@ -97,18 +97,37 @@ fn held_family(kings: &mut Nights, twins: &mut Nights) -> Reservation {
     reservation
 }
 
+/// The hold `cmd` decided at `hotel` on the king and twin nights.
+fn hold_at(
+    hotel: &Hotel,
+    kings: &Nights,
+    twins: &Nights,
+    cmd: HoldStay,
+) -> Result<Decision, Rejection> {
+    hold_stay(
+        hotel,
+        &Reservation::default(),
+        &both(kings, twins),
+        &BookingLimits::default(),
+        cmd,
+    )
+}
+
+/// The twin line's refusal of a family's hold, for `cause`.
+fn twin_refused(cause: Rejection) -> Result<Decision, Rejection> {
+    Err(Rejection::InLine {
+        line: 1,
+        room_type_id: twin(),
+        cause: Box::new(cause),
+    })
+}
+
 #[test]
 fn a_hold_of_two_room_types_takes_each_lines_rooms_on_its_own_nights_and_prices_each() {
     let (kings, twins) = (four_nights(3), twin_nights(2));
 
-    let decision = hold_stay(
-        &family_hotel(),
-        &Reservation::default(),
-        &both(&kings, &twins),
-        &BookingLimits::default(),
-        family_cmd(1, 10, 12, 2),
-    )
-    .expect("both lines can be held");
+    let decision = hold_at(&family_hotel(), &kings, &twins, family_cmd(1, 10, 12, 2))
+        .expect("both lines can be held");
 
     let taken: Vec<(RoomTypeId, NaiveDate, u32)> = decision
         .nights
@@ -155,22 +174,9 @@ fn a_hold_of_two_room_types_takes_each_lines_rooms_on_its_own_nights_and_prices_
 fn a_sold_out_line_refuses_the_whole_hold_naming_its_line_room_type_and_night() {
     let (kings, twins) = (four_nights(3), twin_nights(1));
 
-    let refused = hold_stay(
-        &family_hotel(),
-        &Reservation::default(),
-        &both(&kings, &twins),
-        &BookingLimits::default(),
-        family_cmd(1, 10, 12, 2),
-    );
+    let refused = hold_at(&family_hotel(), &kings, &twins, family_cmd(1, 10, 12, 2));
 
-    assert_eq!(
-        refused,
-        Err(Rejection::InLine {
-            line: 1,
-            room_type_id: twin(),
-            cause: Box::new(Rejection::SoldOut { night: day(10) }),
-        })
-    );
+    assert_eq!(refused, twin_refused(Rejection::SoldOut { night: day(10) }));
 }
 
 #[test]
@@ -179,21 +185,11 @@ fn each_line_is_held_to_its_own_room_types_occupancy() {
     let mut cmd = family_cmd(1, 10, 12, 1);
     cmd.request.more_lines[0].guests = GuestCount::parse(3).expect("guests");
 
-    let refused = hold_stay(
-        &family_hotel(),
-        &Reservation::default(),
-        &both(&kings, &twins),
-        &BookingLimits::default(),
-        cmd,
-    );
+    let refused = hold_at(&family_hotel(), &kings, &twins, cmd);
 
     assert_eq!(
         refused,
-        Err(Rejection::InLine {
-            line: 1,
-            room_type_id: twin(),
-            cause: Box::new(Rejection::OccupancyExceeded { max_occupancy: 2 }),
-        })
+        twin_refused(Rejection::OccupancyExceeded { max_occupancy: 2 })
     );
 }
 
@@ -201,22 +197,9 @@ fn each_line_is_held_to_its_own_room_types_occupancy() {
 fn a_line_of_a_room_type_the_hotel_does_not_have_is_named() {
     let (kings, twins) = (four_nights(3), twin_nights(2));
 
-    let refused = hold_stay(
-        &hotel(),
-        &Reservation::default(),
-        &both(&kings, &twins),
-        &BookingLimits::default(),
-        family_cmd(1, 10, 12, 1),
-    );
+    let refused = hold_at(&hotel(), &kings, &twins, family_cmd(1, 10, 12, 1));
 
-    assert_eq!(
-        refused,
-        Err(Rejection::InLine {
-            line: 1,
-            room_type_id: twin(),
-            cause: Box::new(Rejection::UnknownRoomType),
-        })
-    );
+    assert_eq!(refused, twin_refused(Rejection::UnknownRoomType));
 }
 
 #[test]
@@ -326,14 +309,7 @@ fn a_date_change_one_line_cannot_make_is_refused_naming_that_line() {
         None,
     );
 
-    assert_eq!(
-        refused,
-        Err(Rejection::InLine {
-            line: 1,
-            room_type_id: twin(),
-            cause: Box::new(Rejection::SoldOut { night: day(13) }),
-        })
-    );
+    assert_eq!(refused, twin_refused(Rejection::SoldOut { night: day(13) }));
 }
 
 #[test]
@@ -360,13 +336,7 @@ fn a_room_type_in_two_lines_is_refused_before_any_night_is_decided() {
     let mut cmd = family_cmd(1, 10, 12, 1);
     cmd.request.more_lines[0].room_type_id = king();
 
-    let refused = hold_stay(
-        &family_hotel(),
-        &Reservation::default(),
-        &both(&kings, &twins),
-        &BookingLimits::default(),
-        cmd,
-    );
+    let refused = hold_at(&family_hotel(), &kings, &twins, cmd);
 
     assert_eq!(invalid_field(refused), "lines[1].room_type_id");
 }
@@ -377,13 +347,7 @@ fn a_stay_in_the_past_is_the_whole_requests_fault_not_a_lines() {
     let mut cmd = family_cmd(1, 10, 12, 1);
     cmd.now = at(60 * 24 * 30);
 
-    let refused = hold_stay(
-        &family_hotel(),
-        &Reservation::default(),
-        &both(&kings, &twins),
-        &BookingLimits::default(),
-        cmd,
-    );
+    let refused = hold_at(&family_hotel(), &kings, &twins, cmd);
 
     assert_eq!(invalid_field(refused), "start_date");
 }
