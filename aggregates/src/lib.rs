@@ -27,6 +27,7 @@
 //! tokio's synchronisation types are in this crate's dependency tree through cqrs-es
 //! alone; no code here uses them, and no IO crate (sqlx, axum, redis) is a dependency.
 
+pub mod block;
 pub mod booking;
 pub mod cancellation;
 pub mod contract;
@@ -41,6 +42,7 @@ pub mod streams;
 pub mod taxes;
 pub mod types;
 
+pub use block::{Block, BlockCommand, BlockEvent, BlockTerms, ReleaseReason};
 pub use booking::{Decision, Nights, Rejection, StayNights};
 pub use cancellation::{CancellationPolicy, CancelledBy};
 pub use contract::{
@@ -54,6 +56,6 @@ pub use reservation::{
 };
 pub use room_night::{Hold, RoomNight, RoomNightCommand, RoomNightEvent, RoomNightKey};
 pub use types::{
-    BookingLimits, Cents, Currency, Guest, GuestCount, HotelId, InvalidInput, InventoryLevels,
+    BlockCode, BookingLimits, Cents, Currency, Guest, GuestCount, HotelId, InvalidInput, InventoryLevels,
     RatePlanId, Reference, ReservationId, RoomCount, RoomTypeId, StayDates, TimeZone, Weekdays,
 };

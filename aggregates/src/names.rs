@@ -16,10 +16,11 @@ pub enum AggregateType {
     Hotel,
     RoomNight,
     Reservation,
+    Block,
 }
 
 impl AggregateType {
-    pub const ALL: [Self; 3] = [Self::Hotel, Self::RoomNight, Self::Reservation];
+    pub const ALL: [Self; 4] = [Self::Hotel, Self::RoomNight, Self::Reservation, Self::Block];
 
     /// The name stored in `events.aggregate_type` (and `audit_log.aggregate_type`).
     pub const fn as_str(self) -> &'static str {
@@ -27,6 +28,7 @@ impl AggregateType {
             Self::Hotel => "hotel",
             Self::RoomNight => "room_night",
             Self::Reservation => "reservation",
+            Self::Block => "block",
         }
     }
 

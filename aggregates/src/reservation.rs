@@ -144,6 +144,10 @@ pub struct ReservationDetails {
     /// `total_cents` and `first_night_cents` are the whole reservation's (every line).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub more_lines: Vec<Line>,
+    /// The group block the stay was booked from (its rooms go back to the block, while
+    /// the block holds, when the stay gives them up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_code: Option<crate::types::BlockCode>,
 }
 
 /// One room type of a reservation: its rooms, guests per room, plan and policy, and its

@@ -31,13 +31,29 @@ use serde::{Deserialize, Serialize};
 use crate::names::AggregateType;
 use crate::restrictions::{NightRestrictions, RestrictionSet, RestrictionsPatch};
 pub use crate::streams::RoomNightKey;
-use crate::types::{Cents, InventoryLevels, RatePlanId, ReservationId, RoomCount};
+use crate::types::{BlockCode, Cents, InventoryLevels, RatePlanId, ReservationId, RoomCount};
 
 /// A hold on some rooms, until `expires_at`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hold {
     pub rooms: u32,
     pub expires_at: DateTime<Utc>,
+}
+
+/// One group block's part of a night: the rooms still set aside for it, the rooms its
+/// bookings have taken (held or confirmed), and its rate. A released block keeps its
+/// entry (its bookings are still its pickup) with no rooms set aside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct BlockNight {
+    pub rooms: u32,
+    pub picked_up: u32,
+    pub rate_cents: Cents,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub released: bool,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -53,6 +69,16 @@ pub struct RoomNight {
     /// Own rates of plans priced on their own, where they differ from the base rate.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     plan_rates: BTreeMap<RatePlanId, Cents>,
+    /// Rooms set aside for group blocks, out of general sale: the sum of the blocks'
+    /// `rooms`. Counted by the invariant beside `confirmed` and `held`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    blocked: u32,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    blocks: BTreeMap<BlockCode, BlockNight>,
+    /// The block each loaded allocation was taken from, if any (its rooms go back to the
+    /// block, not to general sale, while the block holds).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    picks: BTreeMap<ReservationId, BlockCode>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,6 +124,27 @@ pub enum RoomNightCommand {
         reservation_id: ReservationId,
         now: DateTime<Utc>,
     },
+    /// Hold `rooms` for a reservation from the rooms a block sets aside, not from
+    /// general sale.
+    HoldFromBlock {
+        reservation_id: ReservationId,
+        code: BlockCode,
+        rooms: RoomCount,
+        expires_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    },
+    /// Make a block's rooms on this night `rooms` (what it sets aside plus what its
+    /// bookings took) at `rate_cents`: more are taken from general sale, fewer go back.
+    SetBlock {
+        code: BlockCode,
+        rooms: u32,
+        rate_cents: Cents,
+        now: DateTime<Utc>,
+    },
+    /// Take the night out of a block (its dates changed): only with nothing picked up.
+    RemoveBlock { code: BlockCode },
+    /// Give a block's unpicked rooms back to general sale; its bookings stay.
+    ReleaseBlock { code: BlockCode },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,6 +191,44 @@ pub enum RoomNightEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rate_cents: Option<Cents>,
     },
+    /// A block now sets aside `rooms` on this night (beside what its bookings took), at
+    /// `rate_cents`; `change` is how many more (fewer, if negative) than before, taken
+    /// from (given back to) general sale.
+    BlockSet {
+        code: BlockCode,
+        rooms: u32,
+        rate_cents: Cents,
+        change: i64,
+    },
+    /// The night left the block (its dates changed); its `rooms` went back to sale.
+    BlockRemoved { code: BlockCode, rooms: u32 },
+    /// The block was released: its unpicked `rooms` went back to general sale.
+    BlockReleased { code: BlockCode, rooms: u32 },
+    /// Rooms held for a reservation out of a block's rooms.
+    BlockRoomsHeld {
+        reservation_id: ReservationId,
+        code: BlockCode,
+        rooms: u32,
+        expires_at: DateTime<Utc>,
+    },
+    /// A hold taken from a block lapsed; `to_block`: its rooms went back to the block
+    /// (still holding), else to general sale.
+    BlockHoldLapsed {
+        reservation_id: ReservationId,
+        code: BlockCode,
+        rooms: u32,
+        expired_at: DateTime<Utc>,
+        to_block: bool,
+    },
+    /// A reservation taken from a block gave its rooms back: to the block while it
+    /// holds (`to_block`), else to general sale.
+    BlockRoomsReleased {
+        reservation_id: ReservationId,
+        code: BlockCode,
+        rooms: u32,
+        was_confirmed: bool,
+        to_block: bool,
+    },
 }
 
 /// Names and version: see [`crate::contract::events`].
@@ -175,6 +260,14 @@ pub enum RoomNightError {
     HoldStillLive,
     #[error("the inventory key does not match this night")]
     WrongNight,
+    #[error("the block has no rooms on this night")]
+    NotInBlock,
+    #[error("the block has {remaining} room(s) left")]
+    BlockExhausted { remaining: u32 },
+    #[error("the block was released")]
+    BlockReleased,
+    #[error("the block's bookings have taken {picked_up} room(s)")]
+    BelowPickup { picked_up: u32 },
 }
 
 /// Rooms still for sale on a night: its capacity (the rooms plus the overbooking
@@ -216,9 +309,42 @@ impl RoomNight {
             i64::from(self.levels.map_or(0, |l| l.total_rooms())),
             i64::from(self.levels.map_or(0, |l| l.overbooking_allowance())),
             i64::from(self.confirmed),
-            i64::from(self.held),
+            i64::from(self.held) + i64::from(self.blocked),
         );
         u32::try_from(left).unwrap_or(u32::MAX)
+    }
+
+    /// Rooms set aside for group blocks (out of general sale).
+    pub fn blocked(&self) -> u32 {
+        self.blocked
+    }
+
+    /// Every block's part of this night.
+    pub fn blocks(&self) -> &BTreeMap<BlockCode, BlockNight> {
+        &self.blocks
+    }
+
+    pub fn block(&self, code: &BlockCode) -> Option<&BlockNight> {
+        self.blocks.get(code)
+    }
+
+    /// The block a loaded allocation was taken from.
+    pub fn block_of(&self, reservation_id: &ReservationId) -> Option<&BlockCode> {
+        self.picks.get(reservation_id)
+    }
+
+    /// The same night with the blocks a snapshot stores beside its counters, and the
+    /// blocks its loaded allocations were taken from.
+    pub fn with_blocks(
+        mut self,
+        blocked: u32,
+        blocks: BTreeMap<BlockCode, BlockNight>,
+        picks: BTreeMap<ReservationId, BlockCode>,
+    ) -> Self {
+        self.blocked = blocked;
+        self.blocks = blocks;
+        self.picks = picks;
+        self
     }
 
     pub fn hold_of(&self, reservation_id: &ReservationId) -> Option<Hold> {
@@ -282,12 +408,16 @@ impl RoomNight {
             confirmations,
             restrictions: RestrictionSet::default(),
             plan_rates: BTreeMap::new(),
+            blocked: 0,
+            blocks: BTreeMap::new(),
+            picks: BTreeMap::new(),
         }
     }
 
     /// The invariant, as the database's CHECK also states it.
     pub fn invariant_holds(&self) -> bool {
-        u64::from(self.confirmed) + u64::from(self.held) <= u64::from(self.capacity())
+        u64::from(self.confirmed) + u64::from(self.held) + u64::from(self.blocked)
+            <= u64::from(self.capacity())
     }
 
     /// Decides a command against the current state: the events to record, or why not.
@@ -299,7 +429,7 @@ impl RoomNight {
                     return Err(RoomNightError::WrongNight);
                 }
                 let (mut events, state) = self.drop_lapsed(now);
-                let reserved = state.confirmed + state.held;
+                let reserved = state.confirmed + state.held + state.blocked;
                 if reserved > levels.capacity() {
                     return Err(RoomNightError::BelowReserved { reserved });
                 }
@@ -318,12 +448,73 @@ impl RoomNight {
                 rooms,
                 expires_at,
                 now,
-            } => self.take(reservation_id, rooms, Some(expires_at), now),
+            } => self.take(reservation_id, rooms, Some(expires_at), None, now),
+            RoomNightCommand::HoldFromBlock {
+                reservation_id,
+                code,
+                rooms,
+                expires_at,
+                now,
+            } => self.take(reservation_id, rooms, Some(expires_at), Some(code), now),
             RoomNightCommand::Book {
                 reservation_id,
                 rooms,
                 now,
-            } => self.take(reservation_id, rooms, None, now),
+            } => self.take(reservation_id, rooms, None, None, now),
+            RoomNightCommand::SetBlock {
+                code,
+                rooms,
+                rate_cents,
+                now,
+            } => {
+                if self.levels.is_none() {
+                    return Err(RoomNightError::NotForSale);
+                }
+                // Lapsed holds first: a lapsed pickup's rooms are the block's again.
+                let (mut events, state) = self.drop_lapsed(now);
+                let current = state.blocks.get(&code).copied().unwrap_or_default();
+                if current.released {
+                    return Err(RoomNightError::BlockReleased);
+                }
+                let Some(set_aside) = rooms.checked_sub(current.picked_up) else {
+                    return Err(RoomNightError::BelowPickup {
+                        picked_up: current.picked_up,
+                    });
+                };
+                let change = i64::from(set_aside) - i64::from(current.rooms);
+                if change > i64::from(state.remaining()) {
+                    return Err(RoomNightError::SoldOut {
+                        remaining: state.remaining(),
+                    });
+                }
+                let known = state.blocks.contains_key(&code);
+                if !known || change != 0 || current.rate_cents != rate_cents {
+                    events.push(RoomNightEvent::BlockSet {
+                        code,
+                        rooms: set_aside,
+                        rate_cents,
+                        change,
+                    });
+                }
+                Ok(events)
+            }
+            RoomNightCommand::RemoveBlock { code } => match self.blocks.get(&code) {
+                None => Ok(Vec::new()),
+                Some(block) if block.picked_up > 0 => Err(RoomNightError::BelowPickup {
+                    picked_up: block.picked_up,
+                }),
+                Some(block) => Ok(vec![RoomNightEvent::BlockRemoved {
+                    code,
+                    rooms: block.rooms,
+                }]),
+            },
+            RoomNightCommand::ReleaseBlock { code } => match self.blocks.get(&code) {
+                Some(block) if !block.released => Ok(vec![RoomNightEvent::BlockReleased {
+                    code,
+                    rooms: block.rooms,
+                }]),
+                _ => Ok(Vec::new()),
+            },
             RoomNightCommand::Confirm {
                 reservation_id,
                 now,
@@ -346,6 +537,26 @@ impl RoomNight {
                 }])
             }
             RoomNightCommand::Release { reservation_id } => {
+                let was = self
+                    .holds
+                    .get(&reservation_id)
+                    .map(|hold| (hold.rooms, false))
+                    .or_else(|| {
+                        self.confirmations
+                            .get(&reservation_id)
+                            .map(|rooms| (*rooms, true))
+                    });
+                if let (Some((rooms, was_confirmed)), Some(code)) =
+                    (was, self.picks.get(&reservation_id))
+                {
+                    return Ok(vec![RoomNightEvent::BlockRoomsReleased {
+                        reservation_id,
+                        code: *code,
+                        rooms,
+                        was_confirmed,
+                        to_block: self.block_holds(code),
+                    }]);
+                }
                 if let Some(hold) = self.holds.get(&reservation_id) {
                     Ok(vec![RoomNightEvent::RoomsReleased {
                         reservation_id,
@@ -399,11 +610,9 @@ impl RoomNight {
                 now,
             } => match self.holds.get(&reservation_id) {
                 None => Ok(Vec::new()),
-                Some(hold) if hold.expires_at <= now => Ok(vec![RoomNightEvent::HoldLapsed {
-                    reservation_id,
-                    rooms: hold.rooms,
-                    expired_at: hold.expires_at,
-                }]),
+                Some(hold) if hold.expires_at <= now => {
+                    Ok(vec![self.lapse(reservation_id, *hold)])
+                }
                 Some(_) => Err(RoomNightError::HoldStillLive),
             },
         }
@@ -416,6 +625,7 @@ impl RoomNight {
         reservation_id: ReservationId,
         rooms: RoomCount,
         hold_until: Option<DateTime<Utc>>,
+        block: Option<BlockCode>,
         now: DateTime<Utc>,
     ) -> Result<Vec<RoomNightEvent>, RoomNightError> {
         if self.levels.is_none() {
@@ -443,6 +653,30 @@ impl RoomNight {
             _ => {}
         }
         let (mut events, state) = self.drop_lapsed(now);
+        if let Some(code) = block {
+            let Some(expires_at) = hold_until else {
+                // A block's rooms are held first, like any sale; nothing books them
+                // outright.
+                return Err(RoomNightError::NotInBlock);
+            };
+            let set_aside = match state.blocks.get(&code) {
+                None => return Err(RoomNightError::NotInBlock),
+                Some(block) if block.released => return Err(RoomNightError::BlockReleased),
+                Some(block) => block.rooms,
+            };
+            if rooms.get() > set_aside {
+                return Err(RoomNightError::BlockExhausted {
+                    remaining: set_aside,
+                });
+            }
+            events.push(RoomNightEvent::BlockRoomsHeld {
+                reservation_id,
+                code,
+                rooms: rooms.get(),
+                expires_at,
+            });
+            return Ok(events);
+        }
         let remaining = state.remaining();
         if rooms.get() > remaining {
             return Err(RoomNightError::SoldOut { remaining });
@@ -467,17 +701,51 @@ impl RoomNight {
             .holds
             .iter()
             .filter(|(_, hold)| hold.expires_at <= now)
-            .map(|(id, hold)| RoomNightEvent::HoldLapsed {
-                reservation_id: *id,
-                rooms: hold.rooms,
-                expired_at: hold.expires_at,
-            })
+            .map(|(id, hold)| self.lapse(*id, *hold))
             .collect();
         let mut state = self.clone();
         for event in &events {
             state.apply_event(event);
         }
         (events, state)
+    }
+
+    /// The event that drops a lapsed hold: back to its block while the block holds.
+    fn lapse(&self, reservation_id: ReservationId, hold: Hold) -> RoomNightEvent {
+        match self.picks.get(&reservation_id) {
+            Some(code) => RoomNightEvent::BlockHoldLapsed {
+                reservation_id,
+                code: *code,
+                rooms: hold.rooms,
+                expired_at: hold.expires_at,
+                to_block: self.block_holds(code),
+            },
+            None => RoomNightEvent::HoldLapsed {
+                reservation_id,
+                rooms: hold.rooms,
+                expired_at: hold.expires_at,
+            },
+        }
+    }
+
+    /// Whether a block still sets rooms aside on this night (not released).
+    fn block_holds(&self, code: &BlockCode) -> bool {
+        self.blocks.get(code).is_some_and(|b| !b.released)
+    }
+
+    /// A pickup's rooms leaving the reservation: the block's pickup shrinks, and the
+    /// rooms are set aside for it again if `to_block`.
+    fn unpick(&mut self, reservation_id: &ReservationId, code: &BlockCode, rooms: u32, to_block: bool) {
+        self.picks.remove(reservation_id);
+        if let Some(block) = self.blocks.get_mut(code) {
+            block.picked_up = block.picked_up.saturating_sub(rooms);
+            if to_block {
+                block.rooms = block.rooms.saturating_add(rooms);
+            }
+        }
+        if to_block {
+            self.blocked = self.blocked.saturating_add(rooms);
+        }
     }
 
     /// Applies an event. Counters saturate instead of wrapping so a corrupt history shows
@@ -564,6 +832,77 @@ impl RoomNight {
                     self.plan_rates.remove(rate_plan_id);
                 }
             },
+            RoomNightEvent::BlockSet {
+                code,
+                rooms,
+                rate_cents,
+                change,
+            } => {
+                let blocked = i64::from(self.blocked).saturating_add(*change).max(0);
+                self.blocked = u32::try_from(blocked).unwrap_or(u32::MAX);
+                let block = self.blocks.entry(*code).or_default();
+                block.rooms = *rooms;
+                block.rate_cents = *rate_cents;
+            }
+            RoomNightEvent::BlockRemoved { code, rooms } => {
+                self.blocked = self.blocked.saturating_sub(*rooms);
+                self.blocks.remove(code);
+            }
+            RoomNightEvent::BlockReleased { code, rooms } => {
+                self.blocked = self.blocked.saturating_sub(*rooms);
+                if let Some(block) = self.blocks.get_mut(code) {
+                    block.rooms = 0;
+                    block.released = true;
+                }
+            }
+            RoomNightEvent::BlockRoomsHeld {
+                reservation_id,
+                code,
+                rooms,
+                expires_at,
+            } => {
+                self.held = self.held.saturating_add(*rooms);
+                self.blocked = self.blocked.saturating_sub(*rooms);
+                if let Some(block) = self.blocks.get_mut(code) {
+                    block.rooms = block.rooms.saturating_sub(*rooms);
+                    block.picked_up = block.picked_up.saturating_add(*rooms);
+                }
+                self.picks.insert(*reservation_id, *code);
+                self.holds.insert(
+                    *reservation_id,
+                    Hold {
+                        rooms: *rooms,
+                        expires_at: *expires_at,
+                    },
+                );
+            }
+            RoomNightEvent::BlockHoldLapsed {
+                reservation_id,
+                code,
+                rooms,
+                to_block,
+                ..
+            } => {
+                self.holds.remove(reservation_id);
+                self.held = self.held.saturating_sub(*rooms);
+                self.unpick(reservation_id, code, *rooms, *to_block);
+            }
+            RoomNightEvent::BlockRoomsReleased {
+                reservation_id,
+                code,
+                rooms,
+                was_confirmed,
+                to_block,
+            } => {
+                if *was_confirmed {
+                    self.confirmations.remove(reservation_id);
+                    self.confirmed = self.confirmed.saturating_sub(*rooms);
+                } else {
+                    self.holds.remove(reservation_id);
+                    self.held = self.held.saturating_sub(*rooms);
+                }
+                self.unpick(reservation_id, code, *rooms, *to_block);
+            }
         }
     }
 }

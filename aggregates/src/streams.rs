@@ -11,6 +11,7 @@
 //! | `hotel`       | `{hotel}`                              | `812`                  |
 //! | `room_night`  | `{hotel}:{room type}:{YYYY-MM-DD}`     | `812:3:2027-06-01`     |
 //! | `reservation` | `{hotel}:{reservation uuid}`           | `812:0193f3c6-...`     |
+//! | `block`       | `{hotel}:{block code}`                 | `812:ACME`             |
 
 use std::fmt;
 
@@ -19,7 +20,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
 use crate::names::AggregateType;
-use crate::types::{HotelId, ReservationId, RoomTypeId};
+use crate::types::{BlockCode, HotelId, ReservationId, RoomTypeId};
 
 /// Identifies one room-night stream: `{hotel}:{room type}:{night}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -68,6 +69,7 @@ impl StreamIdError {
             AggregateType::Hotel => "{hotel}",
             AggregateType::RoomNight => "{hotel}:{room type}:{YYYY-MM-DD}",
             AggregateType::Reservation => "{hotel}:{reservation uuid}",
+            AggregateType::Block => "{hotel}:{block code}",
         };
         Self {
             aggregate_type,
@@ -138,6 +140,24 @@ pub fn parse_reservation_stream_id(
     Ok((hotel_id, reservation_id))
 }
 
+/// The stream id of a group block: `{hotel}:{code}`.
+pub fn block_stream_id(hotel_id: HotelId, code: BlockCode) -> String {
+    format!("{hotel_id}:{code}")
+}
+
+/// The hotel and code a block stream id names.
+pub fn parse_block_stream_id(stream_id: &str) -> Result<(HotelId, BlockCode), StreamIdError> {
+    let bad = || StreamIdError::new(AggregateType::Block, stream_id);
+    let (hotel, code) = stream_id.split_once(':').ok_or_else(bad)?;
+    let hotel_id = hotel
+        .parse::<i64>()
+        .ok()
+        .and_then(|id| HotelId::parse(id).ok())
+        .ok_or_else(bad)?;
+    let code = BlockCode::parse(code).map_err(|_| bad())?;
+    Ok((hotel_id, code))
+}
+
 /// A parsed stream id: which stream of which aggregate an event belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StreamKey {
@@ -146,6 +166,10 @@ pub enum StreamKey {
     Reservation {
         hotel_id: HotelId,
         reservation_id: ReservationId,
+    },
+    Block {
+        hotel_id: HotelId,
+        code: BlockCode,
     },
 }
 
@@ -162,6 +186,10 @@ impl StreamKey {
                     reservation_id,
                 }
             }
+            AggregateType::Block => {
+                let (hotel_id, code) = parse_block_stream_id(stream_id)?;
+                Self::Block { hotel_id, code }
+            }
         })
     }
 
@@ -170,13 +198,16 @@ impl StreamKey {
             Self::Hotel(_) => AggregateType::Hotel,
             Self::RoomNight(_) => AggregateType::RoomNight,
             Self::Reservation { .. } => AggregateType::Reservation,
+            Self::Block { .. } => AggregateType::Block,
         }
     }
 
     /// The hotel every stream id starts with.
     pub fn hotel_id(&self) -> HotelId {
         match self {
-            Self::Hotel(hotel_id) | Self::Reservation { hotel_id, .. } => *hotel_id,
+            Self::Hotel(hotel_id)
+            | Self::Reservation { hotel_id, .. }
+            | Self::Block { hotel_id, .. } => *hotel_id,
             Self::RoomNight(key) => key.hotel_id,
         }
     }
@@ -192,6 +223,7 @@ impl fmt::Display for StreamKey {
                 hotel_id,
                 reservation_id,
             } => f.write_str(&reservation_stream_id(*hotel_id, *reservation_id)),
+            Self::Block { hotel_id, code } => f.write_str(&block_stream_id(*hotel_id, *code)),
         }
     }
 }

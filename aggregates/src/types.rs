@@ -1126,3 +1126,70 @@ mod tests {
         assert!(serde_json::from_str::<TimeZone>("42").is_err());
     }
 }
+
+/// A group block's code within its hotel: 1 to 20 of `A-Z`, `0-9` and `-`, as the
+/// hotel's sales team writes it on the contract (`ACME-2027`). Upper case only, so a
+/// code is one code however a client spells it back. Kept inline (no allocation), so
+/// the keys that name a block's stream stay `Copy` like every other stream key.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct BlockCode {
+    len: u8,
+    bytes: [u8; BlockCode::MAX_LEN],
+}
+
+impl BlockCode {
+    pub const MAX_LEN: usize = 20;
+
+    pub fn parse(value: &str) -> Result<Self, InvalidInput> {
+        let valid = (1..=Self::MAX_LEN).contains(&value.len())
+            && value
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'-');
+        if !valid {
+            return Err(InvalidInput::new(
+                "block_code",
+                format!(
+                    "must be 1 to {} characters of A-Z, 0-9 and '-'",
+                    Self::MAX_LEN
+                ),
+            ));
+        }
+        let mut bytes = [0; Self::MAX_LEN];
+        bytes[..value.len()].copy_from_slice(value.as_bytes());
+        Ok(Self {
+            len: value.len() as u8,
+            bytes,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Only ASCII was ever stored (see `parse`).
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+impl TryFrom<String> for BlockCode {
+    type Error = InvalidInput;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Self::parse(&value)
+    }
+}
+
+impl From<BlockCode> for String {
+    fn from(value: BlockCode) -> String {
+        value.as_str().to_owned()
+    }
+}
+
+impl fmt::Display for BlockCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for BlockCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BlockCode({})", self.as_str())
+    }
+}

@@ -90,6 +90,9 @@ pub fn change_dates(
         now,
     } = cmd;
     let details = existing(reservation)?;
+    if details.block_code.is_some() {
+        return Err(Rejection::BlockDatesFixed);
+    }
     let (timezone, terms) = sale_terms_of(hotel, details)?;
     let today = local_date(now, timezone);
     limits.check(
@@ -224,6 +227,9 @@ pub fn hold_date_change(
     now: DateTime<Utc>,
 ) -> Result<Decision, Rejection> {
     let details = existing(reservation)?;
+    if details.block_code.is_some() {
+        return Err(Rejection::BlockDatesFixed);
+    }
     let (timezone, terms) = sale_terms_of(hotel, details)?;
     let today = local_date(now, timezone);
     limits.check(

@@ -12,7 +12,7 @@ use crate::personal::Personal;
 use crate::reservation::{Line, Reservation, ReservationCommand, ReservationDetails};
 use crate::room_night::RoomNightCommand;
 use crate::types::{
-    local_date, BookingLimits, Cents, Guest, GuestCount, HotelId, InvalidInput, RatePlanId,
+    local_date, BlockCode, BookingLimits, Cents, Guest, GuestCount, HotelId, InvalidInput, RatePlanId,
     ReservationId, RoomCount, RoomTypeId, StayDates,
 };
 
@@ -43,6 +43,9 @@ pub struct HoldRequest {
     pub guests: GuestCount,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub more_lines: Vec<LineRequest>,
+    /// The group block to book from (its rooms, at its rate), instead of general sale.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_code: Option<BlockCode>,
 }
 
 /// One room type of a request for several: its rooms, guests per room and plan.
@@ -121,6 +124,13 @@ pub fn hold_stay(
             return Err(named(repeated.into()));
         }
         check_room_type(hotel, request.hotel_id, line.room_type_id).map_err(named)?;
+        if request.block_code.is_some() && line.rate_plan_id.is_some() {
+            let priced = InvalidInput::new(
+                "rate_plan_id",
+                "a booking from a block is priced at the block's rate: leave the plan out",
+            );
+            return Err(named(priced.into()));
+        }
         let terms = SaleTerms::resolve(hotel, line.room_type_id, line.rate_plan_id, line.guests)
             .map_err(named)?;
         sold.push(SoldLine {
@@ -147,18 +157,31 @@ pub fn hold_stay(
         let line = sold.line;
         let named = |e: Rejection| e.in_line(i, line.room_type_id, count);
         let line_nights = nights.of(line.room_type_id);
-        sold.terms
-            .check_stay(line_nights, &request.stay, today, |_| false)
-            .map_err(|e| named(e.into()))?;
+        // A block's rooms are sold on the block's contract: the restrictions of general
+        // sale (minimum stays, closed to arrival, stop-sell) do not bind them.
+        if request.block_code.is_none() {
+            sold.terms
+                .check_stay(line_nights, &request.stay, today, |_| false)
+                .map_err(|e| named(e.into()))?;
+        }
         let room_type = RoomType {
             hotel_id: request.hotel_id,
             room_type_id: line.room_type_id,
         };
-        let hold = RoomNightCommand::Hold {
-            reservation_id,
-            rooms: line.rooms,
-            expires_at: hold_expires_at,
-            now,
+        let hold = match request.block_code {
+            None => RoomNightCommand::Hold {
+                reservation_id,
+                rooms: line.rooms,
+                expires_at: hold_expires_at,
+                now,
+            },
+            Some(code) => RoomNightCommand::HoldFromBlock {
+                reservation_id,
+                code,
+                rooms: line.rooms,
+                expires_at: hold_expires_at,
+                now,
+            },
         };
         decide_nights(
             &mut decision,
@@ -168,17 +191,21 @@ pub fn hold_stay(
             |_, _| Ok(Some(hold.clone())),
         )
         .map_err(named)?;
-        sold.total_cents = sold
-            .terms
-            .stay_price(line_nights, &request.stay, line.rooms)
-            .ok_or_else(|| {
-                named(Rejection::SoldOut {
-                    night: request.stay.start(),
-                })
-            })?;
-        sold.first_night_cents =
-            sold.terms
-                .first_night_price(line_nights, &request.stay, line.rooms);
+        let (total, first_night) = match request.block_code {
+            None => (
+                sold.terms
+                    .stay_price(line_nights, &request.stay, line.rooms),
+                sold.terms
+                    .first_night_price(line_nights, &request.stay, line.rooms),
+            ),
+            Some(code) => block_price(line_nights, &request.stay, line.rooms, code),
+        };
+        sold.total_cents = total.ok_or_else(|| {
+            named(Rejection::SoldOut {
+                night: request.stay.start(),
+            })
+        })?;
+        sold.first_night_cents = first_night;
     }
     let total_cents = Cents::new(sold.iter().map(|s| s.total_cents.get()).sum());
     if request
@@ -226,7 +253,26 @@ pub fn hold_stay(
             currency: hotel.currency(),
             taxes: hotel.taxes().clone(),
             more_lines,
+            block_code: request.block_code,
         },
     })?;
     Ok(decision)
+}
+
+/// A stay's price from a block (every night at the block's rate on it, for `rooms`),
+/// and its first night's; `None` where a night has no such block (which the nights'
+/// decision refused already).
+fn block_price(
+    nights: &super::Nights,
+    stay: &StayDates,
+    rooms: RoomCount,
+    code: BlockCode,
+) -> (Option<Cents>, Option<Cents>) {
+    let rate = |date| Some(nights.get(&date)?.block(&code)?.rate_cents);
+    let per_room = stay
+        .nights()
+        .try_fold(Cents::ZERO, |total, date| total.checked_add(rate(date)?));
+    let total = per_room.and_then(|p| p.checked_mul(rooms.get()));
+    let first = rate(stay.start()).and_then(|r| r.checked_mul(rooms.get()));
+    (total, first)
 }

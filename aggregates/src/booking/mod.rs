@@ -18,6 +18,7 @@
 //! group.
 
 mod ari;
+mod block;
 mod cancel;
 mod change_dates;
 mod check_in;
@@ -46,6 +47,7 @@ use crate::room_night::{RoomNight, RoomNightEvent, RoomNightKey};
 use crate::types::{Cents, HotelId, InvalidInput, RatePlanId, RoomTypeId, TimeZone};
 
 pub use ari::{update_ari, AriChange, AriDecision, AriUpdate, UpdateAri};
+pub use block::{block_release_at, release_block, set_block, BlockDecision, SetBlock};
 pub use cancel::{cancel, check_in_instant, refund_cents, CHECK_IN_HOUR};
 pub use change_dates::{
     change_dates, hold_date_change, release_date_change, ChangeDates, GrantedIncrement,
@@ -192,6 +194,24 @@ pub enum Rejection {
         currency: crate::types::Currency,
         reservation_id: crate::types::ReservationId,
     },
+    /// A booking from a group block asked for more rooms than the block has left.
+    #[error("the block has {remaining} room(s) left on {night}")]
+    BlockExhausted { night: NaiveDate, remaining: u32 },
+    /// The block gave its unpicked rooms back to general sale (at its release date, or
+    /// when staff released it): nothing more is booked from it.
+    #[error("the block was released (its rooms went back to general sale) on {night}")]
+    BlockReleased { night: NaiveDate },
+    /// A block cannot shrink (or leave a night) below the rooms its bookings took.
+    #[error("the block's bookings have taken {picked_up} room(s) on {night}")]
+    BelowPickup { night: NaiveDate, picked_up: u32 },
+    #[error("no such block")]
+    BlockNotFound,
+    /// A block's code names it for good: once released it cannot be set up again.
+    #[error("the block was released; set up another code")]
+    BlockWasReleased,
+    /// A booking from a block is priced and counted on the block's nights.
+    #[error("a booking from a block keeps its dates: cancel it and book again from the block")]
+    BlockDatesFixed,
     #[error("{0}")]
     Invalid(InvalidInputRejection),
     /// A reservation of several room types was refused by one of its lines (`line`

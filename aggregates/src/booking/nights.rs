@@ -75,6 +75,20 @@ fn decide_night(
             reserved,
         },
         RoomNightError::WrongNight => Rejection::SoldOut { night: date },
+        RoomNightError::NotInBlock => crate::types::InvalidInput::new(
+            "block_code",
+            format!("the block sets no rooms of this room type aside on {date}"),
+        )
+        .into(),
+        RoomNightError::BlockExhausted { remaining } => Rejection::BlockExhausted {
+            night: date,
+            remaining,
+        },
+        RoomNightError::BlockReleased => Rejection::BlockReleased { night: date },
+        RoomNightError::BelowPickup { picked_up } => Rejection::BelowPickup {
+            night: date,
+            picked_up,
+        },
     })
 }
 

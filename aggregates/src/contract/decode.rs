@@ -25,13 +25,14 @@ use cqrs_es::persist::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::events::{HotelEventType, ReservationEventType, RoomNightEventType};
+use super::events::{BlockEventType, HotelEventType, ReservationEventType, RoomNightEventType};
 use super::AggregateType;
+use crate::block::BlockEvent;
 use crate::hotel::HotelEvent;
 use crate::reservation::ReservationEvent;
 use crate::room_night::{RoomNightEvent, RoomNightKey};
 use crate::streams::{StreamIdError, StreamKey};
-use crate::types::{HotelId, ReservationId};
+use crate::types::{BlockCode, HotelId, ReservationId};
 
 /// The upcasters production reads the log through. A change of an event's shape bumps
 /// its enum's `VERSION` and adds one here (a `SemanticVersionEventUpcaster` for the event
@@ -90,6 +91,11 @@ pub enum TypedEvent {
         reservation_id: ReservationId,
         event: ReservationEvent,
     },
+    Block {
+        hotel_id: HotelId,
+        code: BlockCode,
+        event: BlockEvent,
+    },
 }
 
 impl TypedEvent {
@@ -98,6 +104,7 @@ impl TypedEvent {
             Self::Hotel { .. } => AggregateType::Hotel,
             Self::RoomNight { .. } => AggregateType::RoomNight,
             Self::Reservation { .. } => AggregateType::Reservation,
+            Self::Block { .. } => AggregateType::Block,
         }
     }
 
@@ -107,6 +114,7 @@ impl TypedEvent {
             Self::Hotel { event, .. } => event.kind().as_str(),
             Self::RoomNight { event, .. } => event.kind().as_str(),
             Self::Reservation { event, .. } => event.kind().as_str(),
+            Self::Block { event, .. } => event.kind().as_str(),
         }
     }
 }
@@ -239,6 +247,14 @@ impl EventDecoder {
                 TypedEvent::Reservation {
                     hotel_id,
                     reservation_id,
+                    event: read.deserialize()?,
+                }
+            }
+            StreamKey::Block { hotel_id, code } => {
+                BlockEventType::parse(event_type).ok_or_else(unknown)?;
+                TypedEvent::Block {
+                    hotel_id,
+                    code,
                     event: read.deserialize()?,
                 }
             }

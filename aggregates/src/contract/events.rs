@@ -18,6 +18,7 @@
 
 use std::fmt;
 
+use crate::block::BlockEvent;
 use crate::hotel::HotelEvent;
 use crate::personal::PersonalField;
 use crate::reservation::ReservationEvent;
@@ -88,6 +89,14 @@ event_types! {
 }
 
 event_types! {
+    /// The event types of [`BlockEvent`].
+    BlockEvent => BlockEventType, version "1.0" {
+        BlockTermsSet,
+        BlockClosed,
+    }
+}
+
+event_types! {
     /// The event types of [`RoomNightEvent`].
     RoomNightEvent => RoomNightEventType, version "1.0" {
         InventorySet,
@@ -98,6 +107,12 @@ event_types! {
         RoomsReleased,
         RestrictionsSet,
         PlanRateSet,
+        BlockSet,
+        BlockRemoved,
+        BlockReleased,
+        BlockRoomsHeld,
+        BlockHoldLapsed,
+        BlockRoomsReleased,
     }
 }
 
@@ -175,6 +190,10 @@ mod tests {
         assert_eq!(event.event_version(), version);
     }
 
+    fn code() -> crate::types::BlockCode {
+        crate::types::BlockCode::parse("ACME").expect("code")
+    }
+
     #[test]
     fn every_room_night_event_is_stored_under_its_variant_name_and_version() {
         let id = ReservationId::from_uuid(Uuid::from_u128(1));
@@ -224,6 +243,40 @@ mod tests {
             RoomNightEvent::PlanRateSet {
                 rate_plan_id: crate::types::RatePlanId::parse(2).expect("id"),
                 rate_cents: Some(Cents::new(1)),
+            },
+            RoomNightEvent::BlockSet {
+                code: code(),
+                rooms: 2,
+                rate_cents: Cents::new(1),
+                change: 2,
+            },
+            RoomNightEvent::BlockRemoved {
+                code: code(),
+                rooms: 2,
+            },
+            RoomNightEvent::BlockReleased {
+                code: code(),
+                rooms: 2,
+            },
+            RoomNightEvent::BlockRoomsHeld {
+                reservation_id: id,
+                code: code(),
+                rooms: 1,
+                expires_at: at,
+            },
+            RoomNightEvent::BlockHoldLapsed {
+                reservation_id: id,
+                code: code(),
+                rooms: 1,
+                expired_at: at,
+                to_block: true,
+            },
+            RoomNightEvent::BlockRoomsReleased {
+                reservation_id: id,
+                code: code(),
+                rooms: 1,
+                was_confirmed: true,
+                to_block: false,
             },
         ];
         assert_eq!(events.len(), RoomNightEventType::ALL.len());

@@ -48,6 +48,7 @@ fn details() -> ReservationDetails {
         first_night_cents: None,
         currency: crate::types::Currency::EUR,
         taxes: crate::taxes::Taxes::default(),
+        block_code: None,
     }
 }
 

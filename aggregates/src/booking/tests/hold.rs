@@ -52,6 +52,7 @@ fn holding_a_stay_holds_every_night_at_the_sum_of_the_rates_times_the_rooms() {
             first_night_cents: Some(Cents::new(2 * 10_000)),
             currency: crate::types::Currency::EUR,
             taxes: crate::taxes::Taxes::default(),
+            block_code: None,
         })]
     );
 }

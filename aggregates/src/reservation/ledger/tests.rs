@@ -61,6 +61,7 @@ fn placed_under(policy: CancellationPolicy) -> ReservationEvent {
         first_night_cents: Some(cents(20_000)),
         currency: crate::types::Currency::EUR,
         taxes: crate::taxes::Taxes::default(),
+        block_code: None,
     })
 }
 
