@@ -147,6 +147,7 @@ async fn main() -> anyhow::Result<()> {
                     rate_plan_id: None,
                     guests: aggregates::GuestCount::ONE,
                     more_lines: Vec::new(),
+                    block_code: None,
                 };
                 let key = IdempotencyKey::parse(&format!("{c}-{n}")).expect("key");
                 if svc.hold("bench", "bench", key, request).await.is_ok() {

@@ -136,6 +136,7 @@ async fn main() -> anyhow::Result<()> {
                                 rate_plan_id: None,
                                 guests: aggregates::GuestCount::ONE,
                                 more_lines: Vec::new(),
+                                block_code: None,
                             };
                             let key =
                                 IdempotencyKey::parse(&format!("{c}-{n}-{}", uuid::Uuid::new_v4()))

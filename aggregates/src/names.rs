@@ -154,7 +154,10 @@ mod tests {
     /// listed in `ALL` (which this test then checks).
     fn listed_aggregate(t: AggregateType) -> usize {
         match t {
-            AggregateType::Hotel | AggregateType::RoomNight | AggregateType::Reservation => 3,
+            AggregateType::Hotel
+            | AggregateType::RoomNight
+            | AggregateType::Reservation
+            | AggregateType::Block => 4,
         }
     }
 
@@ -166,7 +169,7 @@ mod tests {
         }
         assert_eq!(
             AggregateType::ALL.map(AggregateType::as_str),
-            ["hotel", "room_night", "reservation"]
+            ["hotel", "room_night", "reservation", "block"]
         );
         assert_eq!(AggregateType::parse("spaceship"), None);
         assert_eq!(AggregateType::parse("RoomNight"), None);

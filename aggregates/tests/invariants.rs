@@ -228,8 +228,14 @@ fn allocation_of(event: &RoomNightEvent) -> Option<&ReservationId> {
     match event {
         RoomNightEvent::InventorySet { .. }
         | RoomNightEvent::RestrictionsSet { .. }
-        | RoomNightEvent::PlanRateSet { .. } => None,
-        RoomNightEvent::RoomsHeld { reservation_id, .. }
+        | RoomNightEvent::PlanRateSet { .. }
+        | RoomNightEvent::BlockSet { .. }
+        | RoomNightEvent::BlockRemoved { .. }
+        | RoomNightEvent::BlockReleased { .. } => None,
+        RoomNightEvent::BlockRoomsHeld { reservation_id, .. }
+        | RoomNightEvent::BlockHoldLapsed { reservation_id, .. }
+        | RoomNightEvent::BlockRoomsReleased { reservation_id, .. }
+        | RoomNightEvent::RoomsHeld { reservation_id, .. }
         | RoomNightEvent::RoomsBooked { reservation_id, .. }
         | RoomNightEvent::HoldConfirmed { reservation_id, .. }
         | RoomNightEvent::RoomsReleased { reservation_id, .. }
@@ -735,6 +741,7 @@ impl Model {
                             expected_total_cents: None,
                             rate_plan_id: plan.map(plan_id),
                             guests: aggregates::GuestCount::ONE,
+                            block_code: None,
                         },
                         reservation_id: res(id),
                         channel: "direct".to_owned(),

@@ -187,6 +187,7 @@ impl World {
                     rate_plan_id: None,
                     guests: GuestCount::ONE,
                     more_lines: lines,
+                    block_code: None,
                 };
                 let reservation = self.reservations.get(&id).cloned().unwrap_or_default();
                 let result = booking::hold_stay(

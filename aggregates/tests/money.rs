@@ -142,6 +142,7 @@ impl Model {
             first_night_cents: Some(Cents::new(20_000)),
             currency: aggregates::Currency::EUR,
             taxes,
+            block_code: None,
         };
         let due = details.total_due();
         let mut model = Self {

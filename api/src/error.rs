@@ -240,6 +240,26 @@ impl From<Rejection> for ApiError {
             } => ApiError::new(StatusCode::CONFLICT, "currency_in_use", message)
                 .with("currency", currency.code())
                 .with("reservation_id", reservation_id),
+            Rejection::BlockExhausted { night, remaining } => {
+                ApiError::new(StatusCode::CONFLICT, "block_exhausted", message)
+                    .with("night", night)
+                    .with("remaining", remaining)
+            }
+            Rejection::BlockReleased { night } => {
+                ApiError::new(StatusCode::CONFLICT, "block_released", message).with("night", night)
+            }
+            Rejection::BlockWasReleased => {
+                ApiError::new(StatusCode::CONFLICT, "block_released", message)
+            }
+            Rejection::BelowPickup { night, picked_up } => {
+                ApiError::new(StatusCode::CONFLICT, "below_pickup", message)
+                    .with("night", night)
+                    .with("picked_up", picked_up)
+            }
+            Rejection::BlockNotFound => ApiError::not_found(message),
+            Rejection::BlockDatesFixed => {
+                ApiError::new(StatusCode::CONFLICT, "block_booking_dates", message)
+            }
             Rejection::Invalid(invalid) => ApiError::invalid(
                 &invalid.field,
                 format!("{}: {}", invalid.field, invalid.message),

@@ -92,6 +92,11 @@ pub struct CreateReservation {
     /// held or none.
     #[schema(schema_with = super::schema::reservation_lines)]
     pub lines: Option<Vec<LineIn>>,
+    /// A group block of the hotel to book from: its rooms (not general sale's), at its
+    /// rate, without a rate plan. More rooms than it has left is 409
+    /// `block_exhausted`; a released block is 409 `block_released`.
+    #[schema(example = "ACME", pattern = "^[A-Z0-9-]{1,20}$")]
+    pub block_code: Option<String>,
 }
 
 /// One room type of a reservation of several.
@@ -217,6 +222,11 @@ impl CreateReservation {
             rate_plan_id: first.rate_plan_id,
             guests: first.guests,
             more_lines: lines.collect(),
+            block_code: self
+                .block_code
+                .as_deref()
+                .map(aggregates::BlockCode::parse)
+                .transpose()?,
         };
         for line in request.lines() {
             limits.check_size(&request.stay, line.rooms)?;

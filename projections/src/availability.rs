@@ -168,6 +168,8 @@ pub struct CachedNight {
     pub rate_cents: i64,
     pub confirmed: i64,
     pub held: i64,
+    /// Rooms set aside for group blocks (not for general sale).
+    pub blocked: i64,
     pub sequence: i64,
     pub position: i64,
 }
@@ -178,7 +180,7 @@ impl CachedNight {
             self.total_rooms,
             self.overbooking_allowance,
             self.confirmed,
-            self.held,
+            self.held.saturating_add(self.blocked),
         )
     }
 
@@ -196,6 +198,36 @@ impl CachedNight {
                 self.rate_cents = rate_cents.get();
             }
             RoomNightEvent::RoomsHeld { rooms, .. } => self.held += i64::from(*rooms),
+            RoomNightEvent::BlockRoomsHeld { rooms, .. } => {
+                self.held += i64::from(*rooms);
+                self.blocked -= i64::from(*rooms);
+            }
+            RoomNightEvent::BlockSet { change, .. } => self.blocked += *change,
+            RoomNightEvent::BlockRemoved { rooms, .. }
+            | RoomNightEvent::BlockReleased { rooms, .. } => self.blocked -= i64::from(*rooms),
+            RoomNightEvent::BlockHoldLapsed {
+                rooms, to_block, ..
+            } => {
+                self.held -= i64::from(*rooms);
+                if *to_block {
+                    self.blocked += i64::from(*rooms);
+                }
+            }
+            RoomNightEvent::BlockRoomsReleased {
+                rooms,
+                was_confirmed,
+                to_block,
+                ..
+            } => {
+                if *was_confirmed {
+                    self.confirmed -= i64::from(*rooms);
+                } else {
+                    self.held -= i64::from(*rooms);
+                }
+                if *to_block {
+                    self.blocked += i64::from(*rooms);
+                }
+            }
             RoomNightEvent::RoomsBooked { rooms, .. } => self.confirmed += i64::from(*rooms),
             RoomNightEvent::HoldConfirmed { rooms, .. } => {
                 self.held -= i64::from(*rooms);
@@ -528,7 +560,8 @@ impl Projection for AvailabilityProjection {
                     .push((stored, event)),
                 // What is left to sell is the nights' business; a reservation's own
                 // events say nothing the nights do not.
-                TypedEvent::Reservation { .. } => {}
+                // A block's terms say nothing the nights do not (its rooms are theirs).
+                TypedEvent::Reservation { .. } | TypedEvent::Block { .. } => {}
             }
         }
         let mut buckets: BTreeMap<i64, BucketReads> = BTreeMap::new();

@@ -1228,6 +1228,7 @@ async fn the_migration_fills_the_plans_of_rows_written_before_it() {
             first_night_cents: None,
             currency: aggregates::Currency::EUR,
             taxes: aggregates::taxes::Taxes::default(),
+            block_code: None,
         },
     ))
     .expect("json");

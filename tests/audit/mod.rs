@@ -953,6 +953,7 @@ fn held_event(
         first_night_cents: None,
         currency: aggregates::Currency::EUR,
         taxes: aggregates::taxes::Taxes::default(),
+        block_code: None,
     };
     let stream = aggregates::contract::reservation_stream_id(hotel_id(), reservation_id);
     let payload = serde_json::to_value(aggregates::ReservationEvent::ReservationHeld(details))

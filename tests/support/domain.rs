@@ -102,6 +102,7 @@ pub fn hold_request(stay: StayDates, rooms: i64, guest_no: usize) -> HoldRequest
         expected_total_cents: None,
         rate_plan_id: None,
         guests: aggregates::GuestCount::ONE,
+        block_code: None,
     }
 }
 

@@ -118,7 +118,7 @@ pub async fn replay(pool: &PgPool) -> Replayed {
                     .or_default()
                     .apply_event(&event);
             }
-            Some(AggregateType::Hotel) | None => {}
+            Some(AggregateType::Hotel | AggregateType::Block) | None => {}
         }
     }
     replayed

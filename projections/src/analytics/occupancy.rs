@@ -147,13 +147,19 @@ impl OccupancyState {
                 night.overbooking_allowance = i64::from(overbooking_allowance);
                 night.rate_cents = rate_cents.get();
             }
-            RoomNightEvent::RoomsHeld { rooms, .. } => {
+            RoomNightEvent::RoomsHeld { rooms, .. }
+            | RoomNightEvent::BlockRoomsHeld { rooms, .. } => {
                 night.held += i64::from(rooms);
                 night.holds_placed += i64::from(rooms);
             }
             // Restrictions and plans' own rates shape what may be sold, not what was:
             // occupancy and revenue follow the rooms taken.
             RoomNightEvent::RestrictionsSet { .. } | RoomNightEvent::PlanRateSet { .. } => {}
+            // Rooms a block sets aside are not sold until its people book them (the
+            // block's pickups below count as any booking does).
+            RoomNightEvent::BlockSet { .. }
+            | RoomNightEvent::BlockRemoved { .. }
+            | RoomNightEvent::BlockReleased { .. } => {}
             RoomNightEvent::RoomsBooked {
                 reservation_id,
                 rooms,
@@ -169,7 +175,8 @@ impl OccupancyState {
                 night.confirmed += i64::from(rooms);
                 self.confirm(key, reservation_id.as_uuid(), i64::from(rooms));
             }
-            RoomNightEvent::HoldLapsed { rooms, .. } => {
+            RoomNightEvent::HoldLapsed { rooms, .. }
+            | RoomNightEvent::BlockHoldLapsed { rooms, .. } => {
                 night.held = minus(night.held, rooms);
                 night.holds_lapsed += i64::from(rooms);
             }
@@ -177,6 +184,12 @@ impl OccupancyState {
                 reservation_id,
                 rooms,
                 was_confirmed,
+            }
+            | RoomNightEvent::BlockRoomsReleased {
+                reservation_id,
+                rooms,
+                was_confirmed,
+                ..
             } => {
                 if was_confirmed {
                     night.confirmed = minus(night.confirmed, rooms);
@@ -561,7 +574,9 @@ impl Projection for Occupancy {
                             == Some(CommandName::Cancel);
                     events.push((NightKey::from(key), stored.sequence, event, by_cancellation));
                 }
-                TypedEvent::Hotel { .. } | TypedEvent::Reservation { .. } => {}
+                TypedEvent::Hotel { .. }
+                | TypedEvent::Reservation { .. }
+                | TypedEvent::Block { .. } => {}
             }
         }
         if events.is_empty() {

@@ -606,7 +606,9 @@ impl Projection for ReservationsView {
                     event,
                     ..
                 } => events.push((reservation_id.as_uuid(), stored.sequence, event)),
-                TypedEvent::Hotel { .. } | TypedEvent::RoomNight { .. } => {}
+                TypedEvent::Hotel { .. }
+                | TypedEvent::RoomNight { .. }
+                | TypedEvent::Block { .. } => {}
             }
         }
         if events.is_empty() {

@@ -44,6 +44,7 @@ pub enum StreamState {
     Hotel(Hotel),
     Reservation(Box<Reservation>),
     Night(RoomNight),
+    Block(Box<aggregates::Block>),
     /// An aggregate type this build does not know: reported once, not replayed.
     Unknown,
 }
@@ -64,6 +65,7 @@ impl StreamReplay {
             Some(AggregateType::Hotel) => StreamState::Hotel(Hotel::default()),
             Some(AggregateType::Reservation) => StreamState::Reservation(Box::default()),
             Some(AggregateType::RoomNight) => StreamState::Night(RoomNight::default()),
+            Some(AggregateType::Block) => StreamState::Block(Box::default()),
             None => StreamState::Unknown,
         };
         Self {
@@ -116,9 +118,10 @@ impl StreamReplay {
                 problem.or_else(|| {
                     (!night.invariant_holds()).then(|| {
                         format!(
-                            "oversold after {event_type}: confirmed {} + held {} > capacity {}",
+                            "oversold after {event_type}: confirmed {} + held {} + blocked {} > capacity {}",
                             night.confirmed(),
                             night.held(),
+                            night.blocked(),
                             night.capacity()
                         )
                     })
@@ -142,6 +145,15 @@ impl StreamReplay {
                     .err()
                     .or_else(|| check_hotel_event(hotel, &event, &self.aggregate_id).err());
                 hotel.apply_event(&event);
+                problem
+            }
+            StreamState::Block(block) => {
+                let (event, event_version): (aggregates::BlockEvent, _) =
+                    decode(raw, AggregateType::Block, "block")?;
+                let problem = check_type(&event, event_type, &event_version)
+                    .err()
+                    .or_else(|| check_block_event(block, &event).err());
+                block.apply_event(&event);
                 problem
             }
             StreamState::Unknown => {
@@ -304,6 +316,120 @@ pub fn check_night_event(
             }
             Ok(())
         }
+        RoomNightEvent::BlockSet {
+            code,
+            rooms,
+            change,
+            ..
+        } => {
+            if night.levels().is_none() {
+                return Err(format!("block {code} set on a night without inventory"));
+            }
+            let before = night.block(code).copied().unwrap_or_default();
+            if before.released {
+                return Err(format!("block {code} set again after its release"));
+            }
+            if i64::from(*rooms) - i64::from(before.rooms) != *change {
+                return Err(format!(
+                    "block {code} sets aside {rooms} room(s), a change of {change}, but had {}",
+                    before.rooms
+                ));
+            }
+            Ok(())
+        }
+        RoomNightEvent::BlockRemoved { code, rooms }
+        | RoomNightEvent::BlockReleased { code, rooms } => match night.block(code) {
+            Some(block) if block.rooms == *rooms && !block.released => Ok(()),
+            Some(block) => Err(format!(
+                "block {code} gives back {rooms} room(s) but sets aside {}{}",
+                block.rooms,
+                if block.released { " (released)" } else { "" }
+            )),
+            None => Err(format!("block {code} gives back rooms on a night it is not on")),
+        },
+        RoomNightEvent::BlockRoomsHeld {
+            reservation_id,
+            code,
+            rooms,
+            ..
+        } => {
+            if allocated(reservation_id) {
+                return Err(format!(
+                    "reservation {reservation_id} takes rooms it already holds or has booked"
+                ));
+            }
+            match night.block(code) {
+                Some(block) if block.released => Err(format!(
+                    "reservation {reservation_id} books from block {code} after its release"
+                )),
+                Some(block) if block.rooms >= *rooms && *rooms > 0 => Ok(()),
+                Some(block) => Err(format!(
+                    "reservation {reservation_id} takes {rooms} room(s) of block {code}, which has {}",
+                    block.rooms
+                )),
+                None => Err(format!(
+                    "reservation {reservation_id} books from block {code}, not on this night"
+                )),
+            }
+        }
+        RoomNightEvent::BlockHoldLapsed {
+            reservation_id,
+            code,
+            rooms,
+            to_block,
+            ..
+        }
+        | RoomNightEvent::BlockRoomsReleased {
+            reservation_id,
+            code,
+            rooms,
+            to_block,
+            ..
+        } => {
+            let was_confirmed = matches!(
+                event,
+                RoomNightEvent::BlockRoomsReleased {
+                    was_confirmed: true,
+                    ..
+                }
+            );
+            let has = if was_confirmed {
+                night.confirmed_for(reservation_id)
+            } else {
+                night.hold_of(reservation_id).map(|h| h.rooms)
+            };
+            if has != Some(*rooms) {
+                return Err(format!(
+                    "reservation {reservation_id} gives back {rooms} room(s) of block {code} but has {has:?}"
+                ));
+            }
+            let holds = night.block(code).is_some_and(|b| !b.released);
+            if holds != *to_block {
+                return Err(format!(
+                    "reservation {reservation_id} gives its rooms back to {} while block {code} {}",
+                    if *to_block { "the block" } else { "general sale" },
+                    if holds { "holds" } else { "is released" }
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A block's stream: set up first, changed while open, released once.
+fn check_block_event(block: &aggregates::Block, event: &aggregates::BlockEvent) -> Result<(), String> {
+    match event {
+        aggregates::BlockEvent::BlockTermsSet { .. } if block.released().is_some() => {
+            Err("a released block's terms set again".to_owned())
+        }
+        aggregates::BlockEvent::BlockTermsSet { .. } => Ok(()),
+        aggregates::BlockEvent::BlockClosed { .. } if block.terms().is_none() => {
+            Err("a block released before it was set up".to_owned())
+        }
+        aggregates::BlockEvent::BlockClosed { .. } if block.released().is_some() => {
+            Err("a block released twice".to_owned())
+        }
+        aggregates::BlockEvent::BlockClosed { .. } => Ok(()),
     }
 }
 
@@ -678,6 +804,7 @@ mod tests {
             first_night_cents: None,
             currency: aggregates::Currency::EUR,
             taxes: aggregates::taxes::Taxes::default(),
+            block_code: None,
         }
     }
 

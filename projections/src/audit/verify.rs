@@ -452,6 +452,7 @@ struct NightRow {
     rate_cents: i64,
     confirmed: i32,
     held: i32,
+    blocked: i32,
     version: i64,
 }
 
@@ -500,7 +501,8 @@ impl<'c, T> Sorted<'c, T> {
 const NIGHT_ROWS: &str = "SELECT * FROM (
         SELECT hotel_id::text || ':' || room_type_id::text || ':' || to_char(night, 'YYYY-MM-DD')
                    AS stream_id,
-               total_rooms, overbooking_allowance, rate_cents, confirmed, held, version
+               total_rooms, overbooking_allowance, rate_cents, confirmed, held, blocked,
+               version
           FROM room_nights) n
      ORDER BY stream_id COLLATE \"C\"";
 const ALLOCATION_ROWS: &str = "SELECT * FROM (
@@ -518,6 +520,7 @@ fn night_row(row: &PgRow) -> Result<NightRow, sqlx::Error> {
         rate_cents: row.try_get("rate_cents")?,
         confirmed: row.try_get("confirmed")?,
         held: row.try_get("held")?,
+        blocked: row.try_get("blocked")?,
         version: row.try_get("version")?,
     })
 }
@@ -755,6 +758,7 @@ fn compare_night(night: &RoomNight, last_sequence: i64, row: &NightRow) -> Vec<S
         ("rate_cents", levels.map(|l| l.rate_cents().get())),
         ("confirmed", Some(i64::from(night.confirmed()))),
         ("held", Some(i64::from(night.held()))),
+        ("blocked", Some(i64::from(night.blocked()))),
         ("version", Some(last_sequence)),
     ];
     let stored = [
@@ -763,6 +767,7 @@ fn compare_night(night: &RoomNight, last_sequence: i64, row: &NightRow) -> Vec<S
         row.rate_cents,
         i64::from(row.confirmed),
         i64::from(row.held),
+        i64::from(row.blocked),
         row.version,
     ];
     replayed

@@ -11,7 +11,7 @@
 //! ```text
 //! field   = "" | entry *(";" entry)                 room types in id order
 //! entry   = id "=" total "," allowance "," rate "," confirmed "," held ","
-//!           sequence "," position *terms
+//!           sequence "," position ["/" blocked] *terms
 //! terms   = "|*" rules                              restrictions for every plan
 //!         | "|p" plan rules                         one plan's own restrictions
 //!         | "|r" plan ":" cents                     one plan's own rate
@@ -25,6 +25,8 @@
 //! rooms, no overbooking, a base rate of 150.00, 2 confirmed and 1 held, as of the
 //! night stream's sequence 12 at log position 9041; every plan has a maximum stay of 14
 //! and a minimum advance of 0 days, plan 2 a minimum stay of 2, plan 1 its own rate.
+//! A night with rooms set aside for group blocks says how many after the position
+//! (`/4`); most nights have none and write nothing.
 //! Anything else is refused whole (`None`), and the reader then asks PostgreSQL.
 
 use std::collections::BTreeMap;
@@ -65,6 +67,9 @@ pub(super) fn encode_night(room_types: &BTreeMap<i64, CachedRoomNight>) -> Strin
             c.sequence,
             c.position
         );
+        if c.blocked != 0 {
+            let _ = write!(field, "/{}", c.blocked);
+        }
         encode_terms(&mut field, &night.terms);
     }
     field
@@ -140,15 +145,19 @@ pub(super) fn decode_night<'a>(
             }
             Some(value)
         };
-        let counters = CachedNight {
+        let mut counters = CachedNight {
             total_rooms: counter(false)?,
             overbooking_allowance: counter(false)?,
             rate_cents: counter(false)?,
             confirmed: counter(false)?,
             held: counter(false)?,
+            blocked: 0,
             sequence: counter(false)?,
             position: counter(true)?,
         };
+        if at.eat(b'/') {
+            counters.blocked = at.int()?;
+        }
         // The terms run to the next entry: they never hold a `;`.
         let length = at.0.iter().position(|b| *b == b';').unwrap_or(at.0.len());
         let (text, rest) = at.0.split_at(length);
@@ -489,6 +498,8 @@ mod tests {
                         rate_cents: c,
                         confirmed: d,
                         held: e,
+                        // Nights with and without rooms set aside for blocks.
+                        blocked: (c % 5).abs(),
                         sequence: f,
                         position: g,
                     },

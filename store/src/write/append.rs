@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use aggregates::{
-    CommandName, Decision, Guest, Hotel, HotelEvent, Personal, Reservation, ReservationEvent,
+    Block, BlockEvent, CommandName, Decision, Guest, Hotel, HotelEvent, Personal, Reservation, ReservationEvent,
     ReservationId, RoomNight, RoomNightEvent,
 };
 use chrono::{DateTime, NaiveDate, Utc};
@@ -109,13 +109,32 @@ fn reservation_of(event: &RoomNightEvent) -> Option<ReservationId> {
     match event {
         RoomNightEvent::InventorySet { .. }
         | RoomNightEvent::RestrictionsSet { .. }
-        | RoomNightEvent::PlanRateSet { .. } => None,
-        RoomNightEvent::RoomsHeld { reservation_id, .. }
+        | RoomNightEvent::PlanRateSet { .. }
+        | RoomNightEvent::BlockSet { .. }
+        | RoomNightEvent::BlockRemoved { .. }
+        | RoomNightEvent::BlockReleased { .. } => None,
+        RoomNightEvent::BlockRoomsHeld { reservation_id, .. }
+        | RoomNightEvent::BlockHoldLapsed { reservation_id, .. }
+        | RoomNightEvent::BlockRoomsReleased { reservation_id, .. }
+        | RoomNightEvent::RoomsHeld { reservation_id, .. }
         | RoomNightEvent::RoomsBooked { reservation_id, .. }
         | RoomNightEvent::HoldConfirmed { reservation_id, .. }
         | RoomNightEvent::HoldLapsed { reservation_id, .. }
         | RoomNightEvent::RoomsReleased { reservation_id, .. } => Some(*reservation_id),
     }
+}
+
+/// Whether an event changes a night's blocks (what they set aside or took).
+fn changes_blocks(event: &RoomNightEvent) -> bool {
+    matches!(
+        event,
+        RoomNightEvent::BlockSet { .. }
+            | RoomNightEvent::BlockRemoved { .. }
+            | RoomNightEvent::BlockReleased { .. }
+            | RoomNightEvent::BlockRoomsHeld { .. }
+            | RoomNightEvent::BlockHoldLapsed { .. }
+            | RoomNightEvent::BlockRoomsReleased { .. }
+    )
 }
 
 /// Collects everything a command (or a batch of commands) writes, then writes it all
@@ -249,6 +268,7 @@ impl Writer {
             let mut sequence = version;
             let mut touched: BTreeSet<ReservationId> = BTreeSet::new();
             let mut terms_changed = false;
+            let mut blocks_changed = false;
             for (metadata, decision) in decisions {
                 for (k, events) in &decision.nights {
                     if *k != key {
@@ -274,6 +294,7 @@ impl Writer {
                                 | RoomNightEvent::PlanRateSet { .. }
                         )
                     });
+                    blocks_changed |= events.iter().any(changes_blocks);
                 }
             }
             let rows = if version == 0 {
@@ -286,7 +307,7 @@ impl Writer {
                 &after,
                 version,
                 sequence,
-                terms_changed,
+                (terms_changed, blocks_changed),
             )?;
             let before = loaded.nights.get(&key.night);
             for id in touched {
@@ -294,16 +315,23 @@ impl Writer {
                 // the allocations of its own reservation; a new reservation has none).
                 let stored = before
                     .is_some_and(|b| b.hold_of(&id).is_some() || b.confirmed_for(&id).is_some());
+                let block = after.block_of(&id).copied();
                 if let Some(hold) = after.hold_of(&id) {
                     self.kept.push(
                         (hotel, room_type, key.night, id),
                         hold.rooms,
                         Some(hold.expires_at),
+                        block,
                         stored,
                     )?;
                 } else if let Some(rooms) = after.confirmed_for(&id) {
-                    self.kept
-                        .push((hotel, room_type, key.night, id), rooms, None, stored)?;
+                    self.kept.push(
+                        (hotel, room_type, key.night, id),
+                        rooms,
+                        None,
+                        block,
+                        stored,
+                    )?;
                 } else {
                     self.gone.push(hotel, room_type, key.night, id);
                 }
@@ -478,6 +506,70 @@ impl Writer {
         Ok(after)
     }
 
+    /// Writes a block's new state and queues its events (nothing if none). The row is
+    /// inserted for a new block and compared-and-set on its version otherwise.
+    pub async fn block(
+        &mut self,
+        conn: &mut PgConnection,
+        before: &Block,
+        version: i64,
+        events: &[BlockEvent],
+    ) -> Result<Block, AttemptError> {
+        let mut after = before.clone();
+        if events.is_empty() {
+            return Ok(after);
+        }
+        for event in events {
+            after.apply_event(event);
+        }
+        let (Some(hotel_id), Some(code), Some(terms), Some(release_at)) = (
+            after.hotel_id(),
+            after.code(),
+            after.terms(),
+            after.release_at(),
+        ) else {
+            return Err(internal("a block event without the block"));
+        };
+        self.events.push(
+            Block::TYPE,
+            &aggregates::contract::block_stream_id(hotel_id, code),
+            version + 1,
+            events,
+            &self.metadata,
+            None,
+        )?;
+        let new_version = version + events.len() as i64;
+        let state = serde_json::to_value(&after).map_err(internal)?;
+        let written = sqlx::query(
+            "INSERT INTO blocks AS b (hotel_id, code, room_type_id, start_date, end_date,
+                    release_at, released, state, version)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+             ON CONFLICT (hotel_id, code) DO UPDATE
+                SET start_date = EXCLUDED.start_date, end_date = EXCLUDED.end_date,
+                    release_at = EXCLUDED.release_at, released = EXCLUDED.released,
+                    state = EXCLUDED.state, version = EXCLUDED.version
+              WHERE b.version = $10",
+        )
+        .bind(hotel_id.get())
+        .bind(code.as_str())
+        .bind(terms.room_type_id().get())
+        .bind(terms.stay().start())
+        .bind(terms.stay().end())
+        .bind(release_at)
+        .bind(after.released().is_some())
+        .bind(&state)
+        .bind(new_version)
+        .bind(version)
+        .execute(&mut *conn)
+        .await?;
+        // A new block that someone else created meanwhile updates nothing (its version
+        // is not 0): a conflict, as is a block that moved since it was loaded.
+        if written.rows_affected() != 1 {
+            return Err(AttemptError::Conflict);
+        }
+        Ok(after)
+    }
+
     /// Writes everything queued in ONE statement: nights (compare-and-set on their
     /// versions), allocations, reservations (insert, or compare-and-set), events (the
     /// primary key rejects a stream version someone appended first) and idempotency
@@ -578,7 +670,9 @@ WITH nights_updated AS (
            rate_cents = updates.rate_cents,
            confirmed = updates.confirmed,
            held = updates.held,
+           blocked = updates.blocked,
            version = updates.new_version,
+           blocks = CASE WHEN updates.blocks_changed THEN updates.blocks ELSE rn.blocks END,
            -- A booking leaves the terms as they are (and sends none); only a change to
            -- them writes them.
            restrictions = CASE WHEN updates.terms_changed THEN updates.restrictions
@@ -592,10 +686,11 @@ WITH nights_updated AS (
 ), nights_inserted AS (
     INSERT INTO room_nights (hotel_id, room_type_id, night, total_rooms,
            overbooking_allowance, rate_cents, confirmed, held, version, restrictions,
-           plan_rates)
+           plan_rates, blocked, blocks)
     SELECT inserts.hotel, inserts.room_type, inserts.night, inserts.total_rooms,
            inserts.allowance, inserts.rate_cents, inserts.confirmed, inserts.held,
-           inserts.new_version, inserts.restrictions, inserts.plan_rates
+           inserts.new_version, inserts.restrictions, inserts.plan_rates,
+           inserts.blocked, inserts.blocks
       FROM {inserts}
     RETURNING 1
 ), allocations_gone AS (
@@ -606,9 +701,9 @@ WITH nights_updated AS (
     RETURNING 1
 ), allocations_new AS (
     INSERT INTO room_night_allocations
-           (hotel_id, room_type_id, night, reservation_id, rooms, expires_at)
+           (hotel_id, room_type_id, night, reservation_id, rooms, expires_at, block_code)
     SELECT kept.hotel, kept.room_type, kept.night, kept.reservation_id, kept.rooms,
-           kept.expires_at
+           kept.expires_at, kept.block_code
       FROM {kept}
      WHERE NOT kept.stored
     RETURNING 1
@@ -755,6 +850,11 @@ columns! {
         terms_changed: bool = "bool",
         restrictions: Option<serde_json::Value> = "jsonb",
         plan_rates: Option<serde_json::Value> = "jsonb",
+        blocked: i32 = "int",
+        /// Whether the decision changed the night's blocks (updates write them only
+        /// then; inserts always do).
+        blocks_changed: bool = "bool",
+        blocks: Option<serde_json::Value> = "jsonb",
     }
 }
 
@@ -765,7 +865,7 @@ impl NightRows {
         state: &RoomNight,
         expected: i64,
         new_version: i64,
-        terms_changed: bool,
+        (terms_changed, blocks_changed): (bool, bool),
     ) -> Result<(), AttemptError> {
         let Some(levels) = state.levels() else {
             return Err(internal("a night without inventory cannot be written"));
@@ -797,6 +897,14 @@ impl NightRows {
         };
         self.restrictions.push(restrictions);
         self.plan_rates.push(plan_rates);
+        self.blocked.push(to_i32(state.blocked())?);
+        self.blocks_changed.push(blocks_changed);
+        let blocks = if (blocks_changed || expected == 0) && !state.blocks().is_empty() {
+            Some(serde_json::to_value(state.blocks()).map_err(internal)?)
+        } else {
+            None
+        };
+        self.blocks.push(blocks);
         Ok(())
     }
 }
@@ -839,6 +947,8 @@ columns! {
         reservation_id: Uuid = "uuid",
         rooms: i32 = "int",
         expires_at: Option<DateTime<Utc>> = "timestamptz",
+        /// The block the rooms were taken from, if any.
+        block_code: Option<String> = "text",
         /// Whether the row is in the table already (as loaded). A new one is a plain insert:
         /// `ON CONFLICT` costs a speculative insertion and a WAL record of its own per row,
         /// and a hold's allocations are all new. (Were one there after all, the unique key
@@ -853,6 +963,7 @@ impl AllocationRows {
         (hotel, room_type, night, id): (i64, i64, NaiveDate, ReservationId),
         rooms: u32,
         expires_at: Option<DateTime<Utc>>,
+        block: Option<aggregates::BlockCode>,
         stored: bool,
     ) -> Result<(), AttemptError> {
         self.hotel.push(hotel);
@@ -861,6 +972,7 @@ impl AllocationRows {
         self.reservation_id.push(id.as_uuid());
         self.rooms.push(to_i32(rooms)?);
         self.expires_at.push(expires_at);
+        self.block_code.push(block.map(String::from));
         self.stored.push(stored);
         Ok(())
     }

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use aggregates::{
-    Cents, Hold, Hotel, HotelId, InventoryLevels, Nights, Reservation, ReservationId, RoomNight,
+    BlockCode, Cents, Hold, Hotel, HotelId, InventoryLevels, Nights, Reservation, ReservationId, RoomNight,
     RoomNightKey, RoomTypeId,
 };
 use chrono::{DateTime, NaiveDate, Utc};
@@ -149,8 +149,9 @@ static OPEN_WITH_NIGHTS_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::
                 NULL::int AS overbooking_allowance, NULL::bigint AS rate_cents,
                 NULL::int AS confirmed, NULL::int AS held, NULL::bigint AS version,
                 NULL::jsonb AS restrictions, NULL::jsonb AS plan_rates,
+                NULL::int AS blocked, NULL::jsonb AS blocks,
                 NULL::uuid AS reservation_id, NULL::int AS rooms,
-                NULL::timestamptz AS expires_at
+                NULL::timestamptz AS expires_at, NULL::text AS block_code
            FROM opening o
          UNION ALL
          SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, n.* FROM nights n",
@@ -303,6 +304,34 @@ impl Loader<'_> {
                 row.try_get("reservation_id")?,
             ))),
             None => Ok(None),
+        }
+    }
+
+    /// A group block and its version (a default aggregate at version 0 if unknown);
+    /// `lock` takes its row `FOR UPDATE`, so two changes of one block queue.
+    pub async fn block(
+        &mut self,
+        hotel_id: HotelId,
+        code: BlockCode,
+        lock: bool,
+    ) -> Result<(aggregates::Block, i64), AttemptError> {
+        let sql = if lock {
+            "SELECT state, version FROM blocks WHERE hotel_id = $1 AND code = $2 FOR UPDATE"
+        } else {
+            "SELECT state, version FROM blocks WHERE hotel_id = $1 AND code = $2"
+        };
+        let row = sqlx::query(sql)
+            .bind(hotel_id.get())
+            .bind(code.as_str())
+            .fetch_optional(&mut *self.conn)
+            .await?;
+        match row {
+            None => Ok((aggregates::Block::default(), 0)),
+            Some(row) => {
+                let state: serde_json::Value = row.try_get("state")?;
+                let block = serde_json::from_value(state).map_err(|e| corrupt("block", e))?;
+                Ok((block, row.try_get("version")?))
+            }
         }
     }
 
@@ -568,6 +597,7 @@ fn decode_nights(
     type NightKey = (i64, i64, NaiveDate);
     let mut holds: HashMap<NightKey, BTreeMap<ReservationId, Hold>> = HashMap::new();
     let mut confirmations: HashMap<NightKey, BTreeMap<ReservationId, u32>> = HashMap::new();
+    let mut picks: HashMap<NightKey, BTreeMap<ReservationId, BlockCode>> = HashMap::new();
     let mut night_rows = Vec::new();
     for row in all_rows {
         let key: NightKey = (
@@ -584,6 +614,10 @@ fn decode_nights(
                 .ok_or_else(|| corrupt("allocation", "no reservation id"))?,
         );
         let rooms = non_negative(row.try_get::<Option<i32>, _>("rooms")?.unwrap_or(0))?;
+        if let Some(code) = row.try_get::<Option<&str>, _>("block_code")? {
+            let code = BlockCode::parse(code).map_err(|e| corrupt("allocation", e))?;
+            picks.entry(key).or_default().insert(id, code);
+        }
         match row.try_get::<Option<DateTime<Utc>>, _>("expires_at")? {
             Some(expires_at) => {
                 holds
@@ -637,7 +671,12 @@ fn decode_nights(
             holds.remove(&key).unwrap_or_default(),
             confirmations.remove(&key).unwrap_or_default(),
         )
-        .with_terms(restrictions, plan_rates);
+        .with_terms(restrictions, plan_rates)
+        .with_blocks(
+            non_negative(row.try_get("blocked")?)?,
+            json_column(&row, "blocks")?,
+            picks.remove(&key).unwrap_or_default(),
+        );
         target.versions.insert(night, row.try_get("version")?);
         target.nights.insert(night, state);
     }
@@ -719,10 +758,11 @@ impl NightsSql {
             format!(
                 "UNION ALL
                  SELECT false, w.hotel_id, w.room_type_id, w.night, NULL, NULL, NULL, NULL,
-                        NULL, NULL, NULL, NULL, a.reservation_id, a.rooms, a.expires_at
+                        NULL, NULL, NULL, NULL, NULL, NULL, a.reservation_id, a.rooms,
+                        a.expires_at, a.block_code
                    FROM wanted w
                   CROSS JOIN LATERAL (
-                        SELECT a.reservation_id, a.rooms, a.expires_at
+                        SELECT a.reservation_id, a.rooms, a.expires_at, a.block_code
                           FROM room_night_allocations a
                          WHERE a.hotel_id = w.hotel_id AND a.room_type_id = w.room_type_id
                            AND a.night = w.night AND {condition}
@@ -744,7 +784,7 @@ impl NightsSql {
         // The night's columns, read alike from the locked nights and the peeked ones.
         let columns = "rn.hotel_id, rn.room_type_id, rn.night, rn.total_rooms,
                          rn.overbooking_allowance, rn.rate_cents, rn.confirmed, rn.held,
-                         rn.version, rn.restrictions, rn.plan_rates";
+                         rn.version, rn.restrictions, rn.plan_rates, rn.blocked, rn.blocks";
         let ctes = format!(
             "wanted AS MATERIALIZED (
                   SELECT w.* FROM unnest({hotels}::bigint[], {room_types}::bigint[],
@@ -767,13 +807,14 @@ impl NightsSql {
         let select = format!(
             "SELECT true AS is_night, hotel_id, room_type_id, night, total_rooms,
                     overbooking_allowance, rate_cents, confirmed, held, version,
-                    restrictions, plan_rates, NULL::uuid AS reservation_id, NULL::int AS rooms,
-                    NULL::timestamptz AS expires_at
+                    restrictions, plan_rates, blocked, blocks, NULL::uuid AS reservation_id,
+                    NULL::int AS rooms, NULL::timestamptz AS expires_at,
+                    NULL::text AS block_code
                FROM n
              UNION ALL
              SELECT true, hotel_id, room_type_id, night, total_rooms, overbooking_allowance,
-                    rate_cents, confirmed, held, version, restrictions, plan_rates, NULL, NULL,
-                    NULL
+                    rate_cents, confirmed, held, version, restrictions, plan_rates, blocked,
+                    blocks, NULL, NULL, NULL, NULL
                FROM p
              {lapsed}
              {own}"

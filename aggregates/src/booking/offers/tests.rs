@@ -524,6 +524,7 @@ fn every_offer_listed_over_loaded_nights_is_one_a_hold_accepts_at_that_total() {
                         expected_total_cents: Some(offer.total_cents),
                         rate_plan_id: offer.rate_plan_id,
                         guests: request.guests,
+                        block_code: None,
                     },
                     reservation_id: ReservationId::from_uuid(uuid::Uuid::from_u128(n as u128 + 1)),
                     channel: "web".to_owned(),

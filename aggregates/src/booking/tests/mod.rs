@@ -125,6 +125,7 @@ fn hold_cmd(id: u128, start: u32, end: u32, n: i64) -> HoldStay {
             expected_total_cents: None,
             rate_plan_id: None,
             guests: GuestCount::ONE,
+            block_code: None,
         },
         reservation_id: res(id),
         channel: "direct".to_owned(),

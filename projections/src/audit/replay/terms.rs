@@ -152,7 +152,7 @@ impl TermsReplay {
                 let old_stay = &details.stay;
                 self.judge(details, &stay, changed_at, Sale::DatesChanged { old_stay })
             }
-            TypedEvent::Reservation { .. } => Ok(()),
+            TypedEvent::Reservation { .. } | TypedEvent::Block { .. } => Ok(()),
         }
     }
 
@@ -217,7 +217,7 @@ impl TermsReplay {
         }
         // Every line on its own room type's terms, as the hold judged it.
         for line in details.lines() {
-            self.judge_line(&line, hotel_id, hotel, timezone, stay, at, sale, &what)?;
+            self.judge_line(&line, details.block_code, hotel_id, hotel, timezone, stay, at, sale, &what)?;
         }
         Ok(())
     }
@@ -227,6 +227,7 @@ impl TermsReplay {
     fn judge_line(
         &self,
         line: &aggregates::reservation::Line,
+        block_code: Option<aggregates::BlockCode>,
         hotel_id: HotelId,
         hotel: &Hotel,
         timezone: aggregates::TimeZone,
@@ -269,6 +270,10 @@ impl TermsReplay {
             ));
         }
         let today = local_date(at, timezone);
+        // A block's rooms are sold on its contract, not under general sale's restrictions.
+        if block_code.is_some() {
+            return Ok(());
+        }
         let already_sold = |date| match sale {
             Sale::Hold => false,
             Sale::DatesChanged { old_stay } => old_stay.contains(date),
@@ -467,6 +472,7 @@ mod tests {
             first_night_cents: None,
             currency: aggregates::Currency::EUR,
             taxes: aggregates::taxes::Taxes::default(),
+            block_code: None,
         }
     }
 
