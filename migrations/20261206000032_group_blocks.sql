@@ -37,3 +37,7 @@ CREATE TABLE blocks (
     CHECK (end_date > start_date)
 );
 CREATE INDEX blocks_to_release ON blocks (release_at) WHERE NOT released;
+
+-- The read side's reservations say which block they were booked from (NULL: general
+-- sale), as the write side's answer does.
+ALTER TABLE reservations_view ADD COLUMN block_code text;

@@ -76,10 +76,12 @@ pub enum CommandName {
     ReleaseDateChange,
     EraseGuest,
     SetTaxes,
+    SetBlock,
+    ReleaseBlock,
 }
 
 impl CommandName {
-    pub const ALL: [Self; 23] = [
+    pub const ALL: [Self; 25] = [
         Self::SetHotel,
         Self::SetRoomType,
         Self::SetInventory,
@@ -103,6 +105,8 @@ impl CommandName {
         Self::ReleaseDateChange,
         Self::EraseGuest,
         Self::SetTaxes,
+        Self::SetBlock,
+        Self::ReleaseBlock,
     ];
 
     /// The name stored in `metadata.command` and hashed into idempotency records.
@@ -131,6 +135,8 @@ impl CommandName {
             Self::ReleaseDateChange => "release_date_change",
             Self::EraseGuest => "erase_guest",
             Self::SetTaxes => "set_taxes",
+            Self::SetBlock => "set_block",
+            Self::ReleaseBlock => "release_block",
         }
     }
 
@@ -199,7 +205,9 @@ mod tests {
             | CommandName::HoldDateChange
             | CommandName::ReleaseDateChange
             | CommandName::EraseGuest
-            | CommandName::SetTaxes => 23,
+            | CommandName::SetTaxes
+            | CommandName::SetBlock
+            | CommandName::ReleaseBlock => 25,
         }
     }
 

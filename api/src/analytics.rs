@@ -312,6 +312,7 @@ fn reservation_out(
         0
     };
     ReservationOut {
+        block_code: row.block_code.clone(),
         currency: row.currency.clone(),
         taxes: crate::taxes::tax_lines(&taxed.lines),
         total_due_cents: taxed.total_due.get(),

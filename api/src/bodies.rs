@@ -241,6 +241,10 @@ pub struct ReservationOut {
     /// What the guest owes: `total_cents` and every tax not `included`. Confirming
     /// authorizes it.
     pub total_due_cents: i64,
+    /// The group block the stay was booked from (at its rate); absent: general sale.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "ACME")]
+    pub block_code: Option<String>,
     /// `held`, `confirmed`, `cancelled`, `expired`, `declined`, `checked_in`,
     /// `checked_out` or `no_show`.
     #[schema(example = "held")]

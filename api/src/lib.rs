@@ -28,6 +28,7 @@ pub mod search;
 pub mod state;
 pub mod stays;
 pub mod taxes;
+pub mod blocks;
 pub mod telemetry;
 pub mod webhooks;
 
@@ -136,6 +137,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .merge(catalog::routes())
         .merge(rate_plans::routes())
         .merge(taxes::routes())
+        .merge(blocks::routes())
         .merge(calendar::routes())
         .merge(analytics::routes())
         .merge(stays::routes())

@@ -283,6 +283,7 @@ impl From<ReservationView> for ReservationOut {
             currency: v.currency.code().to_owned(),
             taxes: crate::taxes::tax_lines(&v.taxes),
             total_due_cents: v.total_due_cents.unwrap_or(v.total_cents).get(),
+            block_code: v.block_code.map(String::from),
             status: v.status.as_str().to_owned(),
             hold_expires_at: v.hold_expires_at,
             created_at: v.created_at,

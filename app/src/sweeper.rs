@@ -26,6 +26,8 @@ use store::error::CommandError;
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Swept {
     pub expired: usize,
+    /// Group blocks released because their release date ended at the hotel.
+    pub blocks_released: usize,
     pub abandoned_requests: u64,
     /// The pass found a full batch of lapsed holds: more may be waiting, and the next
     /// pass should not wait for the interval.
@@ -111,6 +113,8 @@ pub async fn sweep_once(
     if let Some(e) = failed {
         return Err(e);
     }
+    // Blocks whose release date has ended give their unpicked rooms back to sale.
+    swept.blocks_released = commands.release_due_blocks().await?;
     let abandoned = sqlx::query(
         "UPDATE idempotency_keys SET state = 'abandoned'
           WHERE state = 'in_flight' AND created_at <= $1",

@@ -65,6 +65,9 @@ pub struct ReservationView {
     /// Outcomes stored before taxes existed carry none: they owed `total_cents`.
     #[serde(default)]
     pub total_due_cents: Option<Cents>,
+    /// The group block it was booked from, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_code: Option<aggregates::BlockCode>,
     /// One per room type, the first one first, for a reservation of several; empty for
     /// one room type (and in outcomes stored before lines), whose one line is the
     /// view's own fields.
@@ -221,6 +224,7 @@ impl ReservationView {
             currency: d.currency,
             total_due_cents: Some(taxed.total_due),
             taxes: taxed.lines,
+            block_code: d.block_code,
             // One room type: its line is the view's own fields (the answer lists it).
             lines: if d.more_lines.is_empty() {
                 Vec::new()

@@ -19,6 +19,7 @@
 //! configuration), not the service, so no reference cycle keeps either alive.
 
 pub mod answers;
+pub mod blocks;
 mod catalog;
 pub mod erase;
 pub mod group;

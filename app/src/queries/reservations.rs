@@ -119,7 +119,7 @@ impl Queries {
                     updated_at, version, rate_plan_id, guests, cancellation_policy,
                     payment_status, authorized_cents, captured_cents, refunded_cents,
                     paid_before_ledger, released_from, guest, guest_id, currency, taxes,
-                    more_lines
+                    more_lines, block_code
                FROM reservations_view WHERE generation = ",
         );
         sql.push_bind(generation);

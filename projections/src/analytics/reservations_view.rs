@@ -87,6 +87,8 @@ pub struct ReservationRow {
     pub taxes: Option<Json<Taxes>>,
     /// The room types beyond the first (`None`: one room type); `rooms` counts theirs too.
     pub more_lines: Option<Json<Vec<Line>>>,
+    /// The group block it was booked from, if any.
+    pub block_code: Option<String>,
 }
 
 /// One room type of a row: its rooms, guests per room, plan and price.
@@ -226,7 +228,8 @@ pub const LOAD_VIEW_ROWS: &str = "SELECT v.reservation_id, v.hotel_id, v.room_ty
         v.channel, v.total_cents, v.hold_expires_at, v.created_at, v.updated_at, v.version,
         v.rate_plan_id, v.guests, v.cancellation_policy, v.payment_status,
         v.authorized_cents, v.captured_cents, v.refunded_cents, v.paid_before_ledger,
-        v.released_from, v.guest, v.guest_id, v.currency, v.taxes, v.more_lines
+        v.released_from, v.guest, v.guest_id, v.currency, v.taxes, v.more_lines,
+        v.block_code
    FROM unnest($2::uuid[]) AS k (id)
   CROSS JOIN LATERAL (
         SELECT * FROM reservations_view r
@@ -265,6 +268,7 @@ columns! {
         currency: String = "text",
         taxes: Option<Json<Taxes>> = "jsonb",
         more_lines: Option<Json<Vec<Line>>> = "jsonb",
+        block_code: Option<String> = "text",
         /// New rows only: the number behind the reference the id ends in. An update
         /// leaves it as it is (the id does not change).
         reference_number: i64 = "bigint",
@@ -304,6 +308,7 @@ impl ViewColumns {
             columns.currency.push(row.currency.clone());
             columns.taxes.push(row.taxes.clone());
             columns.more_lines.push(row.more_lines.clone());
+            columns.block_code.push(row.block_code.clone());
             columns
                 .reference_number
                 .push(reference_number(row.reservation_id));
@@ -319,7 +324,7 @@ const INSERT_VIEW_ROWS: Statement = Statement::new(
         hold_expires_at, created_at, updated_at, version, rate_plan_id, guests,
         cancellation_policy, payment_status, authorized_cents, captured_cents,
         refunded_cents, paid_before_ledger, released_from, guest, guest_id, currency, taxes,
-        more_lines, reference_number)
+        more_lines, block_code, reference_number)
      SELECT $1, batch.reservation_id, batch.hotel_id, batch.room_type_id, batch.start_date,
             batch.end_date, batch.rooms, batch.status, batch.guest_name, batch.guest_email,
             batch.channel, batch.total_cents, batch.hold_expires_at, batch.created_at,
@@ -327,7 +332,7 @@ const INSERT_VIEW_ROWS: Statement = Statement::new(
             batch.cancellation_policy, batch.payment_status, batch.authorized_cents,
             batch.captured_cents, batch.refunded_cents, batch.paid_before_ledger,
             batch.released_from, batch.guest, batch.guest_id, batch.currency, batch.taxes,
-            batch.more_lines, batch.reference_number
+            batch.more_lines, batch.block_code, batch.reference_number
        FROM {batch}",
 )
 .after(1);
@@ -352,7 +357,7 @@ const UPDATE_VIEW_ROWS: Statement = Statement::new(
             paid_before_ledger = batch.paid_before_ledger,
             released_from = batch.released_from, guest = batch.guest,
             guest_id = batch.guest_id, currency = batch.currency, taxes = batch.taxes,
-            more_lines = batch.more_lines
+            more_lines = batch.more_lines, block_code = batch.block_code
        FROM {batch}
       WHERE v.generation = $1 AND v.reservation_id = batch.reservation_id",
 )
@@ -405,6 +410,7 @@ impl ReservationsView {
                     taxes: (!details.taxes.is_empty()).then(|| Json(details.taxes.clone())),
                     more_lines: (!details.more_lines.is_empty())
                         .then(|| Json(details.more_lines.clone())),
+                    block_code: details.block_code.map(String::from),
                 },
             );
             return Ok(true);
