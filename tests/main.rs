@@ -73,6 +73,7 @@ mod support;
 mod analytics;
 mod audit;
 mod auth;
+mod blocks;
 mod catalog;
 mod cluster;
 mod console;

@@ -56,6 +56,7 @@ pub use reservation::{
 };
 pub use room_night::{Hold, RoomNight, RoomNightCommand, RoomNightEvent, RoomNightKey};
 pub use types::{
-    BlockCode, BookingLimits, Cents, Currency, Guest, GuestCount, HotelId, InvalidInput, InventoryLevels,
-    RatePlanId, Reference, ReservationId, RoomCount, RoomTypeId, StayDates, TimeZone, Weekdays,
+    BlockCode, BookingLimits, Cents, Currency, Guest, GuestCount, HotelId, InvalidInput,
+    InventoryLevels, RatePlanId, Reference, ReservationId, RoomCount, RoomTypeId, StayDates,
+    TimeZone, Weekdays,
 };

@@ -610,9 +610,7 @@ impl RoomNight {
                 now,
             } => match self.holds.get(&reservation_id) {
                 None => Ok(Vec::new()),
-                Some(hold) if hold.expires_at <= now => {
-                    Ok(vec![self.lapse(reservation_id, *hold)])
-                }
+                Some(hold) if hold.expires_at <= now => Ok(vec![self.lapse(reservation_id, *hold)]),
                 Some(_) => Err(RoomNightError::HoldStillLive),
             },
         }
@@ -735,7 +733,13 @@ impl RoomNight {
 
     /// A pickup's rooms leaving the reservation: the block's pickup shrinks, and the
     /// rooms are set aside for it again if `to_block`.
-    fn unpick(&mut self, reservation_id: &ReservationId, code: &BlockCode, rooms: u32, to_block: bool) {
+    fn unpick(
+        &mut self,
+        reservation_id: &ReservationId,
+        code: &BlockCode,
+        rooms: u32,
+        to_block: bool,
+    ) {
         self.picks.remove(reservation_id);
         if let Some(block) = self.blocks.get_mut(code) {
             block.picked_up = block.picked_up.saturating_sub(rooms);

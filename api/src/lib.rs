@@ -11,6 +11,7 @@ pub mod analytics;
 pub mod audit;
 pub mod audit_verify;
 pub mod auth;
+pub mod blocks;
 pub mod bodies;
 pub mod calendar;
 pub mod catalog;
@@ -28,7 +29,6 @@ pub mod search;
 pub mod state;
 pub mod stays;
 pub mod taxes;
-pub mod blocks;
 pub mod telemetry;
 pub mod webhooks;
 

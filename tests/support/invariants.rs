@@ -17,6 +17,8 @@ pub struct NightRow {
     pub allowance: i32,
     pub confirmed: i32,
     pub held: i32,
+    /// Rooms set aside for group blocks.
+    pub blocked: i32,
     pub version: i64,
 }
 
@@ -27,7 +29,7 @@ impl NightRow {
             i64::from(self.total_rooms),
             i64::from(self.allowance),
             i64::from(self.confirmed),
-            i64::from(self.held),
+            i64::from(self.held) + i64::from(self.blocked),
         )
     }
 }
@@ -35,7 +37,7 @@ impl NightRow {
 pub async fn night_rows(pool: &PgPool) -> BTreeMap<(i64, i64, NaiveDate), NightRow> {
     sqlx::query(
         "SELECT hotel_id, room_type_id, night, total_rooms, overbooking_allowance,
-                confirmed, held, version FROM room_nights",
+                confirmed, held, blocked, version FROM room_nights",
     )
     .fetch_all(pool)
     .await
@@ -49,6 +51,7 @@ pub async fn night_rows(pool: &PgPool) -> BTreeMap<(i64, i64, NaiveDate), NightR
                 allowance: r.get("overbooking_allowance"),
                 confirmed: r.get("confirmed"),
                 held: r.get("held"),
+                blocked: r.get("blocked"),
                 version: r.get("version"),
             },
         )
@@ -151,7 +154,7 @@ pub async fn assert_invariants_at(pool: &PgPool, now: chrono::DateTime<Utc>) -> 
     let rows = night_rows(pool).await;
     for (key, row) in &rows {
         assert!(
-            row.confirmed + row.held <= row.total_rooms + row.allowance,
+            row.confirmed + row.held + row.blocked <= row.total_rooms + row.allowance,
             "room_nights oversold at {key:?}: {row:?}"
         );
     }
@@ -188,8 +191,8 @@ pub async fn assert_invariants_at(pool: &PgPool, now: chrono::DateTime<Utc>) -> 
             .get(&stream)
             .unwrap_or_else(|| panic!("no events for {stream}"));
         assert_eq!(
-            (night.confirmed(), night.held()),
-            (row.confirmed as u32, row.held as u32),
+            (night.confirmed(), night.held(), night.blocked()),
+            (row.confirmed as u32, row.held as u32, row.blocked as u32),
             "replayed {stream} differs from room_nights"
         );
     }

@@ -12,8 +12,8 @@ use crate::personal::Personal;
 use crate::reservation::{Line, Reservation, ReservationCommand, ReservationDetails};
 use crate::room_night::RoomNightCommand;
 use crate::types::{
-    local_date, BlockCode, BookingLimits, Cents, Guest, GuestCount, HotelId, InvalidInput, RatePlanId,
-    ReservationId, RoomCount, RoomTypeId, StayDates,
+    local_date, BlockCode, BookingLimits, Cents, Guest, GuestCount, HotelId, InvalidInput,
+    RatePlanId, ReservationId, RoomCount, RoomTypeId, StayDates,
 };
 
 /// What a client asks to hold, each field parsed once where the request enters (the

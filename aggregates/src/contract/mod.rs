@@ -24,9 +24,9 @@ pub mod events;
 
 pub use crate::names::{AggregateType, CommandName};
 pub use crate::streams::{
-    block_stream_id, hotel_stream_id, parse_block_stream_id, parse_hotel_stream_id, parse_reservation_stream_id,
-    parse_room_night_stream_id, reservation_stream_id, room_night_stream_id, StreamIdError,
-    StreamKey,
+    block_stream_id, hotel_stream_id, parse_block_stream_id, parse_hotel_stream_id,
+    parse_reservation_stream_id, parse_room_night_stream_id, reservation_stream_id,
+    room_night_stream_id, StreamIdError, StreamKey,
 };
 pub use decode::{upcasters, DecodeError, EventDecoder, RawEvent, RawPayload, TypedEvent};
 pub use events::{BlockEventType, HotelEventType, ReservationEventType, RoomNightEventType};

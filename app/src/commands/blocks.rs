@@ -16,7 +16,9 @@ use sqlx::Row;
 
 use super::{Caller, CommandService};
 use store::error::CommandError;
-use store::write::{settle, with_retries, AttemptError, EventMetadata, Loader, WantedNights, Writer};
+use store::write::{
+    settle, with_retries, AttemptError, EventMetadata, Loader, WantedNights, Writer,
+};
 
 /// A block as staff see it: its terms, whether it holds, and each night's pickup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,19 +60,25 @@ impl CommandService {
             client: by.name().to_owned(),
             idempotency_key: None,
         };
-        self.block_command(hotel_id, code, &metadata, |hotel, block, nights| {
-            booking::set_block(
-                hotel,
-                block,
-                nights,
-                booking::SetBlock {
-                    hotel_id,
-                    code,
-                    terms: terms.clone(),
-                    now,
-                },
-            )
-        }, Some(&terms))
+        self.block_command(
+            hotel_id,
+            code,
+            &metadata,
+            |hotel, block, nights| {
+                booking::set_block(
+                    hotel,
+                    block,
+                    nights,
+                    booking::SetBlock {
+                        hotel_id,
+                        code,
+                        terms: terms.clone(),
+                        now,
+                    },
+                )
+            },
+            Some(&terms),
+        )
         .await?;
         self.block(hotel_id, code)
             .await?
@@ -155,7 +163,11 @@ impl CommandService {
         hotel_id: HotelId,
         code: BlockCode,
         metadata: &EventMetadata,
-        decide: impl Fn(&aggregates::Hotel, &Block, &aggregates::Nights) -> Result<BlockDecision, Rejection>,
+        decide: impl Fn(
+            &aggregates::Hotel,
+            &Block,
+            &aggregates::Nights,
+        ) -> Result<BlockDecision, Rejection>,
         terms: Option<&BlockTerms>,
     ) -> Result<(), CommandError> {
         let now = self.now();
@@ -182,7 +194,12 @@ impl CommandService {
                 };
                 let (hotel, _) = loader.hotel(hotel_id).await?;
                 let mut dates: BTreeSet<NaiveDate> = BTreeSet::new();
-                for stay in block.terms().map(BlockTerms::stay).into_iter().chain(terms.map(BlockTerms::stay)) {
+                for stay in block
+                    .terms()
+                    .map(BlockTerms::stay)
+                    .into_iter()
+                    .chain(terms.map(BlockTerms::stay))
+                {
                     dates.extend(stay.nights());
                 }
                 let nights = loader
@@ -200,7 +217,9 @@ impl CommandService {
                     .await?;
                 let decision = decide(&hotel, &block, &nights.nights)?;
                 let mut writer = Writer::new(metadata)?;
-                writer.block(&mut tx, &block, version, &decision.block).await?;
+                writer
+                    .block(&mut tx, &block, version, &decision.block)
+                    .await?;
                 writer.queue_nights(&nights, &decision.nights)?;
                 writer.flush(&mut tx, &self.privacy).await?;
                 Ok(())
@@ -221,7 +240,8 @@ impl CommandService {
         let mut conn = self.pool.acquire().await.map_err(internal)?;
         let mut loader = Loader { conn: &mut conn };
         let (block, version) = loader.block(hotel_id, code, false).await.map_err(fatal)?;
-        let (Some(terms), Some(release_at), true) = (block.terms(), block.release_at(), version > 0)
+        let (Some(terms), Some(release_at), true) =
+            (block.terms(), block.release_at(), version > 0)
         else {
             return Ok(None);
         };
@@ -242,7 +262,9 @@ impl CommandService {
         let mut nights = Vec::with_capacity(rows.len());
         for row in rows {
             let date: NaiveDate = row.try_get("night").map_err(internal)?;
-            let Some(json) = row.try_get::<Option<serde_json::Value>, _>("block").map_err(internal)?
+            let Some(json) = row
+                .try_get::<Option<serde_json::Value>, _>("block")
+                .map_err(internal)?
             else {
                 continue;
             };

@@ -564,13 +564,16 @@ impl Queries {
             .unwrap_or(stay.end());
         let rows = sqlx::query(
             "SELECT n.hotel_id, n.room_type_id, n.night, n.rate_cents, n.total_rooms,
-                    n.overbooking_allowance, n.confirmed, n.held, n.restrictions,
+                    n.overbooking_allowance, n.confirmed, n.held, n.blocked, n.restrictions,
                     n.plan_rates, coalesce(l.lapsed, 0)::bigint AS lapsed
                FROM room_nights n
                LEFT JOIN LATERAL (
                     SELECT sum(a.rooms) AS lapsed FROM room_night_allocations a
                      WHERE a.hotel_id = n.hotel_id AND a.room_type_id = n.room_type_id
-                       AND a.night = n.night AND a.expires_at <= $4) l ON true
+                       AND a.night = n.night AND a.expires_at <= $4
+                       -- A lapsed booking from a block goes back to the block (while it
+                       -- holds), not to general sale: counted as taken until dropped.
+                       AND a.block_code IS NULL) l ON true
               WHERE n.hotel_id = ANY($1) AND n.night >= $2 AND n.night < $3",
         )
         .bind(hotels)
@@ -587,11 +590,12 @@ impl Queries {
             let held: i32 = row.try_get("held")?;
             let lapsed: i64 = row.try_get("lapsed")?;
             let held = i64::from(held) - lapsed;
+            let blocked: i32 = row.try_get("blocked")?;
             let remaining = rooms_left(
                 i64::from(total),
                 i64::from(allowance),
                 i64::from(confirmed),
-                held,
+                held + i64::from(blocked),
             );
             nights.insert(
                 (

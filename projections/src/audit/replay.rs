@@ -417,7 +417,10 @@ pub fn check_night_event(
 }
 
 /// A block's stream: set up first, changed while open, released once.
-fn check_block_event(block: &aggregates::Block, event: &aggregates::BlockEvent) -> Result<(), String> {
+fn check_block_event(
+    block: &aggregates::Block,
+    event: &aggregates::BlockEvent,
+) -> Result<(), String> {
     match event {
         aggregates::BlockEvent::BlockTermsSet { .. } if block.released().is_some() => {
             Err("a released block's terms set again".to_owned())

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use aggregates::{
-    Block, BlockEvent, CommandName, Decision, Guest, Hotel, HotelEvent, Personal, Reservation, ReservationEvent,
-    ReservationId, RoomNight, RoomNightEvent,
+    Block, BlockEvent, CommandName, Decision, Guest, Hotel, HotelEvent, Personal, Reservation,
+    ReservationEvent, ReservationId, RoomNight, RoomNightEvent,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use columns::{columns, Columns, Statement};

@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use aggregates::{
-    BlockCode, Cents, Hold, Hotel, HotelId, InventoryLevels, Nights, Reservation, ReservationId, RoomNight,
-    RoomNightKey, RoomTypeId,
+    BlockCode, Cents, Hold, Hotel, HotelId, InventoryLevels, Nights, Reservation, ReservationId,
+    RoomNight, RoomNightKey, RoomTypeId,
 };
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{PgConnection, Row};

@@ -217,7 +217,17 @@ impl TermsReplay {
         }
         // Every line on its own room type's terms, as the hold judged it.
         for line in details.lines() {
-            self.judge_line(&line, details.block_code, hotel_id, hotel, timezone, stay, at, sale, &what)?;
+            self.judge_line(
+                &line,
+                details.block_code,
+                hotel_id,
+                hotel,
+                timezone,
+                stay,
+                at,
+                sale,
+                &what,
+            )?;
         }
         Ok(())
     }
