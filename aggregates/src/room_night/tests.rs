@@ -1006,3 +1006,237 @@ fn event_types_are_named_after_the_variant() {
     assert_eq!(lapsed(1, 1, at(0)).event_type(), "HoldLapsed");
     assert_eq!(inventory_set(1, 0, 1).event_version(), "1.0");
 }
+
+// --- Group blocks -------------------------------------------------------------------
+
+fn acme() -> BlockCode {
+    BlockCode::parse("ACME").expect("code")
+}
+
+fn set_block(n: u32, now: DateTime<Utc>) -> RoomNightCommand {
+    RoomNightCommand::SetBlock {
+        code: acme(),
+        rooms: n,
+        rate_cents: Cents::new(15_000),
+        now,
+    }
+}
+
+fn block_set(n: u32, change: i64) -> RoomNightEvent {
+    RoomNightEvent::BlockSet {
+        code: acme(),
+        rooms: n,
+        rate_cents: Cents::new(15_000),
+        change,
+    }
+}
+
+fn hold_from_block(id: u128, n: i64, expires_at: DateTime<Utc>) -> RoomNightCommand {
+    RoomNightCommand::HoldFromBlock {
+        reservation_id: res(id),
+        code: acme(),
+        rooms: rooms(n),
+        expires_at,
+        now: at(0),
+    }
+}
+
+fn block_held(id: u128, n: u32, expires_at: DateTime<Utc>) -> RoomNightEvent {
+    RoomNightEvent::BlockRoomsHeld {
+        reservation_id: res(id),
+        code: acme(),
+        rooms: n,
+        expires_at,
+    }
+}
+
+fn released_block(n: u32) -> RoomNightEvent {
+    RoomNightEvent::BlockReleased {
+        code: acme(),
+        rooms: n,
+    }
+}
+
+#[test]
+fn a_block_takes_its_rooms_out_of_general_sale() {
+    let night = state(&[inventory_set(10, 0, 18_000), block_set(4, 4)]);
+    assert_eq!((night.blocked(), night.remaining()), (4, 6));
+    assert_eq!(
+        night.decide(hold(1, 7, at(15), at(0))),
+        Err(RoomNightError::SoldOut { remaining: 6 })
+    );
+}
+
+#[test]
+fn a_block_cannot_take_more_rooms_than_general_sale_has_left() {
+    Fixture::with(())
+        .given(vec![inventory_set(5, 0, 18_000), held(1, 2, at(15))])
+        .when(set_block(4, at(0)))
+        .then_expect_error(RoomNightError::SoldOut { remaining: 3 });
+}
+
+#[test]
+fn a_block_is_set_again_by_the_difference_and_not_at_all_when_unchanged() {
+    Fixture::with(())
+        .given(vec![inventory_set(10, 0, 18_000), block_set(4, 4)])
+        .when(set_block(6, at(0)))
+        .then_expect_events(vec![block_set(6, 2)]);
+    Fixture::with(())
+        .given(vec![inventory_set(10, 0, 18_000), block_set(4, 4)])
+        .when(set_block(4, at(0)))
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn a_booking_from_the_block_takes_its_rooms_and_not_general_sales() {
+    let given = vec![inventory_set(10, 0, 18_000), block_set(4, 4)];
+    Fixture::with(())
+        .given(given.clone())
+        .when(hold_from_block(1, 3, at(15)))
+        .then_expect_events(vec![block_held(1, 3, at(15))]);
+    let mut night = state(&given);
+    night.apply_event(&block_held(1, 3, at(15)));
+    assert_eq!(
+        (night.held(), night.blocked(), night.remaining()),
+        (3, 1, 6)
+    );
+    let block = night.block(&acme()).copied().expect("block");
+    assert_eq!((block.rooms, block.picked_up), (1, 3));
+}
+
+#[test]
+fn booking_more_than_the_block_has_left_is_block_exhausted() {
+    Fixture::with(())
+        .given(vec![
+            inventory_set(10, 0, 18_000),
+            block_set(4, 4),
+            block_held(1, 3, at(15)),
+        ])
+        .when(hold_from_block(2, 2, at(15)))
+        .then_expect_error(RoomNightError::BlockExhausted { remaining: 1 });
+}
+
+#[test]
+fn a_block_shrinks_to_its_pickup_and_never_below() {
+    let given = vec![
+        inventory_set(10, 0, 18_000),
+        block_set(4, 4),
+        block_held(1, 3, at(15)),
+    ];
+    Fixture::with(())
+        .given(given.clone())
+        .when(set_block(3, at(0)))
+        .then_expect_events(vec![block_set(0, -1)]);
+    Fixture::with(())
+        .given(given)
+        .when(set_block(2, at(0)))
+        .then_expect_error(RoomNightError::BelowPickup { picked_up: 3 });
+}
+
+#[test]
+fn a_lapsed_booking_goes_back_to_the_block_while_it_holds_and_to_sale_after() {
+    let given = vec![
+        inventory_set(10, 0, 18_000),
+        block_set(4, 4),
+        block_held(1, 3, at(15)),
+    ];
+    let lapse = |to_block| {
+        vec![RoomNightEvent::BlockHoldLapsed {
+            reservation_id: res(1),
+            code: acme(),
+            rooms: 3,
+            expired_at: at(15),
+            to_block,
+        }]
+    };
+    let expire = RoomNightCommand::ExpireHold {
+        reservation_id: res(1),
+        now: at(20),
+    };
+    Fixture::with(())
+        .given(given.clone())
+        .when(expire.clone())
+        .then_expect_events(lapse(true));
+    let mut released = given;
+    released.push(released_block(1));
+    Fixture::with(())
+        .given(released.clone())
+        .when(expire)
+        .then_expect_events(lapse(false));
+    let mut night = state(&released);
+    for event in lapse(false) {
+        night.apply_event(&event);
+    }
+    assert_eq!(
+        (night.held(), night.blocked(), night.remaining()),
+        (0, 0, 10)
+    );
+}
+
+#[test]
+fn a_released_block_gives_its_unpicked_rooms_back_and_takes_no_more_bookings() {
+    let given = vec![
+        inventory_set(10, 0, 18_000),
+        block_set(4, 4),
+        block_held(1, 1, at(15)),
+    ];
+    Fixture::with(())
+        .given(given.clone())
+        .when(RoomNightCommand::ReleaseBlock { code: acme() })
+        .then_expect_events(vec![released_block(3)]);
+    let mut released = given;
+    released.push(released_block(3));
+    Fixture::with(())
+        .given(released.clone())
+        .when(hold_from_block(2, 1, at(15)))
+        .then_expect_error(RoomNightError::BlockReleased);
+    Fixture::with(())
+        .given(released)
+        .when(RoomNightCommand::ReleaseBlock { code: acme() })
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn a_confirmed_booking_from_the_block_cancelled_refills_it() {
+    Fixture::with(())
+        .given(vec![
+            inventory_set(10, 0, 18_000),
+            block_set(4, 4),
+            block_held(1, 2, at(15)),
+            confirmed(1, 2),
+        ])
+        .when(RoomNightCommand::Release {
+            reservation_id: res(1),
+        })
+        .then_expect_events(vec![RoomNightEvent::BlockRoomsReleased {
+            reservation_id: res(1),
+            code: acme(),
+            rooms: 2,
+            was_confirmed: true,
+            to_block: true,
+        }]);
+}
+
+#[test]
+fn a_night_with_a_booking_from_the_block_cannot_leave_it() {
+    Fixture::with(())
+        .given(vec![
+            inventory_set(10, 0, 18_000),
+            block_set(4, 4),
+            block_held(1, 1, at(15)),
+        ])
+        .when(RoomNightCommand::RemoveBlock { code: acme() })
+        .then_expect_error(RoomNightError::BelowPickup { picked_up: 1 });
+}
+
+#[test]
+fn inventory_cannot_drop_below_what_the_blocks_and_sales_take() {
+    Fixture::with(())
+        .given(vec![
+            inventory_set(10, 0, 18_000),
+            block_set(4, 4),
+            held(1, 3, at(15)),
+        ])
+        .when(set_inventory(6, 0, 18_000, at(0)))
+        .then_expect_error(RoomNightError::BelowReserved { reserved: 7 });
+}

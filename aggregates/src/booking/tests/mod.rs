@@ -329,6 +329,7 @@ fn restricted(restriction: Restriction, d: u32) -> Rejection {
 }
 
 mod ari;
+mod blocks;
 mod cancel;
 mod change_dates;
 mod check_in;
