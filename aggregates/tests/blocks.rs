@@ -158,6 +158,7 @@ impl World {
                     hotel_id: hotel_id(),
                     code: acme(),
                     terms,
+                    max_days_ahead: 730,
                     now: self.now,
                 };
                 if let Ok(decision) =

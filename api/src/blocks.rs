@@ -37,11 +37,9 @@ pub struct BlockIn {
     /// The room type it sets aside; fixed once the block exists.
     #[schema(example = 1, minimum = 1, maximum = 9_007_199_254_740_991_i64)]
     pub room_type_id: i64,
-    /// First night.
-    #[schema(value_type = String, format = Date, example = "2027-06-01")]
+    #[schema(schema_with = super::schema::stay_start_date)]
     pub start_date: NaiveDate,
-    /// The day after the last night: the nights are `[start_date, end_date)`.
-    #[schema(value_type = String, format = Date, example = "2027-06-04")]
+    #[schema(schema_with = super::schema::block_end_date)]
     pub end_date: NaiveDate,
     /// Rooms on every night, picked up ones included; never below what is picked up.
     #[schema(example = 10, minimum = 1, maximum = 1000)]
@@ -49,9 +47,7 @@ pub struct BlockIn {
     /// The group's rate per room and night, in the hotel currency's minor unit.
     #[schema(example = 15000, minimum = 0)]
     pub rate_cents: i64,
-    /// At the end of this day (hotel time) the unpicked rooms go back to general sale.
-    /// Before `end_date`.
-    #[schema(value_type = String, format = Date, example = "2027-05-20")]
+    #[schema(schema_with = super::schema::block_release_date)]
     pub release_date: NaiveDate,
 }
 

@@ -104,6 +104,31 @@ pub fn update_end_date() -> ObjectBuilder {
     )
 }
 
+/// The day after a group block's last night: 1 to 90 nights after its start.
+pub fn block_end_date() -> ObjectBuilder {
+    days_after(
+        "The day after the block's last night: its nights are [start_date, end_date), 1 to 90.",
+        90,
+    )
+}
+
+/// A group block's release date: not ended at the hotel, and before its `end_date`.
+pub fn block_release_date() -> ObjectBuilder {
+    let limits = BookingLimits::default();
+    date_object(
+        "At the end of this day (hotel time) the unpicked rooms go back to general sale: not yet ended there, and before end_date.",
+    )
+    .extensions(Some(
+        ExtensionsBuilder::new()
+            .add(
+                "x-days-from-today",
+                json!({"minimum": 0, "maximum": limits.max_days_ahead}),
+            )
+            .add("x-days-before", json!({"field": "end_date", "minimum": 1}))
+            .build(),
+    ))
+}
+
 /// The end of a report's range: 1 to 400 nights on.
 pub fn report_end_date() -> ObjectBuilder {
     let nights = super::params::MAX_OCCUPANCY_NIGHTS;

@@ -507,7 +507,7 @@ async fn holding_beyond_capacity_is_found_at_its_position() {
     assert!(
         mentions(
             &report,
-            "oversold after RoomsHeld: confirmed 1 + held 3 > capacity 3"
+            "oversold after RoomsHeld: confirmed 1 + held 3 + blocked 0 > capacity 3"
         ),
         "{report:#?}"
     );

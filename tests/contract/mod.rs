@@ -691,7 +691,8 @@ impl Contract {
     }
 
     /// Applies the document's rules between fields (`x-days-from-today`,
-    /// `x-days-after`, `x-not-above`) to the fields of one object (or query).
+    /// `x-days-after`, `x-days-before`, `x-not-above`) to the fields of one object (or
+    /// query).
     fn follow_rules(
         &self,
         properties: &Map<String, Value>,
@@ -741,6 +742,27 @@ impl Contract {
                         object.insert(name.clone(), json!(last.to_string()));
                     }
                 }
+            }
+        }
+        for (name, schema) in properties {
+            // Before another date (and, by `x-days-from-today`, not before today).
+            let rule = &schema["x-days-before"];
+            let Some(field) = rule["field"].as_str() else {
+                continue;
+            };
+            let end = object
+                .get(field)
+                .and_then(Value::as_str)
+                .and_then(|s| s.parse::<NaiveDate>().ok());
+            if let (Some(end), true) = (end, object.contains_key(name)) {
+                let min = rule["minimum"].as_i64().unwrap_or(1);
+                let latest = end - chrono::Duration::days(min);
+                let span = (latest - self.today).num_days().max(0);
+                let days = runner.rng().random_range(0..=span);
+                object.insert(
+                    name.clone(),
+                    json!((self.today + chrono::Duration::days(days)).to_string()),
+                );
             }
         }
         for (name, schema) in properties {

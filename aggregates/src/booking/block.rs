@@ -20,6 +20,8 @@ pub struct SetBlock {
     pub hotel_id: HotelId,
     pub code: BlockCode,
     pub terms: BlockTerms,
+    /// How far ahead a block may start (the booking limit's `max_days_ahead`).
+    pub max_days_ahead: u32,
     pub now: DateTime<Utc>,
 }
 
@@ -74,17 +76,33 @@ pub fn set_block(
         hotel_id,
         code,
         terms,
+        max_days_ahead,
         now,
     } = cmd;
     let timezone = check_room_type(hotel, hotel_id, terms.room_type_id())?;
+    let today = local_date(now, timezone);
+    if terms.stay().start() < today {
+        return Err(InvalidInput::new(
+            "start_date",
+            format!("must not be in the past (today is {today} at the hotel)"),
+        )
+        .into());
+    }
+    if today
+        .checked_add_days(chrono::Days::new(u64::from(max_days_ahead)))
+        .is_some_and(|last| terms.stay().start() > last)
+    {
+        return Err(InvalidInput::new(
+            "start_date",
+            format!("must be at most {max_days_ahead} days ahead"),
+        )
+        .into());
+    }
     let release_at = block_release_at(terms.release_date(), timezone);
     if release_at <= now {
         return Err(InvalidInput::new(
             "release_date",
-            format!(
-                "has ended at the hotel (today is {} there)",
-                local_date(now, timezone)
-            ),
+            format!("has ended at the hotel (today is {today} there)"),
         )
         .into());
     }

@@ -73,6 +73,7 @@ impl CommandService {
                         hotel_id,
                         code,
                         terms: terms.clone(),
+                        max_days_ahead: self.config.limits.max_days_ahead,
                         now,
                     },
                 )

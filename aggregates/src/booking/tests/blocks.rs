@@ -30,6 +30,7 @@ fn set(block: &Block, nights: &Nights, terms: BlockTerms) -> Result<BlockDecisio
             hotel_id: hotel_id(),
             code: acme(),
             terms,
+            max_days_ahead: 730,
             now: at(0),
         },
     )
