@@ -596,7 +596,7 @@ pub fn webhook_events() -> ArrayBuilder {
         .min_items(Some(1))
         .max_items(Some(known.len() + 1))
         .description(Some(
-            "Event types (`reservation.held`, `.confirmed`, `.cancelled`, `.expired`, `.declined`, `.dates_changed`, `.checked_in`, `.checked_out`, `.no_show`, `inventory.changed`), or `[\"*\"]` for all; 1 to 11 entries.",
+            "Event types (`reservation.held`, `.confirmed`, `.cancelled`, `.expired`, `.declined`, `.dates_changed`, `.checked_in`, `.checked_out`, `.no_show`, `inventory.changed`, `block.created`, `.changed`, `.released`), or `[\"*\"]` for all; 1 to 14 entries.",
         ))
         .examples([json!(["reservation.confirmed", "inventory.changed"])])
 }

@@ -36,7 +36,8 @@ pub struct PutSubscription {
     pub url: String,
     /// Event types (`reservation.held`, `.confirmed`, `.cancelled`, `.expired`,
     /// `.declined`, `.dates_changed`, `.checked_in`, `.checked_out`, `.no_show`,
-    /// `inventory.changed`), or `["*"]` for all.
+    /// `inventory.changed`, `block.created`, `.changed`, `.released`), or `["*"]` for
+    /// all.
     #[schema(schema_with = super::schema::webhook_events)]
     pub events: Vec<String>,
     /// Only these hotels' events (1 to 1000 positive ids); absent: every hotel.

@@ -11,6 +11,8 @@
 //! transaction changed the nights of (a hold, a release, inventory, a rate, a
 //! restriction) and carries the nights' ARI as the write side holds them when the
 //! delivery is made — a snapshot, so the last delivery of a room type is its state.
+//! `block.created`, `block.changed` and `block.released` carry a group block's terms
+//! (with the hotel's currency) as its event records them.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -18,7 +20,7 @@ use std::sync::OnceLock;
 use crate::log::StoredEvent;
 use crate::runner::Projection;
 use aggregates::contract::{parse_reservation_stream_id, ReservationEventType};
-use aggregates::{AggregateType, ReservationEvent, RoomNightEvent, TypedEvent};
+use aggregates::{AggregateType, BlockEvent, ReservationEvent, RoomNightEvent, TypedEvent};
 use chrono::{DateTime, NaiveDate, Utc};
 use columns::{columns, Columns, Statement};
 use serde_json::{json, Value};
@@ -248,6 +250,49 @@ impl Projection for WebhookProjection {
                         data: body,
                     });
                 }
+                TypedEvent::Block {
+                    hotel_id,
+                    code,
+                    event,
+                } => {
+                    let (event_type, mut data) = match event {
+                        BlockEvent::BlockTermsSet {
+                            terms, release_at, ..
+                        } => (
+                            if stored.sequence == 1 {
+                                "block.created"
+                            } else {
+                                "block.changed"
+                            },
+                            json!({
+                                "name": terms.name(),
+                                "room_type_id": terms.room_type_id().get(),
+                                "start_date": terms.stay().start(),
+                                "end_date": terms.stay().end(),
+                                "rooms": terms.rooms().get(),
+                                "rate_cents": terms.rate_cents().get(),
+                                "release_date": terms.release_date(),
+                                "release_at": release_at,
+                            }),
+                        ),
+                        BlockEvent::BlockClosed { at, reason } => (
+                            "block.released",
+                            json!({"released_at": at, "released_by": reason.as_str()}),
+                        ),
+                    };
+                    data["hotel_id"] = json!(hotel_id.get());
+                    data["code"] = json!(code.as_str());
+                    data["version"] = json!(stored.sequence);
+                    data["currency"] = json!(hotel_currency(&mut *tx, hotel_id.get()).await?);
+                    made.push(Made {
+                        event_type,
+                        hotel: hotel_id.get(),
+                        ordering_key: format!("block:{hotel_id}:{code}"),
+                        position: stored.position,
+                        created_at: stored.recorded_at,
+                        data,
+                    });
+                }
                 TypedEvent::RoomNight { key, event } if changes_ari(event) => {
                     let entry = touched
                         .entry((
@@ -324,6 +369,17 @@ impl Projection for WebhookProjection {
     }
 }
 
+/// A hotel's currency (the euro for one stored before hotels had one).
+async fn hotel_currency(conn: &mut PgConnection, hotel: i64) -> anyhow::Result<String> {
+    let currency: Option<String> = sqlx::query_scalar(
+        "SELECT coalesce(state->'details'->>'currency', 'EUR') FROM hotels WHERE hotel_id = $1",
+    )
+    .bind(hotel)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(currency.unwrap_or_else(|| "EUR".to_owned()))
+}
+
 /// The ARI of `nights` of a room type as the write side holds them now.
 async fn ari(
     conn: &mut PgConnection,
@@ -333,7 +389,7 @@ async fn ari(
 ) -> anyhow::Result<Value> {
     let rows = sqlx::query(
         "SELECT night, total_rooms, overbooking_allowance, rate_cents, confirmed, held,
-                restrictions, plan_rates
+                blocked, restrictions, plan_rates
            FROM room_nights
           WHERE hotel_id = $1 AND room_type_id = $2 AND night = ANY($3)
           ORDER BY night",
@@ -349,6 +405,7 @@ async fn ari(
         let allowance: i32 = row.try_get("overbooking_allowance")?;
         let confirmed: i32 = row.try_get("confirmed")?;
         let held: i32 = row.try_get("held")?;
+        let blocked: i32 = row.try_get("blocked")?;
         let restrictions: Option<Value> = row.try_get("restrictions")?;
         let plan_rates: Option<Value> = row.try_get("plan_rates")?;
         out.push(json!({
@@ -357,7 +414,13 @@ async fn ari(
             "overbooking_allowance": allowance,
             "held": held,
             "confirmed": confirmed,
-            "remaining": (total + allowance - confirmed - held).max(0),
+            "blocked": blocked,
+            "remaining": aggregates::room_night::rooms_left(
+                i64::from(total),
+                i64::from(allowance),
+                i64::from(confirmed),
+                i64::from(held) + i64::from(blocked),
+            ),
             "rate_cents": row.try_get::<i64, _>("rate_cents")?,
             "plan_rates": plan_rates.unwrap_or_else(|| json!({})),
             "restrictions": restrictions.unwrap_or_else(|| json!({})),

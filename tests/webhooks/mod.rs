@@ -851,3 +851,79 @@ async fn a_subscriptions_secret_is_stored_sealed_and_still_signs_its_deliveries(
     assert!(!listed.text.contains(secret_text), "{}", listed.text);
     app.finish().await;
 }
+
+#[tokio::test]
+async fn a_partner_hears_of_a_block_set_up_changed_and_released_and_its_rooms_leave_the_ari() {
+    // Arrange
+    let receiver = Receiver::start().await;
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 5, 10).await;
+    subscribe(
+        &app,
+        "blocks",
+        &json!({"url": receiver.url,
+                "events": ["block.created", "block.changed", "block.released", "inventory.changed"],
+                "secret": SECRET}),
+    )
+    .await
+    .assert_status(200);
+    let block = |rooms: i64| {
+        json!({"name": "Acme offsite", "room_type_id": KING, "start_date": day(10),
+               "end_date": day(12), "rooms": rooms, "rate_cents": 15_000,
+               "release_date": day(5)})
+    };
+    let path = format!("/v1/hotels/{HOTEL}/blocks/ACME");
+
+    // Act
+    app.put_json(&path, Some(ADMIN), &block(4))
+        .await
+        .assert_status(200);
+    // Made now, its ARI is the block's first state (a snapshot at the delivery's making).
+    make_deliveries(&app).await;
+    app.put_json(&path, Some(ADMIN), &block(6))
+        .await
+        .assert_status(200);
+    app.send(app.request(reqwest::Method::DELETE, &path, Some(ADMIN)))
+        .await
+        .assert_status(200);
+    make_deliveries(&app).await;
+    send(&app, &sender_config(), chrono::Duration::seconds(1)).await;
+
+    // Assert
+    let hits = receiver.hits();
+    assert!(hits.iter().all(verifies));
+    let blocks: Vec<Value> = hits
+        .iter()
+        .map(Hit::json)
+        .filter(|h| h["type"].as_str().is_some_and(|t| t.starts_with("block.")))
+        .collect();
+    let kinds: Vec<&str> = blocks.iter().filter_map(|h| h["type"].as_str()).collect();
+    assert_eq!(kinds, ["block.created", "block.changed", "block.released"]);
+    let created = &blocks[0]["data"];
+    assert_eq!(created["code"], "ACME");
+    assert_eq!(created["rooms"], 4);
+    assert_eq!(created["currency"], "EUR");
+    assert_eq!(created["start_date"], json!(day(10)));
+    assert_eq!(blocks[1]["data"]["rooms"], 6);
+    assert_eq!(blocks[2]["data"]["released_by"], "staff");
+    // What a channel manager sells: the block's rooms out while it holds.
+    let ari: Vec<(i64, i64)> = hits
+        .iter()
+        .map(Hit::json)
+        .filter(|h| h["type"] == "inventory.changed")
+        .map(|h| {
+            let night = &h["data"]["nights"][0];
+            (
+                night["remaining"].as_i64().expect("remaining"),
+                night["blocked"].as_i64().expect("blocked"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ari.first(),
+        Some(&(6, 4)),
+        "the block's rooms are not for sale"
+    );
+    assert_eq!(ari.last(), Some(&(10, 0)), "released: all for sale again");
+    app.finish().await;
+}

@@ -19,7 +19,7 @@ use sha2::Sha256;
 use sqlx::{PgPool, Row};
 
 /// The event types a partner may subscribe to (the contract's names).
-pub const EVENT_TYPES: [&str; 10] = [
+pub const EVENT_TYPES: [&str; 13] = [
     "reservation.held",
     "reservation.confirmed",
     "reservation.cancelled",
@@ -30,6 +30,9 @@ pub const EVENT_TYPES: [&str; 10] = [
     "reservation.checked_out",
     "reservation.no_show",
     "inventory.changed",
+    "block.created",
+    "block.changed",
+    "block.released",
 ];
 
 /// Why a subscription was refused (each a 422 naming its field).
