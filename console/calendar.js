@@ -57,6 +57,7 @@ function normal(night, date) {
     overbooking_allowance: Number(n.overbooking_allowance ?? 0),
     held: Number(n.held ?? 0),
     confirmed: Number(n.confirmed ?? 0),
+    blocked: Number(n.blocked ?? 0),
     remaining: Number(n.remaining ?? 0),
     rate_cents: n.rate_cents ?? null,
     has_inventory: n.has_inventory,
@@ -314,9 +315,11 @@ export function mountCalendar(root, ctx, firstRoute) {
     const source = body?.source ? ` (${body.source})` : '';
     setText(asOf, body?.as_of ? `Live · as of ${fmtTime(body.as_of)}${source}` : `Live${source}`);
 
-    const key = `${hotelId}|${list.join(',')}|${types.map((t) => `${t.id}:${t.name}`).join(',')}`;
+    const blocks = Array.isArray(body?.blocks) ? body.blocks : [];
+    // The bands are rebuilt with the grid when a block or its pickup changes (rarely).
+    const key = `${hotelId}|${list.join(',')}|${types.map((t) => `${t.id}:${t.name}`).join(',')}|${JSON.stringify(blocks)}`;
     if (key !== structure) {
-      build(list, types);
+      build(list, types, blocks);
       structure = key;
     } else {
       types.forEach((rt, r) => list.forEach((date, c) => fillCell(cells[r][c], rt, normal(rt.nights.get(date), date), false)));
@@ -344,7 +347,7 @@ export function mountCalendar(root, ctx, firstRoute) {
     return night.prices.find((p) => String(p.rate_plan_id) === shownPlan)?.rate_cents ?? null;
   }
 
-  function build(list, types) {
+  function build(list, types, blocks = []) {
     const hadFocus = gridWrap.contains(document.activeElement);
     nights = list;
     roomTypes = types;
@@ -384,6 +387,7 @@ export function mountCalendar(root, ctx, firstRoute) {
       });
       cells.push(rowCells);
       body.append(row);
+      blocks.filter((b) => b.room_type_id === rt.id).forEach((b) => body.append(band(b, list)));
     });
     const table = h('table', {
       role: 'grid',
@@ -409,6 +413,26 @@ export function mountCalendar(root, ctx, firstRoute) {
     paintSelection();
     updatePanel();
     if (hadFocus) cells[focusPos.r][focusPos.c].focus();
+  }
+
+  /** A group block's band under its room type: its pickup of its rooms on each night. */
+  function band(block, list) {
+    const byDate = new Map((Array.isArray(block.nights) ? block.nights : []).map((n) => [n.date, n]));
+    const released = block.status === 'released';
+    const label = `Block ${block.code}: ${block.name}`;
+    return h('tr', { class: ['block-band', released && 'released'], dataset: { block: block.code } },
+      h('th', { scope: 'row', class: 'rt band-name' },
+        h('span', { class: 'rt-name', title: label }, `Block ${block.code}`), ' ',
+        h('span', { class: 'rt-id' }, released ? 'released' : `until ${block.release_date}`)),
+      list.map((date) => {
+        const n = byDate.get(date);
+        if (!n) return h('td', { class: 'band' });
+        return h('td', {
+          class: ['band', 'in-block'],
+          title: `${label}: ${n.picked_up} of ${n.rooms} room(s) picked up on ${fmtDayLong(date)}`,
+          dataset: { night: date, block: block.code },
+        }, `${n.picked_up}/${n.rooms}`);
+      }));
   }
 
   function planName(id) {
@@ -450,7 +474,8 @@ export function mountCalendar(root, ctx, firstRoute) {
       lines.push(h('span', { class: 'l2 rate' }, rate == null ? '–' : fmtRate(rate, digits)));
     }
     if (!noInventory || night.held + night.confirmed > 0) {
-      lines.push(h('span', { class: 'l3 hc' }, `H${night.held} C${night.confirmed}`));
+      const blocked = night.blocked > 0 ? ` B${night.blocked}` : '';
+      lines.push(h('span', { class: 'l3 hc' }, `H${night.held} C${night.confirmed}${blocked}`));
     }
     if (marks.length) {
       lines.push(h('span', { class: 'marks' }, marks.map((m) =>
@@ -1119,6 +1144,6 @@ function legend() {
       item('occ-0', '< 20 %'), item('occ-1', '20–50 %'), item('occ-2', '50–80 %'), item('occ-3', '80–100 %'),
       item('occ-full', 'Full'), item('stopped', 'Stop-sell'), item('no-inventory', 'No inventory')),
     h('p', { class: 'legend-marks' },
-      'Cell: left/capacity · rate · H held, C confirmed. SS stop-sell · CTA/CTD closed to arrival/departure · min/max stay · MST min stay-through · “·2”: rate plan 2 only.'),
+      'Cell: left/capacity · rate · H held, C confirmed, B set aside for blocks (a band each, picked up/rooms). SS stop-sell · CTA/CTD closed to arrival/departure · min/max stay · MST min stay-through · “·2”: rate plan 2 only.'),
   );
 }

@@ -484,6 +484,35 @@ test("a family's reservation shows each room type with its rooms, plan and price
   await page.context().close();
 });
 
+test("a group block shows as a band under its room type, with its pickup on each night", async () => {
+  const start = plusDays(WATCHED, 5);
+  const block = await api('PUT', `/v1/hotels/${HOTEL}/blocks/ACME`, ADMIN, {
+    name: 'Acme offsite', room_type_id: ROOM_TYPE, start_date: start, end_date: plusDays(start, 3),
+    rooms: 2, rate_cents: 15000, release_date: plusDays(WATCHED, 1),
+  });
+  assert.equal(block.status, 200, JSON.stringify(block.json));
+  const booked = await api('POST', '/v1/reservations', CHANNEL, {
+    hotel_id: HOTEL, room_type_id: ROOM_TYPE, start_date: start, end_date: plusDays(start, 1),
+    block_code: 'ACME', guest: { name: 'Eva Sousa', email: 'eva@example.com' },
+  });
+  assert.equal(booked.status, 201, JSON.stringify(booked.json));
+  const page = await newPage();
+  await signIn(page, ADMIN);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: WAIT });
+  await openCalendar(page);
+  const band = page.locator('tr.block-band[data-block="ACME"]');
+  await band.waitFor({ timeout: WAIT });
+  const pickup = (night) => band.locator(`td[data-night="${night}"]`).textContent();
+  await eventually(async () => assert.equal(await pickup(start), '1/2'));
+  assert.equal(await pickup(plusDays(start, 1)), '0/2');
+  assert.equal(await band.locator('td.in-block').count(), 3);
+  assert.match(await band.locator('th').textContent(), /Block ACME/);
+  // The room type's cell says what the block sets aside beside what is held and sold.
+  assert.match(await cell(page, plusDays(start, 1)).textContent(), /B2/);
+  await shot(page, '13b-block-band');
+  await page.context().close();
+});
+
 test('a channel token cannot sign in', async () => {
   const page = await newPage();
   await signIn(page, CHANNEL);

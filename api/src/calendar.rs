@@ -50,7 +50,9 @@ pub struct CalendarNightOut {
     /// Rooms on hold (the read model counts a lapsed hold until it is recorded).
     pub held: i64,
     pub confirmed: i64,
-    /// `total_rooms + overbooking_allowance - held - confirmed`, at least 0.
+    /// Rooms set aside for group blocks (not for general sale).
+    pub blocked: i64,
+    /// `total_rooms + overbooking_allowance - held - confirmed - blocked`, at least 0.
     pub remaining: u32,
     /// The base rate; `null` without inventory.
     pub rate_cents: Option<i64>,
@@ -71,6 +73,7 @@ impl CalendarNightOut {
             overbooking_allowance: rooms.map_or(0, |r| r.overbooking_allowance),
             held: rooms.map_or(0, |r| r.held),
             confirmed: rooms.map_or(0, |r| r.confirmed),
+            blocked: rooms.map_or(0, |r| r.blocked),
             remaining: rooms.map_or(0, |r| r.remaining),
             rate_cents: rooms.map(|r| r.rate_cents),
             restrictions: night.restrictions.all.into(),
@@ -107,6 +110,42 @@ pub struct CalendarOut {
     pub currency: String,
     pub rate_plans: Vec<PlanName>,
     pub room_types: Vec<CalendarRoomType>,
+    /// The group blocks with a night in the range, each with its pickup.
+    pub blocks: Vec<CalendarBlockOut>,
+}
+
+/// A group block on the calendar: a band under its room type.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CalendarBlockOut {
+    #[schema(example = "ACME")]
+    pub code: String,
+    pub name: String,
+    pub room_type_id: i64,
+    #[serde(serialize_with = "iso_date")]
+    #[schema(value_type = String, format = Date)]
+    pub start_date: NaiveDate,
+    #[serde(serialize_with = "iso_date")]
+    #[schema(value_type = String, format = Date)]
+    pub end_date: NaiveDate,
+    #[serde(serialize_with = "iso_date")]
+    #[schema(value_type = String, format = Date)]
+    pub release_date: NaiveDate,
+    /// `open` or `released`.
+    #[schema(example = "open")]
+    pub status: &'static str,
+    pub rate_cents: i64,
+    /// Its nights within the range.
+    pub nights: Vec<CalendarBlockNightOut>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CalendarBlockNightOut {
+    #[serde(serialize_with = "iso_date")]
+    #[schema(value_type = String, format = Date)]
+    pub date: NaiveDate,
+    /// The block's rooms on the night: picked up and still set aside.
+    pub rooms: u32,
+    pub picked_up: u32,
 }
 
 /// Every room type's nights over a range: rooms, held and confirmed, rates per plan and
@@ -162,6 +201,29 @@ pub async fn calendar(
                 room_type_id: rt.room_type_id,
                 name: rt.name.clone(),
                 nights: rt.nights.iter().map(CalendarNightOut::of).collect(),
+            })
+            .collect(),
+        blocks: calendar
+            .blocks
+            .iter()
+            .map(|b| CalendarBlockOut {
+                code: b.code.clone(),
+                name: b.name.clone(),
+                room_type_id: b.room_type_id,
+                start_date: b.start_date,
+                end_date: b.end_date,
+                release_date: b.release_date,
+                status: if b.released { "released" } else { "open" },
+                rate_cents: b.rate_cents,
+                nights: b
+                    .nights
+                    .iter()
+                    .map(|&(date, rooms, picked_up)| CalendarBlockNightOut {
+                        date,
+                        rooms,
+                        picked_up,
+                    })
+                    .collect(),
             })
             .collect(),
     }))

@@ -175,7 +175,7 @@ async fn the_calendar_shows_each_nights_rooms_rates_and_restrictions_and_follows
     assert_eq!(
         night(&calendar, &first.to_string()),
         &json!({"date": first, "has_inventory": true, "total_rooms": 5, "overbooking_allowance": 0, "held": 0,
-                "confirmed": 2, "remaining": 3, "rate_cents": RATE, "restrictions": {},
+                "confirmed": 2, "blocked": 0, "remaining": 3, "rate_cents": RATE, "restrictions": {},
                 "prices": [{"rate_plan_id": FLEXIBLE, "rate_cents": RATE}]})
     );
     assert_eq!(
@@ -246,7 +246,7 @@ async fn a_calendar_past_the_inventory_shows_nights_without_rooms() {
         night(calendar, &plus_days(first, 40).to_string()),
         &json!({"date": plus_days(first, 40), "has_inventory": false, "total_rooms": 0,
                 "overbooking_allowance": 0,
-                "held": 0, "confirmed": 0, "remaining": 0, "rate_cents": null,
+                "held": 0, "confirmed": 0, "blocked": 0, "remaining": 0, "rate_cents": null,
                 "restrictions": {}, "prices": []})
     );
     // The server first, so that its runners write no key after the clean-up.

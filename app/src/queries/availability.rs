@@ -402,6 +402,8 @@ pub(super) struct StoredNight {
     pub confirmed: i64,
     /// Holds that have not lapsed.
     pub held: i64,
+    /// Rooms set aside for group blocks.
+    pub blocked: i64,
     pub remaining: u32,
     pub rate_cents: Cents,
     pub restrictions: RestrictionSet,
@@ -608,6 +610,7 @@ impl Queries {
                     overbooking_allowance: i64::from(allowance),
                     confirmed: i64::from(confirmed),
                     held,
+                    blocked: i64::from(blocked),
                     remaining: to_u32(remaining),
                     rate_cents: Cents::new(row.try_get("rate_cents")?),
                     restrictions: terms_column(&row, "restrictions")?,

@@ -16,6 +16,7 @@ use aggregates::restrictions::RestrictionSet;
 use aggregates::{GuestCount, Hotel, HotelId, RoomTypeId, StayDates};
 use chrono::Utc;
 use chrono::{DateTime, NaiveDate};
+use sqlx::Row;
 
 use super::availability::{
     holds_every_night, plan_prices, sale_terms, to_u32, PlanPrice, StoredNight,
@@ -44,8 +45,25 @@ pub struct NightRooms {
     pub overbooking_allowance: i64,
     pub held: i64,
     pub confirmed: i64,
+    /// Rooms set aside for group blocks.
+    pub blocked: i64,
     pub remaining: u32,
     pub rate_cents: i64,
+}
+
+/// A group block with nights in a calendar's range: its terms and its pickup on each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CalendarBlock {
+    pub code: String,
+    pub name: String,
+    pub room_type_id: i64,
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    pub release_date: NaiveDate,
+    pub released: bool,
+    pub rate_cents: i64,
+    /// `(date, rooms, picked up)` of its nights within the range.
+    pub nights: Vec<(NaiveDate, u32, u32)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +79,7 @@ pub struct Calendar {
     pub source: Source,
     pub as_of: DateTime<Utc>,
     pub room_types: Vec<CalendarRow>,
+    pub blocks: Vec<CalendarBlock>,
 }
 
 /// The rows of `hotel` over `range`, given each night's counters and view.
@@ -106,6 +125,7 @@ impl StoredNight {
             overbooking_allowance: self.overbooking_allowance,
             held: self.held,
             confirmed: self.confirmed,
+            blocked: self.blocked,
             remaining: self.remaining,
             rate_cents: self.rate_cents.get(),
         }
@@ -121,14 +141,83 @@ impl Queries {
         range: &StayDates,
         token: Option<Lsn>,
     ) -> Result<Option<Calendar>, QueryError> {
-        if let Some(calendar) = self.cached_calendar(hotel, range).await {
-            return Ok(Some(calendar));
-        }
-        self.on_replica(
-            token,
-            |q| async move { q.database_calendar(hotel, range).await },
+        let calendar = match self.cached_calendar(hotel, range).await {
+            Some(calendar) => Some(calendar),
+            None => {
+                self.on_replica(
+                    token,
+                    |q| async move { q.database_calendar(hotel, range).await },
+                )
+                .await?
+            }
+        };
+        let Some(mut calendar) = calendar else {
+            return Ok(None);
+        };
+        calendar.blocks = self.blocks_in(hotel, range).await?;
+        Ok(Some(calendar))
+    }
+
+    /// The hotel's group blocks with a night in `range`, each with its pickup per night,
+    /// as the write side holds them (a hotel without blocks costs one index probe).
+    async fn blocks_in(
+        &self,
+        hotel: HotelId,
+        range: &StayDates,
+    ) -> Result<Vec<CalendarBlock>, QueryError> {
+        let rows = sqlx::query(
+            "SELECT b.code, b.state, n.night, n.blocks -> b.code AS block
+               FROM blocks b
+               LEFT JOIN room_nights n
+                 ON n.hotel_id = b.hotel_id AND n.room_type_id = b.room_type_id
+                AND n.night >= greatest(b.start_date, $2) AND n.night < least(b.end_date, $3)
+              WHERE b.hotel_id = $1 AND b.start_date < $3 AND b.end_date > $2
+              ORDER BY b.room_type_id, b.start_date, b.code, n.night",
         )
-        .await
+        .bind(hotel.get())
+        .bind(range.start())
+        .bind(range.end())
+        .fetch_all(&self.pool)
+        .await?;
+        let mut blocks: Vec<CalendarBlock> = Vec::new();
+        for row in rows {
+            let code: String = row.try_get("code")?;
+            if blocks.last().is_none_or(|b| b.code != code) {
+                let state: serde_json::Value = row.try_get("state")?;
+                let block: aggregates::Block = serde_json::from_value(state)
+                    .map_err(|e| QueryError::Corrupt(format!("block: {e}")))?;
+                let Some(terms) = block.terms() else {
+                    continue;
+                };
+                blocks.push(CalendarBlock {
+                    code: code.clone(),
+                    name: terms.name().to_owned(),
+                    room_type_id: terms.room_type_id().get(),
+                    start_date: terms.stay().start(),
+                    end_date: terms.stay().end(),
+                    release_date: terms.release_date(),
+                    released: block.released().is_some(),
+                    rate_cents: terms.rate_cents().get(),
+                    nights: Vec::new(),
+                });
+            }
+            let (Some(date), Some(json)) = (
+                row.try_get::<Option<NaiveDate>, _>("night")?,
+                row.try_get::<Option<serde_json::Value>, _>("block")?,
+            ) else {
+                continue;
+            };
+            let night: aggregates::room_night::BlockNight = serde_json::from_value(json)
+                .map_err(|e| QueryError::Corrupt(format!("block night: {e}")))?;
+            if let Some(block) = blocks.last_mut() {
+                block.nights.push((
+                    date,
+                    night.rooms.saturating_add(night.picked_up),
+                    night.picked_up,
+                ));
+            }
+        }
+        Ok(blocks)
     }
 
     async fn cached_calendar(&self, hotel: HotelId, range: &StayDates) -> Option<Calendar> {
@@ -154,6 +243,7 @@ impl Queries {
                 overbooking_allowance: counters.overbooking_allowance,
                 held: counters.held,
                 confirmed: counters.confirmed,
+                blocked: counters.blocked,
                 remaining: to_u32(counters.remaining()),
                 rate_cents: counters.rate_cents,
             };
@@ -164,6 +254,7 @@ impl Queries {
             source: Source::Cache,
             as_of: cached.as_of,
             room_types,
+            blocks: Vec::new(),
         })
     }
 
@@ -201,6 +292,7 @@ impl Queries {
             source,
             as_of,
             room_types,
+            blocks: Vec::new(),
         }))
     }
 }
