@@ -26,6 +26,8 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
 const MAX_BLOCK_ROOMS: i64 = 1_000;
 /// Most nights one block may span.
 const MAX_BLOCK_NIGHTS: u32 = 90;
+/// Most a block's rate may be: a million currency units a night.
+const MAX_BLOCK_RATE_CENTS: i64 = 100_000_000;
 
 /// A block's terms, whole: a `PUT` sets them all.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -45,7 +47,7 @@ pub struct BlockIn {
     #[schema(example = 10, minimum = 1, maximum = 1000)]
     pub rooms: i64,
     /// The group's rate per room and night, in the hotel currency's minor unit.
-    #[schema(example = 15000, minimum = 0)]
+    #[schema(example = 15000, minimum = 0, maximum = 100_000_000)]
     pub rate_cents: i64,
     #[schema(schema_with = super::schema::block_release_date)]
     pub release_date: NaiveDate,
@@ -58,6 +60,12 @@ impl BlockIn {
             return Err(ApiError::invalid(
                 "end_date",
                 format!("end_date: a block spans at most {MAX_BLOCK_NIGHTS} nights"),
+            ));
+        }
+        if !(0..=MAX_BLOCK_RATE_CENTS).contains(&self.rate_cents) {
+            return Err(ApiError::invalid(
+                "rate_cents",
+                format!("rate_cents: must be between 0 and {MAX_BLOCK_RATE_CENTS}"),
             ));
         }
         if !(1..=MAX_BLOCK_ROOMS).contains(&self.rooms) {

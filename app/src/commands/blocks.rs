@@ -106,7 +106,9 @@ impl CommandService {
     }
 
     /// Releases every open block whose release date has ended at its hotel; returns how
-    /// many. Run by the sweeper; a block released meanwhile by staff is left as it is.
+    /// many. Run by the sweeper; a block released meanwhile by staff is left as it is,
+    /// and one that cannot be released now (contention) is logged and tried again on
+    /// the next pass, without holding back the others.
     pub async fn release_due_blocks(&self) -> Result<usize, CommandError> {
         let now = self.now();
         let due = sqlx::query(
@@ -132,9 +134,13 @@ impl CommandService {
                 tracing::warn!(hotel, code, "a stored block with an unreadable key");
                 continue;
             };
-            self.release(hotel_id, code, &metadata, ReleaseReason::ReleaseDate)
-                .await?;
-            released += 1;
+            match self
+                .release(hotel_id, code, &metadata, ReleaseReason::ReleaseDate)
+                .await
+            {
+                Ok(()) => released += 1,
+                Err(e) => tracing::warn!(hotel, %code, error = %e, "a due block was not released"),
+            }
         }
         Ok(released)
     }
