@@ -9,7 +9,8 @@
 use std::collections::BTreeMap;
 
 use aggregates::{
-    Guest, HotelId, PaymentStatus, Personal, Reference, ReservationId, ReservationStatus, StayDates,
+    Currency, Guest, HotelId, PaymentStatus, Personal, Reference, ReservationId, ReservationStatus,
+    StayDates,
 };
 use axum::extract::State;
 use axum::Json;
@@ -71,6 +72,10 @@ pub struct OccupancyNight {
     pub occupancy: Option<f64>,
     /// Confirmed rooms times the night's rate when each was confirmed.
     pub revenue_cents: i64,
+    /// ISO 4217 code of the night's rate and revenue: the hotel's currency in force on
+    /// that night (a night before a currency change was sold in the old one).
+    #[schema(example = "EUR")]
+    pub currency: String,
     /// Rooms ever put on hold on this night.
     pub holds_placed: i64,
     /// Rooms whose hold lapsed on this night.
@@ -88,7 +93,11 @@ pub struct OccupancyTotals {
     pub held: i64,
     /// `confirmed / total_rooms` over the range; null when there are no rooms.
     pub occupancy: Option<f64>,
-    pub revenue_cents: i64,
+    /// The nights' revenue; null when the range spans a change of the hotel's currency
+    /// (amounts in two currencies are not added: each night says its own).
+    pub revenue_cents: Option<i64>,
+    /// The nights' currency; null when they are in more than one.
+    pub currency: Option<String>,
     pub holds_placed: i64,
     pub holds_lapsed: i64,
     pub cancellations: i64,
@@ -110,6 +119,9 @@ pub struct OccupancyReport {
     pub end_date: NaiveDate,
     /// When the occupancy projection last applied events; null if it has never run.
     pub as_of: Option<DateTime<Utc>>,
+    /// The hotel's currency now (each night says the one its amounts are in).
+    #[schema(example = "EUR")]
+    pub currency: String,
     pub room_types: Vec<RoomTypeOccupancy>,
 }
 
@@ -117,7 +129,7 @@ fn ratio(confirmed: i64, total: i64) -> Option<f64> {
     (total > 0).then(|| confirmed as f64 / total as f64)
 }
 
-fn night_out(row: &OccupancyRow) -> OccupancyNight {
+fn night_out(row: &OccupancyRow, currency: Currency) -> OccupancyNight {
     OccupancyNight {
         date: row.night,
         total_rooms: i64::from(row.total_rooms),
@@ -127,13 +139,14 @@ fn night_out(row: &OccupancyRow) -> OccupancyNight {
         held: i64::from(row.held),
         occupancy: ratio(i64::from(row.confirmed), i64::from(row.total_rooms)),
         revenue_cents: row.revenue_cents,
+        currency: currency.code().to_owned(),
         holds_placed: row.holds_placed,
         holds_lapsed: row.holds_lapsed,
         cancellations: row.cancellations,
     }
 }
 
-fn empty_night(date: NaiveDate) -> OccupancyNight {
+fn empty_night(date: NaiveDate, currency: Currency) -> OccupancyNight {
     OccupancyNight {
         date,
         total_rooms: 0,
@@ -143,6 +156,7 @@ fn empty_night(date: NaiveDate) -> OccupancyNight {
         held: 0,
         occupancy: None,
         revenue_cents: 0,
+        currency: currency.code().to_owned(),
         holds_placed: 0,
         holds_lapsed: 0,
         cancellations: 0,
@@ -151,16 +165,22 @@ fn empty_night(date: NaiveDate) -> OccupancyNight {
 
 fn totals(nights: &[OccupancyNight]) -> OccupancyTotals {
     let mut t = OccupancyTotals::default();
+    let mut revenue: i64 = 0;
     for n in nights {
         t.total_rooms += n.total_rooms;
         t.confirmed += n.confirmed;
         t.held += n.held;
-        t.revenue_cents = t.revenue_cents.saturating_add(n.revenue_cents);
+        revenue = revenue.saturating_add(n.revenue_cents);
         t.holds_placed += n.holds_placed;
         t.holds_lapsed += n.holds_lapsed;
         t.cancellations += n.cancellations;
     }
     t.occupancy = ratio(t.confirmed, t.total_rooms);
+    let first = nights.first().map(|n| n.currency.as_str());
+    if nights.iter().all(|n| Some(n.currency.as_str()) == first) {
+        t.revenue_cents = Some(revenue);
+        t.currency = first.map(str::to_owned);
+    }
     t
 }
 
@@ -210,7 +230,8 @@ pub async fn occupancy(
         )
         .await?
         .ok_or_else(|| ApiError::not_found("no such hotel"))?;
-    let (room_types, rows, as_of) = (read.room_types, read.rows, read.as_of);
+    let (room_types, rows, as_of, currencies) =
+        (read.room_types, read.rows, read.as_of, read.currencies);
     let by_night: BTreeMap<(i64, NaiveDate), OccupancyRow> = rows
         .into_iter()
         .map(|r| ((r.room_type_id, r.night), r))
@@ -221,9 +242,10 @@ pub async fn occupancy(
             let nights: Vec<OccupancyNight> = range
                 .nights()
                 .map(|date| {
+                    let currency = currencies.on(date);
                     by_night
                         .get(&(room_type_id, date))
-                        .map_or_else(|| empty_night(date), night_out)
+                        .map_or_else(|| empty_night(date, currency), |r| night_out(r, currency))
                 })
                 .collect();
             RoomTypeOccupancy {
@@ -239,6 +261,7 @@ pub async fn occupancy(
         start_date: range.start(),
         end_date: range.end(),
         as_of,
+        currency: currencies.current().code().to_owned(),
         room_types,
     }))
 }

@@ -348,8 +348,44 @@ async fn the_occupancy_endpoint_reports_every_night_with_totals() {
     );
     let ratio = totals["occupancy"].as_f64().expect("total occupancy");
     assert!((ratio - 6.0 / 55.0).abs() < 1e-9, "{ratio}");
+    assert_eq!(body["currency"], "EUR");
+    assert_eq!(totals["currency"], "EUR");
+    assert!(nights.iter().all(|n| n["currency"] == "EUR"));
 
     runners.stop().await;
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn each_night_of_the_occupancy_report_says_the_currency_it_was_priced_in() {
+    // A hotel in euros until today, in francs from today.
+    let app = spawn_app().await;
+    app.seed_hotel(day(1), 5, 5).await;
+    let francs = serde_json::json!({"name": "Hotel Tejo", "city": "Lisbon", "timezone": "Europe/Lisbon",
+                        "currency": "CHF"});
+    app.put_hotel(HOTEL, &francs).await.assert_status(200);
+    let today = app.now().date_naive();
+    let path = format!(
+        "/v1/hotels/{HOTEL}/occupancy?start_date={}&end_date={}",
+        today - chrono::Days::new(2),
+        today + chrono::Days::new(3)
+    );
+
+    let reply = app.get(&path, Some(ADMIN)).await;
+
+    let body = reply.assert_status(200);
+    assert_eq!(body["currency"], "CHF");
+    let king = &body["room_types"][0];
+    let currencies: Vec<&str> = king["nights"]
+        .as_array()
+        .expect("nights")
+        .iter()
+        .map(|n| n["currency"].as_str().expect("currency"))
+        .collect();
+    assert_eq!(currencies, ["EUR", "EUR", "CHF", "CHF", "CHF"]);
+    // Amounts in two currencies are not added.
+    assert_eq!(king["totals"]["revenue_cents"], Value::Null);
+    assert_eq!(king["totals"]["currency"], Value::Null);
     app.finish().await;
 }
 
