@@ -820,6 +820,65 @@ mod tests {
         RatePlanId::parse(id).expect("plan id")
     }
 
+    #[test]
+    fn the_cached_counters_follow_a_block_as_the_domain_does() {
+        // Given a night of 10 rooms, a block of 4, a booking of 3 from it that lapses
+        // back to the block, then the block released
+        let code = aggregates::BlockCode::parse("ACME").expect("code");
+        let id = aggregates::ReservationId::from_uuid(uuid::Uuid::from_u128(1));
+        let at = chrono::Utc::now();
+        let key = aggregates::RoomNightKey::new(
+            aggregates::HotelId::parse(7).expect("id"),
+            aggregates::RoomTypeId::parse(3).expect("id"),
+            NaiveDate::from_ymd_opt(2027, 6, 1).expect("date"),
+        );
+        let events = [
+            RoomNightEvent::InventorySet {
+                key,
+                total_rooms: 10,
+                overbooking_allowance: 0,
+                rate_cents: Cents::new(100),
+            },
+            RoomNightEvent::BlockSet {
+                code,
+                rooms: 4,
+                rate_cents: Cents::new(90),
+                change: 4,
+            },
+            RoomNightEvent::BlockRoomsHeld {
+                reservation_id: id,
+                code,
+                rooms: 3,
+                expires_at: at,
+            },
+            RoomNightEvent::BlockHoldLapsed {
+                reservation_id: id,
+                code,
+                rooms: 3,
+                expired_at: at,
+                to_block: true,
+            },
+            RoomNightEvent::BlockReleased { code, rooms: 4 },
+        ];
+        let mut cached = CachedNight::default();
+        let mut domain = aggregates::RoomNight::default();
+        let mut remaining = Vec::new();
+        for event in &events {
+            // When each is applied to the cache and to the aggregate
+            cached.apply(event);
+            domain.apply_event(event);
+            // Then both leave the same rooms for sale, and the cache's counters match
+            assert_eq!(
+                cached.remaining(),
+                i64::from(domain.remaining()),
+                "{event:?}"
+            );
+            assert_eq!(cached.blocked, i64::from(domain.blocked()));
+            remaining.push(cached.remaining());
+        }
+        assert_eq!(remaining, [10, 6, 6, 6, 10]);
+    }
+
     fn stop_sell() -> NightRestrictions {
         NightRestrictions {
             stop_sell: true,
