@@ -41,7 +41,7 @@ function binding(restrictions) {
 function occupancyClass(night) {
   const capacity = night.total_rooms + night.overbooking_allowance;
   if (night.remaining <= 0) return 'occ-full';
-  const occ = capacity > 0 ? (night.held + night.confirmed) / capacity : 1;
+  const occ = capacity > 0 ? (night.held + night.confirmed + night.blocked) / capacity : 1;
   if (occ < 0.2) return 'occ-0';
   if (occ < 0.5) return 'occ-1';
   if (occ < 0.8) return 'occ-2';
@@ -507,7 +507,7 @@ export function mountCalendar(root, ctx, firstRoute) {
       title.push('No inventory');
     } else {
       title.push(`${night.remaining} of ${capacity} left (${night.total_rooms} rooms + ${night.overbooking_allowance} overbooking)`);
-      title.push(`Held ${night.held}, confirmed ${night.confirmed}`);
+      title.push(`Held ${night.held}, confirmed ${night.confirmed}${night.blocked ? `, set aside for blocks ${night.blocked}` : ''}`);
       title.push(`Base rate ${night.rate_cents == null ? '—' : fmtMoney(night.rate_cents, currency)}`);
       if (night.prices.length) {
         title.push(night.prices.map((p) => `${planName(p.rate_plan_id)} ${fmtMoney(p.rate_cents, currency)}`).join(', '));
@@ -519,7 +519,8 @@ export function mountCalendar(root, ctx, firstRoute) {
 
     const label = noInventory
       ? [`${rt.name}, ${day}: no inventory`]
-      : [`${rt.name}, ${day}: ${night.remaining} of ${capacity} left`, `${night.held} held`, `${night.confirmed} confirmed`];
+      : [`${rt.name}, ${day}: ${night.remaining} of ${capacity} left`, `${night.held} held`, `${night.confirmed} confirmed`,
+        ...(night.blocked ? [`${night.blocked} set aside for blocks`] : [])];
     const labelRate = shownRate(night);
     if (!noInventory && labelRate != null) {
       label.push(shownPlan === '' ? `rate ${fmtRate(labelRate, digits)}` : `${planName(Number(shownPlan))} ${fmtRate(labelRate, digits)}`);
@@ -973,9 +974,9 @@ export function mountCalendar(root, ctx, firstRoute) {
           const where = `${type.name}, ${nights[c]}`;
           if (after.rooms < 0 || after.allowance < 0) problems.push(`${where}: rooms and overbooking cannot go below 0.`);
           if (after.rate != null && after.rate < 0) problems.push(`${where}: the rate cannot go below 0.`);
-          const sold = night ? night.held + night.confirmed : 0;
+          const sold = night ? night.held + night.confirmed + night.blocked : 0;
           if (after.rooms + after.allowance < sold) {
-            warnings.push(`${where}: ${sold} rooms are held or sold; the server refuses fewer.`);
+            warnings.push(`${where}: ${sold} rooms are held, sold or set aside for blocks; the server refuses fewer.`);
           }
           rows.push({ date: nights[c], before, after });
         }

@@ -7,7 +7,8 @@
 //! given/when/then tests and any cqrs-es tooling can replay the streams.
 //!
 //! - [`room_night::RoomNight`]: one (hotel, room type, night); enforces
-//!   `confirmed + held <= total_rooms + overbooking_allowance`.
+//!   `confirmed + held + blocked <= total_rooms + overbooking_allowance`.
+//! - [`block::Block`]: a group block's terms; the rooms it sets aside are its nights'.
 //! - [`reservation::Reservation`]: one guest's stay and its lifecycle.
 //! - [`hotel::Hotel`]: the catalog: hotels, room types and rate plans.
 //! - [`personal`]: a guest's personal data, in the clear, sealed or erased: the domain

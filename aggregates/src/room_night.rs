@@ -141,8 +141,9 @@ pub enum RoomNightCommand {
         rate_cents: Cents,
         now: DateTime<Utc>,
     },
-    /// Take the night out of a block (its dates changed): only with nothing picked up.
-    RemoveBlock { code: BlockCode },
+    /// Take the night out of a block (its dates changed): only with nothing picked up
+    /// (lapsed pickups are dropped first).
+    RemoveBlock { code: BlockCode, now: DateTime<Utc> },
     /// Give a block's unpicked rooms back to general sale; its bookings stay.
     ReleaseBlock { code: BlockCode },
 }
@@ -498,16 +499,22 @@ impl RoomNight {
                 }
                 Ok(events)
             }
-            RoomNightCommand::RemoveBlock { code } => match self.blocks.get(&code) {
-                None => Ok(Vec::new()),
-                Some(block) if block.picked_up > 0 => Err(RoomNightError::BelowPickup {
-                    picked_up: block.picked_up,
-                }),
-                Some(block) => Ok(vec![RoomNightEvent::BlockRemoved {
-                    code,
-                    rooms: block.rooms,
-                }]),
-            },
+            RoomNightCommand::RemoveBlock { code, now } => {
+                let (mut events, state) = self.drop_lapsed(now);
+                match state.blocks.get(&code) {
+                    None => return Ok(Vec::new()),
+                    Some(block) if block.picked_up > 0 => {
+                        return Err(RoomNightError::BelowPickup {
+                            picked_up: block.picked_up,
+                        })
+                    }
+                    Some(block) => events.push(RoomNightEvent::BlockRemoved {
+                        code,
+                        rooms: block.rooms,
+                    }),
+                }
+                Ok(events)
+            }
             RoomNightCommand::ReleaseBlock { code } => match self.blocks.get(&code) {
                 Some(block) if !block.released => Ok(vec![RoomNightEvent::BlockReleased {
                     code,

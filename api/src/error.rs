@@ -257,6 +257,11 @@ impl From<Rejection> for ApiError {
                     .with("picked_up", picked_up)
             }
             Rejection::BlockNotFound => ApiError::not_found(message),
+            Rejection::BlockInCurrency { currency, code } => {
+                ApiError::new(StatusCode::CONFLICT, "currency_in_use", message)
+                    .with("currency", currency.code())
+                    .with("block_code", code.as_str())
+            }
             Rejection::BlockDatesFixed => {
                 ApiError::new(StatusCode::CONFLICT, "block_booking_dates", message)
             }

@@ -113,8 +113,12 @@ pub async fn sweep_once(
     if let Some(e) = failed {
         return Err(e);
     }
-    // Blocks whose release date has ended give their unpicked rooms back to sale.
-    swept.blocks_released = commands.release_due_blocks().await?;
+    // Blocks whose release date has ended give their unpicked rooms back to sale (a
+    // failure here holds back nothing else of the pass; the next one tries again).
+    match commands.release_due_blocks().await {
+        Ok(released) => swept.blocks_released = released,
+        Err(e) => tracing::warn!(error = %e, "releasing due blocks failed"),
+    }
     let abandoned = sqlx::query(
         "UPDATE idempotency_keys SET state = 'abandoned'
           WHERE state = 'in_flight' AND created_at <= $1",

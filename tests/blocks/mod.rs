@@ -304,3 +304,59 @@ async fn bad_blocks_and_bad_block_bookings_are_refused_naming_the_field_and_chan
     assert_eq!(app.snapshot().await, before, "refusals change nothing");
     app.finish().await;
 }
+
+#[tokio::test]
+async fn a_cancelled_booking_from_a_block_takes_its_revenue_back_and_an_open_block_keeps_the_currency(
+) {
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 5, 10).await;
+    app.put_json(&block_path("ACME"), Some(ADMIN), &acme(4))
+        .await
+        .assert_status(200);
+    let id = app
+        .hold_ok(WEB, "acme-1", &from_block("ACME", day(10), day(11), 2))
+        .await;
+    app.confirm(WEB, "acme-pay", &id, "tok_ok")
+        .await
+        .assert_status(200);
+    app.cancel(WEB, "acme-cancel", &id, &json!({}))
+        .await
+        .assert_status(200);
+
+    // The occupancy read model takes back what the confirmation added.
+    wait_visible(&app.db.pool).await;
+    let mut occupancy = projections::analytics::Occupancy;
+    projections::catch_up(
+        &app.db.pool,
+        &mut occupancy,
+        7,
+        std::time::Duration::from_secs(20),
+    )
+    .await
+    .expect("occupancy caught up");
+    let (confirmed, revenue): (i32, i64) =
+        sqlx::query_as("SELECT confirmed, revenue_cents FROM occupancy_daily WHERE night = $1")
+            .bind(day(10))
+            .fetch_one(&app.db.pool)
+            .await
+            .expect("the night's row");
+    assert_eq!((confirmed, revenue), (0, 0));
+
+    // The hotel's currency waits for its open block (its rate is in euros).
+    let before = app.snapshot().await;
+    let francs = json!({"name": "Hotel Tejo", "city": "Lisbon", "timezone": "Europe/Lisbon",
+                        "currency": "CHF"});
+    let refused = app.put_hotel(HOTEL, &francs).await;
+    assert_eq!(
+        refused.assert_error(409, "currency_in_use")["block_code"],
+        "ACME"
+    );
+    assert_eq!(app.snapshot().await, before);
+    app.send(app.request(reqwest::Method::DELETE, &block_path("ACME"), Some(ADMIN)))
+        .await
+        .assert_status(200);
+    app.put_hotel(HOTEL, &francs).await.assert_status(200);
+
+    assert_invariants_and_verified(&app.db.pool).await;
+    app.finish().await;
+}

@@ -81,7 +81,10 @@ pub fn set_block(
     } = cmd;
     let timezone = check_room_type(hotel, hotel_id, terms.room_type_id())?;
     let today = local_date(now, timezone);
-    if terms.stay().start() < today {
+    // A block under way keeps its first night: only a new one, or a new first night,
+    // must not lie in the past.
+    let same_start = block.terms().map(|t| t.stay().start()) == Some(terms.stay().start());
+    if !same_start && terms.stay().start() < today {
         return Err(InvalidInput::new(
             "start_date",
             format!("must not be in the past (today is {today} at the hotel)"),
@@ -130,7 +133,7 @@ pub fn set_block(
     if let Some(before) = block.terms() {
         let left = before.stay().nights().filter(|d| !stay.contains(*d));
         decide_nights(&mut decision.nights, room_type, nights, left, |_, _| {
-            Ok(Some(RoomNightCommand::RemoveBlock { code }))
+            Ok(Some(RoomNightCommand::RemoveBlock { code, now }))
         })?;
     }
     let set = RoomNightCommand::SetBlock {

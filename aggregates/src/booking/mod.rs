@@ -160,7 +160,7 @@ pub enum Rejection {
     /// gateway refuses.
     #[error("the new price needs {shortfall_cents} more cents authorized")]
     PaymentRequired { shortfall_cents: Cents },
-    #[error("inventory on {night} cannot go below the {reserved} room(s) already sold")]
+    #[error("inventory on {night} cannot go below the {reserved} room(s) already held, sold or set aside for blocks")]
     InventoryBelowReserved { night: NaiveDate, reserved: u32 },
     #[error("the stay breaks {} on {night}", .restriction.as_str())]
     Restricted {
@@ -212,6 +212,13 @@ pub enum Rejection {
     /// A booking from a block is priced and counted on the block's nights.
     #[error("a booking from a block keeps its dates: cancel it and book again from the block")]
     BlockDatesFixed,
+    /// An open group block's rate is in the hotel's currency: it changes once the block
+    /// is released.
+    #[error("the hotel's block {code} is priced in {currency}; its currency can change once the block is released")]
+    BlockInCurrency {
+        currency: crate::types::Currency,
+        code: crate::types::BlockCode,
+    },
     #[error("{0}")]
     Invalid(InvalidInputRejection),
     /// A reservation of several room types was refused by one of its lines (`line`

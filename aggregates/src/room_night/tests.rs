@@ -1225,7 +1225,10 @@ fn a_night_with_a_booking_from_the_block_cannot_leave_it() {
             block_set(4, 4),
             block_held(1, 1, at(15)),
         ])
-        .when(RoomNightCommand::RemoveBlock { code: acme() })
+        .when(RoomNightCommand::RemoveBlock {
+            code: acme(),
+            now: at(0),
+        })
         .then_expect_error(RoomNightError::BelowPickup { picked_up: 1 });
 }
 
@@ -1239,4 +1242,31 @@ fn inventory_cannot_drop_below_what_the_blocks_and_sales_take() {
         ])
         .when(set_inventory(6, 0, 18_000, at(0)))
         .then_expect_error(RoomNightError::BelowReserved { reserved: 7 });
+}
+
+#[test]
+fn a_night_leaves_a_block_once_its_lapsed_pickups_are_dropped() {
+    Fixture::with(())
+        .given(vec![
+            inventory_set(10, 0, 18_000),
+            block_set(4, 4),
+            block_held(1, 1, at(15)),
+        ])
+        .when(RoomNightCommand::RemoveBlock {
+            code: acme(),
+            now: at(20),
+        })
+        .then_expect_events(vec![
+            RoomNightEvent::BlockHoldLapsed {
+                reservation_id: res(1),
+                code: acme(),
+                rooms: 1,
+                expired_at: at(15),
+                to_block: true,
+            },
+            RoomNightEvent::BlockRemoved {
+                code: acme(),
+                rooms: 4,
+            },
+        ]);
 }

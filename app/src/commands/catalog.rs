@@ -155,6 +155,14 @@ impl CommandService {
                         }
                         .into());
                     }
+                    // An open block's contracted rate is in the old currency too.
+                    if let Some(code) = loader.open_block(hotel_id).await? {
+                        return Err(Rejection::BlockInCurrency {
+                            currency: before.currency(),
+                            code,
+                        }
+                        .into());
+                    }
                 }
                 let mut writer = Writer::new(&metadata)?;
                 let after = writer.hotel(&mut tx, &hotel, version, &events).await?;

@@ -606,6 +606,11 @@ impl Projection for Occupancy {
                     reservation_id,
                     was_confirmed: true,
                     ..
+                }
+                | RoomNightEvent::BlockRoomsReleased {
+                    reservation_id,
+                    was_confirmed: true,
+                    ..
                 } => Some((*key, reservation_id.as_uuid())),
                 _ => None,
             })

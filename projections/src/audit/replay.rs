@@ -213,6 +213,13 @@ pub fn check_night_event(
     stream_id: &str,
 ) -> Result<(), String> {
     let allocated = |id| night.hold_of(id).is_some() || night.confirmed_for(id).is_some();
+    // A booking taken from a block gives its rooms back through the block's events.
+    let from_block = |id: &aggregates::ReservationId, what: &str| match night.block_of(id) {
+        Some(code) => Err(format!(
+            "reservation {id} took its rooms from block {code} but {what} them as general sale's"
+        )),
+        None => Ok(()),
+    };
     match event {
         RoomNightEvent::InventorySet {
             key,
@@ -221,7 +228,10 @@ pub fn check_night_event(
             rate_cents,
         } => {
             if key.stream_id() != stream_id {
-                return Err(format!("InventorySet for night {} in this stream", key.stream_id()));
+                return Err(format!(
+                    "InventorySet for night {} in this stream",
+                    key.stream_id()
+                ));
             }
             InventoryLevels::parse(
                 i64::from(*total_rooms),
@@ -271,7 +281,9 @@ pub fn check_night_event(
             reservation_id,
             rooms,
             expired_at,
-        } => match night.hold_of(reservation_id) {
+        } => {
+            from_block(reservation_id, "lets lapse")?;
+            match night.hold_of(reservation_id) {
             // Microseconds: the write side decides on holds loaded from
             // room_night_allocations (PostgreSQL keeps microseconds), so a lapse can
             // carry the hold's expiry without the nanoseconds its RoomsHeld had.
@@ -288,12 +300,14 @@ pub fn check_night_event(
             None => Err(format!(
                 "reservation {reservation_id} lets lapse a hold it does not have"
             )),
-        },
+            }
+        }
         RoomNightEvent::RoomsReleased {
             reservation_id,
             rooms,
             was_confirmed,
         } => {
+            from_block(reservation_id, "releases")?;
             let has = if *was_confirmed {
                 night.confirmed_for(reservation_id)
             } else {
@@ -312,7 +326,9 @@ pub fn check_night_event(
         }
         RoomNightEvent::RestrictionsSet { .. } | RoomNightEvent::PlanRateSet { .. } => {
             if night.levels().is_none() {
-                return Err("restrictions or a plan rate set on a night without inventory".to_owned());
+                return Err(
+                    "restrictions or a plan rate set on a night without inventory".to_owned(),
+                );
             }
             Ok(())
         }
@@ -337,6 +353,13 @@ pub fn check_night_event(
             }
             Ok(())
         }
+        RoomNightEvent::BlockRemoved { code, .. }
+            if night.block(code).is_some_and(|b| b.picked_up > 0) =>
+        {
+            Err(format!(
+                "block {code} leaves a night its bookings have rooms on"
+            ))
+        }
         RoomNightEvent::BlockRemoved { code, rooms }
         | RoomNightEvent::BlockReleased { code, rooms } => match night.block(code) {
             Some(block) if block.rooms == *rooms && !block.released => Ok(()),
@@ -345,7 +368,9 @@ pub fn check_night_event(
                 block.rooms,
                 if block.released { " (released)" } else { "" }
             )),
-            None => Err(format!("block {code} gives back rooms on a night it is not on")),
+            None => Err(format!(
+                "block {code} gives back rooms on a night it is not on"
+            )),
         },
         RoomNightEvent::BlockRoomsHeld {
             reservation_id,
@@ -403,11 +428,20 @@ pub fn check_night_event(
                     "reservation {reservation_id} gives back {rooms} room(s) of block {code} but has {has:?}"
                 ));
             }
+            if night.block_of(reservation_id) != Some(code) {
+                return Err(format!(
+                    "reservation {reservation_id} gives rooms back to block {code}, which it did not take them from"
+                ));
+            }
             let holds = night.block(code).is_some_and(|b| !b.released);
             if holds != *to_block {
                 return Err(format!(
                     "reservation {reservation_id} gives its rooms back to {} while block {code} {}",
-                    if *to_block { "the block" } else { "general sale" },
+                    if *to_block {
+                        "the block"
+                    } else {
+                        "general sale"
+                    },
                     if holds { "holds" } else { "is released" }
                 ));
             }

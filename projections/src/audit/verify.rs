@@ -453,6 +453,8 @@ struct NightRow {
     confirmed: i32,
     held: i32,
     blocked: i32,
+    /// The night's blocks as stored (NULL: none).
+    blocks: Option<serde_json::Value>,
     version: i64,
 }
 
@@ -463,6 +465,7 @@ struct AllocationRow {
     reservation_id: Uuid,
     rooms: i32,
     expires_at: Option<DateTime<Utc>>,
+    block_code: Option<String>,
 }
 
 /// A row stream sorted by stream id, read one row ahead so it can be merged.
@@ -502,13 +505,13 @@ const NIGHT_ROWS: &str = "SELECT * FROM (
         SELECT hotel_id::text || ':' || room_type_id::text || ':' || to_char(night, 'YYYY-MM-DD')
                    AS stream_id,
                total_rooms, overbooking_allowance, rate_cents, confirmed, held, blocked,
-               version
+               blocks, version
           FROM room_nights) n
      ORDER BY stream_id COLLATE \"C\"";
 const ALLOCATION_ROWS: &str = "SELECT * FROM (
         SELECT hotel_id::text || ':' || room_type_id::text || ':' || to_char(night, 'YYYY-MM-DD')
                    AS stream_id,
-               reservation_id, rooms, expires_at
+               reservation_id, rooms, expires_at, block_code
           FROM room_night_allocations) a
      ORDER BY stream_id COLLATE \"C\", reservation_id";
 
@@ -521,6 +524,7 @@ fn night_row(row: &PgRow) -> Result<NightRow, sqlx::Error> {
         confirmed: row.try_get("confirmed")?,
         held: row.try_get("held")?,
         blocked: row.try_get("blocked")?,
+        blocks: row.try_get("blocks")?,
         version: row.try_get("version")?,
     })
 }
@@ -531,6 +535,7 @@ fn allocation_row(row: &PgRow) -> Result<AllocationRow, sqlx::Error> {
         reservation_id: row.try_get("reservation_id")?,
         rooms: row.try_get("rooms")?,
         expires_at: row.try_get("expires_at")?,
+        block_code: row.try_get("block_code")?,
     })
 }
 
@@ -770,7 +775,7 @@ fn compare_night(night: &RoomNight, last_sequence: i64, row: &NightRow) -> Vec<S
         i64::from(row.blocked),
         row.version,
     ];
-    replayed
+    let mut differences: Vec<String> = replayed
         .iter()
         .zip(stored)
         .filter(|((_, r), s)| *r != Some(*s))
@@ -778,7 +783,23 @@ fn compare_night(night: &RoomNight, last_sequence: i64, row: &NightRow) -> Vec<S
             Some(r) => format!("{name} {s} (replayed: {r})"),
             None => format!("{name} {s} (replayed: no inventory)"),
         })
-        .collect()
+        .collect();
+    // The blocks' rooms and pickups, as the night's JSON stores them.
+    let stored_blocks: Option<BTreeMap<aggregates::BlockCode, aggregates::room_night::BlockNight>> =
+        match &row.blocks {
+            None => Some(BTreeMap::new()),
+            Some(json) => serde_json::from_value(json.clone()).ok(),
+        };
+    if stored_blocks.as_ref() != Some(night.blocks()) {
+        differences.push(format!(
+            "blocks {} (replayed: {})",
+            row.blocks
+                .as_ref()
+                .map_or_else(|| "none".to_owned(), |b| b.to_string()),
+            serde_json::to_string(night.blocks()).unwrap_or_default()
+        ));
+    }
+    differences
 }
 
 /// Allocation rows that differ from the replayed holds and confirmations of a night.
@@ -796,6 +817,16 @@ fn compare_allocations(night: &RoomNight, rows: &[AllocationRow]) -> Vec<String>
     }
     let mut differences = Vec::new();
     for row in rows {
+        let id = aggregates::ReservationId::from_uuid(row.reservation_id);
+        let replayed_block = night.block_of(&id).map(|c| c.as_str());
+        if expected.contains_key(&row.reservation_id) && row.block_code.as_deref() != replayed_block
+        {
+            differences.push(format!(
+                "reservation {id} is taken from {} (replayed: {})",
+                row.block_code.as_deref().unwrap_or("general sale"),
+                replayed_block.unwrap_or("general sale")
+            ));
+        }
         let stored = (i64::from(row.rooms), row.expires_at);
         match expected.remove(&row.reservation_id) {
             Some(replayed) if replayed.0 == stored.0 && micros(replayed.1) == micros(stored.1) => {}

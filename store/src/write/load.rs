@@ -335,6 +335,21 @@ impl Loader<'_> {
         }
     }
 
+    /// A group block of the hotel not yet released, if there is one.
+    pub async fn open_block(
+        &mut self,
+        hotel_id: HotelId,
+    ) -> Result<Option<BlockCode>, AttemptError> {
+        let code: Option<String> = sqlx::query_scalar(
+            "SELECT code FROM blocks WHERE hotel_id = $1 AND NOT released LIMIT 1",
+        )
+        .bind(hotel_id.get())
+        .fetch_optional(&mut *self.conn)
+        .await?;
+        code.map(|c| BlockCode::parse(&c).map_err(|e| corrupt("block", e)))
+            .transpose()
+    }
+
     /// The hotel aggregate and its version (a default aggregate at version 0 if unknown).
     pub async fn hotel(&mut self, hotel_id: HotelId) -> Result<(Hotel, i64), AttemptError> {
         let row = sqlx::query("SELECT state, version FROM hotels WHERE hotel_id = $1")

@@ -16,7 +16,7 @@ const BATCH: usize = 5_000;
 pub struct InvariantReport {
     pub ok: bool,
     pub nights_checked: i64,
-    /// Nights with `confirmed + held > total_rooms + overbooking_allowance`.
+    /// Nights with `confirmed + held + blocked > total_rooms + overbooking_allowance`.
     pub oversold_nights: i64,
     /// Nights whose counters differ from the sums of their allocations.
     pub counter_mismatches: i64,
@@ -43,10 +43,10 @@ pub async fn check(database_url: &str, acknowledged: &[Uuid]) -> anyhow::Result<
         .await?;
 
     let oversold = sqlx::query(
-        "SELECT hotel_id, room_type_id, night::text AS night, confirmed, held,
+        "SELECT hotel_id, room_type_id, night::text AS night, confirmed, held, blocked,
                 total_rooms, overbooking_allowance, count(*) OVER () AS n
            FROM room_nights
-          WHERE confirmed + held > total_rooms + overbooking_allowance
+          WHERE confirmed + held + blocked > total_rooms + overbooking_allowance
           ORDER BY hotel_id, room_type_id, night
           LIMIT 5",
     )
@@ -56,12 +56,13 @@ pub async fn check(database_url: &str, acknowledged: &[Uuid]) -> anyhow::Result<
     for row in &oversold {
         oversold_nights = row.try_get::<i64, _>("n")?;
         problems.push(format!(
-            "night {}:{}:{} oversold: confirmed {} + held {} > {} rooms + {} allowed",
+            "night {}:{}:{} oversold: confirmed {} + held {} + blocked {} > {} rooms + {} allowed",
             row.try_get::<i64, _>("hotel_id")?,
             row.try_get::<i64, _>("room_type_id")?,
             row.try_get::<String, _>("night")?,
             row.try_get::<i32, _>("confirmed")?,
             row.try_get::<i32, _>("held")?,
+            row.try_get::<i32, _>("blocked")?,
             row.try_get::<i32, _>("total_rooms")?,
             row.try_get::<i32, _>("overbooking_allowance")?,
         ));

@@ -192,3 +192,49 @@ fn a_block_whose_release_date_has_ended_at_the_hotel_is_refused() {
         "{result:?}"
     );
 }
+
+#[test]
+fn a_block_under_way_can_still_change_but_a_new_one_cannot_start_in_the_past() {
+    let (mut block, mut nights) = (Block::default(), four_nights(5));
+    let decision = set(&block, &nights, terms(10, 13, 3)).expect("set");
+    settle(&decision, &mut block, &mut nights);
+    // On the 11th the block has started: it shrinks all the same.
+    let later = Utc
+        .with_ymd_and_hms(2027, 6, 11, 12, 0, 0)
+        .single()
+        .expect("t");
+    let mut shrink = terms(10, 13, 2);
+    shrink = BlockTerms::parse(
+        shrink.name(),
+        shrink.room_type_id(),
+        shrink.stay(),
+        shrink.rooms(),
+        shrink.rate_cents(),
+        day(11),
+    )
+    .expect("terms");
+    let change = |block: &Block, terms: BlockTerms| {
+        set_block(
+            &hotel(),
+            block,
+            &nights,
+            SetBlock {
+                hotel_id: hotel_id(),
+                code: acme(),
+                terms,
+                max_days_ahead: 730,
+                now: later,
+            },
+        )
+    };
+    assert!(change(&block, shrink.clone()).is_ok());
+    let fresh = change(&Block::default(), shrink);
+    assert_eq!(invalid_field_of(fresh), "start_date");
+}
+
+fn invalid_field_of(result: Result<BlockDecision, Rejection>) -> String {
+    match result {
+        Err(Rejection::Invalid(InvalidInputRejection { field, .. })) => field,
+        other => panic!("expected an invalid input rejection, got {other:?}"),
+    }
+}
