@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use aggregates::{AggregateType, ReservationId};
 use app::clock::ManualClock;
-use app::commands::CommandService;
+use app::commands::{Caller, CommandService};
 use chrono::Utc;
 use projections::audit::{self, AuditLog, VerifyReport};
 use projections::log::read_after;
@@ -1139,4 +1139,55 @@ async fn allocations_of_nights_long_past_are_compacted_and_the_history_still_ver
         (0, false)
     );
     app.finish().await;
+}
+
+#[tokio::test]
+async fn a_booking_from_a_block_given_back_to_general_sale_is_found() {
+    // A block of 2 of night 10's 3 rooms, and a hold of 1 from it.
+    let db = TestDb::new().await;
+    let svc = db.service(Strategy::Pessimistic);
+    hotel_with_rooms(&svc, day(10), 5, 3).await;
+    let code = aggregates::BlockCode::parse("ACME").expect("code");
+    let terms = aggregates::BlockTerms::parse(
+        "Acme",
+        king(),
+        stay(day(10), day(12)),
+        aggregates::RoomCount::parse(2).expect("rooms"),
+        aggregates::Cents::new(15_000),
+        day(5),
+    )
+    .expect("terms");
+    svc.set_block(&Caller::Staff("staff".into()), hotel_id(), code, terms)
+        .await
+        .expect("block");
+    let mut request = hold_request(stay(day(10), day(11)), 1, 1);
+    request.block_code = Some(code);
+    let held = svc
+        .hold("web", "web", key("from-block"), request)
+        .await
+        .expect("hold from the block");
+    assert!(verify(&db.pool).await.ok);
+
+    // The hold's room is given back as general sale's, not the block's: the block's
+    // pickup would stay counted, and its room would be sold twice.
+    let position = sneak_event(
+        &db.pool,
+        AggregateType::RoomNight.as_str(),
+        &night_stream(10),
+        json!({"RoomsReleased": {"reservation_id": id(&held), "rooms": 1,
+                                 "was_confirmed": false}}),
+    )
+    .await;
+    let report = verify(&db.pool).await;
+
+    assert!(!report.ok);
+    assert_eq!(report.first_bad_position, Some(position), "{report:#?}");
+    assert!(
+        mentions(
+            &report,
+            "took its rooms from block ACME but releases them as general sale's"
+        ),
+        "{report:#?}"
+    );
+    db.drop_database().await;
 }
