@@ -487,8 +487,17 @@ async fn compare_with_redis(
                 i64::from(row.allowance),
                 i64::from(row.confirmed),
                 i64::from(row.held),
+                i64::from(row.blocked),
             );
-            let got = value.map(|v| (v.total_rooms, v.overbooking_allowance, v.confirmed, v.held));
+            let got = value.map(|v| {
+                (
+                    v.total_rooms,
+                    v.overbooking_allowance,
+                    v.confirmed,
+                    v.held,
+                    v.blocked,
+                )
+            });
             if got != Some(expected) {
                 differences.push(format!("{night}: db {expected:?} redis {got:?}"));
             }
@@ -538,6 +547,20 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
     let keys = Keys::for_database(&db.name);
     let svc = db.service(Strategy::Pessimistic);
     hotel_with_rooms(&svc, day(20), 10, 6).await;
+    // A group block of 2 rooms on nights 22..26, booked from while it holds.
+    let acme = aggregates::BlockCode::parse("ACME").expect("code");
+    let terms = aggregates::BlockTerms::parse(
+        "Acme",
+        king(),
+        stay(day(22), day(26)),
+        aggregates::RoomCount::parse(2).expect("rooms"),
+        aggregates::Cents::new(15_000),
+        day(5),
+    )
+    .expect("terms");
+    svc.set_block(&Caller::Staff("staff".into()), hotel_id(), acme, terms)
+        .await
+        .expect("block");
     let (stop, stopped) = watch::channel(false);
     let runner = reservations::workers::spawn_availability_runner(
         db.pool.clone(),
@@ -548,8 +571,25 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
         stopped,
     );
 
-    // Act: 32 tasks hold, and cancel some of what they got, while the runner runs.
+    // Act: 32 tasks hold (a third of them from the block), and cancel some of what they
+    // got, while the runner runs and staff release the block midway.
     let mut tasks = Vec::new();
+    let releaser = {
+        let svc = svc.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            for _ in 0..30 {
+                match svc
+                    .release_block(&Caller::Staff("staff".into()), hotel_id(), acme)
+                    .await
+                {
+                    Err(store::error::CommandError::Contention { .. }) => continue,
+                    other => return other.expect("release"),
+                }
+            }
+            panic!("the release never went through");
+        })
+    };
     for task in 0..32_u64 {
         let svc = svc.clone();
         tasks.push(tokio::spawn(async move {
@@ -557,13 +597,15 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
             for n in 0..8 {
                 let start = day(20) + Days::new(rng.gen_range(0..8));
                 let end = start + Days::new(rng.gen_range(1..=2));
+                let mut request = hold_request(stay(start, end), rng.gen_range(1..=2), n);
+                if n % 3 == 0 {
+                    let start = day(22) + Days::new(rng.gen_range(0..3));
+                    request.stay = stay(start, start + Days::new(1));
+                    request.rooms = aggregates::RoomCount::parse(1).expect("rooms");
+                    request.block_code = Some(acme);
+                }
                 let held = svc
-                    .hold(
-                        "web",
-                        "web",
-                        key(&format!("storm-{task}-{n}")),
-                        hold_request(stay(start, end), rng.gen_range(1..=2), n),
-                    )
+                    .hold("web", "web", key(&format!("storm-{task}-{n}")), request)
                     .await;
                 if let Ok(view) = held {
                     if rng.gen_bool(0.3) {
@@ -584,6 +626,7 @@ async fn the_redis_model_converges_to_room_nights_after_a_booking_storm() {
     for task in tasks {
         task.await.expect("task");
     }
+    releaser.await.expect("releaser");
     wait_caught_up(&db.pool, availability::NAME).await;
 
     // Assert: Redis says exactly what room_nights says, night by night.

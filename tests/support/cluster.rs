@@ -23,6 +23,53 @@ fn cli(port: u16, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// One node, answering: on ports found free, and on others if it cannot have them (a
+/// port found free may be taken by another test before the node binds it; the node
+/// then exits, and is started again elsewhere rather than waited for).
+async fn start_node(dir: &std::path::Path) -> (u16, Option<Child>) {
+    for _ in 0..5 {
+        let port = free_port();
+        let mut child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                // The bus port must be free too (port + 10000 may not exist).
+                "--cluster-port",
+                &free_port().to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                &dir.join(format!("nodes-{port}.conf")).display().to_string(),
+                "--cluster-node-timeout",
+                "1000",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                &dir.display().to_string(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (.ci/run installs it)");
+        for _ in 0..100 {
+            if cli(port, &["PING"]).trim() == "PONG" {
+                return (port, Some(child));
+            }
+            if child.try_wait().ok().flatten().is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    panic!("no redis-server node answered on five pairs of ports");
+}
+
 impl RedisCluster {
     /// Three masters with a replica each, every slot served, every replica in sync.
     pub async fn start() -> Self {
@@ -31,42 +78,9 @@ impl RedisCluster {
         std::fs::create_dir_all(&dir).expect("scratch directory");
         let mut nodes = Vec::new();
         for _ in 0..6 {
-            let port = free_port();
-            let child = Command::new("redis-server")
-                .args([
-                    "--port",
-                    &port.to_string(),
-                    // The bus port must be free too (port + 10000 may not exist).
-                    "--cluster-port",
-                    &free_port().to_string(),
-                    "--bind",
-                    "127.0.0.1",
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    &dir.join(format!("nodes-{port}.conf")).display().to_string(),
-                    "--cluster-node-timeout",
-                    "1000",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--dir",
-                    &dir.display().to_string(),
-                ])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server must be installed (.ci/run installs it)");
-            nodes.push((port, Some(child)));
+            nodes.push(start_node(&dir).await);
         }
         let cluster = Self { dir, nodes };
-        for (port, _) in &cluster.nodes {
-            wait_until(&format!("node {port} answers"), || {
-                cli(*port, &["PING"]).trim() == "PONG"
-            })
-            .await;
-        }
         let addresses: Vec<String> = cluster
             .nodes
             .iter()
