@@ -44,7 +44,7 @@ enum Command {
         )]
         database_url: String,
     },
-    /// Load three demo hotels with room types and 365 nights of inventory and rates.
+    /// Load four demo hotels with room types and 365 nights of inventory and rates.
     SeedDemo {
         #[arg(
             long,
@@ -70,6 +70,30 @@ enum Command {
     /// Guests' personal data (docs/privacy.md).
     #[command(subcommand)]
     Guests(GuestsCommand),
+    /// Staff accounts (the console's people).
+    #[command(subcommand)]
+    Staff(StaffCommand),
+}
+
+#[derive(Subcommand)]
+enum StaffCommand {
+    /// Create a staff account; its password is read from STAFF_PASSWORD, else from the
+    /// first line of standard input (never from the command line, which others can see).
+    Create {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        name: String,
+        /// admin, revenue, front_desk or auditor.
+        #[arg(long)]
+        role: String,
+        #[arg(
+            long,
+            env = "DATABASE_URL",
+            default_value = "postgres://postgres@127.0.0.1:5432/reservations"
+        )]
+        database_url: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -229,9 +253,39 @@ async fn main() -> anyhow::Result<()> {
                 .await
                 .context("loading the demo catalog")?;
             pool.close().await;
-            println!("demo catalog loaded: hotels 812 (Lisbon), 813 (Porto), 901 (Paris); {nights} room-nights");
+            println!("demo catalog loaded: hotels 812 (Lisbon), 813 (Porto), 901 (Paris), 950 (Zurich); {nights} room-nights");
         }
         Command::Projections(command) => projections_command(command).await?,
+        Command::Staff(StaffCommand::Create {
+            email,
+            name,
+            role,
+            database_url,
+        }) => {
+            let role = app::staff::StaffRole::parse(&role).with_context(|| {
+                format!("--role {role:?}: must be admin, revenue, front_desk or auditor")
+            })?;
+            let password = match std::env::var("STAFF_PASSWORD") {
+                Ok(password) => password,
+                Err(_) => {
+                    let mut line = String::new();
+                    std::io::stdin()
+                        .read_line(&mut line)
+                        .context("reading the password from standard input")?;
+                    line.trim_end_matches(['\r', '\n']).to_owned()
+                }
+            };
+            let pool = store::db::connect_and_migrate(&database_url, 2).await?;
+            let staff = app::staff::create(&pool, &email, &name, role, &password).await?;
+            pool.close().await;
+            println!(
+                "staff {} created: {} <{}>, {}",
+                staff.staff_id,
+                staff.name,
+                staff.email,
+                staff.role.as_str()
+            );
+        }
         Command::Guests(GuestsCommand::EraseEnded {
             years,
             apply,

@@ -98,5 +98,6 @@ mod relay;
 mod replica;
 mod search;
 mod servers;
+mod staff;
 mod validation;
 mod webhooks;

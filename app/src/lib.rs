@@ -16,6 +16,7 @@
 //! - [`signals`]: gauges of work that could stall and the failed outbox rows;
 //! - [`sweeper`]: expiring lapsed holds;
 //! - [`rate_limit`]: the per-guest hold limit in Redis (fails open when Redis is down);
+//! - [`staff`]: staff accounts, their Argon2id passwords and the sign-in lock-out;
 //! - [`demo`]: the demo catalog `reservations seed-demo` loads;
 //! - [`clock`], [`backoff`]: time as a parameter, and the retry schedule.
 //!
@@ -32,5 +33,6 @@ pub mod queries;
 pub mod rate_limit;
 pub mod relay;
 pub mod signals;
+pub mod staff;
 pub mod sweeper;
 pub mod webhooks;
