@@ -52,6 +52,13 @@ pub struct BlockNight {
     pub released: bool,
 }
 
+impl BlockNight {
+    /// The block's rooms on the night: still set aside and picked up.
+    pub fn total_rooms(&self) -> u32 {
+        self.rooms.saturating_add(self.picked_up)
+    }
+}
+
 fn is_zero(value: &u32) -> bool {
     *value == 0
 }

@@ -14,6 +14,7 @@ use aggregates::{Block, BlockCode, BlockTerms, CommandName, HotelId, Rejection};
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::Row;
 
+use super::lifecycle::attempt_to_command;
 use super::{Caller, CommandService};
 use store::error::CommandError;
 use store::write::{
@@ -246,13 +247,16 @@ impl CommandService {
     ) -> Result<Option<BlockView>, CommandError> {
         let mut conn = self.pool.acquire().await.map_err(internal)?;
         let mut loader = Loader { conn: &mut conn };
-        let (block, version) = loader.block(hotel_id, code, false).await.map_err(fatal)?;
+        let (block, version) = loader
+            .block(hotel_id, code, false)
+            .await
+            .map_err(attempt_to_command)?;
         let (Some(terms), Some(release_at), true) =
             (block.terms(), block.release_at(), version > 0)
         else {
             return Ok(None);
         };
-        let (hotel, _) = loader.hotel(hotel_id).await.map_err(fatal)?;
+        let (hotel, _) = loader.hotel(hotel_id).await.map_err(attempt_to_command)?;
         let rows = sqlx::query(
             "SELECT night, blocks -> $3 AS block FROM room_nights
               WHERE hotel_id = $1 AND room_type_id = $2 AND night >= $4 AND night < $5
@@ -279,7 +283,7 @@ impl CommandService {
                 serde_json::from_value(json).map_err(internal)?;
             nights.push(BlockNightView {
                 date,
-                rooms: night.rooms.saturating_add(night.picked_up),
+                rooms: night.total_rooms(),
                 picked_up: night.picked_up,
                 remaining: night.rooms,
             });
@@ -298,11 +302,4 @@ impl CommandService {
 
 fn internal(e: impl std::fmt::Display) -> CommandError {
     CommandError::Internal(e.to_string())
-}
-
-fn fatal(e: AttemptError) -> CommandError {
-    match e {
-        AttemptError::Fatal(e) => e,
-        other => CommandError::Internal(format!("{other:?}")),
-    }
 }

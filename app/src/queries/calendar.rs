@@ -210,11 +210,9 @@ impl Queries {
             let night: aggregates::room_night::BlockNight = serde_json::from_value(json)
                 .map_err(|e| QueryError::Corrupt(format!("block night: {e}")))?;
             if let Some(block) = blocks.last_mut() {
-                block.nights.push((
-                    date,
-                    night.rooms.saturating_add(night.picked_up),
-                    night.picked_up,
-                ));
+                block
+                    .nights
+                    .push((date, night.total_rooms(), night.picked_up));
             }
         }
         Ok(blocks)
