@@ -192,7 +192,7 @@ pub(crate) fn report_range(
     start: NaiveDate,
     end: NaiveDate,
 ) -> Result<(HotelId, StayDates), ApiError> {
-    principal.require(&[Role::Admin, Role::Auditor])?;
+    principal.require(Role::STAFF)?;
     let id = HotelId::parse(id).map_err(|_| ApiError::not_found("no such hotel"))?;
     let range = StayDates::parse(start, end)?;
     if range.night_count() > MAX_OCCUPANCY_NIGHTS {
@@ -411,7 +411,7 @@ pub async fn list_reservations(
 ) -> Result<Json<ReservationList>, ApiError> {
     let asked_channel = text_filter("channel", query.channel, 200)?;
     let channel = match principal.role {
-        Role::Admin | Role::Auditor => asked_channel,
+        Role::Admin | Role::Auditor | Role::Revenue | Role::FrontDesk => asked_channel,
         Role::Channel => match asked_channel {
             Some(other) if other != principal.name => {
                 return Err(ApiError::forbidden(

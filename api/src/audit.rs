@@ -57,7 +57,7 @@ pub async fn feed(
     consistency: Consistency,
     ApiQuery(query): ApiQuery<FeedQuery>,
 ) -> Result<Json<EventFeed>, ApiError> {
-    principal.require(&[Role::Auditor, Role::Admin])?;
+    principal.require(Role::AUDIT)?;
     let after = query.after.unwrap_or(0);
     let limit = query.limit.unwrap_or(100);
     if after < 0 {

@@ -83,7 +83,7 @@ pub async fn verify(
     State(state): State<AppState>,
     principal: Principal,
 ) -> Result<Json<AuditReport>, ApiError> {
-    principal.require(&[Role::Auditor, Role::Admin])?;
+    principal.require(Role::AUDIT)?;
     let Ok(_running) = RUNNING.try_acquire() else {
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,

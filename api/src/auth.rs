@@ -1,13 +1,25 @@
-//! Bearer tokens and roles. Tokens are configured at start-up (`API_TOKENS`, entries
-//! `token:role[:name]`); a request's token is looked up by its SHA-256, so the table never
-//! compares secrets byte by byte.
+//! Who is asking, and what their role allows. Two ways in:
+//!
+//! - **Bearer tokens**, for machine clients (channels, partners, scripts), configured at
+//!   start-up (`API_TOKENS`, entries `token:role[:name]`). A request's token is looked
+//!   up by its SHA-256, so the table never compares secrets byte by byte.
+//! - **Staff sessions**, for people in the console: the `session` cookie a sign-in
+//!   sets ([`app::staff::sessions`]). A write made with the cookie must also carry the
+//!   session's `X-CSRF-Token` header, and an `Origin`, if sent, must be this server's:
+//!   a page on another site can make a browser send the cookie, never the header.
+//!
+//! Each handler names the roles it allows ([`Role::STAFF`], [`Role::REVENUE`],
+//! [`Role::FRONT_DESK`] and single roles); the console offers what the same API allows.
 
 use std::collections::HashMap;
 use std::fmt;
 
 use axum::extract::FromRequestParts;
-use axum::http::header::AUTHORIZATION;
+use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
 use axum::http::request::Parts;
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use uuid::Uuid;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -23,15 +35,49 @@ pub enum Role {
     Channel,
     /// Read-only: event history and audit.
     Auditor,
+    /// Revenue management: inventory, rates, restrictions, blocks; reads the rest
+    /// without guests' personal data.
+    Revenue,
+    /// The front desk: check-in, check-out, no-show, cancellation and date changes;
+    /// reads stays and guests.
+    FrontDesk,
 }
 
 impl Role {
-    fn parse(s: &str) -> Option<Self> {
+    /// Every staff role: the reads the whole hotel team shares (calendar, occupancy,
+    /// blocks, stays).
+    pub const STAFF: &'static [Role] = &[
+        Role::Admin,
+        Role::Revenue,
+        Role::FrontDesk,
+        Role::Auditor,
+    ];
+    /// Who changes what the hotel sells: inventory, rates, restrictions, blocks.
+    pub const REVENUE: &'static [Role] = &[Role::Admin, Role::Revenue];
+    /// Who works a stay at the desk: check-in, check-out, no-show, cancel.
+    pub const FRONT_DESK: &'static [Role] = &[Role::Admin, Role::FrontDesk];
+    /// Who reads the event history and its audit.
+    pub const AUDIT: &'static [Role] = &[Role::Admin, Role::Auditor];
+
+    pub fn parse(s: &str) -> Option<Self> {
         match s {
             "admin" => Some(Role::Admin),
             "channel" => Some(Role::Channel),
             "auditor" => Some(Role::Auditor),
+            "revenue" => Some(Role::Revenue),
+            "front_desk" => Some(Role::FrontDesk),
             _ => None,
+        }
+    }
+
+    /// A staff account's role as the API knows it.
+    pub fn of_staff(role: app::staff::StaffRole) -> Self {
+        use app::staff::StaffRole;
+        match role {
+            StaffRole::Admin => Role::Admin,
+            StaffRole::Revenue => Role::Revenue,
+            StaffRole::FrontDesk => Role::FrontDesk,
+            StaffRole::Auditor => Role::Auditor,
         }
     }
 }
@@ -42,6 +88,8 @@ impl fmt::Display for Role {
             Role::Admin => "admin",
             Role::Channel => "channel",
             Role::Auditor => "auditor",
+            Role::Revenue => "revenue",
+            Role::FrontDesk => "front_desk",
         })
     }
 }
@@ -49,11 +97,17 @@ impl fmt::Display for Role {
 /// The authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
-    /// Stable per token (a prefix of its hash): scopes idempotency keys.
+    /// Stable per token (a prefix of its hash) or per person: scopes idempotency keys.
     pub token_id: String,
-    /// The configured name; for a channel, the owner of its reservations.
+    /// The configured name, or the person's; for a channel, the owner of its
+    /// reservations. Recorded with every event a command appends.
     pub name: String,
     pub role: Role,
+    /// The person, when signed in with a staff session (recorded with the events too).
+    pub staff_id: Option<Uuid>,
+    /// The session's CSRF token, when signed in with one (`GET /v1/me` hands it back to
+    /// a reloaded page).
+    pub csrf_token: Option<String>,
 }
 
 impl Principal {
@@ -89,7 +143,7 @@ impl TokenTable {
             let role = parts.next().unwrap_or_default();
             let role = Role::parse(role).ok_or_else(|| {
                 format!(
-                    "API_TOKENS: role of entry starting {:.4}… must be admin, channel or auditor",
+                    "API_TOKENS: role of entry starting {:.4}… must be admin, channel, auditor, revenue or front_desk",
                     token
                 )
             })?;
@@ -115,6 +169,8 @@ impl TokenTable {
                 token_id,
                 name,
                 role,
+                staff_id: None,
+                csrf_token: None,
             },
         );
     }
@@ -138,30 +194,115 @@ impl TokenTable {
     }
 }
 
-/// The caller, from any state that holds the token table (the application's; the
-/// extractor names no more of it than the table, and borrows it).
+/// What the caller's extractor needs of the application's state: the tokens, the
+/// database the sessions are in, and the time.
+pub trait Authenticator: Send + Sync {
+    fn tokens(&self) -> &TokenTable;
+    fn sessions(&self) -> &PgPool;
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The name of the staff session's cookie.
+pub const SESSION_COOKIE: &str = "session";
+/// The header a write made with a session carries its CSRF token in.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// The value of cookie `name` in the request, if sent.
+pub fn cookie<'a>(parts: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
+    parts
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|h| h.to_str().ok())
+        .flat_map(|h| h.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim())
+}
+
+/// Whether two secrets are equal, compared through their digests (no early exit on
+/// the secret's own bytes).
+fn same_secret(a: &str, b: &str) -> bool {
+    digest(a) == digest(b)
+}
+
+/// A write made with a session comes from this server's own page: its `Origin`, if
+/// sent, is this host, and it carries the session's CSRF token.
+fn check_csrf(parts: &Parts, csrf_token: &str) -> Result<(), ApiError> {
+    if parts.method.is_safe() {
+        return Ok(());
+    }
+    let refused = |message: &str| {
+        ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "csrf_failed",
+            message.to_owned(),
+        )
+    };
+    if let Some(origin) = parts.headers.get(ORIGIN) {
+        let host = parts.headers.get(HOST).and_then(|h| h.to_str().ok());
+        let origin_host = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.split_once("://"))
+            .map(|(_, rest)| rest);
+        if host.is_none() || origin_host != host {
+            return Err(refused("a write with a staff session must come from this server's own pages (Origin)"));
+        }
+    }
+    let sent = parts
+        .headers
+        .get(CSRF_HEADER)
+        .and_then(|h| h.to_str().ok())
+        .ok_or_else(|| refused("a write with a staff session must carry the session's X-CSRF-Token header"))?;
+    if !same_secret(sent, csrf_token) {
+        return Err(refused("X-CSRF-Token is not this session's"));
+    }
+    Ok(())
+}
+
+/// The caller: a bearer token if the request has one, else a staff session's cookie.
 impl<S> FromRequestParts<S> for Principal
 where
-    S: AsRef<TokenTable> + Send + Sync,
+    S: Authenticator,
 {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let header = parts
-            .headers
-            .get(AUTHORIZATION)
-            .ok_or_else(|| ApiError::unauthorized("missing Authorization: Bearer <token>"))?;
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
-            .ok_or_else(|| ApiError::unauthorized("Authorization must be: Bearer <token>"))?;
-        state
-            .as_ref()
-            .authenticate(token)
-            .cloned()
-            .ok_or_else(|| ApiError::unauthorized("unknown token"))
+        if let Some(header) = parts.headers.get(AUTHORIZATION) {
+            let token = header
+                .to_str()
+                .ok()
+                .and_then(|h| h.strip_prefix("Bearer "))
+                .map(str::trim)
+                .ok_or_else(|| ApiError::unauthorized("Authorization must be: Bearer <token>"))?;
+            return state
+                .tokens()
+                .authenticate(token)
+                .cloned()
+                .ok_or_else(|| ApiError::unauthorized("unknown token"));
+        }
+        let Some(token) = cookie(&parts.headers, SESSION_COOKIE) else {
+            return Err(ApiError::unauthorized(
+                "missing Authorization: Bearer <token> (or a staff session)",
+            ));
+        };
+        let session = app::staff::sessions::find(state.sessions(), token, state.now())
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "a staff session could not be read");
+                ApiError::unavailable("sessions cannot be checked now; try again")
+            })?
+            .ok_or_else(|| {
+                ApiError::unauthorized("the session has ended (signed out, expired or idle); sign in again")
+            })?;
+        check_csrf(parts, &session.csrf_token)?;
+        Ok(Principal {
+            token_id: format!("staff-{}", session.staff.staff_id.simple()),
+            name: session.staff.name,
+            role: Role::of_staff(session.staff.role),
+            staff_id: Some(session.staff.staff_id),
+            csrf_token: Some(session.csrf_token),
+        })
     }
 }
 

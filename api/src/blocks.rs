@@ -190,7 +190,7 @@ pub async fn put_block(
     ApiPath((id, raw)): ApiPath<(i64, String)>,
     ApiJson(body): ApiJson<BlockIn>,
 ) -> Result<Json<BlockOut>, ApiError> {
-    principal.require(&[Role::Admin])?;
+    principal.require(Role::REVENUE)?;
     let id = hotel_id(id)?;
     let code = code(&raw)?;
     let terms = body.parse()?;
@@ -214,7 +214,7 @@ pub async fn get_block(
     principal: Principal,
     ApiPath((id, raw)): ApiPath<(i64, String)>,
 ) -> Result<Json<BlockOut>, ApiError> {
-    principal.require(&[Role::Admin, Role::Auditor])?;
+    principal.require(Role::STAFF)?;
     let view = state
         .commands
         .block(hotel_id(id)?, code(&raw)?)
@@ -237,7 +237,7 @@ pub async fn delete_block(
     principal: Principal,
     ApiPath((id, raw)): ApiPath<(i64, String)>,
 ) -> Result<Json<BlockOut>, ApiError> {
-    principal.require(&[Role::Admin])?;
+    principal.require(Role::REVENUE)?;
     let view = state
         .commands
         .release_block(&staff(&principal), hotel_id(id)?, code(&raw)?)

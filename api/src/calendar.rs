@@ -172,7 +172,7 @@ pub async fn calendar(
             format!("a calendar shows at most {MAX_CALENDAR_NIGHTS} nights"),
         ));
     }
-    principal.require(&[Role::Admin, Role::Auditor])?;
+    principal.require(Role::STAFF)?;
     let calendar = state
         .queries
         .calendar(id, &range, consistency.0)

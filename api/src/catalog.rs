@@ -182,7 +182,7 @@ pub async fn put_inventory(
     ApiPath((hotel, room_type)): ApiPath<(i64, i64)>,
     ApiJson(body): ApiJson<PutInventory>,
 ) -> Result<Json<InventorySet>, ApiError> {
-    principal.require(&[Role::Admin])?;
+    principal.require(Role::REVENUE)?;
     let hotel = HotelId::parse(hotel)?;
     let room_type = RoomTypeId::parse(room_type)?;
     let range = StayDates::parse(body.start_date, body.end_date)?;

@@ -349,6 +349,33 @@ impl From<QueryError> for ApiError {
     }
 }
 
+impl From<app::staff::StaffError> for ApiError {
+    fn from(e: app::staff::StaffError) -> Self {
+        use app::staff::StaffError;
+        let message = e.to_string();
+        match e {
+            StaffError::Invalid { field, .. } => ApiError::invalid(field, message),
+            StaffError::EmailTaken => ApiError::new(StatusCode::CONFLICT, "email_taken", message),
+            StaffError::WrongCredentials => {
+                ApiError::new(StatusCode::UNAUTHORIZED, "wrong_credentials", message)
+            }
+            StaffError::LockedOut { until } => {
+                ApiError::new(StatusCode::LOCKED, "account_locked", message)
+                    .with("locked_until", until)
+            }
+            StaffError::Database(e) => database(e),
+            StaffError::Hashing(detail) => {
+                tracing::error!(%detail, "staff account unreadable");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "an internal error occurred; it has been logged",
+                )
+            }
+        }
+    }
+}
+
 impl From<store::privacy::PrivacyError> for ApiError {
     fn from(e: store::privacy::PrivacyError) -> Self {
         match e {

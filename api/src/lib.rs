@@ -26,6 +26,7 @@ pub mod rate_plans;
 pub mod reservations;
 pub mod schema;
 pub mod search;
+pub mod sessions;
 pub mod state;
 pub mod stays;
 pub mod taxes;
@@ -64,6 +65,7 @@ pub use state::{AppState, AppStateInner};
         (name = "webhooks", description = "Partner webhooks: subscriptions and their delivery log (admin)"),
         (name = "guests", description = "A guest's data: its export and its erasure (admin)"),
         (name = "analytics", description = "Occupancy, revenue and reservation look-ups from the read side (admin, auditor; a channel sees its own reservations)"),
+        (name = "staff", description = "Staff accounts and their console sessions (sign-in; admins manage accounts)"),
         (name = "operations", description = "Health, readiness, metrics"),
     )
 )]
@@ -148,6 +150,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .merge(audit_verify::routes())
         .merge(guests::routes())
         .merge(webhooks::routes())
+        .merge(sessions::routes())
         .merge(ops::routes())
 }
 

@@ -222,18 +222,25 @@ pub async fn retry_outbox(
     Ok((StatusCode::ACCEPTED, Json(Status { status: "queued" })))
 }
 
-/// Who the token is: the console signs in with it.
+/// Who is asking: a token, or a person signed in to the console.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Me {
-    /// The token's name (a channel's reservations belong to it).
+    /// The token's name (a channel's reservations belong to it), or the person's.
     #[schema(example = "staff")]
     pub name: String,
-    /// `admin`, `channel` or `auditor`.
+    /// `admin`, `channel`, `auditor`, `revenue` or `front_desk`.
     #[schema(example = "admin")]
     pub role: String,
+    /// The person, when signed in with a staff session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub staff_id: Option<uuid::Uuid>,
+    /// The session's CSRF token (a reloaded console page reads it here), when signed in
+    /// with a staff session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub csrf_token: Option<String>,
 }
 
-/// The caller's name and role (any token).
+/// The caller's name and role (any token or staff session).
 #[utoipa::path(get, path = "/v1/me", tag = "operations",
     responses((status = 200, body = Me), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -241,6 +248,8 @@ pub async fn me(principal: Principal) -> Json<Me> {
     Json(Me {
         name: principal.name,
         role: principal.role.to_string(),
+        staff_id: principal.staff_id,
+        csrf_token: principal.csrf_token,
     })
 }
 
@@ -296,7 +305,7 @@ pub async fn bookings(
                 format!("minutes must be between 1 and {MAX_RATE_MINUTES}"),
             )
         })?;
-    principal.require(&[Role::Admin, Role::Auditor])?;
+    principal.require(Role::STAFF)?;
     let rate = state.queries.booking_rate(minutes).await?;
     Ok(Json(BookingRateOut {
         as_of: rate.as_of,

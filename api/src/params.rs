@@ -14,9 +14,16 @@ use crate::state::AppState;
 use app::commands::Caller;
 use app::queries::StayQuery;
 
-/// The admin acting, named as their token is (recorded with the events).
+/// The staff member acting: the person signed in (name and staff id), or the token by
+/// its name; recorded with the events.
 pub(crate) fn staff(principal: &Principal) -> Caller {
-    Caller::Staff(principal.name.clone())
+    match principal.staff_id {
+        Some(staff_id) => Caller::Person {
+            name: principal.name.clone(),
+            staff_id,
+        },
+        None => Caller::Staff(principal.name.clone()),
+    }
 }
 
 /// A hotel as a read presenting `consistency` may see it; 404 if there is none.
@@ -89,10 +96,13 @@ pub fn stay_query(
 }
 
 /// Whether `principal` may read the guests of the reservations it may see: the channel
-/// that owns one (the handlers check the owner) and staff; an auditor reads the history,
-/// not the people in it.
+/// that owns one (the handlers check the owner), admins and the front desk; an auditor
+/// reads the history and revenue the numbers, not the people in them.
 pub(crate) fn reads_personal_data(principal: &Principal) -> bool {
-    matches!(principal.role, Role::Admin | Role::Channel)
+    matches!(
+        principal.role,
+        Role::Admin | Role::Channel | Role::FrontDesk
+    )
 }
 
 pub(crate) fn reservation_id(raw: &str) -> Result<ReservationId, ApiError> {

@@ -138,7 +138,7 @@ pub async fn put_rate_plan(
     ApiPath((hotel, plan)): ApiPath<(i64, i64)>,
     ApiJson(body): ApiJson<PutRatePlan>,
 ) -> Result<Json<HotelOut>, ApiError> {
-    principal.require(&[Role::Admin])?;
+    principal.require(Role::REVENUE)?;
     let hotel = HotelId::parse(hotel)?;
     let plan_id = RatePlanId::parse(plan)?;
     let mut room_types = BTreeSet::new();
@@ -229,7 +229,7 @@ pub async fn put_plan_rates(
     ApiPath((hotel, plan)): ApiPath<(i64, i64)>,
     ApiJson(body): ApiJson<PutPlanRates>,
 ) -> Result<Json<NightsSet>, ApiError> {
-    principal.require(&[Role::Admin])?;
+    principal.require(Role::REVENUE)?;
     let hotel = HotelId::parse(hotel)?;
     let rate_plan_id = RatePlanId::parse(plan)?;
     let update = AriUpdate {
@@ -385,7 +385,7 @@ pub async fn put_restrictions(
     ApiPath((hotel, room_type)): ApiPath<(i64, i64)>,
     ApiJson(body): ApiJson<PutRestrictions>,
 ) -> Result<Json<NightsSet>, ApiError> {
-    principal.require(&[Role::Admin])?;
+    principal.require(Role::REVENUE)?;
     let hotel = HotelId::parse(hotel)?;
     let update = AriUpdate {
         room_type_id: RoomTypeId::parse(room_type)?,
@@ -468,7 +468,7 @@ pub async fn put_ari(
     ApiPath(hotel): ApiPath<i64>,
     ApiJson(body): ApiJson<PutAri>,
 ) -> Result<Json<AriSet>, ApiError> {
-    principal.require(&[Role::Admin])?;
+    principal.require(Role::REVENUE)?;
     let hotel = HotelId::parse(hotel)?;
     if body.updates.is_empty() || body.updates.len() > MAX_ARI_UPDATES {
         return Err(ApiError::invalid(

@@ -314,8 +314,11 @@ impl From<ReservationView> for ReservationOut {
 pub(crate) fn caller(principal: &Principal) -> Result<Caller, ApiError> {
     match principal.role {
         Role::Channel => Ok(Caller::Channel(principal.name.clone())),
-        Role::Admin => Ok(Caller::Staff(principal.name.clone())),
+        Role::Admin | Role::FrontDesk => Ok(crate::params::staff(principal)),
         Role::Auditor => Err(ApiError::forbidden("the auditor role is read-only")),
+        Role::Revenue => Err(ApiError::forbidden(
+            "the revenue role may not change reservations",
+        )),
     }
 }
 
@@ -569,7 +572,7 @@ pub async fn no_show(
     staff_action(&state, &principal, &id, key, StayAction::NoShow).await
 }
 
-/// Runs a staff action on a reservation: admin tokens only, the reservation's id from
+/// Runs a staff action on a reservation: admins and the front desk, the reservation's id from
 /// the path, nothing in the body.
 async fn staff_action(
     state: &AppState,
@@ -578,7 +581,7 @@ async fn staff_action(
     key: IdempotencyKey,
     action: StayAction,
 ) -> Result<Json<ReservationOut>, ApiError> {
-    principal.require(&[Role::Admin])?;
+    principal.require(Role::FRONT_DESK)?;
     let caller = caller(principal)?;
     let id = reservation_id(id)?;
     let view = state

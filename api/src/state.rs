@@ -58,9 +58,19 @@ pub struct AppStateInner {
     pub openapi: &'static utoipa::openapi::OpenApi,
 }
 
-/// The token table, for the extractor of the caller ([`crate::auth::Principal`]).
-impl AsRef<TokenTable> for AppState {
-    fn as_ref(&self) -> &TokenTable {
+/// What the extractor of the caller ([`crate::auth::Principal`]) reads: the tokens,
+/// the sessions' database and the commands' clock (a test's manual clock ages sessions
+/// too).
+impl crate::auth::Authenticator for AppState {
+    fn tokens(&self) -> &TokenTable {
         &self.tokens
+    }
+
+    fn sessions(&self) -> &PgPool {
+        &self.pool
+    }
+
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.commands.now()
     }
 }

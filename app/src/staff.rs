@@ -15,6 +15,8 @@ use rand::RngCore;
 use sqlx::{PgPool, Row};
 use uuid::Uuid;
 
+pub mod sessions;
+
 /// Wrong passwords in a row that lock an account.
 pub const MAX_FAILURES: i32 = 5;
 /// How long a locked account refuses every password.
@@ -107,6 +109,15 @@ pub fn verify_password(password: &str, hash: &str) -> bool {
     })
 }
 
+/// [`verify_password`] on a blocking thread: a verification takes tens of milliseconds
+/// of CPU on purpose, which must not hold up the requests sharing the runtime's threads.
+async fn verify_off_runtime(password: &str, hash: String) -> bool {
+    let password = password.to_owned();
+    tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+        .await
+        .unwrap_or(false)
+}
+
 /// A hash of no one's password, verified for an unknown e-mail so that it takes as long.
 fn decoy_hash() -> &'static str {
     static DECOY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -136,7 +147,10 @@ pub async fn create(
             format!("must be at least {MIN_PASSWORD} characters"),
         ));
     }
-    let hash = hash_password(password)?;
+    let password = password.to_owned();
+    let hash = tokio::task::spawn_blocking(move || hash_password(&password))
+        .await
+        .map_err(|e| StaffError::Hashing(e.to_string()))??;
     let staff_id = Uuid::now_v7();
     let inserted = sqlx::query(
         "INSERT INTO staff (staff_id, email, name, role, password_hash)
@@ -178,13 +192,13 @@ pub async fn sign_in(
     .fetch_optional(pool)
     .await?;
     let Some(row) = row else {
-        verify_password(password, decoy_hash());
+        verify_off_runtime(password, decoy_hash().to_owned()).await;
         return Err(StaffError::WrongCredentials);
     };
     let staff_id: Uuid = row.try_get("staff_id")?;
     let hash: String = row.try_get("password_hash")?;
     let locked_until: Option<DateTime<Utc>> = row.try_get("locked_until")?;
-    let right = verify_password(password, &hash);
+    let right = verify_off_runtime(password, hash).await;
     if let Some(until) = locked_until.filter(|until| *until > now) {
         return Err(StaffError::LockedOut { until });
     }
@@ -221,6 +235,66 @@ pub async fn sign_in(
         role: StaffRole::parse(&role)
             .ok_or_else(|| StaffError::Hashing(format!("a stored role {role:?} unknown")))?,
     })
+}
+
+/// A staff account as the admins' list shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub staff: Staff,
+    pub created_at: DateTime<Utc>,
+    pub disabled_at: Option<DateTime<Utc>>,
+    /// Locked by wrong passwords until then (if that is still ahead).
+    pub locked_until: Option<DateTime<Utc>>,
+}
+
+/// Every staff account, by name.
+pub async fn list(pool: &PgPool) -> Result<Vec<Listed>, StaffError> {
+    let rows = sqlx::query(
+        "SELECT staff_id, email, name, role, created_at, disabled_at, locked_until
+           FROM staff ORDER BY lower(name), staff_id",
+    )
+    .fetch_all(pool)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            let role: String = row.try_get("role")?;
+            Ok(Listed {
+                staff: Staff {
+                    staff_id: row.try_get("staff_id")?,
+                    email: row.try_get("email")?,
+                    name: row.try_get("name")?,
+                    role: StaffRole::parse(&role).ok_or_else(|| {
+                        StaffError::Hashing(format!("a stored role {role:?} unknown"))
+                    })?,
+                },
+                created_at: row.try_get("created_at")?,
+                disabled_at: row.try_get("disabled_at")?,
+                locked_until: row.try_get("locked_until")?,
+            })
+        })
+        .collect()
+}
+
+/// Disables an account at `now` and ends its sessions, in one transaction. Whether the
+/// account existed (disabling one twice keeps the first time).
+pub async fn disable(pool: &PgPool, staff_id: Uuid, now: DateTime<Utc>) -> Result<bool, StaffError> {
+    let mut tx = pool.begin().await?;
+    let found = sqlx::query(
+        "UPDATE staff SET disabled_at = coalesce(disabled_at, $2) WHERE staff_id = $1",
+    )
+    .bind(staff_id)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "UPDATE staff_sessions SET revoked_at = $2 WHERE staff_id = $1 AND revoked_at IS NULL",
+    )
+    .bind(staff_id)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(found.rows_affected() > 0)
 }
 
 #[cfg(test)]

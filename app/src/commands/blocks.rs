@@ -60,6 +60,7 @@ impl CommandService {
             command: CommandName::SetBlock,
             client: by.name().to_owned(),
             idempotency_key: None,
+            staff_id: by.staff_id(),
         };
         self.block_command(
             hotel_id,
@@ -98,6 +99,7 @@ impl CommandService {
             command: CommandName::ReleaseBlock,
             client: by.name().to_owned(),
             idempotency_key: None,
+            staff_id: by.staff_id(),
         };
         self.release(hotel_id, code, &metadata, ReleaseReason::Staff)
             .await?;
@@ -124,6 +126,7 @@ impl CommandService {
             command: CommandName::ReleaseBlock,
             client: "release-worker".to_owned(),
             idempotency_key: None,
+            staff_id: None,
         };
         let mut released = 0;
         for row in due {

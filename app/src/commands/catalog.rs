@@ -124,6 +124,7 @@ impl CommandService {
             command: name,
             client: by.name().to_owned(),
             idempotency_key: None,
+            staff_id: by.staff_id(),
         };
         let now = self.now();
         with_retries(self.config.retry, |_| async {
@@ -202,6 +203,7 @@ impl CommandService {
             command: CommandName::SetInventory,
             client: by.name().to_owned(),
             idempotency_key: None,
+            staff_id: by.staff_id(),
         };
         let locks = self.config.strategy.locks_nights();
         with_retries(self.config.retry, |_| async {
@@ -308,6 +310,7 @@ impl CommandService {
             command,
             client: by.name().to_owned(),
             idempotency_key: None,
+            staff_id: by.staff_id(),
         };
         let cmd = booking::UpdateAri {
             hotel_id,

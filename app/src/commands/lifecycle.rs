@@ -109,7 +109,11 @@ impl CommandService {
         // The id ends in the reference, so the reference is unique as its number is.
         let reference = self.references.next(&self.pool).await?;
         let reservation_id = ReservationId::with_reference(Uuid::now_v7(), reference);
-        let metadata = metadata(CommandName::HoldStay, channel, Some(&fingerprint));
+        let metadata = metadata(
+            CommandName::HoldStay,
+            &Caller::Channel(channel.to_owned()),
+            Some(&fingerprint),
+        );
         let hold = Hold {
             channel: channel.to_owned(),
             fingerprint,
@@ -208,7 +212,7 @@ impl CommandService {
         }
         let by = match caller {
             Caller::Channel(_) => CancelledBy::Guest,
-            Caller::Staff(_) => CancelledBy::Hotel,
+            Caller::Staff(_) | Caller::Person { .. } => CancelledBy::Hotel,
         };
         self.run_rejecting(ReservationCommand {
             caller,
@@ -544,7 +548,7 @@ impl CommandService {
             return Ok(0);
         }
         let now = self.now();
-        let metadata = metadata(CommandName::ExpireHold, EXPIRY.name(), None);
+        let metadata = metadata(CommandName::ExpireHold, &EXPIRY, None);
         with_retries(self.config.retry, |_| async {
             let mut tx = self.pool.begin().await?;
             let result = self.expire_many_once(&mut tx, ids, &metadata, now).await;
@@ -733,7 +737,7 @@ impl CommandService {
             })
             .transpose()?;
         let now = self.now();
-        let metadata = metadata(command.command, command.caller.name(), fingerprint.as_ref());
+        let metadata = metadata(command.command, command.caller, fingerprint.as_ref());
         let outcome = with_retries(self.config.retry, |_| async {
             let mut tx = self.pool.begin().await?;
             let result = self
@@ -883,13 +887,14 @@ fn expiry<'a>(
 
 pub(super) fn metadata(
     command: CommandName,
-    client: &str,
+    caller: &Caller,
     fingerprint: Option<&RequestFingerprint>,
 ) -> EventMetadata {
     EventMetadata {
         command,
-        client: client.to_owned(),
+        client: caller.name().to_owned(),
         idempotency_key: fingerprint.map(|f| f.key.as_str().to_owned()),
+        staff_id: caller.staff_id(),
     }
 }
 

@@ -27,6 +27,7 @@ mod lifecycle;
 pub mod references;
 pub mod shards;
 
+use uuid::Uuid;
 use std::sync::Arc;
 
 use aggregates::{BookingLimits, Rejection, Reservation};
@@ -82,24 +83,36 @@ impl Default for WriteConfig {
 }
 
 /// Who is acting. A channel (a booking front-end) acts on its own reservations only;
-/// staff act on any, and their cancellations count as the hotel's. The name is the
-/// calling token's, recorded with every event the command appends.
+/// staff act on any, and their cancellations count as the hotel's. The name (the
+/// calling token's, a worker's, or the person's) is recorded with every event the
+/// command appends, and so is a person's staff id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Caller {
     Channel(String),
+    /// A staff token or one of the server's own workers, by name.
     Staff(String),
+    /// A staff member signed in to the console.
+    Person { name: String, staff_id: Uuid },
 }
 
 impl Caller {
     pub fn name(&self) -> &str {
         match self {
-            Caller::Channel(name) | Caller::Staff(name) => name,
+            Caller::Channel(name) | Caller::Staff(name) | Caller::Person { name, .. } => name,
+        }
+    }
+
+    /// The person acting, if one is.
+    pub fn staff_id(&self) -> Option<Uuid> {
+        match self {
+            Caller::Person { staff_id, .. } => Some(*staff_id),
+            Caller::Channel(_) | Caller::Staff(_) => None,
         }
     }
 
     pub(crate) fn may_act_on(&self, reservation: &Reservation) -> bool {
         match self {
-            Caller::Staff(_) => true,
+            Caller::Staff(_) | Caller::Person { .. } => true,
             Caller::Channel(name) => reservation.details().is_some_and(|d| &d.channel == name),
         }
     }

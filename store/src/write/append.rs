@@ -32,6 +32,10 @@ pub struct EventMetadata {
     pub client: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// The staff member who gave the command in the console (`client` is then their
+    /// name); absent for tokens and the server's own workers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub staff_id: Option<uuid::Uuid>,
 }
 
 /// A command as `metadata.command` stores it: its storage name.
