@@ -1,32 +1,15 @@
-// The one way the console talks to the server: same origin, bearer token, JSON, and
-// every failure turned into an `ApiError` the views can show.
+// The one way the console talks to the server: same origin, the staff session's cookie
+// (HttpOnly: no script here ever sees it), JSON, and every failure turned into an
+// `ApiError` the views can show. Every write carries the session's CSRF token, which the
+// server checks against the cookie's session: a page on another site cannot send it.
 
 import { h } from './util.js';
 
-const TOKEN_KEY = 'console.token';
-
-/** The token lives in sessionStorage only: it is kept for the tab, not beyond. */
+/** The session's CSRF token: kept in memory only (a reload asks `/v1/me` again). */
 export const session = {
-  get token() {
-    try {
-      return sessionStorage.getItem(TOKEN_KEY);
-    } catch {
-      return null;
-    }
-  },
-  set token(value) {
-    try {
-      sessionStorage.setItem(TOKEN_KEY, value);
-    } catch {
-      // storage refused (private mode): the console then works until a reload
-    }
-  },
+  csrf: null,
   clear() {
-    try {
-      sessionStorage.removeItem(TOKEN_KEY);
-    } catch {
-      // nothing stored
-    }
+    this.csrf = null;
   },
 };
 
@@ -49,15 +32,14 @@ export function setUnauthorizedHandler(fn) {
 }
 
 /**
- * Call the API. Options: `method`, `body` (sent as JSON), `headers`, `token` (instead of
- * the session's), `text` (return the body as text), `signal`, `signOutOn401` (default
- * true). Resolves with the parsed body (null when empty); rejects with an ApiError.
+ * Call the API. Options: `method`, `body` (sent as JSON), `headers`, `text` (return the
+ * body as text), `signal`, `signOutOn401` (default true). Resolves with the parsed body
+ * (null when empty); rejects with an ApiError.
  */
 export async function api(path, options = {}) {
-  const { method = 'GET', body, headers = {}, token, text = false, signal, signOutOn401 = true } = options;
+  const { method = 'GET', body, headers = {}, text = false, signal, signOutOn401 = true } = options;
   const sent = { Accept: text ? 'text/plain' : 'application/json', ...headers };
-  const bearer = token ?? session.token;
-  if (bearer) sent.Authorization = `Bearer ${bearer}`;
+  if (method !== 'GET' && method !== 'HEAD' && session.csrf) sent['X-CSRF-Token'] = session.csrf;
   let payload;
   if (body !== undefined) {
     sent['Content-Type'] = 'application/json';

@@ -7,8 +7,8 @@ import { mountReservationSearch, mountReservation } from './reservations.js';
 import { mountHealth } from './health.js';
 
 const APP_NAME = 'Reservations console';
-const STAFF_ROLES = new Set(['admin', 'auditor']);
-const CHANNEL_REFUSED = 'This console is for hotel staff and auditors: a channel token cannot sign in.';
+const STAFF_ROLES = new Set(['admin', 'revenue', 'front_desk', 'auditor']);
+const ROLE_NAMES = { admin: 'admin', revenue: 'revenue', front_desk: 'front desk', auditor: 'auditor' };
 
 const root = document.getElementById('app');
 
@@ -25,6 +25,20 @@ const ctx = {
   },
   get isAdmin() {
     return me?.role === 'admin';
+  },
+  /** What the signed-in role may do: the same rules the API applies. */
+  get can() {
+    const role = me?.role;
+    return {
+      /** Inventory, rates, restrictions, blocks. */
+      sell: role === 'admin' || role === 'revenue',
+      /** Check-in, check-out, no-show, cancellation, date changes. */
+      workStays: role === 'admin' || role === 'front_desk',
+      /** Guests' names, e-mails and messages. */
+      seeGuests: role === 'admin' || role === 'front_desk',
+      /** Staff accounts, the outbox. */
+      admin: role === 'admin',
+    };
   },
   api,
   /** The route the address bar names now (its `hashchange` may not have run yet). */
@@ -139,7 +153,8 @@ function showSignIn({ notice, error } = {}) {
   shell = null;
   me = null;
   ctx.setTitle('Sign in');
-  const token = h('input', { id: 'token', name: 'token', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false' });
+  const email = h('input', { id: 'email', name: 'email', type: 'email', autocomplete: 'username', required: true, spellcheck: 'false' });
+  const password = h('input', { id: 'password', name: 'password', type: 'password', autocomplete: 'current-password', required: true });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Sign in');
   const messages = h('div', { class: 'signin-messages' });
   const showError = (text) => messages.replaceChildren(h('p', { role: 'alert', class: 'error' }, text));
@@ -148,45 +163,46 @@ function showSignIn({ notice, error } = {}) {
 
   const form = h('form', { class: 'signin-form', 'aria-labelledby': 'signin-title', novalidate: true },
     h('h1', { id: 'signin-title', tabindex: '-1' }, 'Sign in'),
-    h('p', { class: 'hint' }, 'Sign in with your staff or auditor API token. The token is kept for this tab only.'),
-    field('API token', token),
+    h('p', { class: 'hint' }, 'Sign in with your staff e-mail and password. Five wrong passwords lock the account for 15 minutes.'),
+    field('E-mail', email),
+    field('Password', password),
     submit,
     messages,
   );
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
-    const value = token.value.trim();
-    if (!value) {
-      showError('Enter your API token.');
-      token.focus();
+    if (!email.value.trim() || !password.value) {
+      showError('Enter your e-mail and password.');
+      (email.value.trim() ? password : email).focus();
       return;
     }
     submit.disabled = true;
     messages.replaceChildren(h('p', { role: 'status', class: 'notice' }, 'Signing in…'));
     try {
-      const who = await api('/v1/me', { token: value, signOutOn401: false });
-      if (who?.role === 'channel') {
-        showError(CHANNEL_REFUSED);
-      } else if (!STAFF_ROLES.has(who?.role)) {
-        showError(`This console is for hotel staff and auditors: a ${who?.role ?? 'unknown'} token cannot sign in.`);
-      } else {
-        session.token = value;
-        signedIn(who);
-        return;
-      }
+      const opened = await api('/v1/sessions', { method: 'POST', body: { email: email.value.trim(), password: password.value }, signOutOn401: false });
+      session.csrf = opened?.csrf_token ?? null;
+      signedIn(opened.staff);
+      return;
     } catch (e) {
-      showError(e instanceof ApiError && e.status === 401 ? 'Unknown token.' : errorText(e));
+      if (e instanceof ApiError && e.code === 'account_locked') {
+        const until = e.details?.locked_until ? new Date(e.details.locked_until).toLocaleTimeString() : 'later';
+        showError(`Too many wrong passwords: the account is locked until ${until}.`);
+      } else if (e instanceof ApiError && e.status === 401) {
+        showError('The e-mail or the password is wrong.');
+      } else {
+        showError(errorText(e));
+      }
     }
     submit.disabled = false;
-    token.focus();
-    token.select();
+    password.value = '';
+    password.focus();
   });
 
   root.replaceChildren(
     h('header', { class: 'topbar' }, h('span', { class: 'brand' }, APP_NAME)),
     h('main', { id: 'main', class: 'signin' }, form),
   );
-  token.focus();
+  email.focus();
 }
 
 function signedIn(who) {
@@ -199,14 +215,22 @@ function signedIn(who) {
   onRoute(true);
 }
 
-function signOut(notice) {
+/** Ends the session: on the server first (its cookie signs nothing in after), then here. */
+async function signOut(notice, { revoke = true } = {}) {
   if (!me) return;
+  if (revoke) {
+    try {
+      await api('/v1/sessions/current', { method: 'DELETE', signOutOn401: false });
+    } catch {
+      // already ended, or unreachable: the page forgets it either way
+    }
+  }
   session.clear();
   hotelsPromise = null;
   showSignIn({ notice });
 }
 
-setUnauthorizedHandler(() => signOut('Your session ended (the server answered 401): sign in again.'));
+setUnauthorizedHandler(() => signOut('Your session ended: sign in again.', { revoke: false }));
 
 // ---------------------------------------------------------------------------
 // The shell.
@@ -231,7 +255,7 @@ function buildShell() {
     h('nav', { 'aria-label': 'Main' },
       h('ul', null, Object.values(links).map((a) => h('li', null, a)))),
     h('div', { class: 'user' },
-      h('span', { class: 'who', dataset: { role: me.role } }, `${me.name} (${me.role})`),
+      h('span', { class: 'who', dataset: { role: me.role } }, `${me.name} (${ROLE_NAMES[me.role] ?? me.role})`),
       signOutButton),
   );
   root.replaceChildren(skip, header, main, announcer);
@@ -243,27 +267,19 @@ function buildShell() {
 
 async function boot() {
   window.addEventListener('hashchange', () => onRoute(false));
-  const token = session.token;
-  if (!token) {
-    showSignIn();
-    return;
-  }
   root.replaceChildren(h('main', { id: 'main', class: 'loading' }, h('p', { role: 'status' }, 'Loading…')));
   try {
+    // A reload keeps the cookie: ask who it is, and take the session's CSRF token back.
     const who = await api('/v1/me', { signOutOn401: false });
-    if (!STAFF_ROLES.has(who?.role)) {
-      session.clear();
-      showSignIn({ error: who?.role === 'channel' ? CHANNEL_REFUSED : undefined });
+    if (!STAFF_ROLES.has(who?.role) || !who?.csrf_token) {
+      showSignIn();
       return;
     }
+    session.csrf = who.csrf_token;
     signedIn(who);
   } catch (e) {
-    if (e instanceof ApiError && e.status === 401) {
-      session.clear();
-      showSignIn({ notice: 'Your session ended: sign in again.' });
-    } else {
-      showSignIn({ error: `Could not check the saved token: ${errorText(e)}` });
-    }
+    if (e instanceof ApiError && e.status === 401) showSignIn();
+    else showSignIn({ error: `Could not reach the server: ${errorText(e)}` });
   }
 }
 

@@ -220,7 +220,8 @@ const ACTION_DONE = {
 
 export function mountReservation(root, ctx, route) {
   const id = route.seg[1];
-  const admin = ctx.isAdmin;
+  const admin = ctx.can.workStays; // the front desk and admins act on a stay
+  const seesGuests = ctx.can.seeGuests;
   let alive = true;
   let loadGen = 0;
   let hotels = [];
@@ -269,7 +270,7 @@ export function mountReservation(root, ctx, route) {
     const events = ctx.api(`${base}/events`);
     // Messages carry personal data: only staff may read them (the server answers an
     // auditor 403; asking anyway would only log a failed request).
-    const msgs = admin ? ctx.api(`${base}/messages`) : Promise.reject(new ApiError(403, 'forbidden', 'not for this role'));
+    const msgs = seesGuests ? ctx.api(`${base}/messages`) : Promise.reject(new ApiError(403, 'forbidden', 'not for this role'));
 
     reservation.then((r) => {
       if (!alive || mine !== loadGen) return;

@@ -2,7 +2,7 @@
 // in, read a night, watch a hold arrive without a reload, stop-sell a range from the
 // calendar, be told why an inventory cut is refused, cancel a stay from its page and
 // see its nights come back, run the audit. Then an auditor (sees, changes nothing) and a
-// channel token (cannot sign in).
+// wrong password (refused, nothing stored in the page).
 //
 // Run by `cargo test` (tests/console/browser.rs), which starts the server, makes the
 // data and passes it here in the environment. Each step leaves a screenshot in
@@ -24,9 +24,14 @@ const env = (name) => {
 };
 
 const BASE = env('BASE_URL');
-const ADMIN = env('ADMIN_TOKEN');
-const AUDITOR = env('AUDITOR_TOKEN');
+// Machine tokens, for the API calls the scenario makes beside the browser.
+const ADMIN_TOKEN = env('ADMIN_TOKEN');
+const AUDITOR_TOKEN = env('AUDITOR_TOKEN');
 const CHANNEL = env('CHANNEL_TOKEN');
+// The people who sign in to the console (one password for all).
+const ADMIN = env('ADMIN_EMAIL');
+const AUDITOR = env('AUDITOR_EMAIL');
+const PASSWORD = env('STAFF_PASSWORD');
 const HOTEL = Number(env('HOTEL_ID'));
 const ROOM_TYPE = Number(env('ROOM_TYPE_ID'));
 const MONTH = env('MONTH');
@@ -64,7 +69,7 @@ async function api(method, url, token, body) {
 
 async function calendarNight(night, roomType = ROOM_TYPE) {
   const end = plusDays(night, 1);
-  const reply = await api('GET', `/v1/hotels/${HOTEL}/calendar?start_date=${night}&end_date=${end}`, ADMIN);
+  const reply = await api('GET', `/v1/hotels/${HOTEL}/calendar?start_date=${night}&end_date=${end}`, ADMIN_TOKEN);
   assert.equal(reply.status, 200, JSON.stringify(reply.json));
   return reply.json.room_types.find((rt) => rt.room_type_id === roomType).nights[0];
 }
@@ -122,9 +127,10 @@ async function shot(page, name) {
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
 }
 
-async function signIn(page, token) {
+async function signIn(page, email, password = PASSWORD) {
   await page.goto(`${BASE}/console/`);
-  await page.fill('input[name="token"]', token);
+  await page.fill('input[name="email"]', email);
+  await page.fill('input[name="password"]', password);
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
 
@@ -166,7 +172,7 @@ after(async () => {
 test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', async () => {
   const page = await newPage();
 
-  // Sign in with the admin token.
+  // Sign in as the admin.
   await page.goto(`${BASE}/console/`);
   await shot(page, '01-sign-in');
   await signIn(page, ADMIN);
@@ -345,7 +351,7 @@ test('staff sign in, watch a hold arrive, stop-sell a range and cancel a stay', 
   assert.match(await badDate.textContent(), /2027-02-30/);
 
   // Find the stay by its guest's e-mail, open it, cancel it; its nights come back.
-  const reservation = (await api('GET', `/v1/reservations/${RESERVATION}`, ADMIN)).json;
+  const reservation = (await api('GET', `/v1/reservations/${RESERVATION}`, ADMIN_TOKEN)).json;
   const stayNight = reservation.start_date;
   const leftBefore = await eventually(async () => {
     const night = await calendarNight(stayNight);
@@ -451,7 +457,7 @@ test('an auditor sees the calendar and the stays but nothing to change them with
   await shot(page, '12-auditor-reservation');
 
   // And the API refuses the auditor anyway.
-  const refused = await api('PUT', `/v1/hotels/${HOTEL}/ari`, AUDITOR, {
+  const refused = await api('PUT', `/v1/hotels/${HOTEL}/ari`, AUDITOR_TOKEN, {
     updates: [{ room_type_id: ROOM_TYPE, start_date: WATCHED, end_date: plusDays(WATCHED, 1),
       restrictions: { stop_sell: true } }],
   });
@@ -486,7 +492,7 @@ test("a family's reservation shows each room type with its rooms, plan and price
 
 test("a group block shows as a band under its room type, with its pickup on each night", async () => {
   const start = plusDays(WATCHED, 5);
-  const block = await api('PUT', `/v1/hotels/${HOTEL}/blocks/ACME`, ADMIN, {
+  const block = await api('PUT', `/v1/hotels/${HOTEL}/blocks/ACME`, ADMIN_TOKEN, {
     name: 'Acme offsite', room_type_id: ROOM_TYPE, start_date: start, end_date: plusDays(start, 3),
     rooms: 2, rate_cents: 15000, release_date: plusDays(WATCHED, 1),
   });
@@ -513,13 +519,17 @@ test("a group block shows as a band under its room type, with its pickup on each
   await page.context().close();
 });
 
-test('a channel token cannot sign in', async () => {
+test('a wrong password cannot sign in, and the page keeps no secret', async () => {
   const page = await newPage();
-  await signIn(page, CHANNEL);
-  await page.getByRole('alert').filter({ hasText: /channel token cannot sign in/ }).waitFor({ timeout: WAIT });
+  await signIn(page, ADMIN, 'not the password at all');
+  await page.getByRole('alert').filter({ hasText: /e-mail or the password is wrong/ }).waitFor({ timeout: WAIT });
   assert.equal(await page.getByRole('button', { name: 'Sign out' }).count(), 0);
-  assert.equal(await page.evaluate(() => sessionStorage.getItem('console.token')), null);
-  await shot(page, '13-channel-refused');
+  assert.equal(await page.evaluate(() => sessionStorage.length + localStorage.length), 0);
+  // The session cookie, once set, is out of the page's reach (HttpOnly).
+  await signIn(page, ADMIN);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: WAIT });
+  assert.equal(await page.evaluate(() => document.cookie), '');
+  await shot(page, '13-wrong-password');
   await page.context().close();
 });
 

@@ -35,6 +35,8 @@
 //! - [`analytics`]: daily occupancy and the reservations view, their rebuilds and the CLI;
 //! - [`audit`]: the hash-chained audit log and `verify`;
 //! - [`ops`]: liveness, readiness, metrics, OpenAPI;
+//! - [`front_office`]: the hotel's numbers per night, pickup, arrivals and departures, a
+//!   night's history;
 //! - [`console`]: the staff console's endpoints, the page as served, and the page in a
 //!   real headless Chromium;
 //! - [`contract`]: the served OpenAPI document against the server: its examples are
@@ -79,6 +81,7 @@ mod cluster;
 mod console;
 mod contract;
 mod deployment;
+mod front_office;
 mod event_log;
 mod holds;
 mod idempotency;

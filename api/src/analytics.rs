@@ -36,6 +36,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 pub(crate) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(occupancy))
+        .routes(routes!(pickup))
         .routes(routes!(list_reservations))
 }
 
@@ -70,6 +71,9 @@ pub struct OccupancyNight {
     /// `confirmed / total_rooms`; above 1 when the overbooking allowance is used; null
     /// when there are no rooms.
     pub occupancy: Option<f64>,
+    /// More rooms sold than the room type physically has (its overbooking allowance in
+    /// use).
+    pub oversold: bool,
     /// Confirmed rooms times the night's rate when each was confirmed.
     pub revenue_cents: i64,
     /// ISO 4217 code of the night's rate and revenue: the hotel's currency in force on
@@ -112,6 +116,128 @@ pub struct RoomTypeOccupancy {
     pub nights: Vec<OccupancyNight>,
 }
 
+/// The whole hotel on one night: its room types added up.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HotelNight {
+    pub date: NaiveDate,
+    /// Physical rooms of every room type (0 for a night without inventory).
+    pub total_rooms: i64,
+    /// Rooms sold (confirmed, checked in or out).
+    pub confirmed: i64,
+    pub held: i64,
+    /// `confirmed / total_rooms`; null when there are no rooms.
+    pub occupancy: Option<f64>,
+    pub revenue_cents: i64,
+    #[schema(example = "EUR")]
+    pub currency: String,
+    /// Average daily rate: `revenue_cents / confirmed`, to the nearest cent; null when
+    /// nothing is sold.
+    pub adr_cents: Option<i64>,
+    /// Revenue per available room: `revenue_cents / total_rooms`, to the nearest cent;
+    /// null when there are no rooms.
+    pub revpar_cents: Option<i64>,
+    /// A room type sold more rooms than it physically has (its overbooking allowance in
+    /// use) on this night.
+    pub oversold: bool,
+}
+
+/// The whole hotel over the range.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HotelTotals {
+    /// Room-nights for sale.
+    pub total_rooms: i64,
+    pub confirmed: i64,
+    pub occupancy: Option<f64>,
+    /// Null when the range spans a change of the hotel's currency.
+    pub revenue_cents: Option<i64>,
+    pub currency: Option<String>,
+    /// Null when nothing is sold or the revenue is in two currencies.
+    pub adr_cents: Option<i64>,
+    /// Null when there are no rooms or the revenue is in two currencies.
+    pub revpar_cents: Option<i64>,
+    /// Nights sold beyond the physical rooms.
+    pub oversold_nights: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HotelOccupancy {
+    pub totals: HotelTotals,
+    /// Every night of the range, in order.
+    pub nights: Vec<HotelNight>,
+}
+
+/// `amount / count` to the nearest unit (halves away from zero); null for no count.
+fn per(amount: i64, count: i64) -> Option<i64> {
+    (count > 0).then(|| {
+        let (amount, count) = (i128::from(amount), i128::from(count));
+        let rounded = (2 * amount + count).div_euclid(2 * count);
+        i64::try_from(rounded).unwrap_or(i64::MAX)
+    })
+}
+
+/// The hotel's nights: the room types' nights of each date added up.
+fn hotel_occupancy(room_types: &[RoomTypeOccupancy]) -> HotelOccupancy {
+    let dates: Vec<(NaiveDate, String)> = room_types
+        .first()
+        .map(|rt| {
+            rt.nights
+                .iter()
+                .map(|n| (n.date, n.currency.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let nights: Vec<HotelNight> = dates
+        .into_iter()
+        .enumerate()
+        .map(|(i, (date, currency))| {
+            let of_date = room_types.iter().filter_map(|rt| rt.nights.get(i));
+            let (mut total_rooms, mut confirmed, mut held, mut revenue) = (0_i64, 0_i64, 0_i64, 0_i64);
+            let mut oversold = false;
+            for n in of_date {
+                oversold |= n.oversold;
+                total_rooms += n.total_rooms;
+                confirmed += n.confirmed;
+                held += n.held;
+                revenue = revenue.saturating_add(n.revenue_cents);
+            }
+            HotelNight {
+                date,
+                total_rooms,
+                confirmed,
+                held,
+                occupancy: ratio(confirmed, total_rooms),
+                revenue_cents: revenue,
+                currency,
+                adr_cents: per(revenue, confirmed),
+                revpar_cents: per(revenue, total_rooms),
+                oversold,
+            }
+        })
+        .collect();
+    let total_rooms: i64 = nights.iter().map(|n| n.total_rooms).sum();
+    let confirmed: i64 = nights.iter().map(|n| n.confirmed).sum();
+    let first = nights.first().map(|n| n.currency.as_str());
+    let one_currency = nights.iter().all(|n| Some(n.currency.as_str()) == first);
+    let revenue = one_currency.then(|| {
+        nights
+            .iter()
+            .fold(0_i64, |sum, n| sum.saturating_add(n.revenue_cents))
+    });
+    HotelOccupancy {
+        totals: HotelTotals {
+            total_rooms,
+            confirmed,
+            occupancy: ratio(confirmed, total_rooms),
+            revenue_cents: revenue,
+            currency: if one_currency { first.map(str::to_owned) } else { None },
+            adr_cents: revenue.and_then(|r| per(r, confirmed)),
+            revpar_cents: revenue.and_then(|r| per(r, total_rooms)),
+            oversold_nights: nights.iter().filter(|n| n.oversold).count() as i64,
+        },
+        nights,
+    }
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct OccupancyReport {
     pub hotel_id: i64,
@@ -122,6 +248,8 @@ pub struct OccupancyReport {
     /// The hotel's currency now (each night says the one its amounts are in).
     #[schema(example = "EUR")]
     pub currency: String,
+    /// The whole hotel: each night's room types added up, with ADR and RevPAR.
+    pub hotel: HotelOccupancy,
     pub room_types: Vec<RoomTypeOccupancy>,
 }
 
@@ -138,6 +266,7 @@ fn night_out(row: &OccupancyRow, currency: Currency) -> OccupancyNight {
         confirmed: i64::from(row.confirmed),
         held: i64::from(row.held),
         occupancy: ratio(i64::from(row.confirmed), i64::from(row.total_rooms)),
+        oversold: row.confirmed > row.total_rooms,
         revenue_cents: row.revenue_cents,
         currency: currency.code().to_owned(),
         holds_placed: row.holds_placed,
@@ -155,6 +284,7 @@ fn empty_night(date: NaiveDate, currency: Currency) -> OccupancyNight {
         confirmed: 0,
         held: 0,
         occupancy: None,
+        oversold: false,
         revenue_cents: 0,
         currency: currency.code().to_owned(),
         holds_placed: 0,
@@ -255,14 +385,93 @@ pub async fn occupancy(
                 nights,
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
     Ok(Json(OccupancyReport {
         hotel_id: id.get(),
         start_date: range.start(),
         end_date: range.end(),
         as_of,
         currency: currencies.current().code().to_owned(),
+        hotel: hotel_occupancy(&room_types),
         room_types,
+    }))
+}
+
+/// One night's pickup: how its book moved lately (the whole hotel).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PickupNightOut {
+    pub date: NaiveDate,
+    /// Rooms booked in the last 24 hours (holds that have not lapsed included; a
+    /// booking cancelled since is counted here and in `cancelled_last_day`).
+    pub booked_last_day: i64,
+    /// Rooms booked in the last 7 days, counted as `booked_last_day` is.
+    pub booked_last_week: i64,
+    /// Rooms cancelled in the last 24 hours.
+    pub cancelled_last_day: i64,
+    /// Rooms cancelled in the last 7 days.
+    pub cancelled_last_week: i64,
+    /// Rooms on the books now: live holds and confirmed, in-house and departed stays.
+    pub on_the_books: i64,
+    /// Rooms on the books 7 days ago (reservations made before then, and not cancelled
+    /// before then).
+    pub on_the_books_week_ago: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PickupReport {
+    pub hotel_id: i64,
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    /// When the reservations view last applied events; null if it has never run.
+    pub as_of: Option<DateTime<Utc>>,
+    /// The moment the last day and the last 7 days end.
+    pub now: DateTime<Utc>,
+    pub nights: Vec<PickupNightOut>,
+}
+
+/// Pickup per night: rooms booked and cancelled in the last day and 7 days, and the
+/// rooms on the books now and 7 days ago, for the whole hotel.
+#[utoipa::path(get, path = "/v1/hotels/{hotel_id}/pickup", tag = "analytics",
+    params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64), OccupancyQuery),
+    responses((status = 200, body = PickupReport), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 422, description = "end_date not after start_date, or more than 400 nights", body = ErrorBody),
+        Unavailable),
+    security(("bearer" = [])))]
+pub async fn pickup(
+    State(state): State<AppState>,
+    principal: Principal,
+    consistency: Consistency,
+    ApiPath(id): ApiPath<i64>,
+    ApiQuery(query): ApiQuery<OccupancyQuery>,
+) -> Result<Json<PickupReport>, ApiError> {
+    let (id, range) = report_range(&principal, id, query.start_date, query.end_date)?;
+    let nights = &range;
+    let read = state
+        .queries
+        .on_replica(consistency.0, |q| async move { q.pickup(id, nights).await })
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such hotel"))?;
+    Ok(Json(PickupReport {
+        hotel_id: id.get(),
+        start_date: range.start(),
+        end_date: range.end(),
+        as_of: read.as_of,
+        now: read.now,
+        nights: read
+            .nights
+            .into_iter()
+            .map(|n| PickupNightOut {
+                date: n.night,
+                booked_last_day: n.booked_last_day,
+                booked_last_week: n.booked_last_week,
+                cancelled_last_day: n.cancelled_last_day,
+                cancelled_last_week: n.cancelled_last_week,
+                on_the_books: n.on_the_books,
+                on_the_books_week_ago: n.on_the_books_week_ago,
+            })
+            .collect(),
     }))
 }
 
@@ -286,6 +495,12 @@ pub struct ReservationSearch {
     /// Reservations whose stay includes this night (`start_date <= date < end_date`).
     #[param(schema_with = super::schema::date)]
     pub date: Option<NaiveDate>,
+    /// Reservations whose stay starts on this date (arrivals).
+    #[param(schema_with = super::schema::date)]
+    pub arrival_date: Option<NaiveDate>,
+    /// Reservations whose stay ends on this date (departures).
+    #[param(schema_with = super::schema::date)]
+    pub departure_date: Option<NaiveDate>,
     /// Reservations made through this channel. A channel may only name itself (its own
     /// reservations are all it sees, with or without this).
     #[param(
@@ -431,11 +646,15 @@ pub async fn list_reservations(
         .map(HotelId::get);
     // Outside the years the domain accepts, a date names no stay (and some are outside
     // what PostgreSQL's `date` holds).
-    if let Some(date) = query.date {
-        if !(1900..=9999).contains(&date.year()) {
+    for (field, date) in [
+        ("date", query.date),
+        ("arrival_date", query.arrival_date),
+        ("departure_date", query.departure_date),
+    ] {
+        if date.is_some_and(|d| !(1900..=9999).contains(&d.year())) {
             return Err(ApiError::invalid(
-                "date",
-                "date must be between 1900-01-01 and 9999-12-31",
+                field,
+                format!("{field} must be between 1900-01-01 and 9999-12-31"),
             ));
         }
     }
@@ -483,6 +702,8 @@ pub async fn list_reservations(
         guest_id,
         hotel_id,
         night: query.date,
+        arrival: query.arrival_date,
+        departure: query.departure_date,
         status,
         limit,
     };
@@ -519,4 +740,16 @@ pub async fn list_reservations(
             .collect(),
         as_of: page.as_of,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn averages_round_to_the_nearest_cent_and_are_null_without_a_count() {
+        assert_eq!(super::per(1000, 3), Some(333));
+        assert_eq!(super::per(1001, 2), Some(501));
+        assert_eq!(super::per(999, 2), Some(500));
+        assert_eq!(super::per(0, 4), Some(0));
+        assert_eq!(super::per(1000, 0), None);
+    }
 }

@@ -20,7 +20,9 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 /// This module's routes, each with its OpenAPI operation (one declaration: a route
 /// cannot be served undocumented). The staff calendar.
 pub(crate) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(calendar))
+    OpenApiRouter::new()
+        .routes(routes!(calendar))
+        .routes(routes!(night_history))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -29,7 +31,7 @@ pub struct CalendarQuery {
     /// First night shown.
     #[param(required = true, schema_with = super::schema::start_date)]
     pub start_date: NaiveDate,
-    /// The night after the last one shown (half-open), at most 62 nights on.
+    /// The night after the last one shown (half-open), at most 92 nights on.
     #[param(required = true, schema_with = super::schema::calendar_end_date)]
     pub end_date: NaiveDate,
 }
@@ -225,6 +227,60 @@ pub async fn calendar(
                     })
                     .collect(),
             })
+            .collect(),
+    }))
+}
+
+/// One night's history: every event of its stream, oldest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NightHistory {
+    pub hotel_id: i64,
+    pub room_type_id: i64,
+    pub date: NaiveDate,
+    /// Each change to the night (inventory, rates, restrictions, holds, confirmations,
+    /// cancellations, blocks), with `metadata.client` (who: a person's name, a token's
+    /// or a worker's), `metadata.staff_id` (a person's) and `recorded_at` (when).
+    pub events: Vec<super::reservations::EventOut>,
+}
+
+/// Every change to one room type's night, who made it and when, from the event log
+/// (staff and auditors). A night never given inventory has no history: `[]`.
+#[utoipa::path(get, path = "/v1/hotels/{hotel_id}/room-types/{room_type_id}/nights/{date}/events",
+    tag = "analytics",
+    params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64),
+           ("room_type_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64),
+           ("date" = String, Path, format = Date)),
+    responses((status = 200, body = NightHistory), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), Unavailable),
+    security(("bearer" = [])))]
+pub async fn night_history(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath((id, room_type, date)): ApiPath<(i64, i64, String)>,
+) -> Result<Json<NightHistory>, ApiError> {
+    principal.require(Role::STAFF)?;
+    let hotel = hotel_id(id)?;
+    let room_type = aggregates::RoomTypeId::parse(room_type)
+        .map_err(|_| ApiError::not_found("no such room type"))?;
+    let date = NaiveDate::parse_from_str(&date, "%Y-%m-%d")
+        .map_err(|_| ApiError::not_found("no such night (the date is YYYY-MM-DD)"))?;
+    let found = super::params::load_hotel(&state, hotel, Consistency(None)).await?;
+    if found.room_type(room_type).is_none() {
+        return Err(ApiError::not_found("no such room type"));
+    }
+    let stream = aggregates::RoomNightKey::new(hotel, room_type, date).stream_id();
+    let events = state
+        .queries
+        .stream(aggregates::AggregateType::RoomNight.as_str(), &stream)
+        .await?;
+    Ok(Json(NightHistory {
+        hotel_id: hotel.get(),
+        room_type_id: room_type.get(),
+        date,
+        events: events
+            .into_iter()
+            .map(super::reservations::EventOut::from)
             .collect(),
     }))
 }

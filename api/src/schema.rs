@@ -138,7 +138,7 @@ pub fn report_end_date() -> ObjectBuilder {
     )
 }
 
-/// The end of a calendar's range: 1 to 62 nights on.
+/// The end of a calendar's range: 1 to 92 nights on.
 pub fn calendar_end_date() -> ObjectBuilder {
     let nights = app::queries::MAX_CALENDAR_NIGHTS;
     days_after(

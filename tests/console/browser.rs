@@ -17,6 +17,10 @@ use crate::support::*;
 
 /// The second room type of the scenario's hotel.
 const TWIN: i64 = 4;
+/// The staff who sign in to the console, and their (shared) password.
+const STAFF_ADMIN: &str = "ana@hotel.example";
+const STAFF_AUDITOR: &str = "rui@hotel.example";
+const STAFF_PASSWORD: &str = "console pass phrase";
 
 fn chromium() -> PathBuf {
     let path = PathBuf::from(
@@ -103,6 +107,15 @@ async fn staff_work_the_console_in_a_real_browser() {
     let mut body = hold_body(stay_start, plus_days(stay_start, 2), 2);
     body["guest"] = json!({"name": "Inês Duarte", "email": "ines@example.com"});
     let to_cancel = server.hold_and_confirm(&body).await;
+    // The people who sign in: an admin and an auditor.
+    for (email, name, role) in [
+        (STAFF_ADMIN, "Ana Lima", app::staff::StaffRole::Admin),
+        (STAFF_AUDITOR, "Rui Costa", app::staff::StaffRole::Auditor),
+    ] {
+        app::staff::create(&db.pool, email, name, role, STAFF_PASSWORD)
+            .await
+            .expect("a staff account");
+    }
     let screenshots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("artifacts/console-e2e");
     std::fs::create_dir_all(&screenshots).expect("the screenshot folder");
 
@@ -114,6 +127,9 @@ async fn staff_work_the_console_in_a_real_browser() {
             ("ADMIN_TOKEN", ADMIN.to_owned()),
             ("AUDITOR_TOKEN", AUDITOR.to_owned()),
             ("CHANNEL_TOKEN", WEB.to_owned()),
+            ("ADMIN_EMAIL", STAFF_ADMIN.to_owned()),
+            ("AUDITOR_EMAIL", STAFF_AUDITOR.to_owned()),
+            ("STAFF_PASSWORD", STAFF_PASSWORD.to_owned()),
             ("HOTEL_ID", HOTEL.to_string()),
             ("ROOM_TYPE_ID", KING.to_string()),
             ("TWIN_ID", TWIN.to_string()),

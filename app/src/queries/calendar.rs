@@ -23,8 +23,9 @@ use super::availability::{
 };
 use super::{Lsn, Queries, QueryError, Source};
 
-/// Most nights one calendar read covers: two months.
-pub const MAX_CALENDAR_NIGHTS: u32 = 62;
+/// Most nights one calendar read covers: the console's longest view (90 nights) and a
+/// little more.
+pub const MAX_CALENDAR_NIGHTS: u32 = 92;
 
 /// One room type on one night, as staff see it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,6 +23,7 @@ mod hotels;
 mod memo;
 mod messages;
 mod occupancy;
+mod pickup;
 pub mod replica;
 mod reservations;
 mod search;
@@ -45,6 +46,7 @@ pub use availability::{
 pub use calendar::{Calendar, CalendarNight, CalendarRow, NightRooms, MAX_CALENDAR_NIGHTS};
 pub use events::{EventPage, FeedError};
 pub use occupancy::{OccupancyRead, OccupancyRow};
+pub use pickup::{PickupNight, PickupRead};
 pub use replica::{Fallback, Lsn, Replica, ReplicaConfig};
 pub use reservations::{BookingRate, MinuteCount, ReservationFilter, ReservationPage};
 pub use search::{CitySearch, HotelOffers, SearchAnswer, MAX_SEARCH_LIMIT};

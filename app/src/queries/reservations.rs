@@ -26,6 +26,10 @@ pub struct ReservationFilter {
     pub hotel_id: Option<i64>,
     /// Reservations whose stay includes this night.
     pub night: Option<NaiveDate>,
+    /// Reservations whose stay starts on this date (the front desk's arrivals).
+    pub arrival: Option<NaiveDate>,
+    /// Reservations whose stay ends on this date (the front desk's departures).
+    pub departure: Option<NaiveDate>,
     /// Reservations in this status as clients see it: a hold past its expiry is
     /// `expired`, not `held`.
     pub status: Option<ReservationStatus>,
@@ -153,6 +157,12 @@ impl Queries {
                 .push_bind(night)
                 .push(" AND end_date > ")
                 .push_bind(night);
+        }
+        if let Some(arrival) = filter.arrival {
+            sql.push(" AND start_date = ").push_bind(arrival);
+        }
+        if let Some(departure) = filter.departure {
+            sql.push(" AND end_date = ").push_bind(departure);
         }
         match filter.status {
             None => {}
