@@ -269,14 +269,15 @@ async function boot() {
   window.addEventListener('hashchange', () => onRoute(false));
   root.replaceChildren(h('main', { id: 'main', class: 'loading' }, h('p', { role: 'status' }, 'Loading…')));
   try {
-    // A reload keeps the cookie: ask who it is, and take the session's CSRF token back.
-    const who = await api('/v1/me', { signOutOn401: false });
-    if (!STAFF_ROLES.has(who?.role) || !who?.csrf_token) {
+    // A reload keeps the cookie: ask whether it is a live session, and take its CSRF
+    // token back (no session: 204, and the sign-in page).
+    const current = await api('/v1/sessions/current', { signOutOn401: false });
+    if (!current?.staff || !STAFF_ROLES.has(current.staff.role)) {
       showSignIn();
       return;
     }
-    session.csrf = who.csrf_token;
-    signedIn(who);
+    session.csrf = current.csrf_token;
+    signedIn(current.staff);
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) showSignIn();
     else showSignIn({ error: `Could not reach the server: ${errorText(e)}` });

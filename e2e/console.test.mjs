@@ -649,7 +649,6 @@ test('an audit over a tampered history shows FAILED and the first bad position',
 
 test('no page logged an error, and the only refusals were the ones provoked', () => {
   assert.deepEqual(problems, []);
-  // The inventory cut below what is held (staff), and the channel's sign-in attempt
-  // answered by the page itself, not by a refused call.
-  assert.deepEqual(refusals, [`409 PUT /v1/hotels/${HOTEL}/ari`]);
+  // The inventory cut below what is held (staff), and the wrong password.
+  assert.deepEqual(refusals, [`409 PUT /v1/hotels/${HOTEL}/ari`, '401 POST /v1/sessions']);
 });

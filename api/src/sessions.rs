@@ -28,7 +28,7 @@ use crate::state::AppState;
 pub(crate) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(sign_in))
-        .routes(routes!(sign_out))
+        .routes(routes!(current_session, sign_out))
         .routes(routes!(list_staff, create_staff))
         .routes(routes!(disable_staff))
 }
@@ -142,6 +142,30 @@ pub async fn sign_in(
         expires_at: session.expires_at,
     };
     Ok((StatusCode::CREATED, [(SET_COOKIE, cookie)], Json(body)).into_response())
+}
+
+/// The browser's session, if it has a live one: 200 with the person and the CSRF token
+/// (a reloaded console page takes them back from here), 204 if it has none. Never 401:
+/// a page asking whether it is signed in is not refused.
+#[utoipa::path(get, path = "/v1/sessions/current", tag = "staff",
+    responses((status = 200, body = SessionOut), (status = 204, description = "no live session"),
+        Unavailable))]
+pub async fn current_session(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Some(token) = cookie(&headers, SESSION_COOKIE) else {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    };
+    match staff::sessions::find(&state.pool, token, state.commands.now()).await? {
+        Some(session) => Ok(Json(SessionOut {
+            staff: session.staff.into(),
+            csrf_token: session.csrf_token,
+            expires_at: session.expires_at,
+        })
+        .into_response()),
+        None => Ok(StatusCode::NO_CONTENT.into_response()),
+    }
 }
 
 /// Sign out: the session is revoked (its cookie signs nothing in again) and cleared.

@@ -323,6 +323,11 @@ async fn a_signed_out_expired_idle_or_disabled_session_is_refused() {
 
     // Sign-out revokes the session and clears the cookie.
     let leaving = signed_in(&app, "a@hotel.example").await;
+    let current = |browser: &Browser| {
+        as_browser(&app, browser, Method::GET, "/v1/sessions/current", None)
+    };
+    let live = app.send(current(&leaving)).await;
+    assert_eq!(live.assert_status(200)["csrf_token"], json!(leaving.csrf));
     let out = app
         .send(as_browser(
             &app,
@@ -342,6 +347,8 @@ async fn a_signed_out_expired_idle_or_disabled_session_is_refused() {
         out.headers
     );
     app.send(me(&leaving)).await.assert_error(401, "unauthorized");
+    // A page asking whether it is signed in is told no, not refused.
+    assert_eq!(app.send(current(&leaving)).await.status.as_u16(), 204);
 
     // An account disabled by an admin: its live session ends at once.
     let disabled = signed_in(&app, "c@hotel.example").await;
