@@ -5,6 +5,9 @@ import { h, field } from './util.js';
 import { mountCalendar } from './calendar.js';
 import { mountReservationSearch, mountReservation } from './reservations.js';
 import { mountHealth } from './health.js';
+import { mountFrontDesk } from './frontdesk.js';
+import { mountInsights } from './insights.js';
+import { mountStaff } from './staff.js';
 
 const APP_NAME = 'Reservations console';
 const STAFF_ROLES = new Set(['admin', 'revenue', 'front_desk', 'auditor']);
@@ -94,6 +97,9 @@ const ROUTES = {
   reservations: { nav: 'reservations', mount: mountReservationSearch },
   reservation: { nav: 'reservations', mount: mountReservation },
   health: { nav: 'health', mount: mountHealth },
+  today: { nav: 'today', mount: mountFrontDesk },
+  insights: { nav: 'insights', mount: mountInsights },
+  staff: { nav: 'staff', mount: mountStaff },
 };
 
 function routeKey(route) {
@@ -101,6 +107,9 @@ function routeKey(route) {
   if (first === 'calendar') return 'calendar';
   if (first === 'reservations') return second ? 'reservation' : 'reservations';
   if (first === 'health') return 'health';
+  if (first === 'today') return 'today';
+  if (first === 'insights') return 'insights';
+  if (first === 'staff') return 'staff';
   return null;
 }
 
@@ -206,7 +215,7 @@ function showSignIn({ notice, error } = {}) {
 }
 
 function signedIn(who) {
-  me = { name: String(who.name ?? ''), role: who.role };
+  me = { name: String(who.name ?? ''), role: who.role, staff_id: who.staff_id ?? null };
   hotelsPromise = null;
   buildShell();
   if (!location.hash || routeKey(parseHash()) === null) {
@@ -238,9 +247,12 @@ setUnauthorizedHandler(() => signOut('Your session ended: sign in again.', { rev
 function buildShell() {
   const links = {
     calendar: h('a', { href: '#/calendar' }, 'Calendar'),
+    today: h('a', { href: '#/today' }, 'Front desk'),
+    insights: h('a', { href: '#/insights' }, 'Pickup & year'),
     reservations: h('a', { href: '#/reservations' }, 'Reservations'),
     health: h('a', { href: '#/health' }, 'Health'),
   };
+  if (ctx.can.admin) links.staff = h('a', { href: '#/staff' }, 'Staff');
   const main = h('main', { id: 'main', tabindex: '-1' });
   const announcer = h('div', { class: 'sr-only', 'aria-live': 'polite', id: 'announcer' });
   const skip = h('a', { class: 'skip-link', href: '#main' }, 'Skip to content');

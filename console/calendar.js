@@ -1,14 +1,23 @@
-// The live inventory calendar: room types × nights of a month, polled every 2 s, with
-// rectangle selection and a bulk-edit panel (admins) that sends one `PUT .../ari`. An
-// inventory change is shown night by night, type by type (before → after) and sent only
-// once staff confirm it; the last one can be undone from the page.
+// The live inventory calendar: room types × 14, 31, 60 or 90 nights (opening at the
+// hotel's today, marked), polled every 2 s, with rectangle selection and a bulk-edit
+// panel (revenue and admins) that sends one `PUT .../ari`. An inventory change is shown
+// night by night, type by type (before → after) and sent only once staff confirm it; the
+// last one can be undone from the page.
+//
+// Under the room types, the hotel's numbers per night from the occupancy report (rooms
+// sold, occupancy, revenue, ADR, RevPAR, a flag on a night sold beyond its rooms) and,
+// on demand, its pickup. A night's history (who changed what, when) opens from the
+// focused cell; the range exports as CSV.
 
 import { errorText } from './api.js';
 import {
   h, field, srOnly, fmtRate, fmtMoney, parseMoney, minorDigits, parseIntStrict, plural, addDays, nightsBetween,
-  weekday, isWeekend, dayOfMonth, fmtDayShort, fmtDayLong, fmtMonth, currentMonth, shiftMonth, isMonth,
-  fmtTime, setText, parseChange, applyChange,
+  weekday, isWeekend, dayOfMonth, fmtDayShort, fmtDayLong, shiftMonth, isMonth,
+  fmtTime, setText, parseChange, applyChange, isDate, hotelToday, downloadCsv, fmtDateTime,
 } from './util.js';
+
+/** The ranges the calendar shows, in nights. */
+const SPANS = [14, 31, 60, 90];
 
 const POLL_MS = 2000;
 const FLASH_MS = 1600;
@@ -73,8 +82,13 @@ export function mountCalendar(root, ctx, firstRoute) {
   let hotels = null; // null until loaded
   let pendingRoute = firstRoute;
   let hotelId = null;
-  let month = null;
-  let gen = 0; // bumped when the hotel or month changes: older answers are dropped
+  let hotelZone = null; // the hotel's time zone: its today opens the calendar
+  let start = null; // the first night shown (YYYY-MM-DD)
+  let span = null; // how many nights are shown
+  let gen = 0; // bumped when the hotel or range changes: older answers are dropped
+  let showPickup = false;
+  let lastOccupancy = null; // the occupancy report's hotel nights, by date
+  let lastPickup = null; // the pickup report's nights, by date
   // The hotel's currency: rates are typed and shown in its units (whole yen for JPY).
   let currency = 'EUR';
   let digits = 2;
@@ -102,20 +116,28 @@ export function mountCalendar(root, ctx, firstRoute) {
   let anchor = null;
   let sel = null; // {r0, r1, c0, c1}
   let dragging = false;
+  let lastPointer = 'mouse'; // what pressed last: a finger selects by taps, not drags
 
   ctx.setTitle('Calendar');
 
   // -- Static page parts ----------------------------------------------------------
   const heading = h('h1', { tabindex: '-1' }, 'Inventory calendar');
   const hotelSelect = h('select', { id: 'cal-hotel', name: 'hotel', disabled: true });
-  const monthInput = h('input', { id: 'cal-month', name: 'month', type: 'month', required: true });
-  const prevButton = h('button', { type: 'button', class: 'month-prev' }, '‹ Previous month');
-  const nextButton = h('button', { type: 'button', class: 'month-next' }, 'Next month ›');
+  const startInput = h('input', { id: 'cal-start', name: 'start', type: 'date', required: true });
+  const spanSelect = h('select', { id: 'cal-nights', name: 'nights' },
+    SPANS.map((n) => h('option', { value: String(n) }, `${n} nights`)));
+  const prevButton = h('button', { type: 'button', class: 'range-prev' }, '‹ Earlier');
+  const nextButton = h('button', { type: 'button', class: 'range-next' }, 'Later ›');
+  const todayButton = h('button', { type: 'button', class: 'range-today' }, 'Today');
   const rateSelect = h('select', { id: 'cal-rate', name: 'rate_shown' }, h('option', { value: '' }, 'Base rate'));
+  const pickupToggle = h('input', { id: 'cal-pickup', name: 'pickup', type: 'checkbox' });
+  const exportButton = h('button', { type: 'button', class: 'export-csv' }, 'Export CSV');
   const toolbar = h('div', { class: 'toolbar' },
     field('Hotel', hotelSelect, 'field-hotel'),
-    h('div', { class: 'month-nav' }, prevButton, field('Month', monthInput, 'field-month'), nextButton),
+    h('div', { class: 'range-nav' }, prevButton, field('From', startInput, 'field-start'), field('Show', spanSelect, 'field-nights'), nextButton, todayButton),
     field('Rates shown', rateSelect, 'field-rate'),
+    h('div', { class: 'field-check' }, pickupToggle, h('label', { for: 'cal-pickup' }, 'Show pickup')),
+    exportButton,
   );
   const hotelInfo = h('p', { class: 'hotel-info' });
   const asOf = h('p', { class: 'as-of' }, 'Loading…');
@@ -123,8 +145,14 @@ export function mountCalendar(root, ctx, firstRoute) {
   const gridWrap = h('div', { class: 'grid-wrap' });
   const panelSlot = h('div', { class: 'panel-slot' });
   const undoBar = h('div', { class: 'undo-bar', role: 'status' });
+  const historyButton = h('button', { type: 'button', class: 'night-history-open' }, 'History of the focused night');
+  const historyBox = h('div', { class: 'night-history-body' });
+  const historySection = h('section', { class: 'card night-history', 'aria-labelledby': 'night-history-h' },
+    h('h2', { id: 'night-history-h' }, 'A night\'s history'),
+    h('p', { class: 'hint' }, 'Move to a night (click it, or arrow keys), then ask for every change to it: who made it and when.'),
+    historyButton, historyBox);
   const hint = h('p', { class: 'hint grid-hint' }, admin
-    ? 'Click a night to select it; Shift+click or drag to select a block. Arrow keys move, Shift+arrows extend, Space selects, Escape clears.'
+    ? 'Click a night to select it; Shift+click or drag to select a block (on a touch screen: tap a night, then another). Arrow keys move, Shift+arrows extend, Space selects, Escape clears.'
     : 'Read-only: arrow keys move between nights.');
 
   const view = h('div', { class: 'calendar-view' },
@@ -134,15 +162,27 @@ export function mountCalendar(root, ctx, firstRoute) {
     h('div', { class: 'cal-foot' }, legend(), hint),
     panelSlot,
     undoBar,
+    historySection,
   );
   root.append(view);
 
-  hotelSelect.addEventListener('change', () => go(Number(hotelSelect.value), month ?? currentMonth()));
-  monthInput.addEventListener('change', () => {
-    if (isMonth(monthInput.value)) go(hotelId, monthInput.value);
+  hotelSelect.addEventListener('change', () => go(Number(hotelSelect.value), null, span));
+  startInput.addEventListener('change', () => {
+    if (isDate(startInput.value)) go(hotelId, startInput.value, span);
   });
-  prevButton.addEventListener('click', () => go(hotelId, shiftMonth(month, -1)));
-  nextButton.addEventListener('click', () => go(hotelId, shiftMonth(month, 1)));
+  spanSelect.addEventListener('change', () => go(hotelId, start, Number(spanSelect.value)));
+  prevButton.addEventListener('click', () => go(hotelId, addDays(start, -span), span));
+  nextButton.addEventListener('click', () => go(hotelId, addDays(start, span), span));
+  todayButton.addEventListener('click', () => go(hotelId, hotelToday(hotelZone), span));
+  pickupToggle.addEventListener('change', () => {
+    showPickup = pickupToggle.checked;
+    lastPickup = null;
+    structure = '';
+    if (lastBody) render(lastBody);
+    refresh();
+  });
+  exportButton.addEventListener('click', exportCsv);
+  historyButton.addEventListener('click', () => openHistory());
   rateSelect.addEventListener('change', () => {
     shownPlan = rateSelect.value;
     if (lastBody) render(lastBody);
@@ -186,10 +226,33 @@ export function mountCalendar(root, ctx, firstRoute) {
     apply(current.seg[0] === 'calendar' ? current : pendingRoute);
   }
 
-  function go(id, m) {
-    if (id == null || !isMonth(m)) return;
-    const hash = `#/calendar/${id}?month=${m}`;
+  /** The span a narrow screen opens with: fewer nights fit a phone. */
+  function defaultSpan() {
+    return window.matchMedia?.('(max-width: 600px)').matches ? 14 : 31;
+  }
+
+  function go(id, from, nightsShown) {
+    if (id == null) return;
+    const hotel = hotels?.find((x) => x.hotel_id === id);
+    const first = isDate(from) ? from : hotelToday(hotel?.timezone);
+    const n = SPANS.includes(nightsShown) ? nightsShown : defaultSpan();
+    const hash = `#/calendar/${id}?start=${first}&nights=${n}`;
     if (location.hash !== hash) location.hash = hash; // the router calls update()
+  }
+
+  /** The range a route names: `start` and `nights`, or (older links) a `month`. */
+  function rangeOf(route, hotel) {
+    const q = route.query;
+    const month = q.get('month');
+    if (!q.get('start') && isMonth(month)) {
+      const first = `${month}-01`;
+      return { first, n: nightsBetween(first, `${shiftMonth(month, 1)}-01`).length };
+    }
+    const n = Number(q.get('nights'));
+    return {
+      first: isDate(q.get('start')) ? q.get('start') : hotelToday(hotel.timezone),
+      n: SPANS.includes(n) ? n : defaultSpan(),
+    };
   }
 
   function apply(route) {
@@ -201,7 +264,6 @@ export function mountCalendar(root, ctx, firstRoute) {
       return;
     }
     const asked = route.seg[1] != null ? Number(route.seg[1]) : hotels[0].hotel_id;
-    const m = isMonth(route.query.get('month')) ? route.query.get('month') : currentMonth();
     const hotel = hotels.find((x) => x.hotel_id === asked);
     if (!hotel) {
       stopPolling();
@@ -212,34 +274,44 @@ export function mountCalendar(root, ctx, firstRoute) {
       cells = [];
       updatePanel();
       hotelId = null;
-      month = m;
-      monthInput.value = m;
       asOf.textContent = '';
       gridWrap.replaceChildren();
       alerts.replaceChildren(h('p', { role: 'alert', class: 'error' }, `unknown_hotel: no hotel #${route.seg[1]} (pick one above).`));
       hotelSelect.value = '';
       return;
     }
-    const canonical = `#/calendar/${hotel.hotel_id}?month=${m}`;
+    const { first, n } = rangeOf(route, hotel);
+    const canonical = `#/calendar/${hotel.hotel_id}?start=${first}&nights=${n}`;
     if (location.hash !== canonical) history.replaceState(null, '', canonical);
-    if (hotel.hotel_id === hotelId && m === month) return;
+    if (hotel.hotel_id === hotelId && first === start && n === span) return;
     hotelId = hotel.hotel_id;
-    month = m;
+    hotelZone = hotel.timezone ?? null;
+    start = first;
+    span = n;
     hotelSelect.value = String(hotelId);
-    monthInput.value = month;
+    startInput.value = start;
+    if (!SPANS.includes(span) && !spanSelect.querySelector(`option[value="${span}"]`)) {
+      spanSelect.append(h('option', { value: String(span) }, `${span} nights`));
+    }
+    spanSelect.value = String(span);
     currency = hotel.currency ?? 'EUR';
     digits = minorDigits(currency);
-    hotelInfo.textContent = `${hotel.name}, ${hotel.city} · ${fmtMonth(month)} · times in ${hotel.timezone ?? 'hotel time'} · prices in ${currency}`;
-    ctx.setTitle(`Calendar · ${hotel.name} · ${fmtMonth(month)}`);
-    // A new hotel or month: a new table.
+    const end = addDays(start, span);
+    const range = `${fmtDayShort(start)} – ${fmtDayShort(addDays(end, -1))}`;
+    hotelInfo.textContent = `${hotel.name}, ${hotel.city} · ${range} · today there ${fmtDayShort(hotelToday(hotelZone))} · times in ${hotel.timezone ?? 'hotel time'} · prices in ${currency}`;
+    ctx.setTitle(`Calendar · ${hotel.name} · ${range}`);
+    // A new hotel or range: a new table.
     gen += 1;
     structure = '';
     sel = null;
     anchor = null;
     lastError = '';
+    lastOccupancy = null;
+    lastPickup = null;
     alerts.replaceChildren();
+    historyBox.replaceChildren();
     asOf.textContent = 'Loading…';
-    gridWrap.replaceChildren(h('p', { class: 'loading' }, `Loading ${fmtMonth(month)}…`));
+    gridWrap.replaceChildren(h('p', { class: 'loading' }, `Loading ${range}…`));
     updatePanel();
     refresh();
   }
@@ -265,11 +337,18 @@ export function mountCalendar(root, ctx, firstRoute) {
     }
     inFlight = true;
     const mine = gen;
-    const start = `${month}-01`;
-    const end = `${shiftMonth(month, 1)}-01`;
+    const end = addDays(start, span);
+    const range = `start_date=${start}&end_date=${end}`;
+    // The hotel's numbers and pickup come from the read side; a failure there leaves
+    // their rows unknown ("—"), never zero, and the calendar still shows.
+    const numbers = ctx.api(`/v1/hotels/${hotelId}/occupancy?${range}`).catch(() => null);
+    const pickup = showPickup ? ctx.api(`/v1/hotels/${hotelId}/pickup?${range}`).catch(() => null) : Promise.resolve(null);
     try {
-      const body = await ctx.api(`/v1/hotels/${hotelId}/calendar?start_date=${start}&end_date=${end}`);
+      const body = await ctx.api(`/v1/hotels/${hotelId}/calendar?${range}`);
+      const [occupancy, moves] = await Promise.all([numbers, pickup]);
       if (alive && mine === gen) {
+        lastOccupancy = occupancy?.hotel?.nights ? new Map(occupancy.hotel.nights.map((n) => [n.date, n])) : null;
+        lastPickup = moves?.nights ? new Map(moves.nights.map((n) => [n.date, n])) : null;
         render(body);
         showPollError('');
       }
@@ -299,9 +378,7 @@ export function mountCalendar(root, ctx, firstRoute) {
   // -- Rendering ------------------------------------------------------------------------
   function render(body) {
     lastBody = body;
-    const start = body?.start_date ?? `${month}-01`;
-    const end = body?.end_date ?? `${shiftMonth(month, 1)}-01`;
-    const list = nightsBetween(start, end);
+    const list = nightsBetween(body?.start_date ?? start, body?.end_date ?? addDays(start, span));
     const types = (Array.isArray(body?.room_types) ? body.room_types : []).map((rt) => ({
       id: rt.room_type_id,
       name: String(rt.name ?? `Room type ${rt.room_type_id}`),
@@ -317,13 +394,14 @@ export function mountCalendar(root, ctx, firstRoute) {
 
     const blocks = Array.isArray(body?.blocks) ? body.blocks : [];
     // The bands are rebuilt with the grid when a block or its pickup changes (rarely).
-    const key = `${hotelId}|${list.join(',')}|${types.map((t) => `${t.id}:${t.name}`).join(',')}|${JSON.stringify(blocks)}`;
+    const key = `${hotelId}|${showPickup}|${list.join(',')}|${types.map((t) => `${t.id}:${t.name}`).join(',')}|${JSON.stringify(blocks)}`;
     if (key !== structure) {
       build(list, types, blocks);
       structure = key;
     } else {
       types.forEach((rt, r) => list.forEach((date, c) => fillCell(cells[r][c], rt, normal(rt.nights.get(date), date), false)));
     }
+    fillTotals();
     if (plansChanged) {
       updatePanelPlans();
       updateRateChoices();
@@ -358,14 +436,17 @@ export function mountCalendar(root, ctx, firstRoute) {
       updatePanel();
       return;
     }
+    const today = hotelToday(hotelZone);
     const headRow = h('tr', null,
       h('th', { scope: 'col', class: 'corner' }, 'Room type'),
       list.map((date) => h('th', {
         scope: 'col',
-        class: ['day', isWeekend(date) && 'weekend'],
-        title: fmtDayLong(date),
+        class: ['day', isWeekend(date) && 'weekend', date === today && 'today'],
+        title: date === today ? `${fmtDayLong(date)} (today at the hotel)` : fmtDayLong(date),
+        'aria-current': date === today ? 'date' : null,
         dataset: { night: date },
-      }, h('span', { class: 'wd' }, weekday(date)), ' ', h('span', { class: 'dn' }, String(dayOfMonth(date))))),
+      }, h('span', { class: 'wd' }, weekday(date)), ' ', h('span', { class: 'dn' }, String(dayOfMonth(date))),
+      date === today ? h('span', { class: 'today-mark' }, ' today') : null)),
     );
     const body = h('tbody');
     types.forEach((rt, r) => {
@@ -395,8 +476,11 @@ export function mountCalendar(root, ctx, firstRoute) {
       'aria-multiselectable': admin ? 'true' : null,
       'aria-readonly': admin ? null : 'true',
       class: 'calendar',
-    }, h('thead', null, headRow), body);
+    }, h('thead', null, headRow), body, totalsFoot(list));
     table.addEventListener('keydown', onKeyDown);
+    table.addEventListener('pointerdown', (event) => {
+      lastPointer = event.pointerType || 'mouse';
+    });
     table.addEventListener('mousedown', onMouseDown);
     table.addEventListener('mouseover', onMouseOver);
     gridWrap.replaceChildren(table);
@@ -433,6 +517,159 @@ export function mountCalendar(root, ctx, firstRoute) {
           dataset: { night: date, block: block.code },
         }, `${n.picked_up}/${n.rooms}`);
       }));
+  }
+
+  // -- The hotel's numbers, pickup, a night's history, CSV --------------------------------
+
+  /** The rows under the room types: the hotel's numbers per night, and its pickup. */
+  const TOTAL_ROWS = [
+    { key: 'sold', label: 'Rooms sold', long: 'rooms sold of the hotel\'s rooms' },
+    { key: 'occupancy', label: 'Occupancy', long: 'occupancy' },
+    { key: 'revenue', label: 'Revenue', long: 'revenue' },
+    { key: 'adr', label: 'ADR', long: 'average daily rate' },
+    { key: 'revpar', label: 'RevPAR', long: 'revenue per available room' },
+  ];
+  const PICKUP_ROWS = [
+    { key: 'pickup-day', label: 'Pickup 24 h', long: 'rooms booked and cancelled in the last 24 hours' },
+    { key: 'pickup-week', label: 'Pickup 7 days', long: 'rooms booked and cancelled in the last 7 days' },
+  ];
+
+  function totalsFoot(list) {
+    const rows = showPickup ? [...TOTAL_ROWS, ...PICKUP_ROWS] : TOTAL_ROWS;
+    return h('tfoot', null, rows.map((row, i) => h('tr', { class: ['totals-row', i === 0 && 'first-total', row.key.startsWith('pickup') && 'pickup-row'], dataset: { totals: row.key } },
+      h('th', { scope: 'row', class: 'rt total-name', title: row.long }, row.label),
+      list.map((date) => h('td', { class: 'total', dataset: { night: date, total: row.key } }, '…')))));
+  }
+
+  /** Percent, whole. */
+  const pct = (ratio) => `${Math.round(ratio * 100)}%`;
+  const money = (cents) => (cents == null ? '—' : fmtRate(cents, digits));
+
+  /** One total's text, title and raw value (`data-value`, for exports and checks). */
+  function totalOf(key, date) {
+    if (key.startsWith('pickup')) {
+      const p = lastPickup?.get(date);
+      if (!p) return { text: '—', title: 'pickup unknown (the read side did not answer)', value: '' };
+      const [booked, cancelled] = key === 'pickup-day'
+        ? [p.booked_last_day, p.cancelled_last_day] : [p.booked_last_week, p.cancelled_last_week];
+      const span = key === 'pickup-day' ? 'the last 24 hours' : 'the last 7 days';
+      return {
+        text: booked || cancelled ? `+${booked} −${cancelled}` : '0',
+        title: `${fmtDayLong(date)}: ${booked} room(s) booked and ${cancelled} cancelled in ${span}; ${p.on_the_books} on the books (${p.on_the_books_week_ago} a week ago)`,
+        value: `${booked}/${cancelled}`,
+      };
+    }
+    const n = lastOccupancy?.get(date);
+    if (!n) return { text: '—', title: 'unknown (the occupancy report did not answer)', value: '' };
+    switch (key) {
+      case 'sold':
+        return {
+          text: `${n.confirmed}/${n.total_rooms}${n.oversold ? ' ⚠' : ''}`,
+          title: `${fmtDayLong(date)}: ${n.confirmed} of ${n.total_rooms} rooms sold, ${n.held} on hold${n.oversold ? '; sold beyond a room type\'s physical rooms (overbooking in use)' : ''}`,
+          value: String(n.confirmed),
+          oversold: n.oversold,
+        };
+      case 'occupancy':
+        return { text: n.occupancy == null ? '—' : pct(n.occupancy), title: n.occupancy == null ? 'no rooms' : `occupancy ${(n.occupancy * 100).toFixed(1)}%`, value: n.occupancy == null ? '' : String(n.occupancy) };
+      case 'revenue':
+        return { text: money(n.revenue_cents), title: `revenue ${fmtMoney(n.revenue_cents, n.currency)}`, value: String(n.revenue_cents) };
+      case 'adr':
+        return { text: money(n.adr_cents), title: n.adr_cents == null ? 'nothing sold: no average rate' : `ADR ${fmtMoney(n.adr_cents, n.currency)}`, value: n.adr_cents == null ? '' : String(n.adr_cents) };
+      case 'revpar':
+        return { text: money(n.revpar_cents), title: n.revpar_cents == null ? 'no rooms' : `RevPAR ${fmtMoney(n.revpar_cents, n.currency)}`, value: n.revpar_cents == null ? '' : String(n.revpar_cents) };
+      default:
+        return { text: '—', title: '', value: '' };
+    }
+  }
+
+  function fillTotals() {
+    const foot = gridWrap.querySelector('tfoot');
+    if (!foot) return;
+    for (const td of foot.querySelectorAll('td.total')) {
+      const { text, title, value, oversold } = totalOf(td.dataset.total, td.dataset.night);
+      if (td.dataset.value === value && td.textContent === text) continue;
+      td.textContent = text;
+      td.title = title;
+      td.dataset.value = value;
+      td.classList.toggle('oversold', Boolean(oversold));
+      if (oversold) td.append(srOnly(' sold beyond its rooms'));
+    }
+  }
+
+  /** Every change to the focused night, who made it and when (its event stream). */
+  async function openHistory() {
+    const td = cells[focusPos.r]?.[focusPos.c];
+    if (!td) return;
+    const { night, roomType } = td.dataset;
+    const rt = roomTypes.find((t) => String(t.id) === roomType);
+    const mine = gen;
+    historyBox.replaceChildren(h('p', { class: 'loading', role: 'status' }, 'Loading the history…'));
+    try {
+      const body = await ctx.api(`/v1/hotels/${hotelId}/room-types/${roomType}/nights/${night}/events`);
+      if (!alive || mine !== gen) return;
+      const events = Array.isArray(body?.events) ? body.events : [];
+      const title = h('h3', { tabindex: '-1' }, `${rt?.name ?? `Room type ${roomType}`} · ${fmtDayLong(night)}`);
+      if (!events.length) {
+        historyBox.replaceChildren(title, h('p', { class: 'empty' }, 'No changes: this night was never given inventory.'));
+      } else {
+        historyBox.replaceChildren(title, h('table', { class: 'data history-table' },
+          h('caption', { class: 'sr-only' }, `Changes to ${rt?.name ?? roomType} on ${fmtDayLong(night)}, oldest first`),
+          h('thead', null, h('tr', null, ['When', 'Who', 'What', 'Change'].map((t) => h('th', { scope: 'col' }, t)))),
+          h('tbody', null, events.map((e) => h('tr', { dataset: { event: e.type } },
+            h('td', null, fmtDateTime(e.recorded_at)),
+            h('td', { class: 'who' }, String(e.metadata?.client ?? '—')),
+            h('td', null, String(e.type ?? '').replace(/([a-z])([A-Z])/g, '$1 $2')),
+            h('td', { class: 'change' }, describe(e)))))));
+      }
+      title.focus();
+      ctx.announce(`${events.length} change(s) to this night.`);
+    } catch (e) {
+      if (alive && mine === gen) historyBox.replaceChildren(h('p', { role: 'alert', class: 'error' }, `Could not load the history: ${errorText(e)}`));
+    }
+  }
+
+  /** An event's payload in a few words: the fields a person reads first. */
+  function describe(event) {
+    const data = event.data && typeof event.data === 'object' ? (Object.values(event.data)[0] ?? event.data) : {};
+    const parts = [];
+    const say = (key, label, fmt = (v) => String(v)) => {
+      if (data && data[key] != null && typeof data[key] !== 'object') parts.push(`${label} ${fmt(data[key])}`);
+    };
+    say('total_rooms', 'rooms');
+    say('overbooking_allowance', 'overbooking');
+    say('rate_cents', 'rate', (v) => fmtMoney(Number(v), currency));
+    say('rooms', 'rooms');
+    say('reservation_id', 'reservation');
+    if (data?.restrictions && typeof data.restrictions === 'object') {
+      const set = binding(data.restrictions).map((b) => b.long);
+      parts.push(set.length ? `restrictions: ${set.join(', ')}` : 'restrictions cleared');
+    }
+    return parts.join(' · ') || '—';
+  }
+
+  /** The range as CSV: one line per room type and night, then the hotel's numbers. */
+  function exportCsv() {
+    if (!lastBody || !roomTypes.length) return;
+    const header = ['date', 'room_type_id', 'room_type', 'total_rooms', 'overbooking_allowance', 'remaining', 'held',
+      'confirmed', 'blocked', 'rate_cents', 'currency', 'restrictions'];
+    const rows = [header];
+    for (const rt of roomTypes) {
+      for (const date of nights) {
+        const n = normal(rt.nights.get(date), date);
+        const none = n.missing || n.has_inventory === false;
+        rows.push([date, rt.id, rt.name, none ? null : n.total_rooms, none ? null : n.overbooking_allowance, none ? null : n.remaining,
+          n.held, n.confirmed, n.blocked, n.rate_cents, currency, binding(n.restrictions).map((b) => b.short).join(' ')]);
+      }
+    }
+    rows.push([]);
+    rows.push(['date', 'hotel_total_rooms', 'hotel_confirmed', 'occupancy', 'revenue_cents', 'adr_cents', 'revpar_cents', 'oversold']);
+    for (const date of nights) {
+      const n = lastOccupancy?.get(date);
+      rows.push(n ? [date, n.total_rooms, n.confirmed, n.occupancy, n.revenue_cents, n.adr_cents, n.revpar_cents, n.oversold ? 'yes' : 'no']
+        : [date]);
+    }
+    downloadCsv(`calendar-${hotelId}-${nights[0]}-${nights[nights.length - 1]}.csv`, rows);
+    ctx.announce('The calendar was exported as CSV.');
   }
 
   function planName(id) {
@@ -488,6 +725,7 @@ export function mountCalendar(root, ctx, firstRoute) {
     for (const line of lines) line.setAttribute('aria-hidden', 'true');
 
     for (const c of STATE_CLASSES) td.classList.remove(c);
+    td.classList.toggle('oversold', !noInventory && night.confirmed > night.total_rooms);
     if (noInventory) td.classList.add('no-inventory');
     else td.classList.add(occupancyClass(night));
     if (stopped) td.classList.add('stopped');
@@ -520,7 +758,8 @@ export function mountCalendar(root, ctx, firstRoute) {
     const label = noInventory
       ? [`${rt.name}, ${day}: no inventory`]
       : [`${rt.name}, ${day}: ${night.remaining} of ${capacity} left`, `${night.held} held`, `${night.confirmed} confirmed`,
-        ...(night.blocked ? [`${night.blocked} set aside for blocks`] : [])];
+        ...(night.blocked ? [`${night.blocked} set aside for blocks`] : []),
+        ...(night.confirmed > night.total_rooms ? ['sold beyond its physical rooms'] : [])];
     const labelRate = shownRate(night);
     if (!noInventory && labelRate != null) {
       label.push(shownPlan === '' ? `rate ${fmtRate(labelRate, digits)}` : `${planName(Number(shownPlan))} ${fmtRate(labelRate, digits)}`);
@@ -626,9 +865,13 @@ export function mountCalendar(root, ctx, firstRoute) {
     event.preventDefault(); // no text selection while dragging; focus is moved by hand
     setFocus(pos.r, pos.c);
     if (!admin) return;
-    if (event.shiftKey && sel && anchor) select(anchor, pos);
+    // A finger cannot drag across the grid (that scrolls it): a tap on one night then a
+    // tap on another selects the nights between; a third tap starts again.
+    const touch = lastPointer === 'touch';
+    const single = sel && anchor && sel.r0 === sel.r1 && sel.c0 === sel.c1;
+    if ((event.shiftKey || (touch && single)) && sel && anchor && (pos.r !== anchor.r || pos.c !== anchor.c)) select(anchor, pos);
     else select(pos, pos);
-    dragging = true;
+    dragging = !touch;
   }
 
   function onMouseOver(event) {

@@ -310,3 +310,39 @@ export function referenceOf(id) {
   }
   return out;
 }
+
+/** Today's date (`YYYY-MM-DD`) at a hotel, in its time zone (the browser's if unknown). */
+export function hotelToday(timeZone) {
+  try {
+    // en-CA writes dates as YYYY-MM-DD.
+    return new Intl.DateTimeFormat('en-CA', { timeZone: timeZone || undefined, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date());
+  } catch {
+    return new Date().toISOString().slice(0, 10);
+  }
+}
+
+/** One CSV field: quoted when it must be, and text that a spreadsheet would run as a
+ * formula (`=`, `+`, `-`, `@` first) kept as text. Numbers are written as they are. */
+function csvField(value) {
+  if (value == null) return '';
+  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : '';
+  let text = String(value);
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n']/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/** Rows (arrays) as CSV text, with CRLF line ends (RFC 4180). */
+export function toCsv(rows) {
+  return rows.map((row) => row.map(csvField).join(',')).join('\r\n') + '\r\n';
+}
+
+/** Offers `rows` as a CSV file named `name` for download. */
+export function downloadCsv(name, rows) {
+  const blob = new Blob([toCsv(rows)], { type: 'text/csv;charset=utf-8' });
+  const url = URL.createObjectURL(blob);
+  const a = h('a', { href: url, download: name, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
