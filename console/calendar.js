@@ -400,6 +400,7 @@ export function mountCalendar(root, ctx, firstRoute) {
       structure = key;
     } else {
       types.forEach((rt, r) => list.forEach((date, c) => fillCell(cells[r][c], rt, normal(rt.nights.get(date), date), false)));
+      roomTypes = types; // the same shape, this poll's nights (the export reads them)
     }
     fillTotals();
     if (plansChanged) {
@@ -630,7 +631,9 @@ export function mountCalendar(root, ctx, firstRoute) {
 
   /** An event's payload in a few words: the fields a person reads first. */
   function describe(event) {
-    const data = event.data && typeof event.data === 'object' ? (Object.values(event.data)[0] ?? event.data) : {};
+    // The payload is the event's fields (or, in older shapes, wrapped in its type's name).
+    const wrapped = event.data?.[event.type];
+    const data = wrapped && typeof wrapped === 'object' ? wrapped : (event.data ?? {});
     const parts = [];
     const say = (key, label, fmt = (v) => String(v)) => {
       if (data && data[key] != null && typeof data[key] !== 'object') parts.push(`${label} ${fmt(data[key])}`);

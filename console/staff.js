@@ -90,7 +90,8 @@ export function mountStaff(root, ctx) {
         list.replaceChildren(h('p', { class: 'empty' }, 'No staff accounts yet.'));
         return;
       }
-      list.replaceChildren(h('table', { class: 'data staff-table' },
+      // A phone scrolls the table in its own box, not the page.
+      list.replaceChildren(h('div', { class: 'table-scroll', tabindex: '0', role: 'region', 'aria-label': 'Staff accounts (scrolls sideways)' }, h('table', { class: 'data staff-table' },
         h('caption', { class: 'sr-only' }, 'Staff accounts'),
         h('thead', null, h('tr', null, ['Name', 'E-mail', 'Role', 'Since', 'State', ''].map((t) => h('th', { scope: 'col' }, t)))),
         h('tbody', null, people.map((p) => {
@@ -104,7 +105,7 @@ export function mountStaff(root, ctx) {
           return h('tr', { dataset: { staff: p.staff_id } },
             h('td', null, p.name), h('td', null, p.email), h('td', null, p.role.replace('_', ' ')),
             h('td', null, fmtDateTime(p.created_at)), h('td', null, state), h('td', null, action));
-        }))));
+        })))));
     } catch (e) {
       if (alive) list.replaceChildren(h('p', { role: 'alert', class: 'error' }, `Could not load the staff: ${errorText(e)}`));
     }

@@ -191,7 +191,8 @@ fn hotel_occupancy(room_types: &[RoomTypeOccupancy]) -> HotelOccupancy {
         .enumerate()
         .map(|(i, (date, currency))| {
             let of_date = room_types.iter().filter_map(|rt| rt.nights.get(i));
-            let (mut total_rooms, mut confirmed, mut held, mut revenue) = (0_i64, 0_i64, 0_i64, 0_i64);
+            let (mut total_rooms, mut confirmed, mut held, mut revenue) =
+                (0_i64, 0_i64, 0_i64, 0_i64);
             let mut oversold = false;
             for n in of_date {
                 oversold |= n.oversold;
@@ -229,7 +230,11 @@ fn hotel_occupancy(room_types: &[RoomTypeOccupancy]) -> HotelOccupancy {
             confirmed,
             occupancy: ratio(confirmed, total_rooms),
             revenue_cents: revenue,
-            currency: if one_currency { first.map(str::to_owned) } else { None },
+            currency: if one_currency {
+                first.map(str::to_owned)
+            } else {
+                None
+            },
             adr_cents: revenue.and_then(|r| per(r, confirmed)),
             revpar_cents: revenue.and_then(|r| per(r, total_rooms)),
             oversold_nights: nights.iter().filter(|n| n.oversold).count() as i64,

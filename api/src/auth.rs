@@ -18,11 +18,11 @@ use axum::extract::FromRequestParts;
 use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
 use axum::http::request::Parts;
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
-use uuid::Uuid;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+use uuid::Uuid;
 
 use super::error::ApiError;
 
@@ -46,12 +46,8 @@ pub enum Role {
 impl Role {
     /// Every staff role: the reads the whole hotel team shares (calendar, occupancy,
     /// blocks, stays).
-    pub const STAFF: &'static [Role] = &[
-        Role::Admin,
-        Role::Revenue,
-        Role::FrontDesk,
-        Role::Auditor,
-    ];
+    pub const STAFF: &'static [Role] =
+        &[Role::Admin, Role::Revenue, Role::FrontDesk, Role::Auditor];
     /// Who changes what the hotel sells: inventory, rates, restrictions, blocks.
     pub const REVENUE: &'static [Role] = &[Role::Admin, Role::Revenue];
     /// Who works a stay at the desk: check-in, check-out, no-show, cancel.
@@ -246,14 +242,18 @@ fn check_csrf(parts: &Parts, csrf_token: &str) -> Result<(), ApiError> {
             .and_then(|o| o.split_once("://"))
             .map(|(_, rest)| rest);
         if host.is_none() || origin_host != host {
-            return Err(refused("a write with a staff session must come from this server's own pages (Origin)"));
+            return Err(refused(
+                "a write with a staff session must come from this server's own pages (Origin)",
+            ));
         }
     }
     let sent = parts
         .headers
         .get(CSRF_HEADER)
         .and_then(|h| h.to_str().ok())
-        .ok_or_else(|| refused("a write with a staff session must carry the session's X-CSRF-Token header"))?;
+        .ok_or_else(|| {
+            refused("a write with a staff session must carry the session's X-CSRF-Token header")
+        })?;
     if !same_secret(sent, csrf_token) {
         return Err(refused("X-CSRF-Token is not this session's"));
     }
@@ -293,7 +293,9 @@ where
                 ApiError::unavailable("sessions cannot be checked now; try again")
             })?
             .ok_or_else(|| {
-                ApiError::unauthorized("the session has ended (signed out, expired or idle); sign in again")
+                ApiError::unauthorized(
+                    "the session has ended (signed out, expired or idle); sign in again",
+                )
             })?;
         check_csrf(parts, &session.csrf_token)?;
         Ok(Principal {

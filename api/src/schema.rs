@@ -505,6 +505,14 @@ pub fn reservation_status() -> ObjectBuilder {
         ))
 }
 
+/// A staff member's role.
+pub fn staff_role() -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(app::staff::StaffRole::ALL.iter().map(|r| r.as_str())))
+        .examples(["revenue"])
+}
+
 /// The one state the outbox listing filters by.
 pub fn outbox_state() -> ObjectBuilder {
     ObjectBuilder::new()

@@ -84,9 +84,7 @@ fn loopback(headers: &HeaderMap) -> bool {
         return false;
     };
     let name = match host.rsplit_once(':') {
-        Some((name, port)) if !name.is_empty() && port.chars().all(|c| c.is_ascii_digit()) => {
-            name
-        }
+        Some((name, port)) if !name.is_empty() && port.chars().all(|c| c.is_ascii_digit()) => name,
         _ => host,
     };
     matches!(name, "localhost" | "127.0.0.1" | "[::1]")
@@ -237,12 +235,23 @@ pub async fn list_staff(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewStaff {
-    #[schema(example = "ana@hotel.example", max_length = 254)]
+    /// An e-mail address: one account per address, in any case.
+    #[schema(
+        example = "ana@hotel.example",
+        min_length = 3,
+        max_length = 254,
+        pattern = r"^[^@\s\u0000-\u001F\u007F-\u009F]+@[^@\s\u0000-\u001F\u007F-\u009F]+$"
+    )]
     pub email: String,
-    #[schema(example = "Ana Lima", min_length = 1, max_length = 200)]
+    #[schema(
+        example = "Ana Lima",
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     pub name: String,
     /// `admin`, `revenue`, `front_desk` or `auditor`.
-    #[schema(example = "revenue")]
+    #[schema(schema_with = super::schema::staff_role)]
     pub role: String,
     /// At least 12 characters; only its Argon2id hash is kept.
     #[schema(min_length = 12, max_length = 1024)]
@@ -294,7 +303,8 @@ pub async fn disable_staff(
     ApiPath(raw): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
     principal.require(&[Role::Admin])?;
-    let staff_id = Uuid::parse_str(&raw).map_err(|_| ApiError::not_found("no such staff account"))?;
+    let staff_id =
+        Uuid::parse_str(&raw).map_err(|_| ApiError::not_found("no such staff account"))?;
     if staff::disable(&state.pool, staff_id, state.commands.now()).await? {
         tracing::info!(%staff_id, by = %principal.name, "staff account disabled");
         Ok(StatusCode::NO_CONTENT)

@@ -134,12 +134,19 @@ pub async fn create(
     password: &str,
 ) -> Result<Staff, StaffError> {
     let email = email.trim();
-    if email.len() > 254 || !email.contains('@') || email.starts_with('@') || email.ends_with('@') {
+    let parts = email.split_once('@');
+    let well_formed = parts.is_some_and(|(local, domain)| {
+        !local.is_empty() && !domain.is_empty() && !domain.contains('@')
+    }) && !email.chars().any(|c| c.is_whitespace() || c.is_control());
+    if email.len() > 254 || !well_formed {
         return Err(invalid("email", "must be an e-mail address"));
     }
     let name = name.trim();
-    if name.is_empty() || name.chars().count() > 200 {
-        return Err(invalid("name", "must be 1 to 200 characters"));
+    if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
+        return Err(invalid(
+            "name",
+            "must be 1 to 200 characters, without control characters",
+        ));
     }
     if password.chars().count() < MIN_PASSWORD {
         return Err(invalid(
@@ -184,6 +191,12 @@ pub async fn sign_in(
     password: &str,
     now: DateTime<Utc>,
 ) -> Result<Staff, StaffError> {
+    // No account's address has a control character (`create` refuses them), and
+    // PostgreSQL's text cannot hold a NUL: such an address is nobody's.
+    if email.chars().any(char::is_control) {
+        verify_off_runtime(password, decoy_hash().to_owned()).await;
+        return Err(StaffError::WrongCredentials);
+    }
     let row = sqlx::query(
         "SELECT staff_id, email, name, role, password_hash, failed_sign_ins, locked_until
            FROM staff WHERE lower(email) = lower($1) AND disabled_at IS NULL",
@@ -277,15 +290,18 @@ pub async fn list(pool: &PgPool) -> Result<Vec<Listed>, StaffError> {
 
 /// Disables an account at `now` and ends its sessions, in one transaction. Whether the
 /// account existed (disabling one twice keeps the first time).
-pub async fn disable(pool: &PgPool, staff_id: Uuid, now: DateTime<Utc>) -> Result<bool, StaffError> {
+pub async fn disable(
+    pool: &PgPool,
+    staff_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<bool, StaffError> {
     let mut tx = pool.begin().await?;
-    let found = sqlx::query(
-        "UPDATE staff SET disabled_at = coalesce(disabled_at, $2) WHERE staff_id = $1",
-    )
-    .bind(staff_id)
-    .bind(now)
-    .execute(&mut *tx)
-    .await?;
+    let found =
+        sqlx::query("UPDATE staff SET disabled_at = coalesce(disabled_at, $2) WHERE staff_id = $1")
+            .bind(staff_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
     sqlx::query(
         "UPDATE staff_sessions SET revoked_at = $2 WHERE staff_id = $1 AND revoked_at IS NULL",
     )

@@ -22,7 +22,7 @@ const STAFF_ADMIN: &str = "ana@hotel.example";
 const STAFF_AUDITOR: &str = "rui@hotel.example";
 const STAFF_PASSWORD: &str = "console pass phrase";
 
-fn chromium() -> PathBuf {
+pub(super) fn chromium() -> PathBuf {
     let path = PathBuf::from(
         std::env::var("CHROMIUM_PATH").unwrap_or_else(|_| "/usr/bin/chromium".to_owned()),
     );
@@ -34,7 +34,7 @@ fn chromium() -> PathBuf {
     path
 }
 
-fn e2e_folder() -> PathBuf {
+pub(super) fn e2e_folder() -> PathBuf {
     let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("e2e");
     assert!(
         folder.join("node_modules/playwright-core").exists(),
@@ -122,6 +122,7 @@ async fn staff_work_the_console_in_a_real_browser() {
     // Act: the scenario, in Chromium.
     let scenario = Scenario {
         folder: &folder,
+        script: "console.test.mjs",
         env: vec![
             ("BASE_URL", server.url("")),
             ("ADMIN_TOKEN", ADMIN.to_owned()),
@@ -204,22 +205,24 @@ async fn staff_work_the_console_in_a_real_browser() {
     db.drop_database().await;
 }
 
-/// `node --test` over `e2e/console.test.mjs` with the scenario's environment.
-struct Scenario<'a> {
-    folder: &'a std::path::Path,
-    env: Vec<(&'static str, String)>,
+/// `node --test` over a script of `e2e/` (`console.test.mjs` unless told) with the
+/// scenario's environment.
+pub(super) struct Scenario<'a> {
+    pub(super) folder: &'a std::path::Path,
+    pub(super) env: Vec<(&'static str, String)>,
+    pub(super) script: &'static str,
 }
 
 impl Scenario<'_> {
     /// Runs the scenario (only the tampered-audit test when `extra` names the position);
     /// whether every test passed, and the report.
-    fn run(&self, extra: &[(&str, String)]) -> (bool, String) {
+    pub(super) fn run(&self, extra: &[(&str, String)]) -> (bool, String) {
         let mut command = Command::new("node");
         command.arg("--test").arg("--test-reporter=spec");
         if !extra.is_empty() {
             command.arg("--test-name-pattern=tampered");
         }
-        command.arg("console.test.mjs").current_dir(self.folder);
+        command.arg(self.script).current_dir(self.folder);
         for (name, value) in self
             .env
             .iter()

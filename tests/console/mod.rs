@@ -7,6 +7,7 @@
 //! and workers running on the real clock, as staff would find it.
 
 mod browser;
+mod morning;
 
 use reqwest::Method;
 use serde_json::{json, Value};

@@ -26,7 +26,13 @@ async fn two_room_types(app: &TestApp) {
     .assert_status(200);
 }
 
-async fn booked(app: &TestApp, key: &str, room_type: i64, nights: (u64, u64), rooms: i64) -> String {
+async fn booked(
+    app: &TestApp,
+    key: &str,
+    room_type: i64,
+    nights: (u64, u64),
+    rooms: i64,
+) -> String {
     let mut body = hold_body(day(nights.0), day(nights.1), rooms);
     body["room_type_id"] = json!(room_type);
     let id = app.hold_ok(WEB, key, &body).await;
@@ -37,7 +43,9 @@ async fn booked(app: &TestApp, key: &str, room_type: i64, nights: (u64, u64), ro
 }
 
 fn int(v: &Value, field: &str) -> i64 {
-    v[field].as_i64().unwrap_or_else(|| panic!("{field} in {v}"))
+    v[field]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{field} in {v}"))
 }
 
 #[tokio::test]
@@ -57,18 +65,31 @@ async fn the_hotel_row_adds_up_its_room_types_with_adr_and_revpar_and_flags_an_o
     let reply = app.get(&path, Some(ADMIN)).await;
 
     let body = reply.assert_status(200);
-    let nights = body["hotel"]["nights"].as_array().expect("the hotel's nights");
+    let nights = body["hotel"]["nights"]
+        .as_array()
+        .expect("the hotel's nights");
     assert_eq!(nights.len(), 3);
     // The 10th: 2 kings and 4 twins of 8 rooms (the twins one beyond their 3).
     let first = &nights[0];
     assert_eq!(
-        (int(first, "total_rooms"), int(first, "confirmed"), int(first, "revenue_cents")),
+        (
+            int(first, "total_rooms"),
+            int(first, "confirmed"),
+            int(first, "revenue_cents")
+        ),
         (8, 6, 2 * 18_000 + 4 * 10_000)
     );
-    assert_eq!(int(first, "adr_cents"), 12_667, "76,000 / 6 to the nearest cent");
+    assert_eq!(
+        int(first, "adr_cents"),
+        12_667,
+        "76,000 / 6 to the nearest cent"
+    );
     assert_eq!(int(first, "revpar_cents"), 9_500, "76,000 / 8");
     assert_eq!(first["oversold"], true);
-    assert_eq!(body["room_types"][1]["nights"][0]["oversold"], true, "{body}");
+    assert_eq!(
+        body["room_types"][1]["nights"][0]["oversold"], true,
+        "{body}"
+    );
     assert_eq!(body["room_types"][0]["nights"][0]["oversold"], false);
     // The 11th: the kings alone; the 12th: nothing sold, no ADR (not zero).
     assert_eq!(nights[1]["oversold"], false);
@@ -78,7 +99,11 @@ async fn the_hotel_row_adds_up_its_room_types_with_adr_and_revpar_and_flags_an_o
     assert_eq!(int(&nights[2], "revpar_cents"), 0);
     let totals = &body["hotel"]["totals"];
     assert_eq!(
-        (int(totals, "total_rooms"), int(totals, "confirmed"), int(totals, "revenue_cents")),
+        (
+            int(totals, "total_rooms"),
+            int(totals, "confirmed"),
+            int(totals, "revenue_cents")
+        ),
         (24, 8, 112_000)
     );
     assert_eq!(int(totals, "adr_cents"), 14_000);
@@ -171,16 +196,25 @@ async fn the_front_desk_lists_a_days_arrivals_and_departures() {
         .await;
     let departures = app
         .get(
-            &format!("/v1/reservations?hotel_id={HOTEL}&departure_date={}", day(11)),
+            &format!(
+                "/v1/reservations?hotel_id={HOTEL}&departure_date={}",
+                day(11)
+            ),
             Some(ADMIN),
         )
         .await;
 
     arrivals.assert_status(200);
-    assert_eq!(ids(&arrivals), sorted(vec![arriving.clone(), leaving.clone()]));
+    assert_eq!(
+        ids(&arrivals),
+        sorted(vec![arriving.clone(), leaving.clone()])
+    );
     assert_eq!(ids(&departures), vec![leaving]);
     let in_house = app
-        .get(&format!("/v1/reservations?hotel_id={HOTEL}&date={}", day(11)), Some(ADMIN))
+        .get(
+            &format!("/v1/reservations?hotel_id={HOTEL}&date={}", day(11)),
+            Some(ADMIN),
+        )
         .await;
     assert_eq!(ids(&in_house), sorted(vec![arriving, staying]));
     let refused = app
@@ -207,8 +241,10 @@ async fn a_nights_history_names_who_changed_it_and_when() {
             )
             .header("Cookie", &cookie.0)
             .header("X-CSRF-Token", &cookie.1)
-            .json(&json!({"start_date": day(11), "end_date": day(12), "total_rooms": 5,
-                          "rate_cents": 23_500})),
+            .json(
+                &json!({"start_date": day(11), "end_date": day(12), "total_rooms": 5,
+                          "rate_cents": 23_500}),
+            ),
         )
         .await;
     change.assert_status(200);
@@ -233,7 +269,11 @@ async fn a_nights_history_names_who_changed_it_and_when() {
         })
         .collect();
     assert_eq!(events.len(), 3, "{who:?}");
-    assert_eq!(who[0], ("InventorySet", "staff"), "the seed's inventory (the admin token): {who:?}");
+    assert_eq!(
+        who[0],
+        ("InventorySet", "staff"),
+        "the seed's inventory (the admin token): {who:?}"
+    );
     assert_eq!(who[1].1, "Mia Sousa", "the rate change: {who:?}");
     assert!(events[1]["metadata"]["staff_id"].is_string(), "{body}");
     assert!(events[1]["recorded_at"].is_string(), "{body}");
@@ -246,13 +286,31 @@ async fn a_nights_history_names_who_changed_it_and_when() {
     let empty = app.get(&before, Some(ADMIN)).await;
     assert_eq!(empty.assert_status(200)["events"], json!([]));
     for (bad, status) in [
-        (format!("/v1/hotels/{HOTEL}/room-types/99/nights/{}/events", day(11)), 404),
-        (format!("/v1/hotels/{HOTEL}/room-types/{KING}/nights/tomorrow/events"), 404),
-        (format!("/v1/hotels/4242/room-types/{KING}/nights/{}/events", day(11)), 404),
+        (
+            format!("/v1/hotels/{HOTEL}/room-types/99/nights/{}/events", day(11)),
+            404,
+        ),
+        (
+            format!("/v1/hotels/{HOTEL}/room-types/{KING}/nights/tomorrow/events"),
+            404,
+        ),
+        (
+            format!(
+                "/v1/hotels/4242/room-types/{KING}/nights/{}/events",
+                day(11)
+            ),
+            404,
+        ),
     ] {
-        assert_eq!(app.get(&bad, Some(ADMIN)).await.status.as_u16(), status, "{bad}");
+        assert_eq!(
+            app.get(&bad, Some(ADMIN)).await.status.as_u16(),
+            status,
+            "{bad}"
+        );
     }
-    app.get(&path, Some(WEB)).await.assert_error(403, "forbidden");
+    app.get(&path, Some(WEB))
+        .await
+        .assert_error(403, "forbidden");
     app.finish().await;
 }
 

@@ -256,12 +256,11 @@ async fn a_sign_in_sets_a_strict_http_only_cookie_and_records_the_person_with_ea
         .await;
 
     changed.assert_status(200);
-    let metadata: Value = sqlx::query_scalar(
-        "SELECT metadata FROM events ORDER BY global_position DESC LIMIT 1",
-    )
-    .fetch_one(&app.db.pool)
-    .await
-    .expect("the change's event");
+    let metadata: Value =
+        sqlx::query_scalar("SELECT metadata FROM events ORDER BY global_position DESC LIMIT 1")
+            .fetch_one(&app.db.pool)
+            .await
+            .expect("the change's event");
     assert_eq!(metadata["client"], "Ana Lima", "{metadata}");
     assert_eq!(metadata["staff_id"], json!(ana.staff_id), "{metadata}");
     app.finish().await;
@@ -293,7 +292,11 @@ async fn a_forged_write_without_the_sessions_csrf_token_is_refused_and_changes_n
         reply.assert_error(403, "csrf_failed");
     }
 
-    assert_eq!(app.snapshot().await, before, "a refused write changes nothing");
+    assert_eq!(
+        app.snapshot().await,
+        before,
+        "a refused write changes nothing"
+    );
     // Reads need no CSRF token, and the right one from this origin writes.
     app.send(as_browser(&app, &browser, Method::GET, "/v1/me", None))
         .await
@@ -323,9 +326,8 @@ async fn a_signed_out_expired_idle_or_disabled_session_is_refused() {
 
     // Sign-out revokes the session and clears the cookie.
     let leaving = signed_in(&app, "a@hotel.example").await;
-    let current = |browser: &Browser| {
-        as_browser(&app, browser, Method::GET, "/v1/sessions/current", None)
-    };
+    let current =
+        |browser: &Browser| as_browser(&app, browser, Method::GET, "/v1/sessions/current", None);
     let live = app.send(current(&leaving)).await;
     assert_eq!(live.assert_status(200)["csrf_token"], json!(leaving.csrf));
     let out = app
@@ -346,21 +348,26 @@ async fn a_signed_out_expired_idle_or_disabled_session_is_refused() {
         "{:?}",
         out.headers
     );
-    app.send(me(&leaving)).await.assert_error(401, "unauthorized");
+    app.send(me(&leaving))
+        .await
+        .assert_error(401, "unauthorized");
     // A page asking whether it is signed in is told no, not refused.
     assert_eq!(app.send(current(&leaving)).await.status.as_u16(), 204);
 
     // An account disabled by an admin: its live session ends at once.
     let disabled = signed_in(&app, "c@hotel.example").await;
     app.send(me(&disabled)).await.assert_status(200);
-    let id: uuid::Uuid = sqlx::query_scalar("SELECT staff_id FROM staff WHERE name = 'Is Disabled'")
-        .fetch_one(&app.db.pool)
-        .await
-        .expect("id");
+    let id: uuid::Uuid =
+        sqlx::query_scalar("SELECT staff_id FROM staff WHERE name = 'Is Disabled'")
+            .fetch_one(&app.db.pool)
+            .await
+            .expect("id");
     app.send(app.request(Method::DELETE, &format!("/v1/staff/{id}"), Some(ADMIN)))
         .await
         .assert_status(204);
-    app.send(me(&disabled)).await.assert_error(401, "unauthorized");
+    app.send(me(&disabled))
+        .await
+        .assert_error(401, "unauthorized");
     sign_in(&app, "c@hotel.example", PASSWORD)
         .await
         .assert_error(401, "wrong_credentials");
@@ -377,7 +384,9 @@ async fn a_signed_out_expired_idle_or_disabled_session_is_refused() {
         app.send(me(&working)).await.assert_status(200);
     }
     app.clock.advance(chrono::Duration::minutes(61));
-    app.send(me(&working)).await.assert_error(401, "unauthorized");
+    app.send(me(&working))
+        .await
+        .assert_error(401, "unauthorized");
     app.finish().await;
 }
 
@@ -420,7 +429,9 @@ async fn roles_decide_what_each_staff_member_may_do() {
     let id = app
         .hold_ok(WEB, "hold", &hold_body(day(10), day(12), 1))
         .await;
-    app.confirm(WEB, "pay", &id, "tok_ok").await.assert_status(200);
+    app.confirm(WEB, "pay", &id, "tok_ok")
+        .await
+        .assert_status(200);
     for (email, role) in [
         ("revenue@hotel.example", StaffRole::Revenue),
         ("desk@hotel.example", StaffRole::FrontDesk),
@@ -448,39 +459,75 @@ async fn roles_decide_what_each_staff_member_may_do() {
     };
     // Revenue sets inventory, may not check guests in or create accounts.
     assert_eq!(
-        status(app.send(write(&revenue, Method::PUT, &inventory).json(&five_rooms())).await),
+        status(
+            app.send(write(&revenue, Method::PUT, &inventory).json(&five_rooms()))
+                .await
+        ),
         200
     );
-    assert_eq!(status(app.send(write(&revenue, Method::POST, &check_in)).await), 403);
     assert_eq!(
-        status(app.send(write(&revenue, Method::POST, "/v1/staff").json(&staff_account)).await),
+        status(app.send(write(&revenue, Method::POST, &check_in)).await),
+        403
+    );
+    assert_eq!(
+        status(
+            app.send(write(&revenue, Method::POST, "/v1/staff").json(&staff_account))
+                .await
+        ),
         403
     );
     // The front desk works the stay (too early today: 409, not 403) and reads guests;
     // it may not touch inventory.
     assert_eq!(
-        status(app.send(write(&desk, Method::PUT, &inventory).json(&five_rooms())).await),
+        status(
+            app.send(write(&desk, Method::PUT, &inventory).json(&five_rooms()))
+                .await
+        ),
         403
     );
-    assert_eq!(status(app.send(write(&desk, Method::POST, &check_in)).await), 409);
+    assert_eq!(
+        status(app.send(write(&desk, Method::POST, &check_in)).await),
+        409
+    );
     let seen = app
-        .send(as_browser(&app, &desk, Method::GET, &format!("/v1/reservations/{id}"), None))
+        .send(as_browser(
+            &app,
+            &desk,
+            Method::GET,
+            &format!("/v1/reservations/{id}"),
+            None,
+        ))
         .await;
     assert_eq!(seen.assert_status(200)["guest"]["name"], "Ana Lima");
     // The auditor reads, and changes nothing.
     for browser in [&revenue, &desk, &audit] {
         assert_eq!(
-            status(app.send(as_browser(&app, browser, Method::GET, &calendar, None)).await),
+            status(
+                app.send(as_browser(&app, browser, Method::GET, &calendar, None))
+                    .await
+            ),
             200
         );
     }
     assert_eq!(
-        status(app.send(write(&audit, Method::PUT, &inventory).json(&five_rooms())).await),
+        status(
+            app.send(write(&audit, Method::PUT, &inventory).json(&five_rooms()))
+                .await
+        ),
         403
     );
-    assert_eq!(status(app.send(write(&audit, Method::POST, &check_in)).await), 403);
+    assert_eq!(
+        status(app.send(write(&audit, Method::POST, &check_in)).await),
+        403
+    );
     let hidden = app
-        .send(as_browser(&app, &revenue, Method::GET, &format!("/v1/reservations/{id}"), None))
+        .send(as_browser(
+            &app,
+            &revenue,
+            Method::GET,
+            &format!("/v1/reservations/{id}"),
+            None,
+        ))
         .await;
     assert!(
         !hidden.text.contains("Ana Lima"),
@@ -497,28 +544,47 @@ async fn admins_create_and_list_staff_through_the_api() {
                       "password": PASSWORD});
 
     let created = app
-        .send(app.request(Method::POST, "/v1/staff", Some(ADMIN)).json(&body))
+        .send(
+            app.request(Method::POST, "/v1/staff", Some(ADMIN))
+                .json(&body),
+        )
         .await;
 
     let created = created.assert_status(201).clone();
     assert_eq!(created["role"], "front_desk", "{created}");
     assert!(created.get("password").is_none() && created.get("password_hash").is_none());
-    app.send(app.request(Method::POST, "/v1/staff", Some(ADMIN)).json(&body))
-        .await
-        .assert_error(409, "email_taken");
+    app.send(
+        app.request(Method::POST, "/v1/staff", Some(ADMIN))
+            .json(&body),
+    )
+    .await
+    .assert_error(409, "email_taken");
     let mut bad_role = body.clone();
     bad_role["role"] = json!("owner");
     bad_role["email"] = json!("owner@hotel.example");
     let refused = app
-        .send(app.request(Method::POST, "/v1/staff", Some(ADMIN)).json(&bad_role))
+        .send(
+            app.request(Method::POST, "/v1/staff", Some(ADMIN))
+                .json(&bad_role),
+        )
         .await;
-    assert_eq!(refused.assert_error(422, "invalid_request")["field"], "role");
-    app.send(app.request(Method::POST, "/v1/staff", Some(AUDITOR)).json(&body))
-        .await
-        .assert_error(403, "forbidden");
+    assert_eq!(
+        refused.assert_error(422, "invalid_request")["field"],
+        "role"
+    );
+    app.send(
+        app.request(Method::POST, "/v1/staff", Some(AUDITOR))
+            .json(&body),
+    )
+    .await
+    .assert_error(403, "forbidden");
     let listed = app.get("/v1/staff", Some(ADMIN)).await;
     let listed = listed.assert_status(200);
-    assert_eq!(listed["staff"].as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(
+        listed["staff"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
     assert_eq!(listed["staff"][0]["name"], "Eva Rocha");
     assert!(listed["staff"][0]["disabled_at"].is_null());
     sign_in(&app, "eva@hotel.example", PASSWORD)

@@ -27,8 +27,8 @@ mod lifecycle;
 pub mod references;
 pub mod shards;
 
-use uuid::Uuid;
 use std::sync::Arc;
+use uuid::Uuid;
 
 use aggregates::{BookingLimits, Rejection, Reservation};
 use chrono::{DateTime, Duration, Utc};
@@ -92,7 +92,10 @@ pub enum Caller {
     /// A staff token or one of the server's own workers, by name.
     Staff(String),
     /// A staff member signed in to the console.
-    Person { name: String, staff_id: Uuid },
+    Person {
+        name: String,
+        staff_id: Uuid,
+    },
 }
 
 impl Caller {
