@@ -618,7 +618,7 @@ export function mountCalendar(root, ctx, firstRoute) {
           h('thead', null, h('tr', null, ['When', 'Who', 'What', 'Change'].map((t) => h('th', { scope: 'col' }, t)))),
           h('tbody', null, events.map((e) => h('tr', { dataset: { event: e.type } },
             h('td', null, fmtDateTime(e.recorded_at)),
-            h('td', { class: 'who' }, String(e.metadata?.client ?? '—')),
+            h('td', { class: 'by' }, String(e.metadata?.client ?? '—')),
             h('td', null, String(e.type ?? '').replace(/([a-z])([A-Z])/g, '$1 $2')),
             h('td', { class: 'change' }, describe(e)))))));
       }

@@ -281,8 +281,8 @@ test('every page passes the accessibility check at 1440 and 390 pixels wide', as
     const page = await newPage({ width, height }, { bypassCSP: true });
     await signIn(page, ADMIN);
     const views = [
-      ['calendar', `#/calendar/${HOTEL}`, `td.cell[data-night="${TODAY}"]`],
-      ['front-desk', `#/today/${HOTEL}`, '[data-list="arrivals"]'],
+      ['calendar', `#/calendar/${HOTEL}`, 'tfoot td[data-total="sold"][data-value]:not([data-value=""])'],
+      ['front-desk', `#/today/${HOTEL}`, '[data-list="arrivals"] tr[data-reservation]'],
       ['pickup', `#/insights/${HOTEL}`, '[data-section="year"] [data-night]'],
       ['staff', '#/staff', 'tr[data-staff]'],
     ];
