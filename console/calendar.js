@@ -162,9 +162,9 @@ export function mountCalendar(root, ctx, firstRoute) {
     h('div', { class: 'cal-foot' }, legend(), hint),
     panelSlot,
     undoBar,
-    historySection,
   );
-  root.append(view);
+  // The history under the view, not in it: the view fills the screen with the grid.
+  root.append(view, historySection);
 
   hotelSelect.addEventListener('change', () => go(Number(hotelSelect.value), null, span));
   startInput.addEventListener('change', () => {
