@@ -2,7 +2,7 @@
 // (`#/reservations/<id>`) with its money, messages, history and the staff actions.
 
 import { errorText, ApiError } from './api.js';
-import { h, field, fmtMoney, fmtInt, fmtDateTime, fmtTime, plural, uuid, isDate, referenceOf } from './util.js';
+import { h, field, fmtMoney, fmtInt, fmtDateTime, fmtTime, plural, uuid, isDate, referenceOf, downloadCsv } from './util.js';
 
 const STATUSES = ['held', 'confirmed', 'cancelled', 'expired', 'checked_in', 'checked_out', 'no_show', 'declined'];
 const FILTERS = ['reference', 'guest_email', 'date', 'hotel_id', 'status'];
@@ -86,8 +86,10 @@ export function mountReservationSearch(root, ctx, firstRoute) {
     h('div', { class: 'actions' }, submit));
   const info = h('p', { role: 'status', class: 'result-info' });
   const results = h('div', { class: 'results table-wrap' });
+  const exportButton = h('button', { type: 'button', class: 'export-csv', disabled: true }, 'Export CSV');
+  exportButton.addEventListener('click', exportRows);
 
-  root.append(h('h1', { tabindex: '-1' }, 'Reservations'), form, info, results);
+  root.append(h('h1', { tabindex: '-1' }, 'Reservations'), form, h('div', { class: 'result-bar' }, info, exportButton), results);
 
   let hotels = [];
   let currentQuery = new URLSearchParams();
@@ -154,6 +156,7 @@ export function mountReservationSearch(root, ctx, firstRoute) {
     } catch (e) {
       if (!alive || mine !== searchGen) return;
       lastRows = null;
+      exportButton.disabled = true;
       info.textContent = 'The search failed.';
       results.replaceChildren(h('p', { role: 'alert', class: 'error' }, errorText(e)));
     } finally {
@@ -161,7 +164,20 @@ export function mountReservationSearch(root, ctx, firstRoute) {
     }
   }
 
+  /** The search's rows as CSV (what the table shows, ids and amounts unformatted). */
+  function exportRows() {
+    if (!lastRows?.length) return;
+    const header = ['reference', 'reservation_id', 'guest_name', 'guest_email', 'hotel_id', 'room_types', 'start_date',
+      'end_date', 'rooms', 'status', 'total_due_cents', 'currency', 'channel'];
+    const rows = lastRows.map((r) => [r.reference ?? referenceOf(r.reservation_id), r.reservation_id, r.guest?.name ?? '',
+      r.guest?.email ?? '', r.hotel_id, roomTypesLabel(hotels, r), r.start_date, r.end_date, r.rooms, r.status,
+      r.total_due_cents ?? r.total_cents, r.currency, r.channel]);
+    downloadCsv(`reservations-${new Date().toISOString().slice(0, 10)}.csv`, [header, ...rows]);
+    ctx.announce('The reservations found were exported as CSV.');
+  }
+
   function showRows(rows) {
+    exportButton.disabled = rows.length === 0;
     if (rows.length === 0) {
       results.replaceChildren();
       return;

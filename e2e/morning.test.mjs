@@ -265,6 +265,17 @@ test('an admin adds a colleague, who can then sign in', async () => {
   await page.getByRole('button', { name: 'Add staff member' }).click();
   await page.locator('tr[data-staff]').filter({ hasText: 'Leo Matos' }).waitFor({ timeout: WAIT });
   await shot(page, 'm06-staff');
+  // A reservation search, exported and read back.
+  // (The search reads the read side, which follows the check-in a moment later.)
+  await page.goto(`${BASE}/console/#/reservations?hotel_id=${HOTEL}&status=checked_in`);
+  await eventually(async () => {
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.locator('table.reservations-table tbody tr').first().waitFor({ timeout: 1_000 });
+  });
+  const csv = await exported(page, page.getByRole('button', { name: 'Export CSV' }));
+  assert.equal(csv.lines[0].split(',')[0], 'reference');
+  assert.equal(csv.lines.length, 2, csv.lines.join('\n'));
+  assert.match(csv.lines[1], /Lúcia Marques,lucia\.marques@example\.com,/);
   await page.context().close();
   const leo = await newPage();
   await leo.goto(`${BASE}/console/`);
