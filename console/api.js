@@ -72,7 +72,9 @@ export async function api(path, options = {}) {
     } else {
       error = new ApiError(response.status, `http_${response.status}`, response.statusText || 'the request failed');
     }
-    if (response.status === 401 && signOutOn401) onUnauthorized(error);
+    // 401: the session ended. csrf_failed: the browser's session is no longer the one
+    // this page signed in with (another tab signed in as someone else): start again.
+    if ((response.status === 401 || error.code === 'csrf_failed') && signOutOn401) onUnauthorized(error);
     throw error;
   }
   if (text) return raw;

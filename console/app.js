@@ -241,6 +241,19 @@ async function signOut(notice, { revoke = true } = {}) {
 
 setUnauthorizedHandler(() => signOut('Your session ended: sign in again.', { revoke: false }));
 
+// The calendar polls every 2 s, which keeps a session alive on the server: a screen
+// nobody has touched for two hours (a shared front-desk computer) signs itself out.
+const IDLE_MS = 2 * 60 * 60 * 1000;
+let lastInput = Date.now();
+for (const type of ['keydown', 'pointerdown', 'wheel', 'touchstart']) {
+  window.addEventListener(type, () => {
+    lastInput = Date.now();
+  }, { passive: true, capture: true });
+}
+setInterval(() => {
+  if (me && Date.now() - lastInput > IDLE_MS) signOut('Signed out after two hours without use.');
+}, 60_000);
+
 // ---------------------------------------------------------------------------
 // The shell.
 

@@ -82,7 +82,10 @@ export function mountReservationSearch(root, ctx, firstRoute) {
     h('option', { value: '' }, 'Any'), STATUSES.map((s) => h('option', { value: s }, s)));
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Search');
   const form = h('form', { class: 'search-form', role: 'search', 'aria-label': 'Find reservations' },
-    field('Reference', reference, 'field-reference'), field('Guest e-mail', email, 'field-email'), field('Night', night), field('Hotel', hotel), field('Status', status),
+    // Whether an address has stays here is personal data: only roles that see guests
+    // search by it (the server refuses the others).
+    field('Reference', reference, 'field-reference'), ctx.can.seeGuests ? field('Guest e-mail', email, 'field-email') : null,
+    field('Night', night), field('Hotel', hotel), field('Status', status),
     h('div', { class: 'actions' }, submit));
   const info = h('p', { role: 'status', class: 'result-info' });
   const results = h('div', { class: 'results table-wrap' });

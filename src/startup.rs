@@ -192,6 +192,12 @@ pub struct Settings {
     #[arg(long, env = "MAIL_MAX_ATTEMPTS", default_value_t = 20,
           value_parser = clap::value_parser!(u32).range(1..=1_000))]
     pub mail_max_attempts: u32,
+    /// Whether staff sessions' cookie is `Secure`: `auto` (unless the request names a
+    /// loopback host, where a browser speaks plain HTTP to a server on the same machine)
+    /// or `always` (behind a TLS-terminating proxy that forwards `Host: 127.0.0.1`).
+    #[arg(long, env = "SESSION_COOKIE_SECURE", default_value = "auto",
+          value_parser = ["auto", "always"])]
+    pub session_cookie_secure: String,
     /// How often the webhook worker looks for deliveries to send.
     #[arg(long, env = "WEBHOOK_POLL_MS", default_value_t = 1_000,
           value_parser = clap::value_parser!(u64).range(10..=60_000))]
@@ -262,6 +268,7 @@ impl Settings {
             mail_retry_first_ms: 2_000,
             mail_retry_max_seconds: 600,
             mail_max_attempts: 20,
+            session_cookie_secure: "auto".into(),
             webhook_poll_ms: 1_000,
             webhook_retry_first_ms: 5_000,
             webhook_retry_max_seconds: 3_600,
@@ -591,6 +598,7 @@ impl Application {
             webhook_retry_window: settings.webhook_retry_window(),
             webhook_destinations: settings.webhook_destinations(),
             openapi: api::openapi(),
+            secure_cookies_always: settings.session_cookie_secure == "always",
         });
         Ok(Self {
             listener,

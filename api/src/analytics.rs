@@ -644,6 +644,13 @@ pub async fn list_reservations(
     // Emails are stored lower-case (the domain normalises them).
     let guest_email =
         text_filter("guest_email", query.guest_email, 254)?.map(|e| e.to_ascii_lowercase());
+    // Whether an address has stays here is itself personal data.
+    if guest_email.is_some() && !reads_personal_data(&principal) {
+        return Err(ApiError::forbidden(format!(
+            "the {} role may not search by a guest's e-mail (personal data)",
+            principal.role
+        )));
+    }
     let hotel_id = query
         .hotel_id
         .map(HotelId::parse)

@@ -235,7 +235,12 @@ fn check_csrf(parts: &Parts, csrf_token: &str) -> Result<(), ApiError> {
         )
     };
     if let Some(origin) = parts.headers.get(ORIGIN) {
-        let host = parts.headers.get(HOST).and_then(|h| h.to_str().ok());
+        // HTTP/2 names the host in the URI's authority, HTTP/1.1 in `Host`.
+        let host = parts
+            .headers
+            .get(HOST)
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| parts.uri.authority().map(|a| a.as_str()));
         let origin_host = origin
             .to_str()
             .ok()

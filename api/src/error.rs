@@ -364,6 +364,7 @@ impl From<app::staff::StaffError> for ApiError {
                     .with("locked_until", until)
             }
             StaffError::Database(e) => database(e),
+            StaffError::Busy => ApiError::unavailable(message),
             StaffError::Hashing(detail) => {
                 tracing::error!(%detail, "staff account unreadable");
                 ApiError::new(

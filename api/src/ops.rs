@@ -244,13 +244,20 @@ pub struct Me {
 #[utoipa::path(get, path = "/v1/me", tag = "operations",
     responses((status = 200, body = Me), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn me(principal: Principal) -> Json<Me> {
-    Json(Me {
-        name: principal.name,
-        role: principal.role.to_string(),
-        staff_id: principal.staff_id,
-        csrf_token: principal.csrf_token,
-    })
+pub async fn me(principal: Principal) -> impl IntoResponse {
+    // A session's answer carries its CSRF token: kept by no cache.
+    (
+        [(
+            axum::http::header::CACHE_CONTROL,
+            axum::http::HeaderValue::from_static("no-store"),
+        )],
+        Json(Me {
+            name: principal.name,
+            role: principal.role.to_string(),
+            staff_id: principal.staff_id,
+            csrf_token: principal.csrf_token,
+        }),
+    )
 }
 
 /// Longest span of the booking rate.

@@ -74,6 +74,12 @@ pub struct SessionOut {
     pub expires_at: DateTime<Utc>,
 }
 
+/// An answer carrying a session's CSRF token is kept by no cache.
+const NO_STORE: (axum::http::HeaderName, HeaderValue) = (
+    axum::http::header::CACHE_CONTROL,
+    HeaderValue::from_static("no-store"),
+);
+
 /// Passwords longer than this are refused before hashing (hashing is costly by design).
 const MAX_PASSWORD: usize = 1024;
 
@@ -90,8 +96,17 @@ fn loopback(headers: &HeaderMap) -> bool {
     matches!(name, "localhost" | "127.0.0.1" | "[::1]")
 }
 
-fn session_cookie(headers: &HeaderMap, value: &str, max_age_seconds: i64) -> HeaderValue {
-    let secure = if loopback(headers) { "" } else { "; Secure" };
+fn session_cookie(
+    state: &AppState,
+    headers: &HeaderMap,
+    value: &str,
+    max_age_seconds: i64,
+) -> HeaderValue {
+    let secure = if loopback(headers) && !state.secure_cookies_always {
+        ""
+    } else {
+        "; Secure"
+    };
     let text = format!(
         "{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_seconds}{secure}"
     );
@@ -127,9 +142,14 @@ pub async fn sign_in(
     }
     let now = state.commands.now();
     let person = staff::sign_in(&state.pool, &body.email, &body.password, now).await?;
+    // A browser holds one session: the one it had before this sign-in ends.
+    if let Some(old) = cookie(&headers, SESSION_COOKIE) {
+        staff::sessions::revoke(&state.pool, old, now).await?;
+    }
     let session = staff::sessions::open(&state.pool, person.staff_id, now).await?;
     tracing::info!(staff_id = %person.staff_id, "staff signed in");
     let cookie = session_cookie(
+        &state,
         &headers,
         &session.token,
         staff::sessions::LIFETIME.num_seconds(),
@@ -139,7 +159,12 @@ pub async fn sign_in(
         csrf_token: session.csrf_token,
         expires_at: session.expires_at,
     };
-    Ok((StatusCode::CREATED, [(SET_COOKIE, cookie)], Json(body)).into_response())
+    Ok((
+        StatusCode::CREATED,
+        [(SET_COOKIE, cookie), NO_STORE],
+        Json(body),
+    )
+        .into_response())
 }
 
 /// The browser's session, if it has a live one: 200 with the person and the CSRF token
@@ -156,12 +181,15 @@ pub async fn current_session(
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
     match staff::sessions::find(&state.pool, token, state.commands.now()).await? {
-        Some(session) => Ok(Json(SessionOut {
-            staff: session.staff.into(),
-            csrf_token: session.csrf_token,
-            expires_at: session.expires_at,
-        })
-        .into_response()),
+        Some(session) => Ok((
+            [NO_STORE],
+            Json(SessionOut {
+                staff: session.staff.into(),
+                csrf_token: session.csrf_token,
+                expires_at: session.expires_at,
+            }),
+        )
+            .into_response()),
         None => Ok(StatusCode::NO_CONTENT.into_response()),
     }
 }
@@ -188,7 +216,7 @@ pub async fn sign_out(
         ));
     };
     staff::sessions::revoke(&state.pool, token, state.commands.now()).await?;
-    let cookie = session_cookie(&headers, "", 0);
+    let cookie = session_cookie(&state, &headers, "", 0);
     Ok((StatusCode::NO_CONTENT, [(SET_COOKIE, cookie)]).into_response())
 }
 
@@ -295,7 +323,9 @@ pub async fn create_staff(
     params(("staff_id" = Uuid, Path)),
     responses((status = 204, description = "disabled"), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), Unavailable),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "own_account: an admin disabling themselves", body = ErrorBody),
+        Unavailable),
     security(("bearer" = [])))]
 pub async fn disable_staff(
     State(state): State<AppState>,
@@ -305,6 +335,13 @@ pub async fn disable_staff(
     principal.require(&[Role::Admin])?;
     let staff_id =
         Uuid::parse_str(&raw).map_err(|_| ApiError::not_found("no such staff account"))?;
+    if principal.staff_id == Some(staff_id) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "own_account",
+            "an admin cannot disable their own account (another admin can)",
+        ));
+    }
     if staff::disable(&state.pool, staff_id, state.commands.now()).await? {
         tracing::info!(%staff_id, by = %principal.name, "staff account disabled");
         Ok(StatusCode::NO_CONTENT)

@@ -56,6 +56,8 @@ pub struct AppStateInner {
     /// The OpenAPI document `GET /openapi.json` serves ([`crate::openapi`]), handed to
     /// its handler rather than named by it (the document is made from the handlers).
     pub openapi: &'static utoipa::openapi::OpenApi,
+    /// Staff sessions' cookie is `Secure` even on a loopback host (`SESSION_COOKIE_SECURE=always`).
+    pub secure_cookies_always: bool,
 }
 
 /// What the extractor of the caller ([`crate::auth::Principal`]) reads: the tokens,

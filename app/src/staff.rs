@@ -80,6 +80,8 @@ pub enum StaffError {
     Database(#[from] sqlx::Error),
     #[error("password hashing failed: {0}")]
     Hashing(String),
+    #[error("too many sign-ins are being checked at once; try again in a few seconds")]
+    Busy,
 }
 
 fn invalid(field: &'static str, message: impl Into<String>) -> StaffError {
@@ -107,15 +109,6 @@ pub fn verify_password(password: &str, hash: &str) -> bool {
             .verify_password(password.as_bytes(), &parsed)
             .is_ok()
     })
-}
-
-/// [`verify_password`] on a blocking thread: a verification takes tens of milliseconds
-/// of CPU on purpose, which must not hold up the requests sharing the runtime's threads.
-async fn verify_off_runtime(password: &str, hash: String) -> bool {
-    let password = password.to_owned();
-    tokio::task::spawn_blocking(move || verify_password(&password, &hash))
-        .await
-        .unwrap_or(false)
 }
 
 /// A hash of no one's password, verified for an unknown e-mail so that it takes as long.
@@ -182,9 +175,36 @@ pub async fn create(
     })
 }
 
+/// Password checks running at once, server-wide. Each costs tens of milliseconds of CPU
+/// and 19 MiB of memory by design; unbounded, a burst of sign-ins (any e-mail will do)
+/// would exhaust the machine. A check waits up to [`BUSY_WAIT`] for a turn.
+const VERIFICATIONS_AT_ONCE: usize = 4;
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// [`verify_password`] on a blocking thread, one of [`VERIFICATIONS_AT_ONCE`]: the CPU it
+/// takes must not hold up the requests sharing the runtime's threads.
+async fn verify_off_runtime(password: &str, hash: String) -> Result<bool, StaffError> {
+    static TURNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(VERIFICATIONS_AT_ONCE);
+    let _turn = tokio::time::timeout(BUSY_WAIT, TURNS.acquire())
+        .await
+        .map_err(|_| StaffError::Busy)?
+        .map_err(|_| StaffError::Busy)?;
+    let password = password.to_owned();
+    Ok(
+        tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+            .await
+            .unwrap_or(false),
+    )
+}
+
 /// Checks a sign-in at `now`: the staff member, if the e-mail and password are theirs
-/// and the account is not locked. Counts a wrong password, and locks the account at
-/// the [`MAX_FAILURES`]th in a row.
+/// and the account is not locked.
+///
+/// The attempt is counted *before* the password is checked, in one statement that also
+/// refuses a locked account: guesses sent at once each take a turn, so no more than
+/// [`MAX_FAILURES`] are ever checked per lock-out, however many arrive together. The
+/// [`MAX_FAILURES`]th attempt in a row locks the account (and starts the count again);
+/// a right password unlocks it and resets the count.
 pub async fn sign_in(
     pool: &PgPool,
     email: &str,
@@ -193,45 +213,56 @@ pub async fn sign_in(
 ) -> Result<Staff, StaffError> {
     // No account's address has a control character (`create` refuses them), and
     // PostgreSQL's text cannot hold a NUL: such an address is nobody's.
-    if email.chars().any(char::is_control) {
-        verify_off_runtime(password, decoy_hash().to_owned()).await;
-        return Err(StaffError::WrongCredentials);
-    }
-    let row = sqlx::query(
-        "SELECT staff_id, email, name, role, password_hash, failed_sign_ins, locked_until
-           FROM staff WHERE lower(email) = lower($1) AND disabled_at IS NULL",
-    )
-    .bind(email.trim())
-    .fetch_optional(pool)
-    .await?;
+    let row = if email.chars().any(char::is_control) {
+        None
+    } else {
+        sqlx::query(
+            "SELECT staff_id, locked_until FROM staff
+              WHERE lower(email) = lower($1) AND disabled_at IS NULL",
+        )
+        .bind(email.trim())
+        .fetch_optional(pool)
+        .await?
+    };
     let Some(row) = row else {
-        verify_off_runtime(password, decoy_hash().to_owned()).await;
+        verify_off_runtime(password, decoy_hash().to_owned()).await?;
         return Err(StaffError::WrongCredentials);
     };
     let staff_id: Uuid = row.try_get("staff_id")?;
-    let hash: String = row.try_get("password_hash")?;
-    let locked_until: Option<DateTime<Utc>> = row.try_get("locked_until")?;
-    let right = verify_off_runtime(password, hash).await;
-    if let Some(until) = locked_until.filter(|until| *until > now) {
+    let claimed = sqlx::query(
+        "UPDATE staff
+            SET failed_sign_ins = CASE WHEN failed_sign_ins + 1 >= $2 THEN 0
+                                       ELSE failed_sign_ins + 1 END,
+                locked_until = CASE WHEN failed_sign_ins + 1 >= $2 THEN $3 END
+          WHERE staff_id = $1 AND disabled_at IS NULL
+            AND (locked_until IS NULL OR locked_until <= $4)
+      RETURNING email, name, role, password_hash, locked_until",
+    )
+    .bind(staff_id)
+    .bind(MAX_FAILURES)
+    .bind(now + LOCK_OUT)
+    .bind(now)
+    .fetch_optional(pool)
+    .await?;
+    let Some(claimed) = claimed else {
+        // Locked (or locked by a guess that arrived with this one): no check at all.
+        let until: Option<DateTime<Utc>> = row.try_get("locked_until")?;
+        let until = match until.filter(|until| *until > now) {
+            Some(until) => until,
+            None => sqlx::query_scalar::<_, Option<DateTime<Utc>>>(
+                "SELECT locked_until FROM staff WHERE staff_id = $1",
+            )
+            .bind(staff_id)
+            .fetch_one(pool)
+            .await?
+            .unwrap_or(now + LOCK_OUT),
+        };
         return Err(StaffError::LockedOut { until });
-    }
-    if !right {
-        // One statement: concurrent wrong guesses each count.
-        let locked: Option<DateTime<Utc>> = sqlx::query_scalar(
-            "UPDATE staff
-                SET failed_sign_ins = CASE WHEN failed_sign_ins + 1 >= $2 THEN 0
-                                           ELSE failed_sign_ins + 1 END,
-                    locked_until = CASE WHEN failed_sign_ins + 1 >= $2 THEN $3
-                                        ELSE locked_until END
-              WHERE staff_id = $1
-          RETURNING locked_until",
-        )
-        .bind(staff_id)
-        .bind(MAX_FAILURES)
-        .bind(now + LOCK_OUT)
-        .fetch_one(pool)
-        .await?;
-        return Err(match locked.filter(|until| *until > now) {
+    };
+    let hash: String = claimed.try_get("password_hash")?;
+    if !verify_off_runtime(password, hash).await? {
+        let locked: Option<DateTime<Utc>> = claimed.try_get("locked_until")?;
+        return Err(match locked {
             Some(until) => StaffError::LockedOut { until },
             None => StaffError::WrongCredentials,
         });
@@ -240,11 +271,11 @@ pub async fn sign_in(
         .bind(staff_id)
         .execute(pool)
         .await?;
-    let role: String = row.try_get("role")?;
+    let role: String = claimed.try_get("role")?;
     Ok(Staff {
         staff_id,
-        email: row.try_get("email")?,
-        name: row.try_get("name")?,
+        email: claimed.try_get("email")?,
+        name: claimed.try_get("name")?,
         role: StaffRole::parse(&role)
             .ok_or_else(|| StaffError::Hashing(format!("a stored role {role:?} unknown")))?,
     })

@@ -592,3 +592,103 @@ async fn admins_create_and_list_staff_through_the_api() {
         .assert_status(201);
     app.finish().await;
 }
+
+#[tokio::test]
+async fn guesses_sent_all_at_once_get_no_more_tries_than_guesses_sent_one_by_one() {
+    let db = TestDb::new().await;
+    staff::create(
+        &db.pool,
+        "ivo@hotel.example",
+        "Ivo Reis",
+        StaffRole::Admin,
+        PASSWORD,
+    )
+    .await
+    .expect("created");
+    let now = Utc::now();
+
+    let guesses = (0..24).map(|i| {
+        let pool = db.pool.clone();
+        async move {
+            staff::sign_in(
+                &pool,
+                "ivo@hotel.example",
+                &format!("guess number {i}"),
+                now,
+            )
+            .await
+        }
+    });
+    let outcomes = futures::future::join_all(guesses).await;
+
+    let wrong = outcomes
+        .iter()
+        .filter(|o| matches!(o, Err(StaffError::WrongCredentials)))
+        .count();
+    let locked = outcomes
+        .iter()
+        .filter(|o| matches!(o, Err(StaffError::LockedOut { .. })))
+        .count();
+    assert_eq!(
+        (wrong, locked),
+        (MAX_FAILURES as usize - 1, 24 - (MAX_FAILURES as usize - 1)),
+        "{outcomes:?}"
+    );
+    let right = staff::sign_in(&db.pool, "ivo@hotel.example", PASSWORD, now).await;
+    assert!(
+        matches!(right, Err(StaffError::LockedOut { .. })),
+        "{right:?}"
+    );
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn a_new_sign_in_ends_the_browsers_old_session_and_an_admin_cannot_disable_themselves() {
+    let app = spawn_app().await;
+    let ana = person(&app, "ana@hotel.example", "Ana Lima", StaffRole::Admin).await;
+    let first = signed_in(&app, "ana@hotel.example").await;
+
+    let again = app
+        .send(
+            app.request(Method::POST, "/v1/sessions", None)
+                .header("Cookie", &first.cookie)
+                .json(&json!({"email": "ana@hotel.example", "password": PASSWORD})),
+        )
+        .await;
+
+    again.assert_status(201);
+    assert_eq!(again.headers["cache-control"], "no-store");
+    app.send(as_browser(&app, &first, Method::GET, "/v1/me", None))
+        .await
+        .assert_error(401, "unauthorized");
+    let second = signed_in(&app, "ana@hotel.example").await;
+    let own = format!("/v1/staff/{}", ana.staff_id);
+    app.send(as_browser(
+        &app,
+        &second,
+        Method::DELETE,
+        &own,
+        Some(&second.csrf),
+    ))
+    .await
+    .assert_error(409, "own_account");
+    app.finish().await;
+}
+
+#[tokio::test]
+async fn only_roles_that_see_guests_search_by_a_guests_email() {
+    let app = spawn_app().await;
+    person(&app, "mia@hotel.example", "Mia Sousa", StaffRole::Revenue).await;
+    let revenue = signed_in(&app, "mia@hotel.example").await;
+    let path = "/v1/reservations?guest_email=ana@example.com";
+
+    for reply in [
+        app.get(path, Some(AUDITOR)).await,
+        app.send(as_browser(&app, &revenue, Method::GET, path, None))
+            .await,
+    ] {
+        reply.assert_error(403, "forbidden");
+    }
+    app.get(path, Some(ADMIN)).await.assert_status(200);
+    app.finish().await;
+}

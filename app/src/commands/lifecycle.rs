@@ -109,11 +109,7 @@ impl CommandService {
         // The id ends in the reference, so the reference is unique as its number is.
         let reference = self.references.next(&self.pool).await?;
         let reservation_id = ReservationId::with_reference(Uuid::now_v7(), reference);
-        let metadata = metadata(
-            CommandName::HoldStay,
-            &Caller::Channel(channel.to_owned()),
-            Some(&fingerprint),
-        );
+        let metadata = metadata(CommandName::HoldStay, channel, None, Some(&fingerprint));
         let hold = Hold {
             channel: channel.to_owned(),
             fingerprint,
@@ -548,7 +544,7 @@ impl CommandService {
             return Ok(0);
         }
         let now = self.now();
-        let metadata = metadata(CommandName::ExpireHold, &EXPIRY, None);
+        let metadata = metadata(CommandName::ExpireHold, EXPIRY.name(), None, None);
         with_retries(self.config.retry, |_| async {
             let mut tx = self.pool.begin().await?;
             let result = self.expire_many_once(&mut tx, ids, &metadata, now).await;
@@ -737,7 +733,12 @@ impl CommandService {
             })
             .transpose()?;
         let now = self.now();
-        let metadata = metadata(command.command, command.caller, fingerprint.as_ref());
+        let metadata = metadata(
+            command.command,
+            command.caller.name(),
+            command.caller.staff_id(),
+            fingerprint.as_ref(),
+        );
         let outcome = with_retries(self.config.retry, |_| async {
             let mut tx = self.pool.begin().await?;
             let result = self
@@ -887,14 +888,15 @@ fn expiry<'a>(
 
 pub(super) fn metadata(
     command: CommandName,
-    caller: &Caller,
+    client: &str,
+    staff_id: Option<Uuid>,
     fingerprint: Option<&RequestFingerprint>,
 ) -> EventMetadata {
     EventMetadata {
         command,
-        client: caller.name().to_owned(),
+        client: client.to_owned(),
         idempotency_key: fingerprint.map(|f| f.key.as_str().to_owned()),
-        staff_id: caller.staff_id(),
+        staff_id,
     }
 }
 
