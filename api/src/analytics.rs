@@ -37,6 +37,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(occupancy))
         .routes(routes!(pickup))
+        .routes(routes!(turnaways))
         .routes(routes!(list_reservations))
 }
 
@@ -475,6 +476,103 @@ pub async fn pickup(
                 cancelled_last_week: n.cancelled_last_week,
                 on_the_books: n.on_the_books,
                 on_the_books_week_ago: n.on_the_books_week_ago,
+            })
+            .collect(),
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TurnawaysQuery {
+    /// First night reported.
+    #[param(required = true, schema_with = super::schema::start_date)]
+    pub from: NaiveDate,
+    /// The night after the last one reported (half-open range), at most 400 nights on.
+    #[param(required = true, schema_with = super::schema::turnaways_to)]
+    pub to: NaiveDate,
+}
+
+/// Refused requests by reason (a request is one room type of a refused hold).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TurnawayReasons {
+    /// A night of the stay was sold out (or its group block exhausted).
+    pub sold_out: i64,
+    /// A restriction closed the stay (stop-sell, closed to arrival, a minimum stay...).
+    pub restricted: i64,
+    /// The room type could not take that many guests.
+    pub occupancy: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TurnawayNightOut {
+    pub date: NaiveDate,
+    /// Refused requests that asked for this night.
+    pub requests: i64,
+    /// The rooms they asked for.
+    pub rooms: i64,
+    pub by_reason: TurnawayReasons,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TurnawayReport {
+    pub hotel_id: i64,
+    pub from: NaiveDate,
+    pub to: NaiveDate,
+    /// Nights with turnaways, in order; nights with none are left out.
+    pub nights: Vec<TurnawayNightOut>,
+}
+
+/// Demand turned away per night: holds refused as sold out, restricted or beyond the
+/// room type's occupancy (the turnaway log, written moments after each refusal; no
+/// personal data).
+#[utoipa::path(get, path = "/v1/hotels/{hotel_id}/turnaways", tag = "analytics",
+    params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64), TurnawaysQuery),
+    responses((status = 200, body = TurnawayReport), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 422, description = "`to` not after `from`, or more than 400 nights", body = ErrorBody),
+        Unavailable),
+    security(("bearer" = [])))]
+pub async fn turnaways(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiPath(id): ApiPath<i64>,
+    ApiQuery(query): ApiQuery<TurnawaysQuery>,
+) -> Result<Json<TurnawayReport>, ApiError> {
+    principal.require(Role::STAFF)?;
+    let id = HotelId::parse(id).map_err(|_| ApiError::not_found("no such hotel"))?;
+    // The range in this endpoint's words (`from`, `to`), then as every report's.
+    if query.to <= query.from {
+        return Err(ApiError::invalid("to", "to must be after from"));
+    }
+    if (query.to - query.from).num_days() > i64::from(MAX_OCCUPANCY_NIGHTS) {
+        return Err(ApiError::invalid(
+            "to",
+            format!("at most {MAX_OCCUPANCY_NIGHTS} nights per request"),
+        ));
+    }
+    let range = StayDates::parse(query.from, query.to)
+        .map_err(|e| ApiError::invalid("from", format!("from: {}", e.message)))?;
+    let nights = state
+        .queries
+        .turnaways(id, &range)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such hotel"))?;
+    Ok(Json(TurnawayReport {
+        hotel_id: id.get(),
+        from: range.start(),
+        to: range.end(),
+        nights: nights
+            .into_iter()
+            .map(|n| TurnawayNightOut {
+                date: n.night,
+                requests: n.requests,
+                rooms: n.rooms,
+                by_reason: TurnawayReasons {
+                    sold_out: n.sold_out,
+                    restricted: n.restricted,
+                    occupancy: n.occupancy,
+                },
             })
             .collect(),
     }))

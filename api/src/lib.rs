@@ -85,8 +85,8 @@ impl Modify for BearerAuth {
 
 /// A query parameter whose schema is written out (`schema_with`, for the rules of
 /// `schema`) loses the `required` its Rust type gives it: the derive says nothing then.
-/// Every `start_date` and `end_date` in a query is required (a range needs both ends),
-/// so they are marked so here.
+/// Every `start_date` and `end_date` (and the turnaway report's `from` and `to`) in a
+/// query is required (a range needs both ends), so they are marked so here.
 struct RequiredRanges;
 
 impl Modify for RequiredRanges {
@@ -102,7 +102,8 @@ impl Modify for RequiredRanges {
             ];
             for operation in operations.into_iter().flatten() {
                 for parameter in operation.parameters.iter_mut().flatten() {
-                    let range_end = parameter.name == "start_date" || parameter.name == "end_date";
+                    let range_end =
+                        ["start_date", "end_date", "from", "to"].contains(&parameter.name.as_str());
                     if range_end && parameter.parameter_in == ParameterIn::Query {
                         parameter.required = Required::True;
                     }

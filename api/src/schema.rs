@@ -48,14 +48,30 @@ fn date_object(description: &str) -> ObjectBuilder {
 }
 
 fn days_after(description: &str, maximum: u32) -> ObjectBuilder {
+    days_after_field(description, "start_date", maximum)
+}
+
+fn days_after_field(description: &str, field: &str, maximum: u32) -> ObjectBuilder {
     date_object(description).extensions(Some(
         ExtensionsBuilder::new()
             .add(
                 "x-days-after",
-                json!({"field": "start_date", "minimum": 1, "maximum": maximum}),
+                json!({"field": field, "minimum": 1, "maximum": maximum}),
             )
             .build(),
     ))
+}
+
+/// The end of the turnaway report's range (`to`, after `from`): 1 to 400 nights on.
+pub fn turnaways_to() -> ObjectBuilder {
+    let nights = super::params::MAX_OCCUPANCY_NIGHTS;
+    days_after_field(
+        &format!(
+            "The night after the last one reported: the range is [from, to), 1 to {nights} nights."
+        ),
+        "from",
+        nights,
+    )
 }
 
 /// A date: `YYYY-MM-DD`, a day that exists, years 1900 to 9999.

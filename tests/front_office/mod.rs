@@ -347,3 +347,134 @@ async fn sign_in_cookie(app: &TestApp) -> (String, String) {
         .to_owned();
     (cookie, csrf)
 }
+
+#[tokio::test]
+async fn refused_holds_are_recorded_as_turnaways_per_night_and_reason_without_the_guest() {
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 5, 2).await; // 2 kings, at most 2 guests a room
+    app.put_restrictions(
+        HOTEL,
+        KING,
+        &json!({"start_date": day(13), "end_date": day(14), "stop_sell": true}),
+    )
+    .await
+    .assert_status(200);
+    app.hold_ok(WEB, "fills", &hold_body(day(10), day(12), 2))
+        .await;
+    let before = app.snapshot().await;
+
+    // Sold out on the 10th-11th (twice), stopped on the 13th, three guests a room.
+    let mut crowded = hold_body(day(12), day(13), 1);
+    crowded["guests"] = json!(3);
+    for (key, body, code) in [
+        ("full-1", hold_body(day(10), day(12), 1), "sold_out"),
+        ("full-2", hold_body(day(11), day(13), 2), "sold_out"),
+        ("stopped", hold_body(day(13), day(14), 1), "restricted"),
+        ("crowded", crowded, "occupancy_exceeded"),
+    ] {
+        let reply = app.hold(WEB, key, &body).await;
+        assert_eq!(reply.status.as_u16() / 100, 4, "{key}: {}", reply.text);
+        assert!(
+            reply.text.contains(code) || code == "restricted",
+            "{key}: {}",
+            reply.text
+        );
+    }
+    // A request the hotel could not take for another reason is not a turnaway.
+    let mut unknown = hold_body(day(10), day(11), 1);
+    unknown["room_type_id"] = json!(99);
+    assert_eq!(
+        app.hold(WEB, "unknown", &unknown).await.status.as_u16() / 100,
+        4
+    );
+
+    // Written moments later, off the request path.
+    let path = format!(
+        "/v1/hotels/{HOTEL}/turnaways?from={}&to={}",
+        day(9),
+        day(15)
+    );
+    let body = {
+        let mut waited = 0;
+        loop {
+            let reply = app.get(&path, Some(ADMIN)).await;
+            let body = reply.assert_status(200).clone();
+            let requests: i64 = body["nights"]
+                .as_array()
+                .expect("nights")
+                .iter()
+                .map(|n| int(n, "requests"))
+                .sum();
+            if requests == 6 || waited > 100 {
+                break body;
+            }
+            waited += 1;
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+
+    let nights: Vec<(String, i64, i64, i64, i64, i64)> = body["nights"]
+        .as_array()
+        .expect("nights")
+        .iter()
+        .map(|n| {
+            (
+                n["date"].as_str().expect("date").to_owned(),
+                int(n, "requests"),
+                int(n, "rooms"),
+                int(&n["by_reason"], "sold_out"),
+                int(&n["by_reason"], "restricted"),
+                int(&n["by_reason"], "occupancy"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        nights,
+        vec![
+            (day(10).to_string(), 1, 1, 1, 0, 0),
+            (day(11).to_string(), 2, 3, 2, 0, 0),
+            (day(12).to_string(), 2, 3, 1, 0, 1),
+            (day(13).to_string(), 1, 1, 0, 1, 0),
+        ],
+        "nights without turnaways are left out: {body}"
+    );
+    assert_eq!(app.snapshot().await, before, "a turnaway appends no event");
+    let stored: Vec<String> =
+        sqlx::query_scalar("SELECT t::text FROM turnaways t ORDER BY turnaway_id")
+            .fetch_all(&app.db.pool)
+            .await
+            .expect("rows");
+    assert!(
+        stored
+            .iter()
+            .all(|row| !row.contains("Ana") && !row.contains("example.com")),
+        "no personal data: {stored:?}"
+    );
+    for (bad, field) in [
+        (
+            format!("/v1/hotels/{HOTEL}/turnaways?from={}&to={}", day(9), day(9)),
+            "to",
+        ),
+        (
+            format!(
+                "/v1/hotels/{HOTEL}/turnaways?from={}&to={}",
+                day(9),
+                day(500)
+            ),
+            "to",
+        ),
+    ] {
+        let reply = app.get(&bad, Some(ADMIN)).await;
+        assert_eq!(reply.assert_error(422, "invalid_request")["field"], field);
+    }
+    app.get(
+        &format!("/v1/hotels/4242/turnaways?from={}&to={}", day(9), day(15)),
+        Some(ADMIN),
+    )
+    .await
+    .assert_error(404, "not_found");
+    app.get(&path, Some(WEB))
+        .await
+        .assert_error(403, "forbidden");
+    app.finish().await;
+}

@@ -99,6 +99,34 @@ impl CommandService {
         key: IdempotencyKey,
         request: HoldRequest,
     ) -> Result<ReservationView, CommandError> {
+        // A refusal appends nothing to the log: demand turned away is recorded apart.
+        let asked = self
+            .turnaways
+            .as_ref()
+            .map(|_| super::turnaways::Demand::of(&request));
+        let result = self.hold_once(channel, scope, key, request).await;
+        if let (Err(CommandError::Rejected(rejection)), Some(asked), Some(log)) =
+            (&result, asked, &self.turnaways)
+        {
+            if let Some(reason) = super::turnaways::Reason::of(rejection) {
+                log.record(super::turnaways::Turnaway::of(
+                    &asked,
+                    reason,
+                    channel,
+                    self.now(),
+                ));
+            }
+        }
+        result
+    }
+
+    async fn hold_once(
+        &self,
+        channel: &str,
+        scope: &str,
+        key: IdempotencyKey,
+        request: HoldRequest,
+    ) -> Result<ReservationView, CommandError> {
         // Refuse absurd stays before loading (and locking) a night of them.
         self.config
             .limits

@@ -26,6 +26,7 @@ pub mod group;
 mod lifecycle;
 pub mod references;
 pub mod shards;
+pub mod turnaways;
 
 use std::sync::Arc;
 use uuid::Uuid;
@@ -134,6 +135,8 @@ pub struct CommandService {
     bulk_nights: Arc<Semaphore>,
     /// This server's block of reference numbers for new reservations.
     references: references::ReferenceNumbers,
+    /// Where refused holds are recorded (off the request path); `None` without a runtime.
+    turnaways: Option<turnaways::TurnawayLog>,
 }
 
 impl CommandService {
@@ -153,6 +156,7 @@ impl CommandService {
             privacy,
             bulk_nights: Arc::new(Semaphore::new(config.bulk_nights_in_flight.max(1) as usize)),
             references: references::ReferenceNumbers::default(),
+            turnaways: turnaways::TurnawayLog::start(pool.clone()),
             pool,
             config,
             clock,

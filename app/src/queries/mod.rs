@@ -28,6 +28,7 @@ pub mod replica;
 mod reservations;
 mod search;
 pub mod stays;
+mod turnaways;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -51,6 +52,7 @@ pub use replica::{Fallback, Lsn, Replica, ReplicaConfig};
 pub use reservations::{BookingRate, MinuteCount, ReservationFilter, ReservationPage};
 pub use search::{CitySearch, HotelOffers, SearchAnswer, MAX_SEARCH_LIMIT};
 pub use stays::{StayNight, StaysRead};
+pub use turnaways::TurnawayNight;
 
 /// Why a read could not be answered (an absent row is `Ok(None)`, not an error).
 #[derive(Debug, thiserror::Error)]
