@@ -469,12 +469,18 @@ export function mountInsights(root, ctx, route) {
       h('span', { class: 'hint' }, `The CSV has all ${PICKUP_NIGHTS} nights.`)),
     tableBox);
 
+  // Demand the hotel turned away (the turnaway log): refused holds per coming night.
+  const turnawayBox = h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': `Turnaways of the next ${PICKUP_NIGHTS} nights (table)` }, loadingNote());
+  const turnawaySection = card('turnaways', 'Turned away',
+    h('p', { class: 'hint' }, `Holds refused for the next ${PICKUP_NIGHTS} nights: a night sold out, a restriction, or more guests than the room type takes. A refused hold counts on each night it asked for.`),
+    turnawayBox);
+
   const view = h('div', { class: 'insights-view' },
     h('div', { class: 'ins-head' }, heading, h('div', { class: 'ins-status' }, hotelInfo, asOf)),
     h('div', { class: 'toolbar ins-toolbar' }, field('Hotel', hotelSelect, 'field-hotel'), refreshButton,
       h('span', { class: 'hint ins-every' }, 'Refreshes every 60 s.')),
     alerts,
-    h('div', { class: 'ins-grid' }, otb, bookings, yearSection, tableSection));
+    h('div', { class: 'ins-grid' }, otb, bookings, yearSection, tableSection, turnawaySection));
   root.append(view);
 
   hotelSelect.addEventListener('change', () => {
@@ -604,8 +610,11 @@ export function mountInsights(root, ctx, route) {
     loading = mine;
     refreshButton.disabled = true;
     const ask = (path, nights) => ctx.api(`/v1/hotels/${hotel.hotel_id}/${path}?start_date=${from}&end_date=${addDays(from, nights)}`);
-    const [p, o] = await Promise.allSettled([ask('pickup', PICKUP_NIGHTS), ask('occupancy', YEAR_NIGHTS)]);
+    const turned = ctx.api(`/v1/hotels/${hotel.hotel_id}/turnaways?from=${from}&to=${addDays(from, PICKUP_NIGHTS)}`);
+    const [p, o, t] = await Promise.allSettled([ask('pickup', PICKUP_NIGHTS), ask('occupancy', YEAR_NIGHTS), turned]);
     if (!alive || mine !== gen) return;
+    if (t.status === 'fulfilled') showTurnaways(t.value);
+    else boxError(turnawayBox, `Could not load the turnaways: ${errorText(t.reason)}`);
     loading = null;
     refreshButton.disabled = false;
     if (p.status === 'fulfilled') {
@@ -643,6 +652,27 @@ export function mountInsights(root, ctx, route) {
       alerts.dataset.key = key;
       alerts.replaceChildren(...stale.map((t) => errorNote(`${t} (the numbers below are older)`)));
     }
+  }
+
+  /** Nights with turnaways, as a table (nights with none are left out by the API). */
+  function showTurnaways(body) {
+    const nights = Array.isArray(body?.nights) ? body.nights : [];
+    const sig = JSON.stringify(nights);
+    if (signatures.turnaways === sig) return;
+    signatures.turnaways = sig;
+    if (!nights.length) {
+      turnawayBox.replaceChildren(h('p', { class: 'empty' }, `No hold was turned away for the next ${PICKUP_NIGHTS} nights.`));
+      return;
+    }
+    const headings = ['Night', 'Requests', 'Rooms', 'Sold out', 'Restricted', 'Too many guests'];
+    turnawayBox.replaceChildren(h('table', { class: 'data turnaways-table' },
+      h('caption', { class: 'sr-only' }, 'Holds turned away per night'),
+      h('thead', null, h('tr', null, headings.map((t, i) => h('th', { scope: 'col', class: i ? 'num' : null }, t)))),
+      h('tbody', null, nights.map((n) => h('tr', { dataset: { night: n.date } },
+        h('th', { scope: 'row', class: 'nowrap' }, fmtDayShort(n.date)),
+        [['requests', n.requests], ['rooms', n.rooms], ['sold_out', n.by_reason?.sold_out],
+          ['restricted', n.by_reason?.restricted], ['occupancy', n.by_reason?.occupancy]]
+          .map(([field, v]) => h('td', { class: 'num', dataset: { field } }, String(v ?? '—'))))))));
   }
 
   // -- Drawing --------------------------------------------------------------------------

@@ -211,8 +211,22 @@ test('a revenue manager reads the numbers, sees a hold in the pickup, and finds 
   await page.selectOption('#cal-nights', '90');
   await eventually(async () => assert.equal(await page.locator('thead th.day').count(), 90));
 
-  // The pickup page: its table says what the API says.
+  // A hold the hotel cannot take (six kings of five) is turned away.
+  const turnedAway = plusDays(TODAY, 20);
+  const refused = await api('POST', '/v1/reservations', CHANNEL, {
+    hotel_id: HOTEL, room_type_id: KING, start_date: turnedAway, end_date: plusDays(turnedAway, 1), rooms: 6,
+    guest: { name: 'Rita Gomes', email: 'rita@example.com' },
+  });
+  assert.equal(refused.status, 409, JSON.stringify(refused.json));
+
+  // The pickup page: its table says what the API says, and the turnaway shows.
   await page.getByRole('link', { name: 'Pickup & year' }).click();
+  const turned = page.locator(`[data-section="turnaways"] tr[data-night="${turnedAway}"] [data-field="requests"]`);
+  await eventually(async () => {
+    if (!(await turned.count())) await page.getByRole('button', { name: 'Refresh' }).click();
+    assert.equal((await turned.textContent({ timeout: 500 })).trim(), '1');
+  });
+  assert.equal((await page.locator(`[data-section="turnaways"] tr[data-night="${turnedAway}"] [data-field="sold_out"]`).textContent()).trim(), '1');
   const pickupCell = page.locator(`[data-section="pickup-table"] tr[data-night="${watched}"] [data-field="booked_last_day"]`);
   const watchedIn14 = watched < plusDays(TODAY, 14);
   if (watchedIn14) {
