@@ -185,6 +185,31 @@ enum AuditCommand {
         #[arg(long, default_value_t = 60)]
         wait_seconds: u64,
     },
+    /// A hotel's availability for a stay as the event log knew it at a past moment:
+    /// prints the JSON `GET /v1/hotels/{id}/availability?as_known_at=` answers.
+    At {
+        #[arg(long)]
+        hotel: i64,
+        /// The moment, RFC 3339 (`2027-05-02T10:00:00Z`).
+        #[arg(long)]
+        at: chrono::DateTime<chrono::Utc>,
+        /// The stay's first night (YYYY-MM-DD).
+        #[arg(long)]
+        start_date: chrono::NaiveDate,
+        /// Its check-out day.
+        #[arg(long)]
+        end_date: chrono::NaiveDate,
+        #[arg(long, default_value_t = 1)]
+        rooms: i64,
+        #[arg(long, default_value_t = 1)]
+        guests: i64,
+        #[arg(
+            long,
+            env = "DATABASE_URL",
+            default_value = "postgres://postgres@127.0.0.1:5432/reservations"
+        )]
+        database_url: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -343,6 +368,27 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Audit {
             command:
+                AuditCommand::At {
+                    hotel,
+                    at,
+                    start_date,
+                    end_date,
+                    rooms,
+                    guests,
+                    database_url,
+                },
+        } => {
+            audit_at(
+                hotel,
+                at,
+                (start_date, end_date),
+                (rooms, guests),
+                &database_url,
+            )
+            .await?
+        }
+        Command::Audit {
+            command:
                 AuditCommand::Verify {
                     database_url,
                     wait_seconds,
@@ -371,6 +417,53 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// `reservations audit at`: the availability answer of the log at `at`, as JSON.
+async fn audit_at(
+    hotel: i64,
+    at: chrono::DateTime<chrono::Utc>,
+    (start_date, end_date): (chrono::NaiveDate, chrono::NaiveDate),
+    (rooms, guests): (i64, i64),
+    database_url: &str,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        at <= chrono::Utc::now(),
+        "--at is in the future: the log knows only the past"
+    );
+    let hotel_id =
+        aggregates::HotelId::parse(hotel).map_err(|e| anyhow::anyhow!("--hotel: {}", e.message))?;
+    let stay = aggregates::StayDates::parse(start_date, end_date)
+        .map_err(|e| anyhow::anyhow!("--start-date/--end-date: {}", e.message))?;
+    let limits = aggregates::BookingLimits::default();
+    limits
+        .check_nights(&stay)
+        .map_err(|e| anyhow::anyhow!("--end-date: {e}"))?;
+    let query = app::queries::StayQuery {
+        stay,
+        rooms: limits
+            .rooms(rooms)
+            .map_err(|e| anyhow::anyhow!("--rooms: {e}"))?,
+        guests: aggregates::GuestCount::parse(guests)
+            .map_err(|e| anyhow::anyhow!("--guests: {}", e.message))?,
+        limits,
+    };
+    let pool = store::db::connect_and_migrate(database_url, 2).await?;
+    let queries = app::queries::Queries::new(
+        pool.clone(),
+        None,
+        std::sync::Arc::new(app::clock::SystemClock),
+    );
+    let answer = queries
+        .availability_as_known_at(hotel_id, &query, at)
+        .await
+        .map_err(|e| anyhow::anyhow!("reading the log: {e}"))?
+        .ok_or_else(|| anyhow::anyhow!("hotel {hotel} did not exist at {at}"))?;
+    let out = api::catalog::availability_out(hotel_id, &query, answer, Some(at))
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    pool.close().await;
+    println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(())
 }
 

@@ -102,5 +102,6 @@ mod replica;
 mod search;
 mod servers;
 mod staff;
+mod time_machine;
 mod validation;
 mod webhooks;

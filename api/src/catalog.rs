@@ -268,6 +268,10 @@ pub struct AvailabilityQuery {
     /// Guests in each room (default 1): prices and offers are for them.
     #[param(minimum = 1, maximum = 50)]
     pub guests: Option<i64>,
+    /// Answer as the event log knew it at this moment (RFC 3339, not in the future):
+    /// only events recorded by then count (admin, auditor).
+    #[param(value_type = Option<String>, format = DateTime, example = "2027-05-02T10:00:00Z")]
+    pub as_known_at: Option<DateTime<Utc>>,
 }
 
 /// Restrictions in force, only the ones that bind (an empty object: none).
@@ -422,9 +426,13 @@ pub struct Availability {
     pub end_date: NaiveDate,
     /// When the answer was read.
     pub as_of: DateTime<Utc>,
-    /// `database` (read from the write side's rows) or `cache` (the read model).
+    /// `database` (read from the write side's rows), `cache` (the read model),
+    /// `replica`, or `log` (folded from the event log, for `as_known_at`).
     #[schema(example = "database")]
     pub source: String,
+    /// The moment asked for with `as_known_at`: the answer is what the log knew then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_known_at: Option<DateTime<Utc>>,
     /// ISO 4217 code of the hotel's prices: every amount is an integer in its minor
     /// unit (whole yen for JPY).
     #[schema(example = "EUR")]
@@ -444,7 +452,7 @@ pub struct Availability {
     security(("bearer" = [])))]
 pub async fn availability(
     State(state): State<AppState>,
-    _principal: Principal,
+    principal: Principal,
     consistency: Consistency,
     ApiPath(id): ApiPath<i64>,
     ApiQuery(query): ApiQuery<AvailabilityQuery>,
@@ -457,12 +465,47 @@ pub async fn availability(
         query.rooms,
         query.guests,
     )?;
+    let answer = match query.as_known_at {
+        None => state
+            .queries
+            .availability(id, &stay_query, consistency.0)
+            .await?
+            .ok_or_else(|| ApiError::not_found("no such hotel"))?,
+        Some(at) => {
+            principal.require(Role::AUDIT)?;
+            // The log stamps events with the database's wall clock, which the server's
+            // shares; a test's manual clock may run behind it.
+            if at > Utc::now().max(state.commands.now()) {
+                return Err(ApiError::invalid(
+                    "as_known_at",
+                    "as_known_at is in the future: the log knows only the past",
+                ));
+            }
+            state
+                .queries
+                .availability_as_known_at(id, &stay_query, at)
+                .await?
+                .ok_or_else(|| ApiError::not_found("no such hotel at as_known_at"))?
+        }
+    };
+    Ok(Json(availability_out(
+        id,
+        &stay_query,
+        answer,
+        query.as_known_at,
+    )?))
+}
+
+/// An availability answer as the API writes it: the endpoint's, and `reservations audit
+/// at`'s (the same JSON from the command line). Refused as `occupancy_exceeded` when no
+/// room type sleeps the guests.
+pub fn availability_out(
+    id: HotelId,
+    stay_query: &app::queries::StayQuery,
+    answer: app::queries::StayAvailability,
+    as_known_at: Option<DateTime<Utc>>,
+) -> Result<Availability, ApiError> {
     let guests = stay_query.guests.get();
-    let answer = state
-        .queries
-        .availability(id, &stay_query, consistency.0)
-        .await?
-        .ok_or_else(|| ApiError::not_found("no such hotel"))?;
     let largest = answer.room_types.iter().map(|rt| rt.max_occupancy).max();
     if let Some(max_occupancy) = largest.filter(|max| *max < guests) {
         return Err(Rejection::OccupancyExceeded { max_occupancy }.into());
@@ -492,15 +535,16 @@ pub async fn availability(
             }
         })
         .collect();
-    Ok(Json(Availability {
+    Ok(Availability {
         hotel_id: id.get(),
         start_date: stay_query.stay.start(),
         end_date: stay_query.stay.end(),
         as_of: answer.as_of,
         source: answer.source.as_str().to_owned(),
+        as_known_at,
         currency,
         room_types,
-    }))
+    })
 }
 
 #[cfg(test)]

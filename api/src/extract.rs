@@ -184,7 +184,10 @@ pub(crate) fn in_api_words(path: &str, message: &str) -> (Option<String>, String
         return (None, format!("the request does not fit: {message}"));
     };
     let lower = message.to_ascii_lowercase();
-    let rule = if is_date_error(&lower) {
+    let rule = if is_date_error(&lower) && field.ends_with("_at") {
+        // Instants are named `..._at`; dates are not.
+        "must be an instant, written RFC 3339 (2027-05-02T10:00:00Z)".to_owned()
+    } else if is_date_error(&lower) {
         "must be a date that exists, written YYYY-MM-DD".to_owned()
     } else if lower.contains("invalid digit")
         || lower.contains("cannot parse integer")

@@ -113,8 +113,9 @@ impl Modify for RequiredRanges {
     }
 }
 
-/// A hold is one room type or several `lines`, never both (`schema::one_room_type_or_lines`):
-/// the rule is added to the body's derived schema here, as `allOf` with it.
+/// A hold is one room type or several `lines`, never both (`schema::one_room_type_or_lines`),
+/// and a booking from a block names no plan (`schema::no_plan_with_block`):
+/// the rules are added to the body's derived schema here, as `allOf` with it.
 struct OneShapeOfHold;
 
 impl Modify for OneShapeOfHold {
@@ -125,7 +126,8 @@ impl Modify for OneShapeOfHold {
         if let Some(derived) = components.schemas.remove("CreateReservation") {
             let both = utoipa::openapi::schema::AllOfBuilder::new()
                 .item(derived)
-                .item(schema::one_room_type_or_lines());
+                .item(schema::one_room_type_or_lines())
+                .item(schema::no_plan_with_block());
             components
                 .schemas
                 .insert("CreateReservation".to_owned(), both.into());

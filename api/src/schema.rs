@@ -662,6 +662,17 @@ pub fn reservation_lines() -> ArrayBuilder {
 /// `rate_plan_id` if it wants) or `lines`, never both: a rule between fields the
 /// derived schema of the body cannot state, added to it (see `lib.rs`). Exactly one of
 /// the two shapes: the other's fields absent (or `null`, which is absent).
+/// A booking from a group block is priced at the block's rate: `block_code` and
+/// `rate_plan_id` are never both given (either may be absent or null).
+pub fn no_plan_with_block() -> utoipa::openapi::schema::AnyOfBuilder {
+    let absent = |field: &str| {
+        ObjectBuilder::new().property(field, ObjectBuilder::new().schema_type(Type::Null))
+    };
+    utoipa::openapi::schema::AnyOfBuilder::new()
+        .item(absent("block_code"))
+        .item(absent("rate_plan_id"))
+}
+
 pub fn one_room_type_or_lines() -> OneOfBuilder {
     let null = || ObjectBuilder::new().schema_type(Type::Null);
     // `required` only asks for the key: a `null` is absent to the server, so each shape

@@ -284,6 +284,29 @@ pub async fn read_stream(
     rows.iter().map(StoredEvent::from_row).collect()
 }
 
+/// The events of the streams `aggregate_ids` (of one type) recorded at or before `at`,
+/// stream by stream, each in order: what the log knew of them then. Read through the
+/// events' primary key, one range per stream.
+pub async fn read_streams_until(
+    conn: &mut PgConnection,
+    aggregate_type: &str,
+    aggregate_ids: &[String],
+    at: DateTime<Utc>,
+) -> Result<Vec<StoredEvent>, sqlx::Error> {
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM events
+          WHERE aggregate_type = $1 AND aggregate_id = ANY($2) AND recorded_at <= $3
+          ORDER BY aggregate_id, sequence"
+    );
+    let rows = sqlx::query(&sql)
+        .bind(aggregate_type)
+        .bind(aggregate_ids)
+        .bind(at)
+        .fetch_all(&mut *conn)
+        .await?;
+    rows.iter().map(StoredEvent::from_row).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};

@@ -659,6 +659,13 @@ impl Contract {
                 return json!(date.to_string());
             }
             Some("uuid") => return json!(uuid::Uuid::new_v4().to_string()),
+            Some("date-time") => {
+                // An instant in the past (the only instants a request gives are moments
+                // of the log: `as_known_at`, which the document says is not ahead).
+                let seconds = runner.rng().random_range(0..=(400 * 86_400));
+                let at = chrono::Utc::now() - chrono::Duration::seconds(seconds);
+                return json!(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+            }
             _ => {}
         }
         let pattern = schema["pattern"].as_str().map(|p| {

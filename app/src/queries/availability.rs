@@ -158,6 +158,8 @@ pub enum Source {
     Database,
     /// The write side's rows on the read replica, as of what it has replayed.
     Replica,
+    /// The event log as it stood at a past moment (availability "as known at").
+    Log,
 }
 
 impl Source {
@@ -166,6 +168,7 @@ impl Source {
             Source::Cache => "cache",
             Source::Database => "database",
             Source::Replica => "replica",
+            Source::Log => "log",
         }
     }
 }
@@ -308,7 +311,7 @@ pub(super) fn holds_every_night<'v>(
 
 /// A hotel's availability from its catalog and a view of its nights, whichever source
 /// they came from.
-fn describe<'v>(
+pub(super) fn describe<'v>(
     hotel: &Hotel,
     query: &StayQuery,
     today: NaiveDate,

@@ -16,6 +16,7 @@
 //! write side against its own rows, never against an answer from here. Rules that both
 //! sides state (what "rooms left" means) come from the domain crate, once.
 
+mod as_known;
 mod availability;
 mod calendar;
 mod events;
