@@ -42,6 +42,7 @@ pub mod room_night;
 pub mod streams;
 pub mod taxes;
 pub mod types;
+pub mod what_if;
 
 pub use block::{Block, BlockCommand, BlockEvent, BlockTerms, ReleaseReason};
 pub use booking::{Decision, Nights, Rejection, StayNights};
