@@ -7,7 +7,9 @@
 # as they would) and, at each point of POINTS (events written
 # since the catalog), measures: spread holds (goodput, p50/p99, the invariant), hotel
 # availability reads, city searches, the projections' largest lag during the spread
-# run, `audit verify`, a projection rebuild (at REBUILD_POINTS), the database's and the
+# run, `audit verify`, availability "as known at" the moment before (hotel 1, 30
+# nights, every room type, AS_KNOWN_AT_READS reads: p50, max, and answers not 200), a projection
+# rebuild (at REBUILD_POINTS), the database's and the
 # WAL's bytes per hold, Redis memory and the server's RSS. Every point is a JSON line
 # (scale.jsonl); `scalechart` draws them and prints the table.
 #
@@ -330,6 +332,16 @@ for point in $POINTS; do
   verified=$(jq -r '.events_checked' "$run_dir/verify-$point.json")
   verify_s=$(awk -v a="$v0" -v b="$v1" 'BEGIN { printf "%.3f", b - a }')
 
+  log "availability as known at the moment before"
+  known_at=$(date -u -d '-1 second' +%Y-%m-%dT%H:%M:%SZ)
+  known_end=$(date -u -d "$START_DATE +30 days" +%F)
+  known_ms=$(for _ in $(seq "${AS_KNOWN_AT_READS:-20}"); do
+    curl -s -o /dev/null -w '%{http_code} %{time_total}\n' -H "Authorization: Bearer $ADMIN_TOKEN" \
+      "$url/v1/hotels/1/availability?start_date=$START_DATE&end_date=$known_end&as_known_at=$known_at"
+  done | awk '{ print $2 * 1000, $1 }' | sort -n | awk '{ v[NR] = $1; if ($2 != 200) bad++ } END {
+    printf "{\"p50_ms\": %.1f, \"max_ms\": %.1f, \"not_200\": %d}", v[int((NR + 1) / 2)], v[NR], bad }')
+  echo "as known at: $known_ms"
+
   rebuild_s=null
   rebuilt=null
   if [[ " $REBUILD_POINTS " == *" $point "* ]]; then
@@ -353,6 +365,7 @@ for point in $POINTS; do
     --argjson wal_since "$wal_since" --argjson redis "$redis" --argjson lag_max "${lag_max:-0}" \
     --argjson spread "$spread" --argjson reads "$reads" --argjson search "$search" \
     --argjson verified "$verified" --argjson verify_s "$verify_s" --argjson verify_ok "$verify_ok" \
+    --argjson known "$known_ms" \
     --argjson rebuilt "$rebuilt" --argjson rebuild_s "$rebuild_s" \
     --arg projection "$REBUILD_PROJECTION" --argjson rss_max "$rss_max" --argjson rss_now "$rss_now" \
     --argjson elapsed "$(($(date +%s) - started))" \
@@ -366,6 +379,7 @@ for point in $POINTS; do
       reads:($reads.kinds.read | {goodput, p50_ms, p99_ms}),
       search:($search.kinds.search | {goodput, p50_ms, p99_ms}),
       verify:{ok:$verify_ok, events:$verified, seconds:$verify_s, events_per_s:($verified / $verify_s)},
+      as_known_at:$known,
       rebuild:(if $rebuild_s == null then null else
                {projection:$projection, events:$rebuilt, seconds:$rebuild_s,
                 events_per_s:($rebuilt / $rebuild_s)} end),
