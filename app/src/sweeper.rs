@@ -233,6 +233,8 @@ pub struct Retained {
     pub allocations: u64,
     /// Whether the allocations' pass has room types left to visit.
     pub allocations_unfinished: bool,
+    /// Staff sessions that ended (expired or signed out) before the retention.
+    pub staff_sessions: u64,
 }
 
 /// Deletes, a batch per table, what no decision or answer needs any more:
@@ -245,7 +247,9 @@ pub struct Retained {
 /// - payment sagas that ended before then (recovery only looks at open ones);
 /// - guest e-mails sent or dropped, and partner webhook deliveries delivered, before
 ///   then (a reservation's messages and a subscription's log show the recent ones;
-///   pending and failed rows stay).
+///   pending and failed rows stay);
+/// - staff sessions that ended (expired or signed out) before then: a session row is
+///   a sign-in's record, kept as long as the payments' trail.
 ///
 /// Safe in several processes at once: each batch skips rows another pass has locked,
 /// and deleting a row twice deletes it once.
@@ -302,6 +306,12 @@ pub async fn retention_once(
         webhook_deliveries: delete(
             "webhook_deliveries",
             "state = 'delivered' AND delivered_at < $1",
+            kept_until,
+        )
+        .await?,
+        staff_sessions: delete(
+            "staff_sessions",
+            "expires_at < $1 OR revoked_at < $1",
             kept_until,
         )
         .await?,

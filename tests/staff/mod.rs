@@ -692,3 +692,30 @@ async fn only_roles_that_see_guests_search_by_a_guests_email() {
     app.get(path, Some(ADMIN)).await.assert_status(200);
     app.finish().await;
 }
+
+#[tokio::test]
+async fn ended_sessions_are_deleted_after_the_retention_and_live_ones_are_kept() {
+    let app = spawn_app().await;
+    person(&app, "ana@hotel.example", "Ana Lima", StaffRole::Admin).await;
+    let leaving = signed_in(&app, "ana@hotel.example").await;
+    app.send(as_browser(
+        &app,
+        &leaving,
+        Method::DELETE,
+        "/v1/sessions/current",
+        Some(&leaving.csrf),
+    ))
+    .await
+    .assert_status(204);
+    signed_in(&app, "ana@hotel.example").await; // ends by expiring
+
+    let retained = app.retention_after(31).await;
+
+    assert_eq!(retained.staff_sessions, 2, "{retained:?}");
+    let live = signed_in(&app, "ana@hotel.example").await;
+    assert_eq!(app.retention_after(0).await.staff_sessions, 0);
+    app.send(as_browser(&app, &live, Method::GET, "/v1/me", None))
+        .await
+        .assert_status(200);
+    app.finish().await;
+}
