@@ -101,3 +101,16 @@ export function errorText(error) {
 export function errorAlert(error, prefix) {
   return h('p', { role: 'alert', class: 'error' }, prefix ? `${prefix} ${errorText(error)}` : errorText(error));
 }
+
+/**
+ * The box a view shows when the hotels cannot be loaded: the error and a "Try again"
+ * that asks the server afresh, then runs `retry` (the view's own load).
+ */
+export function hotelsError(ctx, error, retry) {
+  const button = h('button', { type: 'button' }, 'Try again');
+  button.addEventListener('click', () => {
+    ctx.hotels(true).catch(() => {});
+    retry();
+  });
+  return h('div', { class: 'error-box' }, errorAlert(error, 'Could not load the hotels:'), button);
+}

@@ -9,11 +9,11 @@
 // on demand, its pickup. A night's history (who changed what, when) opens from the
 // focused cell; the range exports as CSV.
 
-import { errorText } from './api.js';
+import { errorText, hotelsError } from './api.js';
 import {
   h, field, srOnly, fmtRate, fmtMoney, parseMoney, minorDigits, parseIntStrict, plural, addDays, nightsBetween,
   weekday, isWeekend, dayOfMonth, fmtDayShort, fmtDayLong, shiftMonth, isMonth,
-  fmtTime, setText, parseChange, applyChange, isDate, hotelToday, downloadCsv, fmtDateTime,
+  fmtTime, setText, parseChange, applyChange, isDate, hotelToday, downloadCsv, fmtDateTime, hotelOption,
 } from './util.js';
 
 /** The ranges the calendar shows, in nights. */
@@ -207,17 +207,12 @@ export function mountCalendar(root, ctx, firstRoute) {
     } catch (e) {
       if (!alive) return;
       asOf.textContent = '';
-      const retry = h('button', { type: 'button' }, 'Try again');
-      retry.addEventListener('click', () => {
-        ctx.hotels(true).catch(() => {});
-        loadHotels();
-      });
-      alerts.replaceChildren(h('div', { class: 'error-box' }, h('p', { role: 'alert', class: 'error' }, `Could not load the hotels: ${errorText(e)}`), retry));
+      alerts.replaceChildren(hotelsError(ctx, e, loadHotels));
       return;
     }
     if (!alive) return;
     hotelSelect.replaceChildren(...hotels.map((hotel) =>
-      h('option', { value: String(hotel.hotel_id) }, `${hotel.name} — ${hotel.city} (#${hotel.hotel_id})`)));
+      hotelOption(hotel)));
     hotelSelect.disabled = hotels.length === 0;
     // The address bar may have moved on while the hotels loaded, its `hashchange` not
     // yet run: apply what it names now, or the canonical address written for the older

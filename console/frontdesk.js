@@ -4,8 +4,8 @@
 // check guests in and out and mark no-shows from the rows; a guest search, sorting,
 // paging and a CSV export work on the lists as loaded.
 
-import { errorText } from './api.js';
-import { h, field, fmtInt, fmtTime, fmtDayLong, plural, uuid, isDate, referenceOf, hotelToday, downloadCsv, setText } from './util.js';
+import { errorText, hotelsError } from './api.js';
+import { h, field, fmtInt, fmtTime, fmtDayLong, plural, uuid, isDate, referenceOf, hotelToday, downloadCsv, setText, hotelOption } from './util.js';
 
 const REFRESH_MS = 30_000;
 const PAGE_SIZE = 25;
@@ -213,19 +213,13 @@ export function mountFrontDesk(root, ctx, firstRoute) {
     } catch (e) {
       if (!alive) return;
       asOfLine.textContent = '';
-      const retry = h('button', { type: 'button' }, 'Try again');
-      retry.addEventListener('click', () => {
-        ctx.hotels(true).catch(() => {});
-        loadHotels();
-      });
-      alerts.replaceChildren(h('div', { class: 'error-box' },
-        h('p', { role: 'alert', class: 'error' }, `Could not load the hotels: ${errorText(e)}`), retry));
+      alerts.replaceChildren(hotelsError(ctx, e, loadHotels));
       for (const list of lists.values()) list.els.body.replaceChildren();
       return;
     }
     if (!alive) return;
     hotelSelect.replaceChildren(...hotels.map((x) =>
-      h('option', { value: String(x.hotel_id) }, `${x.name} — ${x.city} (#${x.hotel_id})`)));
+      hotelOption(x)));
     hotelSelect.disabled = hotels.length === 0;
     // The address may have moved on while the hotels loaded (its `hashchange` not run yet).
     const current = ctx.route();

@@ -15,8 +15,8 @@
 // their text stays at its real size on a phone; the year scrolls sideways in its own box.
 // The page is read-only and refreshes itself every 60 seconds.
 
-import { errorText } from './api.js';
-import { h, s, field, fmtInt, fmtDayShort, addDays, nightsBetween, hotelToday, downloadCsv, fmtTime, setText, plural } from './util.js';
+import { errorText, hotelsError } from './api.js';
+import { h, s, field, fmtInt, fmtDayShort, addDays, nightsBetween, hotelToday, downloadCsv, fmtTime, setText, plural, hotelOption } from './util.js';
 
 const REFRESH_MS = 60_000;
 const PICKUP_NIGHTS = 90;
@@ -521,18 +521,13 @@ export function mountInsights(root, ctx, route) {
     } catch (e) {
       if (!alive) return;
       setText(asOf, '');
-      const retry = h('button', { type: 'button' }, 'Try again');
-      retry.addEventListener('click', () => {
-        ctx.hotels(true).catch(() => {});
-        loadHotels();
-      });
-      alerts.replaceChildren(h('div', { class: 'error-box' }, errorNote(`Could not load the hotels: ${errorText(e)}`), retry));
+      alerts.replaceChildren(hotelsError(ctx, e, loadHotels));
       showEverywhere(null);
       return;
     }
     if (!alive) return;
     hotelSelect.replaceChildren(...hotels.map((x) =>
-      h('option', { value: String(x.hotel_id) }, `${x.name} — ${x.city} (#${x.hotel_id})`)));
+      hotelOption(x)));
     hotelSelect.disabled = hotels.length === 0;
     const current = ctx.route();
     apply(current.seg[0] === 'insights' ? current : pendingRoute);

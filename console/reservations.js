@@ -2,7 +2,7 @@
 // (`#/reservations/<id>`) with its money, messages, history and the staff actions.
 
 import { errorText, ApiError } from './api.js';
-import { h, field, fmtMoney, fmtInt, fmtDateTime, fmtTime, plural, uuid, isDate, referenceOf, downloadCsv } from './util.js';
+import { h, field, fmtMoney, fmtInt, fmtDateTime, fmtTime, plural, uuid, isDate, referenceOf, downloadCsv, hotelOption } from './util.js';
 
 const STATUSES = ['held', 'confirmed', 'cancelled', 'expired', 'checked_in', 'checked_out', 'no_show', 'declined'];
 const FILTERS = ['reference', 'guest_email', 'date', 'hotel_id', 'status'];
@@ -102,7 +102,7 @@ export function mountReservationSearch(root, ctx, firstRoute) {
     hotels = list;
     const keep = hotel.value || currentQuery.get('hotel_id') || '';
     hotel.replaceChildren(h('option', { value: '' }, 'Any hotel'),
-      ...list.map((x) => h('option', { value: String(x.hotel_id) }, `${x.name} — ${x.city} (#${x.hotel_id})`)));
+      ...list.map((x) => hotelOption(x)));
     hotel.value = keep;
     if (lastRows) showRows(lastRows);
   });

@@ -346,3 +346,8 @@ export function downloadCsv(name, rows) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
+
+/** A hotel as the views' pickers name it: `Hotel Tejo — Lisbon (#812)`. */
+export function hotelOption(hotel) {
+  return h('option', { value: String(hotel.hotel_id) }, `${hotel.name} — ${hotel.city} (#${hotel.hotel_id})`);
+}

@@ -10,14 +10,11 @@
 
 use std::collections::BTreeMap;
 
-use aggregates::room_night::rooms_left;
 use aggregates::{AggregateType, Hotel, HotelId, RoomNight, RoomNightKey, TypedEvent};
 use chrono::{DateTime, Days, Utc};
 use projections::log::read_streams_until;
 
-use super::availability::{
-    describe, to_u32, today_at, Source, StayAvailability, StayQuery, StoredNight,
-};
+use super::availability::{describe, today_at, Source, StayAvailability, StayQuery, StoredNight};
 use super::{Queries, QueryError};
 
 /// A night's state at a moment, as availability reads it.
@@ -30,22 +27,20 @@ fn stored(night: &RoomNight, at: DateTime<Utc>) -> Option<StoredNight> {
         .filter(|(id, hold)| hold.expires_at <= at && night.block_of(id).is_none())
         .map(|(_, hold)| hold.rooms)
         .sum();
-    let held = i64::from(night.held()) - i64::from(lapsed);
-    let total = i64::from(levels.total_rooms());
-    let allowance = i64::from(levels.overbooking_allowance());
-    let confirmed = i64::from(night.confirmed());
-    let blocked = i64::from(night.blocked());
-    Some(StoredNight {
-        total_rooms: total,
-        overbooking_allowance: allowance,
-        confirmed,
-        held,
-        blocked,
-        remaining: to_u32(rooms_left(total, allowance, confirmed, held + blocked)),
-        rate_cents: levels.rate_cents(),
-        restrictions: night.restrictions().clone(),
-        plan_rates: night.plan_rates().clone(),
-    })
+    Some(StoredNight::new(
+        (
+            i64::from(levels.total_rooms()),
+            i64::from(levels.overbooking_allowance()),
+        ),
+        (
+            i64::from(night.confirmed()),
+            i64::from(night.held()) - i64::from(lapsed),
+            i64::from(night.blocked()),
+        ),
+        levels.rate_cents(),
+        night.restrictions().clone(),
+        night.plan_rates().clone(),
+    ))
 }
 
 impl Queries {
@@ -83,18 +78,18 @@ impl Queries {
             .end()
             .checked_add_days(Days::new(1))
             .unwrap_or(query.stay.end());
-        let mut keys = Vec::new();
-        for room_type in hotel.room_types().keys() {
-            let mut date = query.stay.start();
-            while date < through {
-                keys.push(RoomNightKey::new(hotel_id, *room_type, date));
-                let Some(next) = date.checked_add_days(Days::new(1)) else {
-                    break;
-                };
-                date = next;
-            }
-        }
-        let ids: Vec<String> = keys.iter().map(RoomNightKey::stream_id).collect();
+        let ids: Vec<String> = hotel
+            .room_types()
+            .keys()
+            .flat_map(|room_type| {
+                query
+                    .stay
+                    .start()
+                    .iter_days()
+                    .take_while(|date| *date < through)
+                    .map(|date| RoomNightKey::new(hotel_id, *room_type, date).stream_id())
+            })
+            .collect();
         let events =
             read_streams_until(&mut conn, AggregateType::RoomNight.as_str(), &ids, at).await?;
         let mut nights: BTreeMap<RoomNightKey, RoomNight> = BTreeMap::new();

@@ -414,6 +414,33 @@ pub(super) struct StoredNight {
 }
 
 impl StoredNight {
+    /// A night from its counts (`held`: holds that have not lapsed), with the rooms left.
+    pub(super) fn new(
+        (total_rooms, overbooking_allowance): (i64, i64),
+        (confirmed, held, blocked): (i64, i64, i64),
+        rate_cents: Cents,
+        restrictions: RestrictionSet,
+        plan_rates: BTreeMap<RatePlanId, Cents>,
+    ) -> Self {
+        let remaining = rooms_left(
+            total_rooms,
+            overbooking_allowance,
+            confirmed,
+            held + blocked,
+        );
+        Self {
+            total_rooms,
+            overbooking_allowance,
+            confirmed,
+            held,
+            blocked,
+            remaining: to_u32(remaining),
+            rate_cents,
+            restrictions,
+            plan_rates,
+        }
+    }
+
     pub fn view(&self) -> NightView<'_> {
         NightView {
             remaining: self.remaining,
@@ -596,29 +623,19 @@ impl Queries {
             let lapsed: i64 = row.try_get("lapsed")?;
             let held = i64::from(held) - lapsed;
             let blocked: i32 = row.try_get("blocked")?;
-            let remaining = rooms_left(
-                i64::from(total),
-                i64::from(allowance),
-                i64::from(confirmed),
-                held + i64::from(blocked),
-            );
             nights.insert(
                 (
                     row.try_get("hotel_id")?,
                     row.try_get("room_type_id")?,
                     row.try_get("night")?,
                 ),
-                StoredNight {
-                    total_rooms: i64::from(total),
-                    overbooking_allowance: i64::from(allowance),
-                    confirmed: i64::from(confirmed),
-                    held,
-                    blocked: i64::from(blocked),
-                    remaining: to_u32(remaining),
-                    rate_cents: Cents::new(row.try_get("rate_cents")?),
-                    restrictions: terms_column(&row, "restrictions")?,
-                    plan_rates: terms_column(&row, "plan_rates")?,
-                },
+                StoredNight::new(
+                    (i64::from(total), i64::from(allowance)),
+                    (i64::from(confirmed), held, i64::from(blocked)),
+                    Cents::new(row.try_get("rate_cents")?),
+                    terms_column(&row, "restrictions")?,
+                    terms_column(&row, "plan_rates")?,
+                ),
             );
         }
         Ok(nights)
