@@ -719,3 +719,16 @@ async fn ended_sessions_are_deleted_after_the_retention_and_live_ones_are_kept()
         .assert_status(200);
     app.finish().await;
 }
+
+#[tokio::test]
+async fn behind_a_tls_proxy_the_cookie_is_secure_even_on_a_loopback_host() {
+    let app = spawn_app_with(|settings| settings.session_cookie_secure = "always".into()).await;
+    person(&app, "ana@hotel.example", "Ana Lima", StaffRole::Admin).await;
+
+    let reply = sign_in(&app, "ana@hotel.example", PASSWORD).await;
+
+    reply.assert_status(201);
+    let cookie = reply.headers["set-cookie"].to_str().expect("ascii");
+    assert!(cookie.contains("; Secure"), "{cookie}");
+    app.finish().await;
+}
