@@ -3,15 +3,20 @@
 //! would have been sold, earned and walked comes out. Reading the demand from the log
 //! and the turnaway log is the caller's.
 //!
-//! The replay takes the demand in commit order. A request (a hold the hotel took, or one
-//! it turned away as sold out) is taken when every night of it has room under the policy
-//! (`confirmed + held < physical + allowance`, as a hold is decided); a request turned
-//! away for a restriction or occupancy stays turned away (the policy does not change
-//! those). What happened to a taken reservation afterwards is replayed as recorded: its
-//! lapse or cancellation frees its nights, a no-show or an early departure frees the
-//! nights after, a confirmation makes it sold. A request that was turned away but would
-//! have been taken is assumed to confirm at the night's rate and to behave like the
-//! stays whose outcome is not known yet (see [`Outcome`]).
+//! The replay takes the demand in commit order, as the night's own decision did: the
+//! night's inventory as it was then ([`Demand::Terms`]), the rooms group blocks set
+//! aside out of general sale ([`Demand::SetAside`]), then each request. A request (a
+//! hold the hotel took, or one it turned away as sold out) is taken when every night of
+//! it has room under the policy (`confirmed + held + set aside + rooms <= physical +
+//! allowance`, as a hold is decided); a request turned away for a restriction or
+//! occupancy stays turned away (the policy does not change those), and rooms taken out
+//! of a block's set-aside rooms ([`Demand::Picked`]) are always taken (the block had
+//! them). What happened to a taken reservation afterwards is replayed as recorded: its
+//! confirmation makes it sold at the night's rate of that moment, a release (a lapse, a
+//! cancellation, a date change, an early departure) frees the nights it names, a no-show
+//! frees every night but the first. A request that was turned away but would have been
+//! taken is assumed to confirm at once at the night's rate and to behave like the stays
+//! whose outcome is not known yet (see [`Outcome`]).
 //!
 //! Walks: on a night, the guests who arrive beyond its physical rooms. *Worst case*:
 //! every sold room's guest arrives (`sold - physical`, at least 0). *Expected*: each sold
@@ -21,7 +26,8 @@
 //!
 //! With the policy in force (each night's recorded allowance), the replay takes exactly
 //! the requests the hotel took and turns away exactly those it turned away: what it
-//! sold is what was sold (a test holds it to that).
+//! sold and earned is what was sold and earned (tests hold it to that, here and against
+//! the occupancy report).
 //!
 //! A larger allowance never sells fewer room-nights when each request is one room for
 //! one night (a property test holds it to that). With longer stays it can: first come,
@@ -29,7 +35,7 @@
 //! longer stay needed (a test shows the case). The replay does not re-order demand to
 //! avoid that: the hotel could not have either.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use chrono::NaiveDate;
 
@@ -50,27 +56,42 @@ pub enum TurnedAway {
     Other,
 }
 
-/// A piece of recorded demand, in commit order. `id` names a request.
+/// A piece of recorded demand, in commit order. `id` names a reservation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Demand {
+    /// The night's inventory from now on.
+    Terms { night: NaiveDate, terms: NightTerms },
+    /// Rooms group blocks took out of general sale on the night (`change` > 0) or gave
+    /// back to it (`change` < 0).
+    SetAside { night: NaiveDate, change: i64 },
     /// A hold the hotel took (`turned_away: None`) or turned away, for `rooms` on
-    /// `nights` (those of the replayed range; the stay may run beyond it).
+    /// `nights` (those of the replayed range; the stay may run beyond it). A request for
+    /// a reservation already taken adds nights to it (a change of dates).
     Request {
         id: u64,
         nights: Vec<NaiveDate>,
         rooms: u32,
         turned_away: Option<TurnedAway>,
     },
-    /// The hold became a sale.
+    /// Rooms held for `id` out of a block's set-aside rooms: always taken.
+    Picked {
+        id: u64,
+        nights: Vec<NaiveDate>,
+        rooms: u32,
+    },
+    /// The reservation's held nights became a sale.
     Confirmed { id: u64 },
     /// The guest arrived.
     CheckedIn { id: u64 },
     /// The guest never came: the first night stays sold, the others are freed.
     NoShow { id: u64 },
-    /// The nights from `from` on are freed (a departure before the last night).
-    FreedFrom { id: u64, from: NaiveDate },
-    /// Every night is freed (a cancellation, a lapsed hold).
-    Freed { id: u64 },
+    /// The reservation gave back these nights (a lapse, a cancellation, a date change, a
+    /// departure before the last night); `to_block`: to the block it was picked from.
+    Released {
+        id: u64,
+        nights: Vec<NaiveDate>,
+        to_block: bool,
+    },
 }
 
 /// The overbooking allowance to replay under.
@@ -87,6 +108,7 @@ pub enum Allowance {
 pub struct Outcome {
     /// Rooms sold (confirmed, arrived or not) at the end of the demand.
     pub room_nights_sold: u32,
+    /// Each sold room at the night's rate when it was sold.
     pub revenue_cents: i64,
     /// Expected guests arriving beyond the physical rooms.
     pub walks_expected: f64,
@@ -96,35 +118,94 @@ pub struct Outcome {
 
 #[derive(Debug, Clone)]
 struct Stay {
-    nights: BTreeSet<NaiveDate>,
+    /// Each night taken, with the rate it was sold at once confirmed.
+    nights: BTreeMap<NaiveDate, Option<i64>>,
     rooms: u32,
-    confirmed: bool,
     /// From the recorded outcome: `Some(true)` arrived, `Some(false)` no-show.
     arrived: Option<bool>,
     first: Option<NaiveDate>,
 }
 
-/// The replay of `demand` over `nights` under `allowance`, per night; `no_show_rate` is
-/// the chance a guest whose arrival is not recorded does not come (0 to 1).
+/// The state of the replayed nights.
+struct Nights {
+    terms: BTreeMap<NaiveDate, NightTerms>,
+    taken: BTreeMap<NaiveDate, u32>,
+    aside: BTreeMap<NaiveDate, i64>,
+    allowance: Allowance,
+}
+
+impl Nights {
+    /// Whether `rooms` more fit on every night of `asked` under the policy.
+    fn fit(&self, asked: &[NaiveDate], rooms: u32) -> bool {
+        asked.iter().all(|d| {
+            self.terms.get(d).is_some_and(|t| {
+                let extra = match self.allowance {
+                    Allowance::InForce => t.allowance,
+                    Allowance::Every(n) => n,
+                };
+                let capacity = i64::from(t.physical) + i64::from(extra);
+                let used = i64::from(self.taken.get(d).copied().unwrap_or(0))
+                    + self.aside.get(d).copied().unwrap_or(0).max(0);
+                used + i64::from(rooms) <= capacity
+            })
+        })
+    }
+
+    fn rate(&self, night: &NaiveDate) -> i64 {
+        self.terms.get(night).map_or(0, |t| t.rate_cents)
+    }
+
+    fn take(&mut self, stay: &mut Stay, asked: &[NaiveDate], confirm: bool) {
+        for d in asked {
+            if stay.nights.contains_key(d) {
+                continue;
+            }
+            *self.taken.entry(*d).or_default() += stay.rooms;
+            let rate = confirm.then(|| self.rate(d));
+            stay.nights.insert(*d, rate);
+            if stay.first.is_none_or(|f| *d < f) {
+                stay.first = Some(*d);
+            }
+        }
+    }
+
+    /// Frees the stay's nights that `which` picks.
+    fn free(&mut self, stay: &mut Stay, which: impl Fn(NaiveDate) -> bool) {
+        let freed: Vec<NaiveDate> = stay.nights.keys().copied().filter(|d| which(*d)).collect();
+        for d in freed {
+            stay.nights.remove(&d);
+            if let Some(n) = self.taken.get_mut(&d) {
+                *n = n.saturating_sub(stay.rooms);
+            }
+        }
+    }
+}
+
+/// The replay of `demand` under `allowance`, per night of `nights` (each with its terms
+/// before the demand, which [`Demand::Terms`] may change; a night without inventory yet
+/// has all three at zero, as its own decision counts it); `no_show_rate` is the chance
+/// a guest whose arrival is not recorded does not come (0 to 1).
 pub fn replay(
     nights: &BTreeMap<NaiveDate, NightTerms>,
     demand: &[Demand],
     allowance: Allowance,
     no_show_rate: f64,
 ) -> BTreeMap<NaiveDate, Outcome> {
-    let capacity = |date: &NaiveDate| {
-        nights.get(date).map(|t| {
-            let extra = match allowance {
-                Allowance::InForce => t.allowance,
-                Allowance::Every(n) => n,
-            };
-            t.physical.saturating_add(extra)
-        })
+    let mut state = Nights {
+        terms: nights.clone(),
+        taken: BTreeMap::new(),
+        aside: BTreeMap::new(),
+        allowance,
     };
-    let mut taken: BTreeMap<NaiveDate, u32> = BTreeMap::new();
     let mut stays: BTreeMap<u64, Stay> = BTreeMap::new();
     for item in demand {
         match item {
+            Demand::Terms { night, terms } => {
+                state.terms.insert(*night, *terms);
+            }
+            Demand::SetAside { night, change } => {
+                *state.aside.entry(*night).or_default() += change;
+            }
             Demand::Request {
                 id,
                 nights: asked,
@@ -134,33 +215,49 @@ pub fn replay(
                 if *turned_away == Some(TurnedAway::Other) {
                     continue;
                 }
-                let fits = asked.iter().all(|d| {
-                    capacity(d).is_some_and(|cap| {
-                        taken.get(d).copied().unwrap_or(0).saturating_add(*rooms) <= cap
-                    })
-                });
-                if !fits {
+                let known = stays.get(id).map(|s| s.rooms);
+                let rooms = known.unwrap_or(*rooms);
+                let new: Vec<NaiveDate> = asked
+                    .iter()
+                    .copied()
+                    .filter(|d| stays.get(id).is_none_or(|s| !s.nights.contains_key(d)))
+                    .collect();
+                if !state.fit(&new, rooms) {
                     continue;
                 }
+                let stay = stays.entry(*id).or_insert_with(|| Stay {
+                    nights: BTreeMap::new(),
+                    rooms,
+                    arrived: None,
+                    first: None,
+                });
+                // Demand turned away would have confirmed at once (the documented
+                // assumption); a request taken waits for its confirmation.
+                state.take(stay, &new, turned_away.is_some());
+            }
+            Demand::Picked {
+                id,
+                nights: asked,
+                rooms,
+            } => {
+                let stay = stays.entry(*id).or_insert_with(|| Stay {
+                    nights: BTreeMap::new(),
+                    rooms: *rooms,
+                    arrived: None,
+                    first: None,
+                });
                 for d in asked {
-                    *taken.entry(*d).or_default() += rooms;
+                    *state.aside.entry(*d).or_default() -= i64::from(stay.rooms);
                 }
-                stays.insert(
-                    *id,
-                    Stay {
-                        nights: asked.iter().copied().collect(),
-                        rooms: *rooms,
-                        // Demand turned away would have confirmed (the documented
-                        // assumption); a request taken waits for its confirmation.
-                        confirmed: turned_away.is_some(),
-                        arrived: None,
-                        first: asked.iter().min().copied(),
-                    },
-                );
+                state.take(stay, asked, false);
             }
             Demand::Confirmed { id } => {
                 if let Some(stay) = stays.get_mut(id) {
-                    stay.confirmed = true;
+                    for (d, rate) in stay.nights.iter_mut() {
+                        if rate.is_none() {
+                            *rate = Some(state.rate(d));
+                        }
+                    }
                 }
             }
             Demand::CheckedIn { id } => {
@@ -172,61 +269,59 @@ pub fn replay(
                 if let Some(stay) = stays.get_mut(id) {
                     stay.arrived = Some(false);
                     let keep = stay.first;
-                    free(&mut taken, stay, |d| Some(d) != keep);
+                    state.free(stay, |d| Some(d) != keep);
                 }
             }
-            Demand::FreedFrom { id, from } => {
+            Demand::Released {
+                id,
+                nights: freed,
+                to_block,
+            } => {
                 if let Some(stay) = stays.get_mut(id) {
-                    let from = *from;
-                    free(&mut taken, stay, |d| d >= from);
-                }
-            }
-            Demand::Freed { id } => {
-                if let Some(mut stay) = stays.remove(id) {
-                    free(&mut taken, &mut stay, |_| true);
+                    if *to_block {
+                        for d in freed.iter().filter(|d| stay.nights.contains_key(d)) {
+                            *state.aside.entry(*d).or_default() += i64::from(stay.rooms);
+                        }
+                    }
+                    state.free(stay, |d| freed.contains(&d));
                 }
             }
         }
     }
-    nights
+    let show = 1.0 - no_show_rate.clamp(0.0, 1.0);
+    state
+        .terms
         .iter()
+        .filter(|(date, _)| nights.contains_key(date))
         .map(|(date, terms)| {
-            let sold: Vec<&Stay> = stays
+            let sold: Vec<(&Stay, i64)> = stays
                 .values()
-                .filter(|s| s.confirmed && s.nights.contains(date))
+                .filter_map(|s| s.nights.get(date).copied().flatten().map(|rate| (s, rate)))
                 .collect();
-            let rooms: u32 = sold.iter().map(|s| s.rooms).sum();
+            let rooms: u32 = sold.iter().map(|(s, _)| s.rooms).sum();
             let shows: Vec<(u32, f64)> = sold
                 .iter()
-                .map(|s| {
+                .map(|(s, _)| {
                     let p = match s.arrived {
                         Some(true) => 1.0,
                         Some(false) => 0.0,
-                        None => 1.0 - no_show_rate.clamp(0.0, 1.0),
+                        None => show,
                     };
                     (s.rooms, p)
                 })
                 .collect();
             let outcome = Outcome {
                 room_nights_sold: rooms,
-                revenue_cents: i64::from(rooms).saturating_mul(terms.rate_cents),
+                revenue_cents: sold
+                    .iter()
+                    .map(|(s, rate)| i64::from(s.rooms).saturating_mul(*rate))
+                    .fold(0, i64::saturating_add),
                 walks_expected: expected_excess(&shows, terms.physical),
                 walks_worst: rooms.saturating_sub(terms.physical),
             };
             (*date, outcome)
         })
         .collect()
-}
-
-/// Frees the stay's nights that `which` picks.
-fn free(taken: &mut BTreeMap<NaiveDate, u32>, stay: &mut Stay, which: impl Fn(NaiveDate) -> bool) {
-    let freed: Vec<NaiveDate> = stay.nights.iter().copied().filter(|d| which(*d)).collect();
-    for d in freed {
-        stay.nights.remove(&d);
-        if let Some(n) = taken.get_mut(&d) {
-            *n = n.saturating_sub(stay.rooms);
-        }
-    }
 }
 
 /// `E[max(0, arrivals - physical)]` where each room arrives on its own with its
@@ -291,7 +386,11 @@ mod tests {
             Demand::Confirmed { id: 1 },
             Demand::Confirmed { id: 2 },
             request(4, &[2], 1, None),
-            Demand::Freed { id: 4 },
+            Demand::Released {
+                id: 4,
+                nights: vec![day(2)],
+                to_block: false,
+            },
         ];
 
         // When replayed under the allowance in force
@@ -377,6 +476,96 @@ mod tests {
         assert_eq!(out[&day(1)].walks_expected, 0.0);
     }
 
+    #[test]
+    fn the_policy_in_force_follows_the_inventory_as_it_was_when_each_request_came() {
+        // Given a night with no inventory, then one room, then two with one extra at a
+        // higher rate
+        let night: BTreeMap<NaiveDate, NightTerms> = [(
+            day(1),
+            NightTerms {
+                physical: 0,
+                allowance: 0,
+                rate_cents: 0,
+            },
+        )]
+        .into();
+        let terms = |physical, allowance, rate_cents| Demand::Terms {
+            night: day(1),
+            terms: NightTerms {
+                physical,
+                allowance,
+                rate_cents,
+            },
+        };
+        let demand = vec![
+            request(1, &[1], 1, Some(TurnedAway::SoldOut)),
+            terms(1, 0, 100),
+            request(2, &[1], 1, None),
+            Demand::Confirmed { id: 2 },
+            request(3, &[1], 1, Some(TurnedAway::SoldOut)),
+            terms(2, 1, 300),
+            request(4, &[1], 2, None),
+            Demand::Confirmed { id: 4 },
+        ];
+
+        // When replayed under the allowance in force
+        let out = replay(&night, &demand, Allowance::InForce, 0.0);
+
+        // Then each request met the night as it was: the first two turned away, each sale
+        // at its rate of the moment
+        assert_eq!(out[&day(1)].room_nights_sold, 3);
+        assert_eq!(out[&day(1)].revenue_cents, 100 + 2 * 300);
+        assert_eq!(out[&day(1)].walks_worst, 1);
+    }
+
+    #[test]
+    fn rooms_a_block_set_aside_are_not_for_general_sale_and_its_picks_are_always_taken() {
+        // Given three rooms for sale, two set aside for a block
+        let demand = vec![
+            Demand::SetAside {
+                night: day(1),
+                change: 2,
+            },
+            request(1, &[1], 1, None),
+            request(2, &[1], 1, Some(TurnedAway::SoldOut)),
+            Demand::Picked {
+                id: 3,
+                nights: vec![day(1)],
+                rooms: 2,
+            },
+            Demand::Confirmed { id: 1 },
+            Demand::Confirmed { id: 3 },
+        ];
+
+        // When replayed under the allowance in force, and with one more
+        let in_force = replay(&two_rooms_one_extra(), &demand, Allowance::InForce, 0.0);
+        let more = replay(&two_rooms_one_extra(), &demand, Allowance::Every(2), 0.0);
+
+        // Then the block's picks sold under both; the turnaway only with more allowance
+        assert_eq!(in_force[&day(1)].room_nights_sold, 3);
+        assert_eq!(more[&day(1)].room_nights_sold, 4);
+    }
+
+    #[test]
+    fn a_change_of_dates_adds_the_new_nights_and_releases_the_old_ones() {
+        let demand = vec![
+            request(1, &[1, 2], 1, None),
+            Demand::Confirmed { id: 1 },
+            request(1, &[3], 1, None),
+            Demand::Released {
+                id: 1,
+                nights: vec![day(1)],
+                to_block: false,
+            },
+            Demand::Confirmed { id: 1 },
+        ];
+
+        let out = replay(&two_rooms_one_extra(), &demand, Allowance::InForce, 0.0);
+
+        let sold: Vec<u32> = out.values().map(|o| o.room_nights_sold).collect();
+        assert_eq!(sold, vec![0, 1, 1]);
+    }
+
     /// One room for one night each, taken or turned away, and their confirmations.
     fn single_nights() -> impl Strategy<Value = Vec<Demand>> {
         let item = (0u64..20, 1u32..=3, 0u8..4);
@@ -419,7 +608,11 @@ mod tests {
                         3 => request(id, &nights, rooms, Some(TurnedAway::Other)),
                         4 => Demand::Confirmed { id },
                         5 => Demand::NoShow { id },
-                        6 => Demand::Freed { id },
+                        6 => Demand::Released {
+                            id,
+                            nights: (first..=3).map(day).collect(),
+                            to_block: false,
+                        },
                         _ => Demand::CheckedIn { id },
                     }
                 })

@@ -30,6 +30,7 @@ mod reservations;
 mod search;
 pub mod stays;
 mod turnaways;
+mod what_if;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -54,6 +55,7 @@ pub use reservations::{BookingRate, MinuteCount, ReservationFilter, ReservationP
 pub use search::{CitySearch, HotelOffers, SearchAnswer, MAX_SEARCH_LIMIT};
 pub use stays::{StayNight, StaysRead};
 pub use turnaways::TurnawayNight;
+pub use what_if::{Policy, WhatIf, WhatIfQuery};
 
 /// Why a read could not be answered (an absent row is `Ok(None)`, not an error).
 #[derive(Debug, thiserror::Error)]
