@@ -32,6 +32,7 @@ pub mod stays;
 pub mod taxes;
 pub mod telemetry;
 pub mod webhooks;
+pub mod what_if;
 
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
@@ -145,6 +146,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .merge(blocks::routes())
         .merge(calendar::routes())
         .merge(analytics::routes())
+        .merge(what_if::routes())
         .merge(stays::routes())
         .merge(search::routes())
         .merge(reservations::routes())

@@ -697,3 +697,41 @@ pub fn one_room_type_or_lines() -> OneOfBuilder {
         )
         .item(lines_shape)
 }
+
+/// A what-if's policy: exactly one of an allowance and a walk risk.
+pub fn what_if_policy() -> RefOr<Schema> {
+    let allowance = ObjectBuilder::new()
+        .property(
+            "overbooking_allowance",
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                .minimum(Some(0))
+                .maximum(Some(10_000))
+                .description(Some("The same overbooking allowance on every night.")),
+        )
+        .required("overbooking_allowance")
+        .additional_properties(Some(AdditionalProperties::FreeForm(false)));
+    let risk = ObjectBuilder::new()
+        .property(
+            "suggested_risk",
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Double)))
+                .exclusive_minimum(Some(0))
+                .exclusive_maximum(Some(1))
+                .description(Some(
+                    "The allowance the no-show report suggests for this walk risk: the largest whose chance of walking a guest on a full night stays at or under it, from the range's own no-shows.",
+                )),
+        )
+        .required("suggested_risk")
+        .additional_properties(Some(AdditionalProperties::FreeForm(false)));
+    OneOfBuilder::new()
+        .item(allowance)
+        .item(risk)
+        .description(Some(
+            "The policy to replay under: exactly one of `overbooking_allowance` and `suggested_risk`.",
+        ))
+        .examples([json!({"overbooking_allowance": 3})])
+        .into()
+}

@@ -1,6 +1,8 @@
 //! The auditor's time machine: availability as the log knew it at a past moment, asked
 //! after the fact and compared with what the live endpoint served at that moment.
 
+mod what_if;
+
 use serde_json::{json, Value};
 
 use crate::support::*;
