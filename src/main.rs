@@ -406,11 +406,50 @@ async fn main() -> anyhow::Result<()> {
                 .await
                 .context("connecting to PostgreSQL")?;
             store::db::MIGRATOR.run(&pool).await?;
-            let report =
-                projections::audit::catch_up_and_verify(&pool, Duration::from_secs(wait_seconds))
-                    .await
-                    .context("verifying the audit log")?;
+            let progress = std::sync::Arc::new(projections::audit::VerifyProgress::default());
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{msg} [{elapsed_precise}] {wide_bar} {pos}/{len} events ({per_sec}, eta {eta})",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            bar.set_message("verifying");
+            // The bar follows the verify from beside it: the checks only count.
+            let ticker = {
+                let (bar, progress) = (bar.clone(), std::sync::Arc::clone(&progress));
+                tokio::spawn(async move {
+                    loop {
+                        bar.set_length(progress.total());
+                        bar.set_position(progress.done());
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                })
+            };
+            let started = std::time::Instant::now();
+            let verified = projections::audit::catch_up_and_verify_with(
+                &pool,
+                Duration::from_secs(wait_seconds),
+                std::sync::Arc::clone(&progress),
+            )
+            .await;
+            ticker.abort();
             pool.close().await;
+            let report = match verified {
+                Ok(report) => report,
+                Err(e) => {
+                    bar.abandon_with_message("verify failed");
+                    return Err(e.context("verifying the audit log"));
+                }
+            };
+            let seconds = started.elapsed().as_secs_f64();
+            bar.finish_and_clear();
+            eprintln!(
+                "verified {} events in {seconds:.1} s: {:.0} events/s",
+                report.events_checked,
+                report.events_checked as f64 / seconds.max(1e-9)
+            );
             println!("{}", serde_json::to_string_pretty(&report)?);
             if !report.ok {
                 std::process::exit(1);

@@ -142,11 +142,20 @@ pub async fn assert_invariants(pool: &PgPool) -> Replayed {
 /// first): every sale replayed against the terms in force where it stands.
 pub async fn assert_invariants_and_verified(pool: &PgPool) {
     assert_invariants(pool).await;
-    let verified =
-        projections::audit::catch_up_and_verify(pool, std::time::Duration::from_secs(30))
-            .await
-            .expect("verify");
+    let progress = std::sync::Arc::new(projections::audit::VerifyProgress::default());
+    let verified = projections::audit::catch_up_and_verify_with(
+        pool,
+        std::time::Duration::from_secs(30),
+        std::sync::Arc::clone(&progress),
+    )
+    .await
+    .expect("verify");
     assert!(verified.ok, "{:?}", verified.problems);
+    // Its progress ends where the report does: every row walked by both walks.
+    assert_eq!(
+        (progress.total(), progress.done()),
+        (verified.events_checked, verified.events_checked)
+    );
 }
 
 /// As [`assert_invariants`], with holds judged lapsed or live at `now`.

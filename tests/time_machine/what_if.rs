@@ -232,6 +232,20 @@ async fn the_policy_in_force_gives_back_what_was_sold_and_a_larger_allowance_tak
     assert_eq!(by_risk["policy"]["suggested_risk"], json!(0.7));
     let _ = absent;
     runners.stop().await;
+    // The auditor's verify of the same history says how fast it went.
+    let verified = std::process::Command::new(env!("CARGO_BIN_EXE_reservations"))
+        .args(["audit", "verify", "--database-url", &app.db.url])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("the binary runs");
+    let said = String::from_utf8_lossy(&verified.stderr);
+    assert!(verified.status.success(), "{said}");
+    let report: Value = serde_json::from_slice(&verified.stdout).expect("JSON");
+    assert!(
+        said.contains(&format!("verified {} events in", report["events_checked"]))
+            && said.contains("events/s"),
+        "{said}"
+    );
     app.finish().await;
 }
 

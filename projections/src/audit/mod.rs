@@ -58,7 +58,10 @@ use crate::log::StoredEvent;
 use crate::runner::Projection;
 
 pub use chain::{append, canonical_bytes, chain_hash, EventFields};
-pub use verify::{catch_up_and_verify, verify, VerifyReport};
+pub use verify::{
+    catch_up_and_verify, catch_up_and_verify_with, verify, verify_with, VerifyProgress,
+    VerifyReport,
+};
 
 /// The projection's name: its checkpoint row and its leadership lock.
 pub const NAME: &str = "audit_log";

@@ -3,6 +3,8 @@
 //! shared snapshot (see the [module docs](super)).
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use aggregates::contract::{RawEvent, RawPayload, ReservationEventType, RoomNightEventType};
@@ -40,6 +42,31 @@ pub struct VerifyReport {
     /// Events committed after the audit log's checkpoint: not verified by this run (the
     /// nights they touch were not compared with `room_nights`).
     pub pending_events: u64,
+}
+
+/// How far a running verify has got, for a progress bar: the audit rows there are to
+/// walk, and the events each of the two whole walks (the chain's, in commit order, and
+/// the streams' replay, in key order) has passed. They run side by side; the slower is
+/// how far the verify is.
+#[derive(Debug, Default)]
+pub struct VerifyProgress {
+    total: AtomicU64,
+    chain: AtomicU64,
+    streams: AtomicU64,
+}
+
+impl VerifyProgress {
+    /// Events to walk (0 until the verify has read its snapshot's size).
+    pub fn total(&self) -> u64 {
+        self.total.load(Ordering::Relaxed)
+    }
+
+    /// Events both walks have passed.
+    pub fn done(&self) -> u64 {
+        self.chain
+            .load(Ordering::Relaxed)
+            .min(self.streams.load(Ordering::Relaxed))
+    }
 }
 
 /// A problem, with the event position it implicates if any.
@@ -103,15 +130,32 @@ impl Findings {
 
 /// Brings the audit log up to date (see [`crate::catch_up()`]), then verifies it.
 pub async fn catch_up_and_verify(pool: &PgPool, wait: Duration) -> anyhow::Result<VerifyReport> {
+    catch_up_and_verify_with(pool, wait, Arc::default()).await
+}
+
+/// [`catch_up_and_verify`], saying how far it has got in `progress`.
+pub async fn catch_up_and_verify_with(
+    pool: &PgPool,
+    wait: Duration,
+    progress: Arc<VerifyProgress>,
+) -> anyhow::Result<VerifyReport> {
     crate::catch_up(pool, &mut AuditLog, 1000, wait)
         .await
         .context("bringing the audit log up to date")?;
-    verify(pool).await
+    verify_with(pool, progress).await
 }
 
 /// Verifies the audit log, the whole history and the inline night tables; see the
 /// module documentation. Needs six connections of `pool` at once.
 pub async fn verify(pool: &PgPool) -> anyhow::Result<VerifyReport> {
+    verify_with(pool, Arc::default()).await
+}
+
+/// [`verify`], saying how far it has got in `progress`.
+pub async fn verify_with(
+    pool: &PgPool,
+    progress: Arc<VerifyProgress>,
+) -> anyhow::Result<VerifyReport> {
     // One snapshot for every reader: exported by the first transaction, adopted by the
     // others before they read anything.
     let mut first = snapshot_tx(pool, None).await?;
@@ -125,6 +169,14 @@ pub async fn verify(pool: &PgPool) -> anyhow::Result<VerifyReport> {
     let events_tx = snapshot_tx(pool, Some(&snapshot)).await?;
 
     let checkpoint = audit_checkpoint(&mut replay_tx).await?;
+    // The chain's rows are numbered from 1 with no gap (a gap is a problem it reports):
+    // the last number is how many there are to walk, read through the index.
+    let rows: i64 = sqlx::query_scalar("SELECT coalesce(max(seq), 0) FROM audit_log")
+        .fetch_one(&mut *replay_tx)
+        .await?;
+    progress
+        .total
+        .store(u64::try_from(rows).unwrap_or(0), Ordering::Relaxed);
     let (pending_events, pending_nights) = pending(&mut replay_tx, checkpoint).await?;
     // Nights before it have had their confirmed allocations compacted away (or are
     // being compacted): their allocations are not compared (migration 21).
@@ -143,8 +195,10 @@ pub async fn verify(pool: &PgPool) -> anyhow::Result<VerifyReport> {
     let mut checks = tokio::task::JoinSet::new();
     // Each check answers (its rank, rows walked, findings); the rank keeps the report
     // in the same order whichever check finishes first.
+    let chain_progress = Arc::clone(&progress);
     checks.spawn(timed("chain", started, async move {
-        let (checked, findings) = check_chain(first, events_tx, checkpoint).await?;
+        let (checked, findings) =
+            check_chain(first, events_tx, checkpoint, &chain_progress.chain).await?;
         Ok((0, checked, findings))
     }));
     checks.spawn(timed("streams", started, async move {
@@ -155,6 +209,7 @@ pub async fn verify(pool: &PgPool) -> anyhow::Result<VerifyReport> {
             pending_nights,
             compacted_before,
             checkpoint,
+            &progress.streams,
         )
         .await?;
         Ok((1, 0, findings))
@@ -300,6 +355,7 @@ async fn check_chain(
     mut audit_tx: Transaction<'static, Postgres>,
     mut events_tx: Transaction<'static, Postgres>,
     checkpoint: Checkpoint,
+    walked: &AtomicU64,
 ) -> anyhow::Result<(u64, Findings)> {
     let mut findings = Findings::default();
     let mut audit = Sorted::open(
@@ -354,6 +410,7 @@ async fn check_chain(
                     break;
                 };
                 checked += 1;
+                walked.store(checked, Ordering::Relaxed);
                 let p = a.position;
                 if a.seq != last_seq + 1 {
                     findings.report(
@@ -547,6 +604,7 @@ async fn check_streams(
     pending_nights: HashSet<String>,
     compacted_before: Option<chrono::NaiveDate>,
     checkpoint: Checkpoint,
+    walked: &AtomicU64,
 ) -> anyhow::Result<Findings> {
     let mut findings = Findings::default();
     // The event log itself (check 1 proves it is what the chain recorded), up to the
@@ -578,6 +636,7 @@ async fn check_streams(
     // and what follows would mostly repeat the same problem.
     let mut broken = false;
     while let Some(row) = events.try_next().await? {
+        walked.fetch_add(1, Ordering::Relaxed);
         // Columns by index, their types unchecked (the SELECT above fixes them; a
         // mismatch is a decode error, not a wrong value): this loop runs once per event.
         let position: i64 = row.try_get_unchecked(0)?;
