@@ -1,22 +1,28 @@
 // Pickup & year: how the book of a hotel is moving, for revenue staff deciding prices.
 //
 // The calendar answers "what is left to sell on these nights"; this page answers "how
-// fast is it selling, and where is the year full or empty". It reads two read-side
-// reports and draws them, nothing else:
+// fast is it selling, and where is the year full or empty". It reads three reports and
+// draws them:
 //
 // - `GET /v1/hotels/{h}/pickup` for the next 90 nights from the hotel's today: rooms on
 //   the books now against a week ago, and rooms booked and cancelled in the last day
 //   and week per night of stay (charts, a 14-night table, a CSV of all 90 nights);
 // - `GET /v1/hotels/{h}/occupancy` for the next 365 nights: one week grid of occupancy
-//   per room type (a heat map).
+//   per room type (a heat map);
+// - `GET /v1/hotels/{h}/turnaways` for the same 90 nights: holds refused, per night.
+//
+// Admins and auditors also get a what-if form: `POST /v1/analytics/what-if` replays a
+// room type's recorded demand over a range under another overbooking allowance (or the
+// one the no-show report suggests for a walk risk), beside the allowance in force.
 //
 // Every chart has a text alternative (an `aria-label` summary, and the same numbers in a
 // table). Charts are SVG drawn to the width of their box (redrawn when it changes), so
 // their text stays at its real size on a phone; the year scrolls sideways in its own box.
-// The page is read-only and refreshes itself every 60 seconds.
+// The page changes nothing (the what-if only asks) and refreshes itself every 60 seconds.
 
-import { errorText, hotelsError } from './api.js';
-import { h, s, field, fmtInt, fmtDayShort, addDays, nightsBetween, hotelToday, downloadCsv, fmtTime, setText, plural, hotelOption } from './util.js';
+import { errorText, hotelsError, ApiError } from './api.js';
+import { h, s, field, fmtInt, fmtDayShort, addDays, nightsBetween, hotelToday, downloadCsv, fmtTime, setText, plural, hotelOption,
+  fmtMoney, minorDigits, parseMoney } from './util.js';
 
 const REFRESH_MS = 60_000;
 const PICKUP_NIGHTS = 90;
@@ -402,6 +408,284 @@ function yearTable(roomTypes, start, count = YEAR_NIGHTS) {
 }
 
 // ---------------------------------------------------------------------------
+// What if: a room type's recorded demand replayed under another overbooking policy
+// (`POST /v1/analytics/what-if`, admins and auditors).
+
+/** Roles the what-if answers (the API refuses the others). */
+const WHAT_IF_ROLES = new Set(['admin', 'auditor']);
+const WHAT_IF_NIGHTS = 31;
+
+/** The totals table's rows: [API name, heading, kind, 1 when more is better or -1 when
+ * less is], the last two with a walk cost only. */
+const WHAT_IF_FIGURES = [
+  ['room_nights_sold', 'Room-nights sold', 'int', 1],
+  ['revenue_cents', 'Revenue', 'money', 1],
+  ['walks_expected', 'Walks expected', 'walks', -1],
+  ['walks_worst', 'Walks at worst', 'int', -1],
+  ['walk_cost_cents', 'Walk cost', 'money', -1],
+  ['net_revenue_cents', 'Net revenue', 'money', 1],
+];
+
+/** Expected walks (the API gives four places): `0.35`, `< 0.01` for a sliver, never a bare 0 for one. */
+export function fmtWalks(v) {
+  if (v == null || Number.isNaN(Number(v))) return '—';
+  const n = Number(v);
+  if (n > 0 && n < 0.005) return '< 0.01';
+  return n.toLocaleString('en-US', { minimumFractionDigits: 0, maximumFractionDigits: 2 });
+}
+
+/** A what-if figure in words; '—' for an unknown one. */
+export function whatIfValue(kind, v, currency) {
+  if (v == null) return '—';
+  if (kind === 'money') return fmtMoney(v, currency);
+  if (kind === 'walks') return fmtWalks(v);
+  return fmtInt(v);
+}
+
+/** What if less in force, signed (`+6`, `-€180.00`, `0`); '—' when either is unknown. */
+export function whatIfDifference(kind, now, then, currency) {
+  if (now == null || then == null) return { text: '—', value: null };
+  const d = kind === 'walks' ? Math.round((then - now) * 10_000) / 10_000 : then - now;
+  if (d === 0) return { text: '0', value: 0 };
+  const sign = d > 0 ? '+' : '-';
+  return { text: `${sign}${whatIfValue(kind, Math.abs(d), currency)}`, value: d };
+}
+
+/** A rate (0.125) as `12.5 %`. */
+function ratePct(r) {
+  return `${(Math.round(r * 1000) / 10).toLocaleString('en-US')} %`;
+}
+
+/** The line under the totals: the policy replayed, the no-show rate, what was read. */
+export function whatIfAssumptions(body) {
+  const policy = body?.policy ?? {};
+  const a = body?.assumptions ?? {};
+  const replayed = body?.replayed ?? {};
+  const allowance = fmtInt(policy.overbooking_allowance);
+  const parts = [policy.suggested_risk != null
+    ? `Walk risk ${ratePct(policy.suggested_risk)}: suggested allowance ${allowance}`
+    : `Allowance replayed: ${allowance}`];
+  parts.push(a.no_show_rate == null
+    ? 'no-show rate unknown — every guest expected to come'
+    : `no-show rate ${ratePct(a.no_show_rate)} (${fmtInt(a.no_shows)} of ${plural(a.rooms_due, 'room', 'rooms')} due did not come)`);
+  parts.push(`${plural(replayed.events ?? 0, 'event', 'events')} and ${plural(replayed.turnaways ?? 0, 'turnaway', 'turnaways')} replayed`);
+  return `${parts.join(' · ')}.`;
+}
+
+/** What the page announces when an answer comes. */
+export function whatIfHeadline(body, name) {
+  const now = body?.in_force?.room_nights_sold;
+  const then = body?.what_if?.room_nights_sold;
+  return `What if for ${name} under allowance ${fmtInt(body?.policy?.overbooking_allowance)}: ${fmtInt(then)} room-nights sold against ${fmtInt(now)} in force (${whatIfDifference('int', now, then).text}); walks at worst ${fmtInt(body?.what_if?.walks_worst)}. The figures are in the tables below the form.`;
+}
+
+/** The what-if card: its section, `setHotel(hotel|null)` when the page's hotel changes,
+ * and `destroy()`. Null for a role the API would refuse (the card is not shown). */
+function whatIfCard(ctx) {
+  if (!WHAT_IF_ROLES.has(ctx.me?.role)) return null;
+  let alive = true;
+  let hotel = null;
+  let currency = 'EUR';
+  let digits = 2;
+  let asking = 0; // the last request's number: older answers are dropped
+
+  const input = (id, name, attrs = {}) => h('input', { id, name, autocomplete: 'off', ...attrs });
+  const roomType = h('select', { id: 'wi-room-type', name: 'room_type_id' });
+  const from = input('wi-from', 'from', { type: 'date' });
+  const to = input('wi-to', 'to', { type: 'date' });
+  const kindAllowance = h('input', { id: 'wi-kind-allowance', type: 'radio', name: 'wi-kind', value: 'allowance', checked: true });
+  const kindRisk = h('input', { id: 'wi-kind-risk', type: 'radio', name: 'wi-kind', value: 'risk' });
+  const allowance = input('wi-allowance', 'overbooking_allowance', { type: 'number', min: '0', max: '10000', step: '1', inputmode: 'numeric', placeholder: 'e.g. 2' });
+  const risk = input('wi-risk', 'suggested_risk', { type: 'number', min: '0', max: '1', step: 'any', inputmode: 'decimal', placeholder: 'e.g. 0.05' });
+  const walkCost = input('wi-walk-cost', 'walk_cost', { type: 'text', inputmode: 'decimal', spellcheck: 'false', placeholder: 'e.g. 250' });
+  const walkCostLabel = h('label', { for: 'wi-walk-cost' }, 'Walk cost per guest (optional)');
+  const submit = h('button', { type: 'submit', class: 'primary', disabled: true }, 'Replay');
+  const formStatus = h('div', { class: 'wi-form-status' });
+  // The answer's figures are tables (too much for a live region to read out): the page's
+  // polite announcer says its headline, and the error messages are alerts.
+  const result = h('div', { class: 'wi-result', dataset: { whatIfResult: '' } });
+
+  /** A field with a place for its error: the API names `key`. */
+  const slots = new Map();
+  function slot(key, control, wrapper) {
+    const message = h('p', { class: 'wi-field-error error', id: `${control.id}-error`, dataset: { fieldError: key }, hidden: true });
+    slots.set(key, { control, message });
+    wrapper.append(message);
+    return wrapper;
+  }
+  const plainField = (key, text, control, cls) => slot(key, control, h('div', { class: ['field', cls] }, h('label', { for: control.id }, text), control));
+  const option = (radio, text, control, key, inputLabel) => slot(key, control,
+    h('div', { class: 'wi-option' },
+      h('div', { class: 'check' }, radio, h('label', { for: radio.id }, text)),
+      h('label', { for: control.id, class: 'sr-only' }, inputLabel), control));
+
+  const policy = h('fieldset', { class: 'wi-policy' },
+    h('legend', null, 'Replay under'),
+    option(kindAllowance, 'Allowance', allowance, 'policy.overbooking_allowance', 'Allowance (rooms over the physical ones)'),
+    option(kindRisk, 'Walk risk', risk, 'policy.suggested_risk', 'Walk risk (0 to 1, such as 0.05): the allowance the no-show report suggests for it'));
+  for (const [radio, control] of [[kindAllowance, allowance], [kindRisk, risk]]) {
+    control.addEventListener('focus', () => { radio.checked = true; });
+  }
+
+  const form = h('form', { class: 'wi-form', novalidate: true, dataset: { whatIf: '' }, 'aria-labelledby': 'ins-what-if-h' },
+    plainField('room_type_id', 'Room type', roomType, 'wi-room-type'),
+    plainField('from', 'From (first night)', from),
+    plainField('to', 'To (night after the last)', to),
+    policy,
+    slot('walk_cost_cents', walkCost, h('div', { class: 'field' }, walkCostLabel, walkCost)),
+    h('div', { class: 'wi-actions' }, submit));
+  const section = card('what-if', 'What if…',
+    h('p', { class: 'hint' }, 'Replays a room type\u2019s recorded demand over a range of nights \u2014 holds, confirmations, cancellations, no-shows, and the holds turned away as sold out \u2014 under another overbooking allowance, beside the allowance in force. A turned-away hold the allowance would have taken counts as booked at the night\u2019s rate.'),
+    form, formStatus, result);
+
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    ask();
+  });
+
+  function clearErrors() {
+    for (const { control, message } of slots.values()) {
+      control.removeAttribute('aria-invalid');
+      control.removeAttribute('aria-describedby');
+      message.hidden = true;
+      message.removeAttribute('role');
+      message.textContent = '';
+    }
+    formStatus.replaceChildren();
+  }
+
+  /** `text` by the field the API (or the page) names; by the button for any other. */
+  function fieldError(key, text) {
+    // `policy` (neither or both of its two): the one chosen.
+    const place = slots.get(key === 'policy' ? `policy.${kindRisk.checked ? 'suggested_risk' : 'overbooking_allowance'}` : key);
+    if (!place) {
+      formStatus.replaceChildren(h('p', { role: 'alert', class: 'error' }, text));
+      return;
+    }
+    place.message.textContent = text;
+    place.message.setAttribute('role', 'alert');
+    place.message.hidden = false;
+    place.control.setAttribute('aria-invalid', 'true');
+    place.control.setAttribute('aria-describedby', place.message.id);
+    place.control.focus();
+  }
+
+  /** The request the form says, or null (its error shown by its field). */
+  function question() {
+    const refuse = (key, text) => {
+      fieldError(key, text);
+      return null;
+    };
+    if (!hotel) return null;
+    if (roomType.value === '') return refuse('room_type_id', 'Pick a room type.');
+    if (!from.value) return refuse('from', 'Give the first night (a date).');
+    if (!to.value) return refuse('to', 'Give the night after the last (a date).');
+    const body = { hotel_id: hotel.hotel_id, room_type_id: Number(roomType.value), from: from.value, to: to.value };
+    if (kindRisk.checked) {
+      const r = Number(risk.value.trim().replace(',', '.'));
+      if (risk.value.trim() === '' || !Number.isFinite(r)) return refuse('policy.suggested_risk', 'Give a walk risk: a number such as 0.05.');
+      body.policy = { suggested_risk: r };
+    } else {
+      const t = allowance.value.trim();
+      if (!/^-?\d{1,9}$/.test(t)) return refuse('policy.overbooking_allowance', 'Give an allowance: a whole number of rooms, such as 2.');
+      body.policy = { overbooking_allowance: Number(t) };
+    }
+    if (walkCost.value.trim() !== '') {
+      const cents = parseMoney(walkCost.value, digits);
+      if (Number.isNaN(cents)) return refuse('walk_cost_cents', `Walk cost: an amount in ${currency} such as 250${digits ? ` or 250.${'5'.padEnd(digits, '0')}` : ''}, or nothing.`);
+      body.walk_cost_cents = cents;
+    }
+    return body;
+  }
+
+  async function ask() {
+    clearErrors();
+    const body = question();
+    if (!body) return;
+    const mine = ++asking;
+    const name = roomType.selectedOptions[0]?.textContent ?? '';
+    submit.disabled = true;
+    formStatus.replaceChildren(h('p', { class: 'loading', role: 'status' }, 'Replaying…'));
+    try {
+      const answer = await ctx.api('/v1/analytics/what-if', { method: 'POST', body });
+      if (!alive || mine !== asking) return;
+      formStatus.replaceChildren();
+      show(answer, name);
+      ctx.announce(whatIfHeadline(answer, name));
+    } catch (e) {
+      if (!alive || mine !== asking) return;
+      formStatus.replaceChildren();
+      result.replaceChildren();
+      const key = e instanceof ApiError && e.status >= 400 && e.status < 500 ? e.details?.field : null;
+      if (key && (slots.has(key) || key === 'policy')) fieldError(key, e.message || errorText(e));
+      else formStatus.replaceChildren(h('p', { role: 'alert', class: 'error' }, `Could not replay: ${errorText(e)}`));
+    } finally {
+      if (alive && mine === asking) submit.disabled = !hotel || roomType.options.length === 0;
+    }
+  }
+
+  function show(answer, name) {
+    const nowT = answer?.in_force ?? {};
+    const thenT = answer?.what_if ?? {};
+    const withCost = answer?.assumptions?.walk_cost_cents != null;
+    const figures = WHAT_IF_FIGURES.filter(([key]) => withCost || (key !== 'walk_cost_cents' && key !== 'net_revenue_cents'));
+    const nights = Array.isArray(answer?.nights) ? answer.nights : [];
+    const span = answer?.from && answer?.to ? `${dayWithYear(answer.from)} to ${dayWithYear(addDays(answer.to, -1))} (${plural(nightsBetween(answer.from, answer.to).length, 'night', 'nights')})` : '';
+    const cell = (kind, v, col) => h('td', { class: 'num', dataset: { col, value: v ?? '' } }, whatIfValue(kind, v, currency));
+    const totals = h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'What-if totals (table)' },
+      h('table', { class: 'data wi-totals' },
+        h('caption', { class: 'sr-only' }, `Totals of ${name}, in force and what if`),
+        h('thead', null, h('tr', null, ['', 'In force', 'What if', 'Difference'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : null }, i ? t : h('span', { class: 'sr-only' }, 'Figure'))))),
+        h('tbody', null, figures.map(([key, heading, kind, better]) => {
+          const diff = whatIfDifference(kind, nowT[key], thenT[key], currency);
+          const gain = (diff.value ?? 0) * better;
+          return h('tr', { dataset: { figure: key } },
+            h('th', { scope: 'row' }, heading),
+            cell(kind, nowT[key], 'in_force'),
+            cell(kind, thenT[key], 'what_if'),
+            h('td', { class: ['num', gain > 0 && 'better', gain < 0 && 'worse'], dataset: { col: 'difference', value: diff.value ?? '' } }, diff.text));
+        }))));
+    const perNight = h('div', { class: 'table-wrap ins-numbers-wrap', tabindex: '0', role: 'region', 'aria-label': 'What if, night by night (table)' },
+      h('table', { class: 'data wi-nights' },
+        h('caption', { class: 'sr-only' }, 'What if, night by night'),
+        h('thead', null, h('tr', null, ['Night', 'Sold in force', 'Sold what if', 'Walks at worst (what if)'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : null }, t)))),
+        h('tbody', null, nights.map((n) => h('tr', { dataset: { night: n.date } },
+          h('th', { scope: 'row', class: 'nowrap' }, fmtDayShort(n.date)),
+          cell('int', n.in_force?.room_nights_sold, 'in_force'),
+          cell('int', n.what_if?.room_nights_sold, 'what_if'),
+          h('td', { class: 'num', dataset: { col: 'walks_worst', value: n.what_if?.walks_worst ?? '' } }, fmtInt(n.what_if?.walks_worst)))))));
+    result.replaceChildren(
+      h('h3', null, `${name}${span ? `, ${span}` : ''}`),
+      totals,
+      h('p', { class: 'wi-assumptions', dataset: { allowance: answer?.policy?.overbooking_allowance ?? '' } }, whatIfAssumptions(answer)),
+      nights.length ? perNight : h('p', { class: 'empty' }, 'No night in the range.'));
+  }
+
+  return {
+    section,
+    setHotel(next) {
+      asking += 1; // an answer about the last hotel is not this one's
+      hotel = next;
+      clearErrors();
+      result.replaceChildren();
+      const types = Array.isArray(next?.room_types) ? next.room_types : [];
+      roomType.replaceChildren(...types.map((rt) => h('option', { value: String(rt.room_type_id) }, String(rt.name ?? `Room type ${rt.room_type_id}`))));
+      currency = next?.currency ?? 'EUR';
+      digits = minorDigits(currency);
+      walkCostLabel.textContent = `Walk cost per guest (${currency}, optional)`;
+      const today = hotelToday(next?.timezone);
+      from.value = today;
+      to.value = addDays(today, WHAT_IF_NIGHTS);
+      submit.disabled = !next || types.length === 0;
+      if (next && types.length === 0) formStatus.replaceChildren(h('p', { class: 'empty' }, 'This hotel has no room types yet.'));
+    },
+    destroy() {
+      alive = false;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
 // The view.
 
 export function mountInsights(root, ctx, route) {
@@ -475,12 +759,15 @@ export function mountInsights(root, ctx, route) {
     h('p', { class: 'hint' }, `Holds refused for the next ${PICKUP_NIGHTS} nights: a night sold out, a restriction, or more guests than the room type takes. A refused hold counts on each night it asked for.`),
     turnawayBox);
 
+  // Another overbooking policy replayed over recorded demand (admins and auditors only).
+  const whatIf = whatIfCard(ctx);
+
   const view = h('div', { class: 'insights-view' },
     h('div', { class: 'ins-head' }, heading, h('div', { class: 'ins-status' }, hotelInfo, asOf)),
     h('div', { class: 'toolbar ins-toolbar' }, field('Hotel', hotelSelect, 'field-hotel'), refreshButton,
       h('span', { class: 'hint ins-every' }, 'Refreshes every 60 s.')),
     alerts,
-    h('div', { class: 'ins-grid' }, otb, bookings, yearSection, tableSection, turnawaySection));
+    h('div', { class: 'ins-grid' }, otb, bookings, yearSection, tableSection, turnawaySection, whatIf?.section));
   root.append(view);
 
   hotelSelect.addEventListener('change', () => {
@@ -558,6 +845,7 @@ export function mountInsights(root, ctx, route) {
       pickup = null;
       year = null;
       hotelSelect.value = '';
+      whatIf?.setHotel(null);
       refreshButton.disabled = true;
       exportButton.disabled = true;
       setText(asOf, '');
@@ -571,6 +859,7 @@ export function mountInsights(root, ctx, route) {
     if (hotel && found.hotel_id === hotel.hotel_id) return;
     hotel = found;
     hotelSelect.value = String(hotel.hotel_id);
+    whatIf?.setHotel(hotel);
     ctx.setTitle(`Pickup & year · ${hotel.name}`);
     start = null;
     load();
@@ -772,6 +1061,7 @@ export function mountInsights(root, ctx, route) {
     },
     destroy() {
       alive = false;
+      whatIf?.destroy();
       clearInterval(timer);
       cancelAnimationFrame(frameRequest);
       resizer?.disconnect();

@@ -1,9 +1,10 @@
 // The console's morning, in Debian's Chromium, as the people who open it: a revenue
 // manager reads the hotel's numbers under the calendar (checked against the API), sees
 // a hold arrive in the pickup, changes a rate and finds her name in the night's
-// history, and exports the range as CSV; a front desk checks a guest in from the
-// arrivals list; an admin adds a colleague. Every page passes the accessibility check
-// at 1440 and 390 pixels wide, and no page logs an error.
+// history, and exports the range as CSV; an admin asks what a larger overbooking
+// allowance would have sold of the demand turned away; a front desk checks a guest in
+// from the arrivals list; an admin adds a colleague. Every page passes the
+// accessibility check at 1440 and 390 pixels wide, and no page logs an error.
 //
 // Run by `cargo test` (tests/console/morning.rs), which starts the server, makes the
 // hotel and the staff accounts and passes them here in the environment. Screenshots of
@@ -124,6 +125,18 @@ async function exported(page, button) {
   return { name: download.suggestedFilename(), lines: text.trimEnd().split('\r\n') };
 }
 
+/** Serious and critical accessibility violations on the page (its context must bypass
+ * the CSP for the checker's script). */
+async function axeViolations(page) {
+  await page.addScriptTag({ content: axeSource });
+  return page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ['violations'] });
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+  });
+}
+
 const cell = (page, night, roomType = KING) => page.locator(`td.cell[data-night="${night}"][data-room-type="${roomType}"]`);
 const total = (page, key, night) => page.locator(`tfoot td[data-total="${key}"][data-night="${night}"]`);
 
@@ -233,10 +246,120 @@ test('a revenue manager reads the numbers, sees a hold in the pickup, and finds 
     await eventually(async () => assert.equal((await pickupCell.textContent()).trim(), '1'));
   }
   await page.locator('[data-section="year"] [data-night]').first().waitFor({ timeout: WAIT });
+  // The what-if is for admins and auditors: a revenue manager does not get the form.
+  assert.equal(await page.locator('[data-section="what-if"]').count(), 0);
   await shot(page, 'm04-pickup-and-year');
   const pickupCsv = await exported(page, page.locator('[data-section="pickup-table"]').getByRole('button', { name: /Export CSV/ }));
   const watchedLine = pickupCsv.lines.find((l) => l.startsWith(`${watched},`));
   assert.ok(watchedLine, pickupCsv.lines.slice(0, 3).join('\n'));
+  await page.context().close();
+});
+
+test('an admin asks what a larger allowance would have sold of the demand turned away', async () => {
+  // The six kings refused on a night of five (the first test) reach the turnaway log
+  // moments after the refusal: the what-if replays that log, so wait for it.
+  const turnedAway = plusDays(TODAY, 20);
+  await eventually(async () => {
+    const log = await api('GET', `/v1/hotels/${HOTEL}/turnaways?from=${turnedAway}&to=${plusDays(turnedAway, 1)}`, ADMIN_TOKEN);
+    assert.equal(log.status, 200, JSON.stringify(log.json));
+    assert.equal(log.json.nights[0]?.by_reason.sold_out, 1, JSON.stringify(log.json));
+  });
+  const last = plusDays(TODAY, 31);
+  /** The what-if as the API answers it (a bearer token, not the page). */
+  const asked = (body) => api('POST', '/v1/analytics/what-if', ADMIN_TOKEN, { hotel_id: HOTEL, room_type_id: KING, from: TODAY, to: last, ...body });
+
+  const page = await newPage({ width: 1440, height: 900 }, { bypassCSP: true });
+  await signIn(page, ADMIN);
+  await page.goto(`${BASE}/console/#/insights/${HOTEL}`);
+  const card = page.locator('[data-section="what-if"]');
+  const form = card.locator('form[data-what-if]');
+  const result = card.locator('[data-what-if-result]');
+  const submit = form.getByRole('button', { name: 'Replay' });
+  // It opens at the hotel's today and the next 31 nights.
+  await eventually(async () => assert.equal(await submit.isEnabled(), true));
+  assert.equal(await form.getByLabel('From (first night)').inputValue(), TODAY);
+  assert.equal(await form.getByLabel('To (night after the last)').inputValue(), last);
+  await form.getByLabel('Room type').selectOption(String(KING));
+  const allowance = form.locator('input[name="overbooking_allowance"]');
+  const fieldError = (name) => form.locator(`[data-field-error="${name}"]`);
+
+  // Refusals: the API's message shows by the field it names, and no figure shows.
+  const seen = refusals.length;
+  const backwards = await asked({ to: plusDays(TODAY, -1), policy: { overbooking_allowance: 2 } });
+  assert.equal(backwards.status, 422, JSON.stringify(backwards.json));
+  assert.equal(backwards.json.field, 'to');
+  await form.getByLabel('To (night after the last)').fill(plusDays(TODAY, -1));
+  await allowance.fill('2');
+  await submit.click();
+  await eventually(async () => assert.equal((await fieldError('to').textContent()).trim(), backwards.json.message));
+  assert.equal(await form.getByLabel('To (night after the last)').getAttribute('aria-invalid'), 'true');
+  assert.equal((await result.textContent()).trim(), '');
+  const negative = await asked({ policy: { overbooking_allowance: -1 } });
+  assert.equal(negative.status, 422, JSON.stringify(negative.json));
+  assert.equal(negative.json.field, 'policy.overbooking_allowance');
+  await form.getByLabel('To (night after the last)').fill(last);
+  await allowance.fill('-1');
+  await submit.click();
+  await eventually(async () => assert.equal((await fieldError('policy.overbooking_allowance').textContent()).trim(), negative.json.message));
+  assert.equal(await fieldError('to').isHidden(), true, 'the error of the last try is gone');
+  // The page asked twice and was refused twice, as it should: not a refusal to report.
+  assert.deepEqual(refusals.splice(seen), ['422 POST /v1/analytics/what-if', '422 POST /v1/analytics/what-if']);
+
+  // A walk risk replays the allowance the no-show report suggests for it.
+  await form.getByLabel('Walk risk', { exact: true }).check();
+  await form.locator('input[name="suggested_risk"]').fill('0.05');
+  await submit.click();
+  await eventually(async () => assert.match(await result.locator('.wi-assumptions').textContent({ timeout: 500 }), /^Walk risk 5 %: suggested allowance \d+ · /));
+  assert.equal(await fieldError('policy.overbooking_allowance').isHidden(), true);
+
+  // Two more kings than in force (none), with a walk cost of 250.00: the six turned away
+  // as sold out would have been sold, one of them beyond the physical rooms.
+  await form.getByLabel('Allowance', { exact: true }).check();
+  await allowance.fill('2');
+  await form.getByLabel(/^Walk cost per guest/).fill('250');
+  await submit.click();
+  const expected = await asked({ policy: { overbooking_allowance: 2 }, walk_cost_cents: 25_000 });
+  assert.equal(expected.status, 200, JSON.stringify(expected.json));
+  const figure = (key, col) => result.locator(`tr[data-figure="${key}"] td[data-col="${col}"]`);
+  // (The walk risk's answer stays on screen until this one comes.)
+  await eventually(async () => assert.match(await result.locator('.wi-assumptions').textContent({ timeout: 500 }), /^Allowance replayed: 2 · /));
+  assert.equal(await result.locator('.wi-assumptions').getAttribute('data-allowance'), '2');
+  const sold = { in_force: Number(await figure('room_nights_sold', 'in_force').getAttribute('data-value')),
+    what_if: Number(await figure('room_nights_sold', 'what_if').getAttribute('data-value')) };
+  assert.ok(sold.what_if > sold.in_force, JSON.stringify(sold));
+  assert.equal(sold.what_if - sold.in_force, 6, 'the six kings turned away');
+  for (const key of ['room_nights_sold', 'revenue_cents', 'walks_expected', 'walks_worst', 'walk_cost_cents', 'net_revenue_cents']) {
+    for (const col of ['in_force', 'what_if']) {
+      assert.equal(await figure(key, col).getAttribute('data-value'), String(expected.json[col][key]), `${key} ${col}`);
+    }
+  }
+  assert.equal(await figure('room_nights_sold', 'difference').textContent(), '+6');
+  // Screen readers hear the headline (the tables are not a live region).
+  await eventually(async () => assert.match(await page.locator('#announcer').textContent(), new RegExp(`: ${sold.what_if} room-nights sold against ${sold.in_force} in force \\(\\+6\\)`)));
+  assert.equal(await figure('walks_worst', 'what_if').textContent(), '1');
+  const line = await result.locator('.wi-assumptions').textContent();
+  assert.match(line, /^Allowance replayed: 2 · /);
+  assert.ok(line.includes(`${expected.json.replayed.turnaways} turnaway`), line);
+  if (expected.json.assumptions.no_show_rate == null) assert.ok(line.includes('unknown — every guest expected to come'), line);
+  // Night by night, in a table of its own that scrolls.
+  assert.equal(await result.locator('table.wi-nights tbody tr').count(), 31);
+  const night = result.locator(`table.wi-nights tr[data-night="${turnedAway}"]`);
+  assert.equal(await night.locator('[data-col="in_force"]').getAttribute('data-value'), '0');
+  assert.equal(await night.locator('[data-col="what_if"]').getAttribute('data-value'), '6');
+  assert.equal(await night.locator('[data-col="walks_worst"]').getAttribute('data-value'), '1');
+  await card.evaluate((el) => {
+    el.scrollIntoView({ block: 'start' });
+    window.scrollBy(0, -56); // under the sticky top bar
+  });
+  await shot(page, 'm04-what-if');
+
+  // The answer passes the accessibility check, and fits a phone.
+  const found = (await axeViolations(page)).map((v) => `at 1440px: ${v}`);
+  await page.setViewportSize({ width: 390, height: 844 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  if (overflow > 0) found.push(`at 390px: the page runs ${overflow}px off the screen`);
+  found.push(...(await axeViolations(page)).map((v) => `at 390px: ${v}`));
+  assert.deepEqual(found, []);
   await page.context().close();
 });
 
@@ -317,13 +440,7 @@ test('every page passes the accessibility check at 1440 and 390 pixels wide', as
       if (suffix) await shot(page, `m07-${name}${suffix}`);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       if (overflow > 0) found.push(`${name} at ${width}px: the page runs ${overflow}px off the screen`);
-      await page.addScriptTag({ content: axeSource });
-      const violations = await page.evaluate(async () => {
-        const result = await window.axe.run(document, { resultTypes: ['violations'] });
-        return result.violations
-          .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-          .map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
-      });
+      const violations = await axeViolations(page);
       found.push(...violations.map((v) => `${name} at ${width}px: ${v}`));
     }
     await page.context().close();
