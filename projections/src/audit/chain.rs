@@ -100,7 +100,173 @@ pub fn canonical_bytes(event: &EventFields<'_>) -> Result<Vec<u8>, serde_json::E
 /// and every other scalar goes through `Value`, so numbers and escapes are written
 /// exactly as the `Value` path writes them (the chain's first rows were hashed from
 /// `Value`s; no reader builds one any more, see docs/scaling.md, `double-decode`).
+///
+/// Most payloads take a faster road first ([`Canonical`]): one pass over the bytes,
+/// copying what is already canonical (strings without escapes, integers, literals) and
+/// sorting object keys that need no decoding; anything else (an escape, a fraction, an
+/// exponent, a repeated key) sends the whole text down the road above, so both write the
+/// same bytes (a property test holds them to it).
 fn write_canonical_text(text: &str, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    let start = out.len();
+    let mut fast = Canonical {
+        bytes: text.as_bytes(),
+        at: 0,
+    };
+    if fast.value(out).is_some() && fast.rest_is_blank() {
+        return Ok(());
+    }
+    out.truncate(start);
+    write_canonical_text_slowly(text, out)
+}
+
+/// The one-pass canonical writer of JSON text: `None` when the text needs the slower
+/// road (see [`write_canonical_text`]).
+struct Canonical<'t> {
+    bytes: &'t [u8],
+    at: usize,
+}
+
+impl<'t> Canonical<'t> {
+    fn skip_blank(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    fn rest_is_blank(&mut self) -> bool {
+        self.skip_blank();
+        self.at == self.bytes.len()
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        self.skip_blank();
+        (self.bytes.get(self.at) == Some(&byte)).then(|| self.at += 1)
+    }
+
+    /// A string without escapes or control characters, quotes included.
+    fn string(&mut self) -> Option<&'t [u8]> {
+        let start = self.at;
+        if self.bytes.get(self.at) != Some(&b'"') {
+            return None;
+        }
+        self.at += 1;
+        loop {
+            match *self.bytes.get(self.at)? {
+                b'"' => {
+                    self.at += 1;
+                    return self.bytes.get(start..self.at);
+                }
+                b'\\' => return None,
+                c if c < 0x20 => return None,
+                _ => self.at += 1,
+            }
+        }
+    }
+
+    /// An integer serde_json reads as one (an `i64` or a `u64`), written as it reads.
+    fn integer(&mut self) -> Option<&'t [u8]> {
+        let start = self.at;
+        let negative = self.bytes.get(self.at) == Some(&b'-');
+        if negative {
+            self.at += 1;
+        }
+        let digits = self.at;
+        while self.bytes.get(self.at).is_some_and(u8::is_ascii_digit) {
+            self.at += 1;
+        }
+        let number = self.bytes.get(start..self.at)?;
+        let first = self.bytes.get(digits..self.at)?;
+        let plain = match first {
+            [] => false,
+            [b'0'] => !negative,
+            [b'0', ..] => false,
+            _ => true,
+        };
+        let follows = self.bytes.get(self.at);
+        if !plain || matches!(follows, Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        let text = std::str::from_utf8(number).ok()?;
+        let fits = if negative {
+            text.parse::<i64>().is_ok()
+        } else {
+            text.parse::<u64>().is_ok()
+        };
+        fits.then_some(number)
+    }
+
+    fn value(&mut self, out: &mut Vec<u8>) -> Option<()> {
+        self.skip_blank();
+        match *self.bytes.get(self.at)? {
+            b'{' => {
+                self.at += 1;
+                let mut members: Vec<(&'t [u8], Vec<u8>)> = Vec::new();
+                if self.eat(b'}').is_none() {
+                    loop {
+                        self.skip_blank();
+                        let key = self.string()?;
+                        self.eat(b':')?;
+                        let mut item = Vec::new();
+                        self.value(&mut item)?;
+                        members.push((key, item));
+                        if self.eat(b',').is_none() {
+                            self.eat(b'}')?;
+                            break;
+                        }
+                    }
+                }
+                // Keys without escapes compare as their bytes (quotes alike on both).
+                members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                if members.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+                    return None;
+                }
+                out.push(b'{');
+                for (i, (key, item)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(key);
+                    out.push(b':');
+                    out.extend_from_slice(item);
+                }
+                out.push(b'}');
+            }
+            b'[' => {
+                self.at += 1;
+                out.push(b'[');
+                if self.eat(b']').is_none() {
+                    let mut first = true;
+                    loop {
+                        if !first {
+                            out.push(b',');
+                        }
+                        first = false;
+                        self.value(out)?;
+                        if self.eat(b',').is_none() {
+                            self.eat(b']')?;
+                            break;
+                        }
+                    }
+                }
+                out.push(b']');
+            }
+            b'"' => out.extend_from_slice(self.string()?),
+            b't' | b'f' | b'n' => {
+                let literal: &[u8] = [&b"true"[..], b"false", b"null"]
+                    .into_iter()
+                    .find(|l| self.bytes.get(self.at..self.at + l.len()) == Some(*l))?;
+                self.at += literal.len();
+                out.extend_from_slice(literal);
+            }
+            _ => out.extend_from_slice(self.integer()?),
+        }
+        Some(())
+    }
+}
+
+/// [`write_canonical_text`] through serde: every case, and the reference the faster road
+/// is held to.
+fn write_canonical_text_slowly(text: &str, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
     match text.trim_start().as_bytes().first() {
         Some(b'{') => match serde_json::from_str::<BTreeMap<&str, &RawValue>>(text) {
             Ok(map) => {
@@ -416,7 +582,66 @@ mod tests {
         })
     }
 
+    /// JSON the faster road takes whole: plain strings and keys (no `:` or `,`, so the test
+    /// can space it as PostgreSQL does by replacing them), integers, literals.
+    fn plain_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<u64>().prop_map(|n| json!(n)),
+            "[a-zA-Z0-9 _.é-]{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-zA-Z_é]{1,8}", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// What the faster road alone writes of `text`, if it takes it.
+    fn fast_road(text: &str) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut fast = Canonical {
+            bytes: text.as_bytes(),
+            at: 0,
+        };
+        (fast.value(&mut out).is_some() && fast.rest_is_blank()).then_some(out)
+    }
+
+    #[test]
+    fn a_payload_as_postgresql_prints_it_takes_the_faster_road() {
+        let text = r#"{"RoomsHeld": {"rooms": 2, "expires_at": "2027-06-01T12:00:00Z", "reservation_id": "0193f3c6-aaaa", "guest": {"sealed": {"key": "k", "data": "QUJD=="}}, "list": [1, -7, true, null]}}"#;
+        let fast = fast_road(text).expect("the faster road takes it");
+        assert_eq!(fast, canonical_of_value(text));
+        for slower in [
+            r#"{"a": 1.5}"#,
+            r#"{"a": "x\ny"}"#,
+            r#"{"a": 1, "a": 2}"#,
+            "-0",
+            "01",
+        ] {
+            assert_eq!(fast_road(slower), None, "{slower}");
+        }
+    }
+
     proptest::proptest! {
+        /// Plain JSON, compact, pretty or spaced as PostgreSQL prints it: the faster road
+        /// takes it and writes what the `Value` path writes.
+        #[test]
+        fn the_faster_road_writes_what_the_value_path_writes(value in plain_json()) {
+            let compact = serde_json::to_string(&value).unwrap_or_default();
+            let pretty = serde_json::to_string_pretty(&value).unwrap_or_default();
+            let spaced = compact.replace("\":", "\": ").replace(",\"", ", \"");
+            let expected = canonical_of_value(&compact);
+            for text in [&compact, &pretty, &spaced] {
+                proptest::prop_assert_eq!(fast_road(text), Some(expected.clone()), "{}", text);
+            }
+        }
+
         /// Whatever JSON PostgreSQL could hand back, in any key order and spacing, the
         /// text path writes the bytes the `Value` path writes: a chain written by the
         /// runners verifies when verify reads the text.
