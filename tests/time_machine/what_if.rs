@@ -185,6 +185,17 @@ async fn the_policy_in_force_gives_back_what_was_sold_and_a_larger_allowance_tak
         json!(0.25)
     );
 
+    // From the 11th on, the guest who arrived on the 10th is not due in the range: no
+    // arrival is recorded there, so the rate is unknown (not zero).
+    let mut later = ask(json!({"overbooking_allowance": 1}));
+    later["from"] = json!(day(11));
+    let later = app
+        .post_json("/v1/analytics/what-if", ADMIN, "w-later", &later)
+        .await;
+    let later = later.assert_status(200);
+    assert_eq!(int(&later["assumptions"], "rooms_due"), 0, "{later}");
+    assert_eq!(later["assumptions"]["no_show_rate"], Value::Null);
+
     // Deterministic for the same log.
     let again = app
         .post_json(

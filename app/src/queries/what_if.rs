@@ -167,7 +167,9 @@ impl Queries {
                 e.typed(),
                 Ok(TypedEvent::Reservation {
                     event: ReservationEvent::GuestCheckedIn { .. }
-                        | ReservationEvent::NoShowRecorded { .. },
+                        | ReservationEvent::NoShowRecorded { .. }
+                        | ReservationEvent::ReservationHeld(_)
+                        | ReservationEvent::DatesChanged { .. },
                     ..
                 })
             )
@@ -287,6 +289,8 @@ struct Demands {
     /// Each reservation's first night and rooms, and its recorded arrival.
     stays: HashMap<u64, (NaiveDate, u32)>,
     arrived: HashMap<u64, bool>,
+    /// Each reservation's arrival date, from its own stream.
+    arrival: HashMap<u64, NaiveDate>,
     /// Each night's physical rooms, last known.
     physical: BTreeMap<NaiveDate, u32>,
     turnaways: u64,
@@ -365,17 +369,25 @@ impl Demands {
                 ..
             } => {
                 if let Some(id) = self.ids.get(reservation_id).copied() {
-                    let item = match event {
+                    match event {
                         ReservationEvent::GuestCheckedIn { .. } => {
                             self.arrived.insert(id, true);
-                            Demand::CheckedIn { id }
+                            self.tx.push(Demand::CheckedIn { id });
                         }
-                        _ => {
+                        ReservationEvent::NoShowRecorded { .. } => {
                             self.arrived.insert(id, false);
-                            Demand::NoShow { id }
+                            self.tx.push(Demand::NoShow { id });
                         }
-                    };
-                    self.tx.push(item);
+                        // The stay's own first night (its nights before the window are
+                        // not read), as held or as changed.
+                        ReservationEvent::ReservationHeld(details) => {
+                            self.arrival.insert(id, details.stay.start());
+                        }
+                        ReservationEvent::DatesChanged { stay, .. } => {
+                            self.arrival.insert(id, stay.start());
+                        }
+                        _ => {}
+                    }
                 }
             }
             _ => {}
@@ -514,6 +526,7 @@ impl Demands {
             .iter()
             .filter_map(|(id, came)| {
                 let (first, rooms) = self.stays.get(id)?;
+                let first = self.arrival.get(id).unwrap_or(first);
                 (*first >= from && *first < to).then_some((i64::from(*rooms), *came))
             })
             .fold((0, 0), |(due, missed), (rooms, came)| {
