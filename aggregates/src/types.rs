@@ -540,6 +540,17 @@ pub struct Guest {
     email: String,
 }
 
+/// Whether `email` reads as an e-mail address, as every address given here (a guest's,
+/// a staff member's) is checked: at most 254 bytes, no space or control character, one
+/// `@` with something before it, and a domain with a dot inside it.
+pub fn is_email_address(email: &str) -> bool {
+    email.len() <= 254
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+        && matches!(email.split_once('@'), Some((local, domain))
+            if !local.is_empty() && domain.contains('.') && !domain.starts_with('.')
+               && !domain.ends_with('.') && !domain.contains('@'))
+}
+
 impl Guest {
     pub fn parse(name: &str, email: &str) -> Result<Self, InvalidInput> {
         let name = name.trim();
@@ -550,12 +561,7 @@ impl Guest {
             ));
         }
         let email = email.trim();
-        let well_formed = email.len() <= 254
-            && !email.chars().any(|c| c.is_whitespace() || c.is_control())
-            && matches!(email.split_once('@'), Some((local, domain))
-                if !local.is_empty() && domain.contains('.') && !domain.starts_with('.')
-                   && !domain.ends_with('.') && !domain.contains('@'));
-        if !well_formed {
+        if !is_email_address(email) {
             return Err(InvalidInput::new(
                 "guest.email",
                 "must be an email address such as ana@example.com",

@@ -127,12 +127,11 @@ pub async fn create(
     password: &str,
 ) -> Result<Staff, StaffError> {
     let email = email.trim();
-    let parts = email.split_once('@');
-    let well_formed = parts.is_some_and(|(local, domain)| {
-        !local.is_empty() && !domain.is_empty() && !domain.contains('@')
-    }) && !email.chars().any(|c| c.is_whitespace() || c.is_control());
-    if email.len() > 254 || !well_formed {
-        return Err(invalid("email", "must be an e-mail address"));
+    if !aggregates::types::is_email_address(email) {
+        return Err(invalid(
+            "email",
+            "must be an e-mail address such as ana@hotel.example",
+        ));
     }
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
@@ -148,9 +147,7 @@ pub async fn create(
         ));
     }
     let password = password.to_owned();
-    let hash = tokio::task::spawn_blocking(move || hash_password(&password))
-        .await
-        .map_err(|e| StaffError::Hashing(e.to_string()))??;
+    let hash = argon2_turn(move || hash_password(&password)).await??;
     let staff_id = Uuid::now_v7();
     let inserted = sqlx::query(
         "INSERT INTO staff (staff_id, email, name, role, password_hash)
@@ -175,26 +172,37 @@ pub async fn create(
     })
 }
 
-/// Password checks running at once, server-wide. Each costs tens of milliseconds of CPU
-/// and 19 MiB of memory by design; unbounded, a burst of sign-ins (any e-mail will do)
-/// would exhaust the machine. A check waits up to [`BUSY_WAIT`] for a turn.
-const VERIFICATIONS_AT_ONCE: usize = 4;
+/// Argon2 computations (a sign-in's check, a new account's hash) running at once,
+/// server-wide. Each costs tens of milliseconds of CPU and 19 MiB of memory by design;
+/// unbounded, a burst of sign-ins (any e-mail will do) would exhaust the machine. One
+/// waits up to [`BUSY_WAIT`] for a turn.
+const ARGON2_AT_ONCE: usize = 4;
 const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// [`verify_password`] on a blocking thread, one of [`VERIFICATIONS_AT_ONCE`]: the CPU it
-/// takes must not hold up the requests sharing the runtime's threads.
-async fn verify_off_runtime(password: &str, hash: String) -> Result<bool, StaffError> {
-    static TURNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(VERIFICATIONS_AT_ONCE);
+/// `work` (an Argon2 computation) on a blocking thread, one of [`ARGON2_AT_ONCE`]: the
+/// CPU it takes must not hold up the requests sharing the runtime's threads.
+async fn argon2_turn<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, StaffError> {
+    static TURNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(ARGON2_AT_ONCE);
     let _turn = tokio::time::timeout(BUSY_WAIT, TURNS.acquire())
         .await
         .map_err(|_| StaffError::Busy)?
         .map_err(|_| StaffError::Busy)?;
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| StaffError::Hashing(e.to_string()))
+}
+
+/// [`verify_password`] in an [`argon2_turn`]; a check that could not run is a wrong
+/// password, unless it found no turn (busy).
+async fn verify_off_runtime(password: &str, hash: String) -> Result<bool, StaffError> {
     let password = password.to_owned();
-    Ok(
-        tokio::task::spawn_blocking(move || verify_password(&password, &hash))
-            .await
-            .unwrap_or(false),
-    )
+    match argon2_turn(move || verify_password(&password, &hash)).await {
+        Ok(right) => Ok(right),
+        Err(StaffError::Busy) => Err(StaffError::Busy),
+        Err(_) => Ok(false),
+    }
 }
 
 /// Checks a sign-in at `now`: the staff member, if the e-mail and password are theirs
