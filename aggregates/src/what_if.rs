@@ -325,23 +325,35 @@ pub fn replay(
 }
 
 /// `E[max(0, arrivals - physical)]` where each room arrives on its own with its
-/// probability: the distribution of arrivals built room by room.
+/// probability, exactly: `E[X] - c + sum over k < c of (c - k) P(X = k)`, the
+/// distribution of arrivals built room by room but only below `c` (the physical rooms),
+/// so a night costs its rooms sold times its rooms, not its rooms sold squared.
 fn expected_excess(rooms: &[(u32, f64)], physical: u32) -> f64 {
-    let mut dist = vec![1.0_f64];
+    let sold: u64 = rooms.iter().map(|(count, _)| u64::from(*count)).sum();
+    if sold <= u64::from(physical) {
+        return 0.0;
+    }
+    let c = physical as usize;
+    let mean: f64 = rooms.iter().map(|&(count, p)| f64::from(count) * p).sum();
+    // P(X = k) for k < c; what reaches c or more is not needed.
+    let mut below = vec![0.0_f64; c];
+    if let Some(first) = below.first_mut() {
+        *first = 1.0;
+    }
     for &(count, p) in rooms {
         for _ in 0..count {
-            let mut next = vec![0.0; dist.len() + 1];
-            for (k, &q) in dist.iter().enumerate() {
-                next[k] += q * (1.0 - p);
-                next[k + 1] += q * p;
+            for k in (0..c).rev() {
+                let from_below = if k > 0 { below[k - 1] * p } else { 0.0 };
+                below[k] = below[k] * (1.0 - p) + from_below;
             }
-            dist = next;
         }
     }
-    dist.iter()
+    let short: f64 = below
+        .iter()
         .enumerate()
-        .map(|(k, q)| q * (k as f64 - f64::from(physical)).max(0.0))
-        .sum()
+        .map(|(k, q)| (c - k) as f64 * q)
+        .sum();
+    (mean - c as f64 + short).max(0.0)
 }
 
 #[cfg(test)]
@@ -566,6 +578,25 @@ mod tests {
         assert_eq!(sold, vec![0, 1, 1]);
     }
 
+    /// The whole distribution of arrivals, room by room: the reference.
+    fn excess_by_distribution(rooms: &[(u32, f64)], physical: u32) -> f64 {
+        let mut dist = vec![1.0_f64];
+        for &(count, p) in rooms {
+            for _ in 0..count {
+                let mut next = vec![0.0; dist.len() + 1];
+                for (k, &q) in dist.iter().enumerate() {
+                    next[k] += q * (1.0 - p);
+                    next[k + 1] += q * p;
+                }
+                dist = next;
+            }
+        }
+        dist.iter()
+            .enumerate()
+            .map(|(k, q)| q * (k as f64 - f64::from(physical)).max(0.0))
+            .sum()
+    }
+
     /// One room for one night each, taken or turned away, and their confirmations.
     fn single_nights() -> impl Strategy<Value = Vec<Demand>> {
         let item = (0u64..20, 1u32..=3, 0u8..4);
@@ -638,6 +669,18 @@ mod tests {
                     .sum()
             };
             prop_assert!(sold(smaller + more) >= sold(smaller));
+        }
+
+        /// The expected excess counted only below the physical rooms is the whole
+        /// distribution's.
+        #[test]
+        fn the_expected_walks_are_the_whole_distributions(
+            rooms in proptest::collection::vec((1u32..4, 0.0f64..=1.0), 0..12),
+            physical in 0u32..20,
+        ) {
+            let fast = expected_excess(&rooms, physical);
+            let reference = excess_by_distribution(&rooms, physical);
+            prop_assert!((fast - reference).abs() < 1e-9, "{} against {}", fast, reference);
         }
 
         /// Never more sold on a night than its capacity under the policy.

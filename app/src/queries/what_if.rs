@@ -208,12 +208,6 @@ impl Queries {
                 (*d, none)
             })
             .collect();
-        let in_force = replay(
-            &start,
-            &demand.in_force,
-            Allowance::InForce,
-            no_show_rate.unwrap_or(0.0),
-        );
         let allowance = match query.policy {
             Policy::Allowance(n) => n,
             Policy::SuggestedRisk(risk) => {
@@ -227,12 +221,17 @@ impl Queries {
                 u32::try_from(suggestion.allowance).unwrap_or(0)
             }
         };
-        let what_if = replay(
-            &start,
-            &demand.what_if,
-            Allowance::Every(allowance),
-            no_show_rate.unwrap_or(0.0),
-        );
+        // Pure CPU, a night's walks growing with its rooms sold times its rooms: off the
+        // runtime's threads, so a large what-if holds up no other request.
+        let rate = no_show_rate.unwrap_or(0.0);
+        let (in_force, what_if) = tokio::task::spawn_blocking(move || {
+            (
+                replay(&start, &demand.in_force, Allowance::InForce, rate),
+                replay(&start, &demand.what_if, Allowance::Every(allowance), rate),
+            )
+        })
+        .await
+        .map_err(|e| QueryError::Corrupt(format!("the what-if replay failed: {e}")))?;
         let nights = in_force
             .range(from..to)
             .map(|(date, now)| (*date, *now, what_if.get(date).copied().unwrap_or_default()))
