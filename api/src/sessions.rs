@@ -263,12 +263,13 @@ pub async fn list_staff(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewStaff {
-    /// An e-mail address: one account per address, in any case.
+    /// An e-mail address (a domain with a dot inside it): one account per address, in
+    /// any case.
     #[schema(
         example = "ana@hotel.example",
-        min_length = 3,
+        min_length = 5,
         max_length = 254,
-        pattern = r"^[^@\s\u0000-\u001F\u007F-\u009F]+@[^@\s\u0000-\u001F\u007F-\u009F]+$"
+        pattern = r"^[^@\s\u0000-\u001F\u007F-\u009F]+@[^@\s.\u0000-\u001F\u007F-\u009F][^@\s\u0000-\u001F\u007F-\u009F]*\.[^@\s\u0000-\u001F\u007F-\u009F]*[^@\s.\u0000-\u001F\u007F-\u009F]$"
     )]
     pub email: String,
     #[schema(
