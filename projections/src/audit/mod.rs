@@ -33,7 +33,7 @@
 //! 4. every sale (`ReservationHeld`, `DatesChanged`) against the terms it was sold on,
 //!    in commit order: the restrictions of its nights, its hotel's rate plan and the
 //!    room type's occupancy, as the transactions before its own left them (see
-//!    [`replay::TermsReplay`]);
+//!    [`replay::TermsReplay`]), fed by check 1's walk of the log;
 //! 5. within check 1's merge: an event without its audit row, and an audit row without
 //!    its event.
 //!

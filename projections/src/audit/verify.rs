@@ -1,6 +1,7 @@
-//! Verifying the audit log: the chain, the replay of every stream, the inline night
-//! tables, the terms of every sale and the copies, each on its own connection of one
-//! shared snapshot (see the [module docs](super)).
+//! Verifying the audit log: the chain and the terms of every sale (one walk of the log
+//! in commit order), the replay of every stream, the inline night tables and the
+//! copies, each read on its own connection of one shared snapshot (see the
+//! [module docs](super)).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,9 +15,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use futures::stream::BoxStream;
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use sqlx::postgres::PgRow;
-use sqlx::types::Json;
 use sqlx::{PgConnection, PgPool, Postgres, Row, Transaction};
 use uuid::Uuid;
 
@@ -196,10 +195,16 @@ pub async fn verify_with(
     // Each check answers (its rank, rows walked, findings); the rank keeps the report
     // in the same order whichever check finishes first.
     let chain_progress = Arc::clone(&progress);
-    checks.spawn(timed("chain", started, async move {
-        let (checked, findings) =
-            check_chain(first, events_tx, checkpoint, &chain_progress.chain).await?;
-        Ok((0, checked, findings))
+    checks.spawn(timed("chain and terms", started, async move {
+        let (checked, chain, terms) = check_chain(
+            first,
+            events_tx,
+            terms_tx,
+            checkpoint,
+            &chain_progress.chain,
+        )
+        .await?;
+        Ok((0, checked, vec![chain, terms]))
     }));
     checks.spawn(timed("streams", started, async move {
         let findings = check_streams(
@@ -212,10 +217,7 @@ pub async fn verify_with(
             &progress.streams,
         )
         .await?;
-        Ok((1, 0, findings))
-    }));
-    checks.spawn(timed("terms", started, async move {
-        Ok((2, 0, check_terms(terms_tx, checkpoint).await?))
+        Ok((1, 0, vec![findings]))
     }));
     let mut events_checked = 0;
     let mut parts = Vec::with_capacity(4);
@@ -226,7 +228,7 @@ pub async fn verify_with(
     }
     parts.sort_by_key(|(rank, _)| *rank);
 
-    let findings = Findings::merge(parts.into_iter().map(|(_, f)| f).collect());
+    let findings = Findings::merge(parts.into_iter().flat_map(|(_, f)| f).collect());
     let ok = findings.total == 0;
     Ok(VerifyReport {
         ok,
@@ -354,13 +356,18 @@ fn audit_row(row: &PgRow) -> Result<AuditRow, sqlx::Error> {
 /// it is now in events)`, its `seq` one more than the last, and what names the event
 /// (stream, sequence, type) the event's own; an audit row without its event and an event
 /// without its audit row are reported. Returns how many audit rows it walked.
+///
+/// Check 4 rides along (see [`SaleTerms`]): the events it needs are read here, in the
+/// same order, so the log is not read a third time.
 async fn check_chain(
     mut audit_tx: Transaction<'static, Postgres>,
     mut events_tx: Transaction<'static, Postgres>,
+    mut terms_tx: Transaction<'static, Postgres>,
     checkpoint: Checkpoint,
     walked: &AtomicU64,
-) -> anyhow::Result<(u64, Findings)> {
+) -> anyhow::Result<(u64, Findings, Findings)> {
     let mut findings = Findings::default();
+    let mut terms = SaleTerms::new();
     let mut audit = Sorted::open(
         sqlx::query(
             "SELECT seq, position, transaction_id::text::bigint, aggregate_type, aggregate_id,
@@ -406,6 +413,9 @@ async fn check_chain(
                     Some(p),
                     format!("position {p}: the event has no audit row (an audit row was removed)"),
                 );
+                if let Some(row) = &next_event {
+                    terms.feed(row, &mut terms_tx).await?;
+                }
                 next_event = events.try_next().await?;
             }
             _ => {
@@ -429,6 +439,7 @@ async fn check_chain(
                 }
                 if event_key == Some((a.transaction_id, a.position)) {
                     let Some(row) = next_event.take() else { break };
+                    terms.feed(&row, &mut terms_tx).await?;
                     // As text: the chain's canonical form is written from it directly
                     // with no `Value` built (docs/scaling.md, `double-decode`).
                     let payload: &str = row.try_get_unchecked(7)?;
@@ -500,7 +511,7 @@ async fn check_chain(
             }
         }
     }
-    Ok((checked, findings))
+    Ok((checked, findings, terms.findings))
 }
 
 /// One `room_nights` row, keyed by its stream id.
@@ -924,84 +935,92 @@ fn describe((rooms, expires_at): (i64, Option<DateTime<Utc>>)) -> String {
     }
 }
 
-/// The events [`TermsReplay`] reads, in commit order (the chain's): every hotel event and
-/// the events of three types (bound as `$1`..`$3`: `RestrictionsSet`, `ReservationHeld`,
-/// `DatesChanged`), a small part of the log. A `DatesChanged` (`$3`) comes with the
-/// earlier events of its reservation's stream, `[sequence, type, version, payload]` in
-/// order, read through the stream index (hence the collations); date changes are rare
-/// and their streams short, so the pass keeps no reservation of its own. (An upcaster
-/// that renames one of these types must add the old name to the filter.)
-const TERMS_EVENTS: &str = "SELECT a.transaction_id::text::bigint, a.global_position,
-        a.aggregate_type, a.aggregate_id, a.sequence, a.event_type, a.event_version, a.payload,
-        CASE WHEN a.event_type = $3 THEN (
-            SELECT jsonb_agg(jsonb_build_array(p.sequence, p.event_type, p.event_version,
-                                               p.payload) ORDER BY p.sequence)
-              FROM events p
-             WHERE p.aggregate_type = a.aggregate_type
-               AND p.aggregate_id = a.aggregate_id
-               AND p.sequence < a.sequence)
-        END AS earlier
-   FROM events a
-  WHERE (a.aggregate_type = $4 OR a.event_type IN ($1, $2, $3))
-    AND (a.transaction_id, a.global_position) <= ($5::text::xid8, $6)
-  ORDER BY a.transaction_id, a.global_position";
-
-/// An earlier event of a reservation's stream, as [`TERMS_EVENTS`] aggregates it.
-type EarlierEvent = (i64, String, String, Box<RawValue>);
-
 /// Check 4: the terms of every sale (restrictions, plan, occupancy) as the history
-/// stood before its transaction; see [`TermsReplay`].
-async fn check_terms(
-    mut tx: Transaction<'static, Postgres>,
-    checkpoint: Checkpoint,
-) -> anyhow::Result<Findings> {
-    let mut findings = Findings::default();
-    let mut rows = sqlx::query(TERMS_EVENTS)
-        .bind(RoomNightEventType::RestrictionsSet.as_str())
-        .bind(ReservationEventType::ReservationHeld.as_str())
-        .bind(ReservationEventType::DatesChanged.as_str())
-        .bind(AggregateType::Hotel.as_str())
-        .bind(checkpoint.transaction_id.to_string())
-        .bind(checkpoint.position)
-        .fetch(&mut *tx);
-    let mut terms = TermsReplay::new();
-    while let Some(row) = rows.try_next().await? {
-        // Columns by index (the SELECT above).
-        let transaction_id: i64 = row.try_get(0)?;
-        let position: i64 = row.try_get(1)?;
-        let aggregate_type: &str = row.try_get(2)?;
-        let aggregate_id: &str = row.try_get(3)?;
-        let sequence: i64 = row.try_get(4)?;
-        let payload: Json<Box<RawValue>> = row.try_get(7)?;
-        let earlier: Option<Json<Vec<EarlierEvent>>> = row.try_get(8)?;
+/// stood before its transaction; see [`TermsReplay`]. Fed by the chain's walk (commit
+/// order) with the events it reads: every hotel event and those of three types
+/// (`RestrictionsSet`, `ReservationHeld`, `DatesChanged`), a small part of the log. A
+/// `DatesChanged` comes with the earlier events of its reservation's stream, read on
+/// this check's own connection (date changes are rare and their streams short, so the
+/// check keeps no reservation of its own). (An upcaster that renames one of these types
+/// must add the old name to [`SaleTerms::reads`].)
+struct SaleTerms {
+    replay: TermsReplay,
+    findings: Findings,
+}
+
+/// The earlier events of a reservation's stream, for a `DatesChanged`.
+const EARLIER_EVENTS: &str = "SELECT sequence, event_type, event_version, payload::text
+       FROM events
+      WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence < $3
+      ORDER BY sequence";
+
+impl SaleTerms {
+    fn new() -> Self {
+        Self {
+            replay: TermsReplay::new(),
+            findings: Findings::default(),
+        }
+    }
+
+    /// Whether the check reads an event of this stream and type.
+    fn reads(aggregate_type: &str, event_type: &str) -> bool {
+        aggregate_type == AggregateType::Hotel.as_str()
+            || event_type == RoomNightEventType::RestrictionsSet.as_str()
+            || event_type == ReservationEventType::ReservationHeld.as_str()
+            || event_type == ReservationEventType::DatesChanged.as_str()
+    }
+
+    /// Applies one row of the chain's walk (its columns: position, transaction,
+    /// stream, sequence, type, version, payload as text), if the check reads it.
+    async fn feed(&mut self, row: &PgRow, conn: &mut PgConnection) -> anyhow::Result<()> {
+        let aggregate_type: &str = row.try_get_unchecked(2)?;
+        let event_type: &str = row.try_get_unchecked(5)?;
+        if !Self::reads(aggregate_type, event_type) {
+            return Ok(());
+        }
+        let position: i64 = row.try_get_unchecked(0)?;
+        let transaction_id: i64 = row.try_get_unchecked(1)?;
+        let aggregate_id: &str = row.try_get_unchecked(3)?;
+        let sequence: i64 = row.try_get_unchecked(4)?;
+        let earlier: Vec<(i64, String, String, String)> =
+            if event_type == ReservationEventType::DatesChanged.as_str() {
+                sqlx::query_as(EARLIER_EVENTS)
+                    .bind(aggregate_type)
+                    .bind(aggregate_id)
+                    .bind(sequence)
+                    .fetch_all(&mut *conn)
+                    .await?
+            } else {
+                Vec::new()
+            };
         let raw = RawEvent {
             aggregate_type,
             aggregate_id,
             sequence,
-            event_type: row.try_get(5)?,
-            event_version: row.try_get(6)?,
-            payload: RawPayload::Text(payload.0.get()),
+            event_type,
+            event_version: row.try_get_unchecked(6)?,
+            payload: RawPayload::Text(row.try_get_unchecked(7)?),
         };
-        let earlier = earlier.iter().flat_map(|events| events.0.iter()).map(
-            |(sequence, event_type, event_version, payload)| RawEvent {
+        let earlier = earlier
+            .iter()
+            .map(|(sequence, event_type, event_version, payload)| RawEvent {
                 aggregate_type,
                 aggregate_id,
                 sequence: *sequence,
                 event_type,
                 event_version,
-                payload: RawPayload::Text(payload.get()),
-            },
-        );
-        if let Err(problem) = terms.apply(transaction_id, raw, earlier) {
-            findings.report(
+                payload: RawPayload::Text(payload),
+            });
+        if let Err(problem) = self.replay.apply(transaction_id, raw, earlier) {
+            self.findings.report(
                 Some(position),
                 format!(
                     "position {position} ({aggregate_type} {aggregate_id} #{sequence}): {problem}"
                 ),
             );
         }
+        Ok(())
     }
-    Ok(findings)
 }
 
 #[cfg(test)]
