@@ -407,15 +407,7 @@ async fn main() -> anyhow::Result<()> {
                 .context("connecting to PostgreSQL")?;
             store::db::MIGRATOR.run(&pool).await?;
             let progress = std::sync::Arc::new(projections::audit::VerifyProgress::default());
-            let bar = ProgressBar::new(0);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{msg} [{elapsed_precise}] {wide_bar} {pos}/{len} events ({per_sec}, eta {eta})",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            bar.set_message("verifying");
+            let bar = events_bar("verifying");
             // The bar follows the verify from beside it: the checks only count.
             let ticker = {
                 let (bar, progress) = (bar.clone(), std::sync::Arc::clone(&progress));
@@ -596,6 +588,21 @@ async fn report_command(command: ReportCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A progress bar of events walked (its length set as the work learns it), labelled
+/// `message`: a rebuild's and a verify's.
+fn events_bar(message: impl Into<std::borrow::Cow<'static, str>>) -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{msg} [{elapsed_precise}] {wide_bar} {pos}/{len} events ({per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.set_message(message);
+    bar
+}
+
 async fn projections_command(command: ProjectionsCommand) -> anyhow::Result<()> {
     match command {
         ProjectionsCommand::Rebuild {
@@ -611,15 +618,7 @@ async fn projections_command(command: ProjectionsCommand) -> anyhow::Result<()> 
                     &reservations::startup::database_name(&database_url)?,
                 ),
             });
-            let bar = ProgressBar::new(0);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{msg} [{elapsed_precise}] {wide_bar} {pos}/{len} events ({per_sec}, eta {eta})",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            bar.set_message(format!("rebuilding {name}"));
+            let bar = events_bar(format!("rebuilding {name}"));
             let rebuilt = workers::rebuild(&pool, redis, name, batch_size, |applied, total| {
                 // The log grows while the rebuild runs, so the total is re-read each time.
                 bar.set_length(total);
