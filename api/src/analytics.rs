@@ -541,18 +541,7 @@ pub async fn turnaways(
 ) -> Result<Json<TurnawayReport>, ApiError> {
     principal.require(Role::STAFF)?;
     let id = HotelId::parse(id).map_err(|_| ApiError::not_found("no such hotel"))?;
-    // The range in this endpoint's words (`from`, `to`), then as every report's.
-    if query.to <= query.from {
-        return Err(ApiError::invalid("to", "to must be after from"));
-    }
-    if (query.to - query.from).num_days() > i64::from(MAX_OCCUPANCY_NIGHTS) {
-        return Err(ApiError::invalid(
-            "to",
-            format!("at most {MAX_OCCUPANCY_NIGHTS} nights per request"),
-        ));
-    }
-    let range = StayDates::parse(query.from, query.to)
-        .map_err(|e| ApiError::invalid("from", format!("from: {}", e.message)))?;
+    let range = super::params::from_to_range(query.from, query.to)?;
     let nights = state
         .queries
         .turnaways(id, &range)

@@ -111,3 +111,22 @@ pub(crate) fn reservation_id(raw: &str) -> Result<ReservationId, ApiError> {
 
 /// The longest range one occupancy request may ask for (a year and a bit).
 pub const MAX_OCCUPANCY_NIGHTS: u32 = 400;
+
+/// A report's nights named `[from, to)` (the turnaways', a what-if's): `to` after `from`,
+/// at most [`MAX_OCCUPANCY_NIGHTS`] nights, in those fields' words.
+pub(crate) fn from_to_range(
+    from: chrono::NaiveDate,
+    to: chrono::NaiveDate,
+) -> Result<aggregates::StayDates, ApiError> {
+    if to <= from {
+        return Err(ApiError::invalid("to", "to must be after from"));
+    }
+    if (to - from).num_days() > i64::from(MAX_OCCUPANCY_NIGHTS) {
+        return Err(ApiError::invalid(
+            "to",
+            format!("at most {MAX_OCCUPANCY_NIGHTS} nights per request"),
+        ));
+    }
+    aggregates::StayDates::parse(from, to)
+        .map_err(|e| ApiError::invalid("from", format!("from: {}", e.message)))
+}

@@ -5,7 +5,7 @@
 //! and the answer written in the API's words.
 
 use aggregates::what_if::Outcome;
-use aggregates::{HotelId, RoomTypeId, StayDates};
+use aggregates::{HotelId, RoomTypeId};
 use axum::extract::State;
 use axum::Json;
 use chrono::NaiveDate;
@@ -16,7 +16,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::auth::{Principal, Role};
 use super::error::{ApiError, ErrorBody, Unavailable};
 use super::extract::ApiJson;
-use super::params::MAX_OCCUPANCY_NIGHTS;
+use super::params::from_to_range;
 use crate::state::AppState;
 use app::queries::{Policy, WhatIfQuery};
 
@@ -65,17 +65,7 @@ impl WhatIfIn {
         let not_found = || ApiError::not_found("no such hotel or room type");
         let hotel_id = HotelId::parse(self.hotel_id).map_err(|_| not_found())?;
         let room_type_id = RoomTypeId::parse(self.room_type_id).map_err(|_| not_found())?;
-        if self.to <= self.from {
-            return Err(ApiError::invalid("to", "to must be after from"));
-        }
-        if (self.to - self.from).num_days() > i64::from(MAX_OCCUPANCY_NIGHTS) {
-            return Err(ApiError::invalid(
-                "to",
-                format!("at most {MAX_OCCUPANCY_NIGHTS} nights per request"),
-            ));
-        }
-        let range = StayDates::parse(self.from, self.to)
-            .map_err(|e| ApiError::invalid("from", format!("from: {}", e.message)))?;
+        let range = from_to_range(self.from, self.to)?;
         let policy = match (
             self.policy.overbooking_allowance,
             self.policy.suggested_risk,
