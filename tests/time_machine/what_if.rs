@@ -261,6 +261,43 @@ async fn the_policy_in_force_gives_back_what_was_sold_and_a_larger_allowance_tak
 }
 
 #[tokio::test]
+async fn a_stay_is_due_on_its_own_arrival_date_not_on_the_first_night_a_range_reaches() {
+    // Given a three-night stay from the 10th whose guest arrived
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 3, 2).await;
+    let stay = booked(&app, "stay", (10, 13), 1).await;
+    app.clock.set(in_lisbon(day(10), 16 * 60));
+    app.check_in(ADMIN, "in", &stay).await.assert_status(200);
+    let due = |from: u64| {
+        let app = &app;
+        async move {
+            let mut body = ask(json!({"overbooking_allowance": 0}));
+            body["from"] = json!(day(from));
+            let reply = app
+                .post_json(
+                    "/v1/analytics/what-if",
+                    ADMIN,
+                    &format!("due-{from}"),
+                    &body,
+                )
+                .await;
+            reply.assert_status(200)["assumptions"].clone()
+        }
+    };
+
+    // When asked from its arrival, and from the night after
+    let from_arrival = due(10).await;
+    let from_after = due(11).await;
+
+    // Then it is due only in the range holding its arrival date
+    assert_eq!(int(&from_arrival, "rooms_due"), 1, "{from_arrival}");
+    assert_eq!(from_arrival["no_show_rate"], json!(0.0));
+    assert_eq!(int(&from_after, "rooms_due"), 0, "{from_after}");
+    assert_eq!(from_after["no_show_rate"], Value::Null);
+    app.finish().await;
+}
+
+#[tokio::test]
 async fn a_what_if_question_out_of_its_rules_is_refused_naming_the_field() {
     let app = spawn_app().await;
     app.seed_hotel(day(10), 3, 2).await;

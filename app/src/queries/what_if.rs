@@ -285,11 +285,11 @@ struct Demands {
     grouped: HashMap<(u64, Kind), usize>,
     tx: Vec<Demand>,
     tx_id: Option<i64>,
-    /// Each reservation's first night and rooms, and its recorded arrival.
-    stays: HashMap<u64, (NaiveDate, u32)>,
-    arrived: HashMap<u64, bool>,
-    /// Each reservation's arrival date, from its own stream.
+    /// Each reservation's rooms of this room type, its arrival date (from its own
+    /// stream, as held or as changed) and whether it arrived, once recorded.
+    rooms: HashMap<u64, u32>,
     arrival: HashMap<u64, NaiveDate>,
+    arrived: HashMap<u64, bool>,
     /// Each night's physical rooms, last known.
     physical: BTreeMap<NaiveDate, u32>,
     turnaways: u64,
@@ -367,26 +367,27 @@ impl Demands {
                 event,
                 ..
             } => {
-                if let Some(id) = self.ids.get(reservation_id).copied() {
-                    match event {
-                        ReservationEvent::GuestCheckedIn { .. } => {
-                            self.arrived.insert(id, true);
-                            self.tx.push(Demand::CheckedIn { id });
-                        }
-                        ReservationEvent::NoShowRecorded { .. } => {
-                            self.arrived.insert(id, false);
-                            self.tx.push(Demand::NoShow { id });
-                        }
-                        // The stay's own first night (its nights before the window are
-                        // not read), as held or as changed.
-                        ReservationEvent::ReservationHeld(details) => {
-                            self.arrival.insert(id, details.stay.start());
-                        }
-                        ReservationEvent::DatesChanged { stay, .. } => {
-                            self.arrival.insert(id, stay.start());
-                        }
-                        _ => {}
+                // Only the reservations the nights' events name are read; a stream's
+                // first event may come before its nights' in the same transaction.
+                let id = self.id(*reservation_id);
+                match event {
+                    ReservationEvent::GuestCheckedIn { .. } => {
+                        self.arrived.insert(id, true);
+                        self.tx.push(Demand::CheckedIn { id });
                     }
+                    ReservationEvent::NoShowRecorded { .. } => {
+                        self.arrived.insert(id, false);
+                        self.tx.push(Demand::NoShow { id });
+                    }
+                    // The stay's own first night (its nights before the window are not
+                    // read).
+                    ReservationEvent::ReservationHeld(details) => {
+                        self.arrival.insert(id, details.stay.start());
+                    }
+                    ReservationEvent::DatesChanged { stay, .. } => {
+                        self.arrival.insert(id, stay.start());
+                    }
+                    _ => {}
                 }
             }
             _ => {}
@@ -434,7 +435,7 @@ impl Demands {
                 ..
             } => {
                 let id = self.id(*reservation_id);
-                self.note_stay(id, night, *rooms);
+                self.rooms.entry(id).or_insert(*rooms);
                 self.group(id, Kind::Held, night, request(id, rooms));
             }
             RoomNightEvent::RoomsBooked {
@@ -442,7 +443,7 @@ impl Demands {
                 rooms,
             } => {
                 let id = self.id(*reservation_id);
-                self.note_stay(id, night, *rooms);
+                self.rooms.entry(id).or_insert(*rooms);
                 // The request, then its confirmation: once per transaction each.
                 self.group(id, Kind::Booked, night, request(id, rooms));
                 self.group(id, Kind::Confirmed, night, || Demand::Confirmed { id });
@@ -479,7 +480,7 @@ impl Demands {
                 ..
             } => {
                 let id = self.id(*reservation_id);
-                self.note_stay(id, night, *rooms);
+                self.rooms.entry(id).or_insert(*rooms);
                 let rooms = *rooms;
                 self.group(id, Kind::Picked, night, || Demand::Picked {
                     id,
@@ -504,13 +505,6 @@ impl Demands {
         }
     }
 
-    fn note_stay(&mut self, id: u64, night: NaiveDate, rooms: u32) {
-        let entry = self.stays.entry(id).or_insert((night, rooms));
-        if night < entry.0 {
-            entry.0 = night;
-        }
-    }
-
     fn finish(&mut self) -> FinishedDemand {
         self.flush();
         FinishedDemand {
@@ -524,8 +518,7 @@ impl Demands {
         self.arrived
             .iter()
             .filter_map(|(id, came)| {
-                let (first, rooms) = self.stays.get(id)?;
-                let first = self.arrival.get(id).unwrap_or(first);
+                let (rooms, first) = (self.rooms.get(id)?, self.arrival.get(id)?);
                 (*first >= from && *first < to).then_some((i64::from(*rooms), *came))
             })
             .fold((0, 0), |(due, missed), (rooms, came)| {
