@@ -100,8 +100,11 @@ async function eventually(check) {
   }
 }
 
-/** A page of its own (1280×800 unless told), whose console errors fail the run. */
-async function newPage(viewport = { width: 1280, height: 800 }, options = {}) {
+/**
+ * A page of its own (1280×800 unless told), whose console errors fail the run; its
+ * answers of 400 and above go to `answers` (the run's `refusals` unless told).
+ */
+async function newPage(viewport = { width: 1280, height: 800 }, options = {}, answers = refusals) {
   const context = await browser.newContext({ viewport, ...options });
   const page = await context.newPage();
   page.on('console', (message) => {
@@ -116,7 +119,7 @@ async function newPage(viewport = { width: 1280, height: 800 }, options = {}) {
   page.on('response', (response) => {
     if (response.status() >= 400) {
       const url = new URL(response.url());
-      refusals.push(`${response.status()} ${response.request().method()} ${url.pathname}`);
+      answers.push(`${response.status()} ${response.request().method()} ${url.pathname}`);
     }
   });
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
@@ -627,6 +630,61 @@ test("the page's own parsers: money typed by staff, the metrics text, the nights
     { name: 'outbox_failed', labels: { kind: 'email' }, value: 2 },
     { name: 'holds_overdue', labels: {}, value: 0 },
   ]);
+});
+
+test('a console left two hours without input signs itself out; input keeps it signed in', async () => {
+  // The page runs on Playwright's clock: at the real pace, until the test jumps it on.
+  // fastForward fires each timer due within the jump once, at its end (the idle check,
+  // the calendar's 2 s poll); runFor would fire every one (1,800 polls an hour).
+  const answers = [];
+  const page = await newPage(undefined, {}, answers);
+  await page.clock.install();
+  // The console's sign-out starts with a DELETE of the session, sent within the timer
+  // that decides it: counted here, it shows one was not started (its page change
+  // follows the server's answer, after the jump).
+  await page.addInitScript(() => {
+    const fetch = window.fetch;
+    window.sessionsEnded = 0;
+    window.fetch = (resource, init) => {
+      if (init?.method === 'DELETE' && String(resource).endsWith('/v1/sessions/current')) window.sessionsEnded += 1;
+      return fetch.call(window, resource, init);
+    };
+  });
+  const sessionsEnded = () => page.evaluate(() => window.sessionsEnded);
+  const signOutButton = page.getByRole('button', { name: 'Sign out' });
+  await signIn(page, ADMIN);
+  await signOutButton.waitFor({ timeout: WAIT });
+  const session = (await page.context().cookies()).find((c) => c.name === 'session');
+  assert.ok(session, 'the sign-in set the session cookie');
+  await openCalendar(page);
+
+  // An hour and a half of polling and no input, a key pressed, and another hour: two
+  // and a half hours signed in, but an hour since the last input.
+  await page.clock.fastForward('01:30:00');
+  assert.equal(await sessionsEnded(), 0, 'signed out after an hour and a half');
+  await page.keyboard.press('Shift');
+  await page.clock.fastForward('01:00:00');
+
+  assert.equal(await sessionsEnded(), 0, 'signed out an hour after a key was pressed');
+  assert.ok(await signOutButton.isVisible(), 'still signed in');
+  assert.ok(await cell(page, WATCHED).isVisible(), 'the calendar is still shown');
+
+  // Two hours and a minute after that key, with the calendar polling throughout.
+  await page.clock.fastForward('01:01:00');
+
+  const notice = page.locator('.signin-messages [role="status"]');
+  await notice.filter({ hasText: 'Signed out after two hours without use.' }).waitFor({ timeout: WAIT });
+  assert.equal(await notice.textContent(), 'Signed out after two hours without use.');
+  assert.ok(await page.getByRole('heading', { name: 'Sign in' }).isVisible());
+  assert.equal(await signOutButton.count(), 0);
+  assert.equal(await sessionsEnded(), 1);
+  await shot(page, '13c-idle-sign-out');
+  // Ended on the server, not only forgotten by the page: its cookie opens nothing.
+  const me = await fetch(`${BASE}/v1/me`, { headers: { Cookie: `session=${session.value}` } });
+  assert.equal(me.status, 401);
+  await page.context().close();
+  // A poll the jump fired beside the sign-out may reach the server after it.
+  assert.deepEqual(answers.filter((a) => !/^401 GET \/v1\/hotels\/\d+\/(calendar|occupancy|pickup)$/.test(a)), []);
 });
 
 // Run by the Rust test a second time, alone, once it has rewritten one audit row.

@@ -331,6 +331,50 @@ mod tests {
         assert!(table.authenticate("nope").is_none());
     }
 
+    /// A session's write shaped as HTTP/2 sends it: no `Host` header, the server named by
+    /// the URI's authority (`:authority`), against which `Origin` is then checked. (The
+    /// server as built speaks HTTP/1.1 only, so this branch is checked here, not over
+    /// the wire.)
+    #[test]
+    fn an_origin_without_a_host_header_is_checked_against_the_uris_authority() {
+        let write = |uri: &str, origin: Option<&str>| {
+            let mut request = axum::http::Request::builder()
+                .method(axum::http::Method::PUT)
+                .version(axum::http::Version::HTTP_2)
+                .uri(uri)
+                .header(CSRF_HEADER, "the session's token");
+            if let Some(origin) = origin {
+                request = request.header(ORIGIN, origin);
+            }
+            let (parts, ()) = request.body(()).expect("a request").into_parts();
+            assert!(parts.headers.get(HOST).is_none());
+            check_csrf(&parts, "the session's token")
+        };
+        let path = "http://127.0.0.1:8080/v1/hotels/812/room-types/1/inventory";
+
+        let own = write(path, Some("http://127.0.0.1:8080"));
+        let without_origin = write(path, None);
+        let refused = [
+            write(path, Some("http://evil.example")),
+            write(path, Some("http://127.0.0.1:9090")),
+            // Neither a Host nor an authority: nothing to match an Origin against.
+            write(
+                "/v1/hotels/812/room-types/1/inventory",
+                Some("http://127.0.0.1:8080"),
+            ),
+        ];
+
+        assert!(own.is_ok(), "{own:?}");
+        assert!(without_origin.is_ok(), "{without_origin:?}");
+        for refusal in refused {
+            let refusal = refusal.expect_err("another origin is refused");
+            assert_eq!(
+                (refusal.status(), refusal.code()),
+                (axum::http::StatusCode::FORBIDDEN, "csrf_failed")
+            );
+        }
+    }
+
     #[test]
     fn bad_token_specs_are_refused() {
         assert!(TokenTable::parse("secret-admin:root").is_err());

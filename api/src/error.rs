@@ -418,3 +418,43 @@ impl IntoResponse for ApiError {
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// No Argon2 turn for a sign-in (too many at once) is the server's, not the
+    /// client's: 503 `unavailable` in the contract's error shape, with `Retry-After`.
+    #[tokio::test]
+    async fn a_staff_check_without_a_turn_is_503_unavailable_with_retry_after() {
+        let busy = ApiError::from(app::staff::StaffError::Busy);
+
+        let response = busy.into_response();
+
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let header = |name: header::HeaderName| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        assert_eq!(header(header::RETRY_AFTER).as_deref(), Some("2"));
+        assert!(
+            header(header::CONTENT_TYPE).is_some_and(|t| t.starts_with("application/json")),
+            "{:?}",
+            header(header::CONTENT_TYPE)
+        );
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("the body");
+        let body: Value = serde_json::from_slice(&body).expect("a JSON body");
+        assert_eq!(
+            body,
+            json!({
+                "error": "unavailable",
+                "message": app::staff::StaffError::Busy.to_string(),
+            })
+        );
+    }
+}

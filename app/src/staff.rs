@@ -368,6 +368,50 @@ mod tests {
         assert_ne!(hash, hash_password("correct horse battery").expect("hash"));
     }
 
+    /// Four Argon2 computations at once take every turn; a fifth, finding none within
+    /// [`BUSY_WAIT`], is answered busy without running, and once one of the four ends
+    /// the next finds a turn. (The clock is paused and moved by hand: a blocking task
+    /// running keeps tokio from moving it on its own.)
+    #[tokio::test(start_paused = true)]
+    async fn a_fifth_argon2_computation_at_once_is_busy_after_the_wait() {
+        let (entered_tx, mut entered) = tokio::sync::mpsc::unbounded_channel();
+        let mut releases = Vec::new();
+        let mut holders = Vec::new();
+        for n in 0..ARGON2_AT_ONCE {
+            let (release, released) = std::sync::mpsc::channel::<()>();
+            releases.push(release);
+            let entered_tx = entered_tx.clone();
+            holders.push(tokio::spawn(argon2_turn(move || {
+                entered_tx.send(n).expect("the test is listening");
+                // Until the test drops its end (also when it fails).
+                let _ = released.recv();
+                n
+            })));
+        }
+        for _ in 0..ARGON2_AT_ONCE {
+            entered.recv().await.expect("a computation started");
+        }
+
+        let fifth = tokio::spawn(argon2_turn(|| -> usize {
+            panic!("a computation without a turn ran")
+        }));
+        tokio::task::yield_now().await;
+        tokio::time::advance(BUSY_WAIT - std::time::Duration::from_millis(1)).await;
+        assert!(!fifth.is_finished(), "busy before the wait was over");
+        tokio::time::advance(std::time::Duration::from_millis(2)).await;
+        let fifth = fifth.await.expect("the fifth call ends");
+
+        assert!(matches!(fifth, Err(StaffError::Busy)), "{fifth:?}");
+        drop(releases.remove(0));
+        let next = argon2_turn(|| 42).await;
+        assert!(matches!(next, Ok(42)), "{next:?}");
+        drop(releases);
+        for (n, holder) in holders.into_iter().enumerate() {
+            let held = holder.await.expect("a holder ends");
+            assert!(matches!(held, Ok(m) if m == n), "{held:?}");
+        }
+    }
+
     #[test]
     fn roles_round_trip_through_their_names() {
         for role in StaffRole::ALL {
