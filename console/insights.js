@@ -756,7 +756,7 @@ export function mountInsights(root, ctx, route) {
   // Demand the hotel turned away (the turnaway log): refused holds per coming night.
   const turnawayBox = h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': `Turnaways of the next ${PICKUP_NIGHTS} nights (table)` }, loadingNote());
   const turnawaySection = card('turnaways', 'Turned away',
-    h('p', { class: 'hint' }, `Holds refused for the next ${PICKUP_NIGHTS} nights: a night sold out, a restriction, or more guests than the room type takes. A refused hold counts on each night it asked for.`),
+    h('p', { class: 'hint' }, `Holds refused for the next ${PICKUP_NIGHTS} nights: a night sold out, a restriction, more guests than the room type takes, or a group block already full (general sale may still have rooms). A refused hold counts on each night it asked for.`),
     turnawayBox);
 
   // Another overbooking policy replayed over recorded demand (admins and auditors only).
@@ -948,14 +948,15 @@ export function mountInsights(root, ctx, route) {
       turnawayBox.replaceChildren(h('p', { class: 'empty' }, `No hold was turned away for the next ${PICKUP_NIGHTS} nights.`));
       return;
     }
-    const headings = ['Night', 'Requests', 'Rooms', 'Sold out', 'Restricted', 'Too many guests'];
+    const headings = ['Night', 'Requests', 'Rooms', 'Sold out', 'Restricted', 'Too many guests', 'Block full'];
     turnawayBox.replaceChildren(h('table', { class: 'data turnaways-table' },
       h('caption', { class: 'sr-only' }, 'Holds turned away per night'),
       h('thead', null, h('tr', null, headings.map((t, i) => h('th', { scope: 'col', class: i ? 'num' : null }, t)))),
       h('tbody', null, nights.map((n) => h('tr', { dataset: { night: n.date } },
         h('th', { scope: 'row', class: 'nowrap' }, fmtDayShort(n.date)),
         [['requests', n.requests], ['rooms', n.rooms], ['sold_out', n.by_reason?.sold_out],
-          ['restricted', n.by_reason?.restricted], ['occupancy', n.by_reason?.occupancy]]
+          ['restricted', n.by_reason?.restricted], ['occupancy', n.by_reason?.occupancy],
+          ['block_exhausted', n.by_reason?.block_exhausted]]
           .map(([field, v]) => h('td', { class: 'num', dataset: { field } }, String(v ?? '—'))))))));
   }
 

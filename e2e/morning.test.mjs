@@ -240,6 +240,8 @@ test('a revenue manager reads the numbers, sees a hold in the pickup, and finds 
     assert.equal((await turned.textContent({ timeout: 500 })).trim(), '1');
   });
   assert.equal((await page.locator(`[data-section="turnaways"] tr[data-night="${turnedAway}"] [data-field="sold_out"]`).textContent()).trim(), '1');
+  // A night sold out is not a group's block full: that column says 0.
+  assert.equal((await page.locator(`[data-section="turnaways"] tr[data-night="${turnedAway}"] [data-field="block_exhausted"]`).textContent()).trim(), '0');
   const pickupCell = page.locator(`[data-section="pickup-table"] tr[data-night="${watched}"] [data-field="booked_last_day"]`);
   const watchedIn14 = watched < plusDays(TODAY, 14);
   if (watchedIn14) {

@@ -8,15 +8,15 @@
 //! aside out of general sale ([`Demand::SetAside`]), then each request. A request (a
 //! hold the hotel took, or one it turned away as sold out) is taken when every night of
 //! it has room under the policy (`confirmed + held + set aside + rooms <= physical +
-//! allowance`, as a hold is decided); a request turned away for a restriction or
-//! occupancy stays turned away (the policy does not change those), and rooms taken out
-//! of a block's set-aside rooms ([`Demand::Picked`]) are always taken (the block had
-//! them). What happened to a taken reservation afterwards is replayed as recorded: its
-//! confirmation makes it sold at the night's rate of that moment, a release (a lapse, a
-//! cancellation, a date change, an early departure) frees the nights it names, a no-show
-//! frees every night but the first. A request that was turned away but would have been
-//! taken is assumed to confirm at once at the night's rate and to behave like the stays
-//! whose outcome is not known yet (see [`Outcome`]).
+//! allowance`, as a hold is decided); a request turned away for a restriction,
+//! occupancy or an exhausted group block stays turned away (the policy does not change
+//! those), and rooms taken out of a block's set-aside rooms ([`Demand::Picked`]) are
+//! always taken (the block had them). What happened to a taken reservation afterwards
+//! is replayed as recorded: its confirmation makes it sold at the night's rate of that
+//! moment, a release (a lapse, a cancellation, a date change, an early departure) frees
+//! the nights it names, a no-show frees every night but the first. A request that was
+//! turned away but would have been taken is assumed to confirm at once at the night's
+//! rate and to behave like the stays whose outcome is not known yet (see [`Outcome`]).
 //!
 //! Walks: on a night, the guests who arrive beyond its physical rooms. *Worst case*:
 //! every sold room's guest arrives (`sold - physical`, at least 0). *Expected*: each sold
@@ -52,7 +52,8 @@ pub struct NightTerms {
 pub enum TurnedAway {
     /// A night was full: another policy might have taken it.
     SoldOut,
-    /// A restriction or the room type's occupancy: no allowance changes that.
+    /// A restriction, the room type's occupancy or an exhausted group block: no
+    /// allowance changes that.
     Other,
 }
 

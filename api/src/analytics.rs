@@ -495,12 +495,15 @@ pub struct TurnawaysQuery {
 /// Refused requests by reason (a request is one room type of a refused hold).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TurnawayReasons {
-    /// A night of the stay was sold out (or its group block exhausted).
+    /// A night of the stay was sold out.
     pub sold_out: i64,
     /// A restriction closed the stay (stop-sell, closed to arrival, a minimum stay...).
     pub restricted: i64,
     /// The room type could not take that many guests.
     pub occupancy: i64,
+    /// The group block the hold was booked from had no rooms left on a night of the
+    /// stay (the block was full, not general sale).
+    pub block_exhausted: i64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -522,9 +525,9 @@ pub struct TurnawayReport {
     pub nights: Vec<TurnawayNightOut>,
 }
 
-/// Demand turned away per night: holds refused as sold out, restricted or beyond the
-/// room type's occupancy (the turnaway log, written moments after each refusal; no
-/// personal data).
+/// Demand turned away per night: holds refused as sold out, restricted, beyond the room
+/// type's occupancy or from an exhausted group block (the turnaway log, written moments
+/// after each refusal; no personal data).
 #[utoipa::path(get, path = "/v1/hotels/{hotel_id}/turnaways", tag = "analytics",
     params(("hotel_id" = i64, Path, minimum = 1, maximum = 9_007_199_254_740_991_i64), TurnawaysQuery),
     responses((status = 200, body = TurnawayReport), (status = 400, body = ErrorBody),
@@ -561,6 +564,7 @@ pub async fn turnaways(
                     sold_out: n.sold_out,
                     restricted: n.restricted,
                     occupancy: n.occupancy,
+                    block_exhausted: n.block_exhausted,
                 },
             })
             .collect(),

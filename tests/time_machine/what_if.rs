@@ -353,3 +353,108 @@ async fn a_what_if_question_out_of_its_rules_is_refused_naming_the_field() {
     .assert_error(403, "forbidden");
     app.finish().await;
 }
+
+#[tokio::test]
+async fn a_full_group_blocks_refusal_is_logged_as_block_exhausted_and_no_allowance_sells_it() {
+    // Given five kings on the 10th to the 12th, two of them a group's block, all picked up
+    let app = spawn_app().await;
+    app.seed_hotel(day(10), 3, 5).await;
+    app.put_json(
+        &format!("/v1/hotels/{HOTEL}/blocks/ACME"),
+        Some(ADMIN),
+        &json!({"name": "Acme offsite", "room_type_id": KING, "start_date": day(10),
+                "end_date": day(13), "rooms": 2, "rate_cents": 15_000,
+                "release_date": day(5)}),
+    )
+    .await
+    .assert_status(200);
+    let from_block = |start: u64, end: u64, rooms: i64| {
+        let mut body = hold_body(day(start), day(end), rooms);
+        body["block_code"] = json!("ACME");
+        body
+    };
+    let picked = app.hold_ok(WEB, "acme-1", &from_block(10, 13, 2)).await;
+    app.confirm(WEB, "acme-1-pay", &picked, "tok_ok")
+        .await
+        .assert_status(200);
+
+    // When one more of the group asks the block for the 11th and the 12th
+    app.clock.set(Utc::now());
+    let refused = app.hold(WEB, "acme-2", &from_block(11, 13, 1)).await;
+
+    // Then it is refused as the block's, while general sale still has its three rooms
+    let error = refused.assert_error(409, "block_exhausted");
+    assert_eq!(error["night"], json!(day(11)));
+    assert_eq!(error["remaining"], 0);
+    let left = app.availability(WEB, HOTEL, day(10), day(13), None).await;
+    let left: Vec<i64> = left.assert_status(200)["room_types"][0]["nights"]
+        .as_array()
+        .expect("nights")
+        .iter()
+        .map(|n| int(n, "remaining"))
+        .collect();
+    assert_eq!(left, vec![3, 3, 3], "general sale is not sold out");
+
+    // and the turnaway log counts it on the nights it asked for as `block_exhausted`
+    turnaways_written(&app, 1).await;
+    let log = app
+        .get(
+            &format!(
+                "/v1/hotels/{HOTEL}/turnaways?from={}&to={}",
+                day(9),
+                day(14)
+            ),
+            Some(ADMIN),
+        )
+        .await;
+    let log = log.assert_status(200).clone();
+    let nights: Vec<(String, i64, i64, i64, i64, i64, i64)> = log["nights"]
+        .as_array()
+        .expect("nights")
+        .iter()
+        .map(|n| {
+            let by = &n["by_reason"];
+            (
+                n["date"].as_str().expect("date").to_owned(),
+                int(n, "requests"),
+                int(n, "rooms"),
+                int(by, "sold_out"),
+                int(by, "restricted"),
+                int(by, "occupancy"),
+                int(by, "block_exhausted"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        nights,
+        vec![
+            (day(11).to_string(), 1, 1, 0, 0, 0, 1),
+            (day(12).to_string(), 1, 1, 0, 0, 0, 1),
+        ],
+        "{log}"
+    );
+
+    // and a larger allowance does not sell it from general sale: the block was full
+    let reply = app
+        .post_json(
+            "/v1/analytics/what-if",
+            ADMIN,
+            "w-block",
+            &ask(json!({"overbooking_allowance": 2})),
+        )
+        .await;
+    let body = reply.assert_status(200).clone();
+    assert_eq!(int(&body["replayed"], "turnaways"), 1, "{body}");
+    let in_force = per_night(&body, "in_force");
+    assert_eq!(
+        in_force.iter().map(|n| n.0).collect::<Vec<_>>(),
+        vec![2, 2, 2],
+        "the block's rooms were sold: {body}"
+    );
+    assert_eq!(per_night(&body, "what_if"), in_force, "{body}");
+    assert_eq!(
+        int(&body["what_if"], "room_nights_sold"),
+        int(&body["in_force"], "room_nights_sold")
+    );
+    app.finish().await;
+}

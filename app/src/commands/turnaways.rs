@@ -1,7 +1,7 @@
 //! Turnaways: the holds the hotel refused because a night was sold out, a restriction
-//! closed it, or the room type could not take that many guests. Demand the event log
-//! never sees (a refusal appends nothing), kept for revenue analysis and the what-if
-//! replays.
+//! closed it, the room type could not take that many guests, or the group block they
+//! were booked from had no rooms left. Demand the event log never sees (a refusal
+//! appends nothing), kept for revenue analysis and the what-if replays.
 //!
 //! An analytics log, not the event log: no personal data (no guest, only the stay, the
 //! rooms, the room type, the channel and the reason), and nothing reads it to decide
@@ -32,6 +32,9 @@ pub enum Reason {
     SoldOut,
     Restricted,
     Occupancy,
+    /// The group block the hold was booked from had no rooms left on a night: the
+    /// block is full, not the hotel (general sale may have rooms).
+    BlockExhausted,
 }
 
 impl Reason {
@@ -40,6 +43,7 @@ impl Reason {
             Reason::SoldOut => "sold_out",
             Reason::Restricted => "restricted",
             Reason::Occupancy => "occupancy",
+            Reason::BlockExhausted => "block_exhausted",
         }
     }
 
@@ -47,7 +51,8 @@ impl Reason {
     /// malformed or misdirected request.
     pub fn of(rejection: &Rejection) -> Option<Self> {
         match rejection {
-            Rejection::SoldOut { .. } | Rejection::BlockExhausted { .. } => Some(Reason::SoldOut),
+            Rejection::SoldOut { .. } => Some(Reason::SoldOut),
+            Rejection::BlockExhausted { .. } => Some(Reason::BlockExhausted),
             Rejection::Restricted { .. } => Some(Reason::Restricted),
             Rejection::OccupancyExceeded { .. } => Some(Reason::Occupancy),
             _ => None,
@@ -192,6 +197,15 @@ mod tests {
             Reason::of(&Rejection::OccupancyExceeded { max_occupancy: 2 }),
             Some(Reason::Occupancy)
         );
+        // A full block is not a sold-out night: general sale may have rooms.
+        assert_eq!(
+            Reason::of(&Rejection::BlockExhausted {
+                night,
+                remaining: 0
+            }),
+            Some(Reason::BlockExhausted)
+        );
+        assert_eq!(Reason::BlockExhausted.as_str(), "block_exhausted");
         assert_eq!(Reason::of(&Rejection::UnknownHotel), None);
         assert_eq!(Reason::of(&Rejection::NoInventory { night }), None);
     }

@@ -16,6 +16,7 @@ pub struct TurnawayNight {
     pub sold_out: i64,
     pub restricted: i64,
     pub occupancy: i64,
+    pub block_exhausted: i64,
 }
 
 impl Queries {
@@ -34,7 +35,8 @@ impl Queries {
             "SELECT d::date AS night, count(*) AS requests, sum(t.rooms)::bigint AS rooms,
                     count(*) FILTER (WHERE t.reason = 'sold_out') AS sold_out,
                     count(*) FILTER (WHERE t.reason = 'restricted') AS restricted,
-                    count(*) FILTER (WHERE t.reason = 'occupancy') AS occupancy
+                    count(*) FILTER (WHERE t.reason = 'occupancy') AS occupancy,
+                    count(*) FILTER (WHERE t.reason = 'block_exhausted') AS block_exhausted
                FROM turnaways t
               CROSS JOIN generate_series(greatest(t.start_date, $2), least(t.end_date, $3) - 1,
                                          interval '1 day') d

@@ -315,6 +315,11 @@ impl Demands {
         self.turnaways += 1;
         // Ids past any reservation's (a turnaway is never one).
         let id = u64::MAX - self.turnaways;
+        // Only a sold-out night is something another allowance could have sold. The
+        // rest (`restricted`, `occupancy`, `block_exhausted`: a group block whose rooms
+        // were all picked up, general sale perhaps not full) stay refused under any
+        // policy: an allowance changes neither a restriction, nor a room type's
+        // occupancy, nor a block's size.
         let turned_away = if row.reason == "sold_out" {
             TurnedAway::SoldOut
         } else {
