@@ -62,36 +62,47 @@ impl<'a> From<&'a StoredEvent> for EventFields<'a> {
 /// nested objects with sorted keys, no insignificant whitespace, and `recorded_at` as
 /// RFC 3339 UTC with microseconds (PostgreSQL's resolution).
 pub fn canonical_bytes(event: &EventFields<'_>) -> Result<Vec<u8>, serde_json::Error> {
-    let mut out = Vec::with_capacity(256);
+    let mut out = Vec::with_capacity(256 + event.payload.len() + event.metadata.len());
+    write_canonical_event(event, &mut out, &mut Scratch::default())?;
+    Ok(out)
+}
+
+/// [`canonical_bytes`], appended to `out`, with the one-pass writer's buffers in
+/// `scratch`.
+fn write_canonical_event(
+    event: &EventFields<'_>,
+    out: &mut Vec<u8>,
+    scratch: &mut Scratch,
+) -> Result<(), serde_json::Error> {
     out.extend_from_slice(b"{\"format\":");
-    serde_json::to_writer(&mut out, CANONICAL_FORMAT)?;
+    serde_json::to_writer(&mut *out, CANONICAL_FORMAT)?;
     out.extend_from_slice(b",\"position\":");
-    serde_json::to_writer(&mut out, &event.position)?;
+    serde_json::to_writer(&mut *out, &event.position)?;
     out.extend_from_slice(b",\"transaction_id\":");
-    serde_json::to_writer(&mut out, &event.transaction_id)?;
+    serde_json::to_writer(&mut *out, &event.transaction_id)?;
     out.extend_from_slice(b",\"aggregate_type\":");
-    serde_json::to_writer(&mut out, event.aggregate_type)?;
+    serde_json::to_writer(&mut *out, event.aggregate_type)?;
     out.extend_from_slice(b",\"aggregate_id\":");
-    serde_json::to_writer(&mut out, event.aggregate_id)?;
+    serde_json::to_writer(&mut *out, event.aggregate_id)?;
     out.extend_from_slice(b",\"sequence\":");
-    serde_json::to_writer(&mut out, &event.sequence)?;
+    serde_json::to_writer(&mut *out, &event.sequence)?;
     out.extend_from_slice(b",\"event_type\":");
-    serde_json::to_writer(&mut out, event.event_type)?;
+    serde_json::to_writer(&mut *out, event.event_type)?;
     out.extend_from_slice(b",\"event_version\":");
-    serde_json::to_writer(&mut out, event.event_version)?;
+    serde_json::to_writer(&mut *out, event.event_version)?;
     out.extend_from_slice(b",\"recorded_at\":");
     serde_json::to_writer(
-        &mut out,
+        &mut *out,
         &event
             .recorded_at
             .to_rfc3339_opts(SecondsFormat::Micros, true),
     )?;
     out.extend_from_slice(b",\"payload\":");
-    write_canonical_text(event.payload, &mut out)?;
+    write_canonical_text(event.payload, out, scratch)?;
     out.extend_from_slice(b",\"metadata\":");
-    write_canonical_text(event.metadata, &mut out)?;
+    write_canonical_text(event.metadata, out, scratch)?;
     out.push(b'}');
-    Ok(out)
+    Ok(())
 }
 
 /// As [`write_canonical`] of the `Value` that `text` parses to, byte for byte, without
@@ -106,11 +117,18 @@ pub fn canonical_bytes(event: &EventFields<'_>) -> Result<Vec<u8>, serde_json::E
 /// sorting object keys that need no decoding; anything else (an escape, a fraction, an
 /// exponent, a repeated key) sends the whole text down the road above, so both write the
 /// same bytes (a property test holds them to it).
-fn write_canonical_text(text: &str, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+fn write_canonical_text(
+    text: &str,
+    out: &mut Vec<u8>,
+    scratch: &mut Scratch,
+) -> Result<(), serde_json::Error> {
     let start = out.len();
+    // A text the faster road gave up on may have left members behind.
+    scratch.members.clear();
     let mut fast = Canonical {
         bytes: text.as_bytes(),
         at: 0,
+        scratch,
     };
     if fast.value(out).is_some() && fast.rest_is_blank() {
         return Ok(());
@@ -121,12 +139,33 @@ fn write_canonical_text(text: &str, out: &mut Vec<u8>) -> Result<(), serde_json:
 
 /// The one-pass canonical writer of JSON text: `None` when the text needs the slower
 /// road (see [`write_canonical_text`]).
-struct Canonical<'t> {
+struct Canonical<'t, 's> {
     bytes: &'t [u8],
     at: usize,
+    scratch: &'s mut Scratch,
 }
 
-impl<'t> Canonical<'t> {
+/// Buffers the one-pass writer keeps from one text to the next, so that writing an
+/// event allocates nothing once they have grown to a payload's size (verify writes
+/// every event of the log).
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// The members of the objects being written, innermost last: where each key is in
+    /// the text and where its value, already canonical, was written in the output.
+    members: Vec<Member>,
+    /// An object's values while they are put in their keys' order.
+    values: Vec<u8>,
+}
+
+/// One member of an object: its key (quotes included) in the text, its canonical value
+/// in the output, both as byte ranges.
+#[derive(Debug, Clone, Copy)]
+struct Member {
+    key: (usize, usize),
+    value: (usize, usize),
+}
+
+impl<'t> Canonical<'t, '_> {
     fn skip_blank(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.at) {
             self.at += 1;
@@ -200,36 +239,55 @@ impl<'t> Canonical<'t> {
         match *self.bytes.get(self.at)? {
             b'{' => {
                 self.at += 1;
-                let mut members: Vec<(&'t [u8], Vec<u8>)> = Vec::new();
+                // Each value is written at the end of `out` as it comes; then the values
+                // are set aside and written back behind their keys, in the keys' order.
+                let base = self.scratch.members.len();
+                let mark = out.len();
                 if self.eat(b'}').is_none() {
                     loop {
                         self.skip_blank();
-                        let key = self.string()?;
+                        let key_start = self.at;
+                        self.string()?;
+                        let key = (key_start, self.at);
                         self.eat(b':')?;
-                        let mut item = Vec::new();
-                        self.value(&mut item)?;
-                        members.push((key, item));
+                        let value_start = out.len() - mark;
+                        self.value(out)?;
+                        self.scratch.members.push(Member {
+                            key,
+                            value: (value_start, out.len() - mark),
+                        });
                         if self.eat(b',').is_none() {
                             self.eat(b'}')?;
                             break;
                         }
                     }
                 }
+                let bytes = self.bytes;
+                let key = |m: &Member| bytes.get(m.key.0..m.key.1).unwrap_or_default();
+                let members = self.scratch.members.get_mut(base..)?;
                 // Keys without escapes compare as their bytes (quotes alike on both).
-                members.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                if members.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+                members.sort_unstable_by(|a, b| key(a).cmp(key(b)));
+                if members
+                    .windows(2)
+                    .any(|pair| key(&pair[0]) == key(&pair[1]))
+                {
                     return None;
                 }
+                let values = &mut self.scratch.values;
+                values.clear();
+                values.extend_from_slice(out.get(mark..)?);
+                out.truncate(mark);
                 out.push(b'{');
-                for (i, (key, item)) in members.iter().enumerate() {
+                for (i, member) in members.iter().enumerate() {
                     if i > 0 {
                         out.push(b',');
                     }
-                    out.extend_from_slice(key);
+                    out.extend_from_slice(key(member));
                     out.push(b':');
-                    out.extend_from_slice(item);
+                    out.extend_from_slice(values.get(member.value.0..member.value.1)?);
                 }
                 out.push(b'}');
+                self.scratch.members.truncate(base);
             }
             b'[' => {
                 self.at += 1;
@@ -277,7 +335,7 @@ fn write_canonical_text_slowly(text: &str, out: &mut Vec<u8>) -> Result<(), serd
                     }
                     serde_json::to_writer(&mut *out, key)?;
                     out.push(b':');
-                    write_canonical_text(item.get(), out)?;
+                    write_canonical_text(item.get(), out, &mut Scratch::default())?;
                 }
                 out.push(b'}');
                 Ok(())
@@ -291,7 +349,7 @@ fn write_canonical_text_slowly(text: &str, out: &mut Vec<u8>) -> Result<(), serd
                 if i > 0 {
                     out.push(b',');
                 }
-                write_canonical_text(item.get(), out)?;
+                write_canonical_text(item.get(), out, &mut Scratch::default())?;
             }
             out.push(b']');
             Ok(())
@@ -359,10 +417,31 @@ pub fn chain_hash(
     prev_hash: &[u8],
     event: &EventFields<'_>,
 ) -> Result<[u8; 32], serde_json::Error> {
-    let mut hasher = Sha256::new();
-    hasher.update(prev_hash);
-    hasher.update(canonical_bytes(event)?);
-    Ok(hasher.finalize().into())
+    ChainHasher::default().hash(prev_hash, event)
+}
+
+/// [`chain_hash`] for one event after another: it keeps its buffers, so hashing an
+/// event allocates nothing once they have grown to an event's size.
+#[derive(Debug, Default)]
+pub struct ChainHasher {
+    canonical: Vec<u8>,
+    scratch: Scratch,
+}
+
+impl ChainHasher {
+    /// `SHA-256(prev_hash || canonical bytes)`, as [`chain_hash`].
+    pub fn hash(
+        &mut self,
+        prev_hash: &[u8],
+        event: &EventFields<'_>,
+    ) -> Result<[u8; 32], serde_json::Error> {
+        self.canonical.clear();
+        write_canonical_event(event, &mut self.canonical, &mut self.scratch)?;
+        let mut hasher = Sha256::new();
+        hasher.update(prev_hash);
+        hasher.update(&self.canonical);
+        Ok(hasher.finalize().into())
+    }
 }
 
 /// Appends `batch` (commit order) to the audit log within the caller's transaction, and
@@ -527,7 +606,7 @@ mod tests {
 
     fn canonical_of_text(text: &str) -> Vec<u8> {
         let mut out = Vec::new();
-        write_canonical_text(text, &mut out).unwrap_or_default();
+        write_canonical_text(text, &mut out, &mut Scratch::default()).unwrap_or_default();
         out
     }
 
@@ -605,9 +684,11 @@ mod tests {
     /// What the faster road alone writes of `text`, if it takes it.
     fn fast_road(text: &str) -> Option<Vec<u8>> {
         let mut out = Vec::new();
+        let mut scratch = Scratch::default();
         let mut fast = Canonical {
             bytes: text.as_bytes(),
             at: 0,
+            scratch: &mut scratch,
         };
         (fast.value(&mut out).is_some() && fast.rest_is_blank()).then_some(out)
     }
@@ -653,6 +734,24 @@ mod tests {
             proptest::prop_assert!(!expected.is_empty());
             proptest::prop_assert_eq!(canonical_of_text(&compact), expected.clone());
             proptest::prop_assert_eq!(canonical_of_text(&pretty), expected);
+        }
+
+        /// One hasher kept from event to event (as verify keeps it) hashes each as a
+        /// fresh one does, whatever the texts before it left in its buffers: a text
+        /// the faster road gave up on halfway, or a larger one.
+        #[test]
+        fn a_hasher_kept_across_events_hashes_each_as_a_fresh_one(
+            values in proptest::collection::vec(json_value(), 1..8),
+        ) {
+            let mut kept = ChainHasher::default();
+            let mut prev = GENESIS_HASH;
+            for value in &values {
+                let pretty = serde_json::to_string_pretty(value).unwrap_or_default();
+                let event = fields(&pretty, r#"{"b": 1, "a": [1.5, "x\ny"]}"#);
+                let fresh = chain_hash(&prev, &event).unwrap_or_default();
+                proptest::prop_assert_eq!(kept.hash(&prev, &event).unwrap_or_default(), fresh);
+                prev = fresh;
+            }
         }
     }
 }

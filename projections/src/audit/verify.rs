@@ -19,7 +19,7 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, PgPool, Postgres, Row, Transaction};
 use uuid::Uuid;
 
-use super::chain::{chain_hash, EventFields};
+use super::chain::{ChainHasher, EventFields};
 use super::replay::{StreamReplay, TermsReplay};
 use super::{AuditLog, GENESIS_HASH, MAX_PROBLEMS, NAME};
 use crate::log::Checkpoint;
@@ -323,29 +323,39 @@ async fn pending(
     Ok((count, nights))
 }
 
-/// One audit row: what names its event, and the chain hash of the event as read.
+/// One audit row: where its event is in commit order, and the row as read, from which
+/// what names the event and its hash are borrowed when compared (no copy of them is
+/// made: this runs once per event).
 struct AuditRow {
     seq: i64,
     position: i64,
     transaction_id: i64,
-    aggregate_type: String,
-    aggregate_id: String,
-    sequence: i64,
-    event_type: String,
-    hash: Vec<u8>,
+    row: PgRow,
+}
+
+impl AuditRow {
+    /// The stream, sequence and type the row names.
+    fn names(&self) -> Result<(&str, &str, i64, &str), sqlx::Error> {
+        Ok((
+            self.row.try_get_unchecked(3)?,
+            self.row.try_get_unchecked(4)?,
+            self.row.try_get_unchecked(5)?,
+            self.row.try_get_unchecked(6)?,
+        ))
+    }
+
+    fn hash(&self) -> Result<&[u8], sqlx::Error> {
+        self.row.try_get_unchecked(7)
+    }
 }
 
 /// Unchecked column types, as in the replay's loop: one call per audit row.
-fn audit_row(row: &PgRow) -> Result<AuditRow, sqlx::Error> {
+fn audit_row(row: PgRow) -> Result<AuditRow, sqlx::Error> {
     Ok(AuditRow {
         seq: row.try_get_unchecked(0)?,
         position: row.try_get_unchecked(1)?,
         transaction_id: row.try_get_unchecked(2)?,
-        aggregate_type: row.try_get_unchecked(3)?,
-        aggregate_id: row.try_get_unchecked(4)?,
-        sequence: row.try_get_unchecked(5)?,
-        event_type: row.try_get_unchecked(6)?,
-        hash: row.try_get_unchecked(7)?,
+        row,
     })
 }
 
@@ -370,7 +380,9 @@ async fn check_chain(
     let mut terms = SaleTerms::new();
     let mut audit = Sorted::open(
         sqlx::query(
-            "SELECT seq, position, transaction_id::text::bigint, aggregate_type, aggregate_id,
+            // `transaction_id` as it is sent (an xid8 in binary is 8 bytes big-endian, as
+            // a bigint): read as an i64, with no text conversion on either side.
+            "SELECT seq, position, transaction_id, aggregate_type, aggregate_id,
                     sequence, event_type, hash
                FROM audit_log ORDER BY seq",
         )
@@ -379,7 +391,7 @@ async fn check_chain(
     )
     .await?;
     let mut events = sqlx::query(
-        "SELECT global_position, transaction_id::text::bigint, aggregate_type, aggregate_id,
+        "SELECT global_position, transaction_id, aggregate_type, aggregate_id,
                 sequence, event_type, event_version, payload::text, metadata::text, recorded_at
            FROM events e
           WHERE (e.transaction_id, e.global_position) <= ($1::text::xid8, $2)
@@ -392,6 +404,7 @@ async fn check_chain(
     .fetch(&mut *events_tx);
     let mut last_seq = 0_i64;
     let mut last_hash: Vec<u8> = GENESIS_HASH.to_vec();
+    let mut hasher = ChainHasher::default();
     let mut checked = 0_u64;
     let mut next_event = events.try_next().await?;
     loop {
@@ -456,41 +469,33 @@ async fn check_chain(
                         metadata,
                         recorded_at: row.try_get_unchecked(9)?,
                     };
+                    let (aggregate_type, aggregate_id, sequence, event_type) = a.names()?;
                     let named = (
                         fields.aggregate_type,
                         fields.aggregate_id,
                         fields.sequence,
                         fields.event_type,
-                    ) == (
-                        a.aggregate_type.as_str(),
-                        a.aggregate_id.as_str(),
-                        a.sequence,
-                        a.event_type.as_str(),
-                    );
+                    ) == (aggregate_type, aggregate_id, sequence, event_type);
                     if !named {
                         findings.report(
                             Some(p),
                             format!(
                                 "position {p}: the event is {} {} #{} {}, its audit row \
-                                 recorded {} {} #{} {}",
+                                 recorded {aggregate_type} {aggregate_id} #{sequence} \
+                                 {event_type}",
                                 fields.aggregate_type,
                                 fields.aggregate_id,
                                 fields.sequence,
                                 fields.event_type,
-                                a.aggregate_type,
-                                a.aggregate_id,
-                                a.sequence,
-                                a.event_type
                             ),
                         );
-                    } else if chain_hash(&last_hash, &fields)?.as_slice() != a.hash.as_slice() {
+                    } else if hasher.hash(&last_hash, &fields)?.as_slice() != a.hash()? {
                         findings.report(
                             Some(p),
                             format!(
-                                "position {p} ({} {} #{}): the event differs from what the \
-                                 audit log recorded (the event, or its audit row, was changed \
-                                 after it was written)",
-                                a.aggregate_type, a.aggregate_id, a.sequence
+                                "position {p} ({aggregate_type} {aggregate_id} #{sequence}): \
+                                 the event differs from what the audit log recorded (the \
+                                 event, or its audit row, was changed after it was written)"
                             ),
                         );
                     }
@@ -507,7 +512,8 @@ async fn check_chain(
                 // Go on from the stored hash, so one changed event is reported once,
                 // not as a break of every link after it.
                 last_seq = a.seq;
-                last_hash.clone_from(&a.hash);
+                last_hash.clear();
+                last_hash.extend_from_slice(a.hash()?);
             }
         }
     }
@@ -542,14 +548,14 @@ struct AllocationRow {
 /// A row stream sorted by stream id, read one row ahead so it can be merged.
 struct Sorted<'c, T> {
     rows: BoxStream<'c, Result<PgRow, sqlx::Error>>,
-    decode: fn(&PgRow) -> Result<T, sqlx::Error>,
+    decode: fn(PgRow) -> Result<T, sqlx::Error>,
     next: Option<T>,
 }
 
 impl<'c, T> Sorted<'c, T> {
     async fn open(
         rows: BoxStream<'c, Result<PgRow, sqlx::Error>>,
-        decode: fn(&PgRow) -> Result<T, sqlx::Error>,
+        decode: fn(PgRow) -> Result<T, sqlx::Error>,
     ) -> Result<Self, sqlx::Error> {
         let mut sorted = Self {
             rows,
@@ -563,7 +569,7 @@ impl<'c, T> Sorted<'c, T> {
     /// Returns the current row and reads the next one.
     async fn advance(&mut self) -> Result<Option<T>, sqlx::Error> {
         let next = match self.rows.try_next().await? {
-            Some(row) => Some((self.decode)(&row)?),
+            Some(row) => Some((self.decode)(row)?),
             None => None,
         };
         Ok(std::mem::replace(&mut self.next, next))
@@ -586,7 +592,7 @@ const ALLOCATION_ROWS: &str = "SELECT * FROM (
           FROM room_night_allocations) a
      ORDER BY stream_id COLLATE \"C\", reservation_id";
 
-fn night_row(row: &PgRow) -> Result<NightRow, sqlx::Error> {
+fn night_row(row: PgRow) -> Result<NightRow, sqlx::Error> {
     Ok(NightRow {
         stream_id: row.try_get("stream_id")?,
         total_rooms: row.try_get("total_rooms")?,
@@ -600,7 +606,7 @@ fn night_row(row: &PgRow) -> Result<NightRow, sqlx::Error> {
     })
 }
 
-fn allocation_row(row: &PgRow) -> Result<AllocationRow, sqlx::Error> {
+fn allocation_row(row: PgRow) -> Result<AllocationRow, sqlx::Error> {
     Ok(AllocationRow {
         stream_id: row.try_get("stream_id")?,
         reservation_id: row.try_get("reservation_id")?,
