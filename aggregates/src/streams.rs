@@ -52,7 +52,7 @@ impl RoomNightKey {
 }
 
 /// How a room night's date is written in its stream id.
-const NIGHT_FORMAT: &str = "%Y-%m-%d";
+pub const NIGHT_FORMAT: &str = "%Y-%m-%d";
 
 /// A stream id that is not in its aggregate's format.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

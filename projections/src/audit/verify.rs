@@ -577,24 +577,54 @@ impl<'c, T> Sorted<'c, T> {
 }
 
 /// `room_nights` and allocations in byte order of the stream id (`{hotel}:{type}:{night}`,
-/// as `RoomNightKey::stream_id` writes it), the order of the audit log's stream index.
-const NIGHT_ROWS: &str = "SELECT * FROM (
-        SELECT hotel_id::text || ':' || room_type_id::text || ':' || to_char(night, 'YYYY-MM-DD')
-                   AS stream_id,
-               total_rooms, overbooking_allowance, rate_cents, confirmed, held, blocked,
-               blocks, version
-          FROM room_nights) n
-     ORDER BY stream_id COLLATE \"C\"";
-const ALLOCATION_ROWS: &str = "SELECT * FROM (
-        SELECT hotel_id::text || ':' || room_type_id::text || ':' || to_char(night, 'YYYY-MM-DD')
-                   AS stream_id,
-               reservation_id, rooms, expires_at, block_code
-          FROM room_night_allocations) a
-     ORDER BY stream_id COLLATE \"C\", reservation_id";
+/// as `RoomNightKey::stream_id` writes it), the order the replay reads the log in,
+/// without sorting the tables: that order is the (hotel, room type) pairs sorted by
+/// `"{hotel}:"` then `"{type}:"` as bytes (digits sort before `:`, so `"812:"` before
+/// `"81:"`, as `812:…` before `81:…`), then each pair's nights by date, which its primary
+/// key gives. The pairs are few (a sort of one row per room type); each pair's rows come
+/// from an index range, a `LATERAL` subquery that can only be joined as a nested loop,
+/// outer rows in their order and each one's rows in theirs. Sorting all the rows by a
+/// computed text (one row per night: 9.2M on a chain) cost more than the replay beside it.
+const NIGHT_ROWS: &str = "SELECT n.hotel_id, n.room_type_id, n.night, n.total_rooms,
+        n.overbooking_allowance, n.rate_cents, n.confirmed, n.held, n.blocked, n.blocks,
+        n.version
+   FROM (SELECT hotel_id, room_type_id
+           FROM (SELECT DISTINCT hotel_id, room_type_id FROM room_nights) pairs
+          ORDER BY (hotel_id::text || ':') COLLATE \"C\", (room_type_id::text || ':') COLLATE \"C\"
+         OFFSET 0) k
+  CROSS JOIN LATERAL (
+         SELECT * FROM room_nights r
+          WHERE r.hotel_id = k.hotel_id AND r.room_type_id = k.room_type_id
+          ORDER BY r.night
+         OFFSET 0) n";
+const ALLOCATION_ROWS: &str = "SELECT a.hotel_id, a.room_type_id, a.night, a.reservation_id,
+        a.rooms, a.expires_at, a.block_code
+   FROM (SELECT hotel_id, room_type_id
+           FROM (SELECT DISTINCT hotel_id, room_type_id FROM room_night_allocations) pairs
+          ORDER BY (hotel_id::text || ':') COLLATE \"C\", (room_type_id::text || ':') COLLATE \"C\"
+         OFFSET 0) k
+  CROSS JOIN LATERAL (
+         SELECT * FROM room_night_allocations r
+          WHERE r.hotel_id = k.hotel_id AND r.room_type_id = k.room_type_id
+          ORDER BY r.night, r.reservation_id
+         OFFSET 0) a";
+
+/// The stream id of a night's row, as `RoomNightKey::stream_id` writes it (written
+/// here from the row's columns as stored, valid ids or not: a row is compared, not
+/// trusted).
+fn night_stream_id(row: &PgRow) -> Result<String, sqlx::Error> {
+    let hotel_id: i64 = row.try_get("hotel_id")?;
+    let room_type_id: i64 = row.try_get("room_type_id")?;
+    let night: chrono::NaiveDate = row.try_get("night")?;
+    Ok(format!(
+        "{hotel_id}:{room_type_id}:{}",
+        night.format(aggregates::streams::NIGHT_FORMAT)
+    ))
+}
 
 fn night_row(row: PgRow) -> Result<NightRow, sqlx::Error> {
     Ok(NightRow {
-        stream_id: row.try_get("stream_id")?,
+        stream_id: night_stream_id(&row)?,
         total_rooms: row.try_get("total_rooms")?,
         allowance: row.try_get("overbooking_allowance")?,
         rate_cents: row.try_get("rate_cents")?,
@@ -608,7 +638,7 @@ fn night_row(row: PgRow) -> Result<NightRow, sqlx::Error> {
 
 fn allocation_row(row: PgRow) -> Result<AllocationRow, sqlx::Error> {
     Ok(AllocationRow {
-        stream_id: row.try_get("stream_id")?,
+        stream_id: night_stream_id(&row)?,
         reservation_id: row.try_get("reservation_id")?,
         rooms: row.try_get("rooms")?,
         expires_at: row.try_get("expires_at")?,
