@@ -52,7 +52,7 @@ impl RoomNightKey {
 }
 
 /// How a room night's date is written in its stream id.
-pub const NIGHT_FORMAT: &str = "%Y-%m-%d";
+const NIGHT_FORMAT: &str = "%Y-%m-%d";
 
 /// A stream id that is not in its aggregate's format.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -93,12 +93,13 @@ pub fn parse_hotel_stream_id(stream_id: &str) -> Result<HotelId, StreamIdError> 
 
 /// The stream id of a room night: `{hotel}:{room type}:{YYYY-MM-DD}`.
 pub fn room_night_stream_id(key: &RoomNightKey) -> String {
-    format!(
-        "{}:{}:{}",
-        key.hotel_id,
-        key.room_type_id,
-        key.night.format(NIGHT_FORMAT)
-    )
+    night_stream_id_of(key.hotel_id.get(), key.room_type_id.get(), key.night)
+}
+
+/// [`room_night_stream_id`] from the ids as stored, valid or not: for a reader that
+/// compares a table's rows with their streams rather than trusting the rows.
+pub fn night_stream_id_of(hotel_id: i64, room_type_id: i64, night: NaiveDate) -> String {
+    format!("{hotel_id}:{room_type_id}:{}", night.format(NIGHT_FORMAT))
 }
 
 /// The night a room-night stream id names.

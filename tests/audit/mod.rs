@@ -1193,7 +1193,7 @@ async fn a_booking_from_a_block_given_back_to_general_sale_is_found() {
 }
 
 /// Verify reads the night tables in the stream ids' byte order without sorting them
-/// (see `NIGHT_ROWS`): hotels 9, 10, 81 and 812 and room types 1, 3 and 10 sort one way
+/// (see `in_stream_id_order`): hotels 9, 10, 81 and 812 and room types 1, 3 and 10 sort one way
 /// as numbers and another as `"{hotel}:{type}:{night}"` text (`812:` before `81:`,
 /// `10:` before `9:`). A lawful history over all of them verifies with nothing out of
 /// place, and a changed row and a stray allocation are each found at their own night.

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use aggregates::contract::{RawEvent, RawPayload, ReservationEventType, RoomNightEventType};
@@ -576,7 +576,33 @@ impl<'c, T> Sorted<'c, T> {
     }
 }
 
-/// `room_nights` and allocations in byte order of the stream id (`{hotel}:{type}:{night}`,
+/// `room_nights`, in stream id order.
+fn night_rows() -> &'static str {
+    static SQL: OnceLock<String> = OnceLock::new();
+    SQL.get_or_init(|| {
+        in_stream_id_order(
+            "room_nights",
+            "total_rooms, overbooking_allowance, rate_cents, confirmed, held, blocked, blocks,
+             version",
+            "night",
+        )
+    })
+}
+
+/// `room_night_allocations`, in stream id order.
+fn allocation_rows() -> &'static str {
+    static SQL: OnceLock<String> = OnceLock::new();
+    SQL.get_or_init(|| {
+        in_stream_id_order(
+            "room_night_allocations",
+            "reservation_id, rooms, expires_at, block_code",
+            "night, reservation_id",
+        )
+    })
+}
+
+/// `hotel_id, room_type_id, night` and `columns` of `table` (a night table, keyed by
+/// hotel, room type and night), in byte order of the stream id (`{hotel}:{type}:{night}`,
 /// as `RoomNightKey::stream_id` writes it), the order the replay reads the log in,
 /// without sorting the tables: that order is the (hotel, room type) pairs sorted by
 /// `"{hotel}:"` then `"{type}:"` as bytes (digits sort before `:`, so `"812:"` before
@@ -585,40 +611,30 @@ impl<'c, T> Sorted<'c, T> {
 /// from an index range, a `LATERAL` subquery that can only be joined as a nested loop,
 /// outer rows in their order and each one's rows in theirs. Sorting all the rows by a
 /// computed text (one row per night: 9.2M on a chain) cost more than the replay beside it.
-const NIGHT_ROWS: &str = "SELECT n.hotel_id, n.room_type_id, n.night, n.total_rooms,
-        n.overbooking_allowance, n.rate_cents, n.confirmed, n.held, n.blocked, n.blocks,
-        n.version
-   FROM (SELECT hotel_id, room_type_id
-           FROM (SELECT DISTINCT hotel_id, room_type_id FROM room_nights) pairs
-          ORDER BY (hotel_id::text || ':') COLLATE \"C\", (room_type_id::text || ':') COLLATE \"C\"
-         OFFSET 0) k
-  CROSS JOIN LATERAL (
-         SELECT * FROM room_nights r
-          WHERE r.hotel_id = k.hotel_id AND r.room_type_id = k.room_type_id
-          ORDER BY r.night
-         OFFSET 0) n";
-const ALLOCATION_ROWS: &str = "SELECT a.hotel_id, a.room_type_id, a.night, a.reservation_id,
-        a.rooms, a.expires_at, a.block_code
-   FROM (SELECT hotel_id, room_type_id
-           FROM (SELECT DISTINCT hotel_id, room_type_id FROM room_night_allocations) pairs
-          ORDER BY (hotel_id::text || ':') COLLATE \"C\", (room_type_id::text || ':') COLLATE \"C\"
-         OFFSET 0) k
-  CROSS JOIN LATERAL (
-         SELECT * FROM room_night_allocations r
-          WHERE r.hotel_id = k.hotel_id AND r.room_type_id = k.room_type_id
-          ORDER BY r.night, r.reservation_id
-         OFFSET 0) a";
+/// Within a night, by `order`.
+fn in_stream_id_order(table: &str, columns: &str, order: &str) -> String {
+    format!(
+        "SELECT r.hotel_id, r.room_type_id, r.night, {columns}
+           FROM (SELECT hotel_id, room_type_id
+                   FROM (SELECT DISTINCT hotel_id, room_type_id FROM {table}) pairs
+                  ORDER BY (hotel_id::text || ':') COLLATE \"C\",
+                           (room_type_id::text || ':') COLLATE \"C\"
+                 OFFSET 0) k
+          CROSS JOIN LATERAL (
+                 SELECT * FROM {table} t
+                  WHERE t.hotel_id = k.hotel_id AND t.room_type_id = k.room_type_id
+                  ORDER BY {order}
+                 OFFSET 0) r"
+    )
+}
 
-/// The stream id of a night's row, as `RoomNightKey::stream_id` writes it (written
-/// here from the row's columns as stored, valid ids or not: a row is compared, not
-/// trusted).
+/// The stream id of a night's row (its ids as stored, valid or not: a row is compared,
+/// not trusted).
 fn night_stream_id(row: &PgRow) -> Result<String, sqlx::Error> {
-    let hotel_id: i64 = row.try_get("hotel_id")?;
-    let room_type_id: i64 = row.try_get("room_type_id")?;
-    let night: chrono::NaiveDate = row.try_get("night")?;
-    Ok(format!(
-        "{hotel_id}:{room_type_id}:{}",
-        night.format(aggregates::streams::NIGHT_FORMAT)
+    Ok(aggregates::streams::night_stream_id_of(
+        row.try_get("hotel_id")?,
+        row.try_get("room_type_id")?,
+        row.try_get("night")?,
     ))
 }
 
@@ -671,9 +687,9 @@ async fn check_streams(
     .bind(checkpoint.position)
     .fetch(&mut *replay_tx);
     let mut inline = InlineNights {
-        nights: Sorted::open(sqlx::query(NIGHT_ROWS).fetch(&mut *nights_tx), night_row).await?,
+        nights: Sorted::open(sqlx::query(night_rows()).fetch(&mut *nights_tx), night_row).await?,
         allocations: Sorted::open(
-            sqlx::query(ALLOCATION_ROWS).fetch(&mut *allocations_tx),
+            sqlx::query(allocation_rows()).fetch(&mut *allocations_tx),
             allocation_row,
         )
         .await?,
