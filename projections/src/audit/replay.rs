@@ -24,6 +24,7 @@ mod terms;
 
 pub use terms::TermsReplay;
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use aggregates::contract::{hotel_stream_id, reservation_stream_id, RawEvent, RawPayload};
@@ -49,6 +50,19 @@ pub enum StreamState {
     Unknown,
 }
 
+impl StreamState {
+    /// The state before a stream's first event.
+    fn new(aggregate_type: &str) -> Self {
+        match AggregateType::parse(aggregate_type) {
+            Some(AggregateType::Hotel) => Self::Hotel(Hotel::default()),
+            Some(AggregateType::Reservation) => Self::Reservation(Box::default()),
+            Some(AggregateType::RoomNight) => Self::Night(RoomNight::default()),
+            Some(AggregateType::Block) => Self::Block(Box::default()),
+            None => Self::Unknown,
+        }
+    }
+}
+
 /// One stream being replayed.
 #[derive(Debug, Clone)]
 pub struct StreamReplay {
@@ -61,19 +75,23 @@ pub struct StreamReplay {
 
 impl StreamReplay {
     pub fn new(aggregate_type: &str, aggregate_id: &str) -> Self {
-        let state = match AggregateType::parse(aggregate_type) {
-            Some(AggregateType::Hotel) => StreamState::Hotel(Hotel::default()),
-            Some(AggregateType::Reservation) => StreamState::Reservation(Box::default()),
-            Some(AggregateType::RoomNight) => StreamState::Night(RoomNight::default()),
-            Some(AggregateType::Block) => StreamState::Block(Box::default()),
-            None => StreamState::Unknown,
-        };
         Self {
             aggregate_type: aggregate_type.to_owned(),
             aggregate_id: aggregate_id.to_owned(),
             last_sequence: 0,
-            state,
+            state: StreamState::new(aggregate_type),
         }
+    }
+
+    /// Starts the replay of another stream, as [`Self::new`] would, keeping the
+    /// buffers of the ids: a verify starts millions of streams, most of one event.
+    pub fn restart(&mut self, aggregate_type: &str, aggregate_id: &str) {
+        self.aggregate_type.clear();
+        self.aggregate_type.push_str(aggregate_type);
+        self.aggregate_id.clear();
+        self.aggregate_id.push_str(aggregate_id);
+        self.last_sequence = 0;
+        self.state = StreamState::new(aggregate_type);
     }
 
     pub fn night(&self) -> Option<&RoomNight> {
@@ -167,21 +185,19 @@ impl StreamReplay {
     }
 }
 
-/// The payload, through the upcasters, and the version it was read as.
-fn decode<T: DeserializeOwned>(
-    raw: RawEvent<'_>,
+/// The payload, through the upcasters, and the version it was read as (borrowed from
+/// the row unless an upcaster changed it).
+fn decode<'a, T: DeserializeOwned>(
+    raw: RawEvent<'a>,
     aggregate_type: AggregateType,
     what: &str,
-) -> Result<(T, String), String> {
-    DECODER
-        .payload(aggregate_type, raw)
-        .map(|(event, version)| (event, version.into_owned()))
-        .map_err(|e| match e {
-            DecodeError::Payload { message, .. } => {
-                format!("payload is not a {what} event: {message}")
-            }
-            other => format!("payload is not a {what} event: {other}"),
-        })
+) -> Result<(T, Cow<'a, str>), String> {
+    DECODER.payload(aggregate_type, raw).map_err(|e| match e {
+        DecodeError::Payload { message, .. } => {
+            format!("payload is not a {what} event: {message}")
+        }
+        other => format!("payload is not a {what} event: {other}"),
+    })
 }
 
 /// The `event_type` and `event_version` columns (the version as the upcasters left

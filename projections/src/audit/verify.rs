@@ -629,36 +629,39 @@ fn in_stream_id_order(table: &str, columns: &str, order: &str) -> String {
 }
 
 /// The stream id of a night's row (its ids as stored, valid or not: a row is compared,
-/// not trusted).
+/// not trusted). Columns by index, as both night tables' reads begin
+/// ([`in_stream_id_order`]): this runs once per row, and a name is a lookup.
 fn night_stream_id(row: &PgRow) -> Result<String, sqlx::Error> {
     Ok(aggregates::streams::night_stream_id_of(
-        row.try_get("hotel_id")?,
-        row.try_get("room_type_id")?,
-        row.try_get("night")?,
+        row.try_get(0)?,
+        row.try_get(1)?,
+        row.try_get(2)?,
     ))
 }
 
+/// A `room_nights` row: the columns of [`night_rows`], by index.
 fn night_row(row: PgRow) -> Result<NightRow, sqlx::Error> {
     Ok(NightRow {
         stream_id: night_stream_id(&row)?,
-        total_rooms: row.try_get("total_rooms")?,
-        allowance: row.try_get("overbooking_allowance")?,
-        rate_cents: row.try_get("rate_cents")?,
-        confirmed: row.try_get("confirmed")?,
-        held: row.try_get("held")?,
-        blocked: row.try_get("blocked")?,
-        blocks: row.try_get("blocks")?,
-        version: row.try_get("version")?,
+        total_rooms: row.try_get(3)?,
+        allowance: row.try_get(4)?,
+        rate_cents: row.try_get(5)?,
+        confirmed: row.try_get(6)?,
+        held: row.try_get(7)?,
+        blocked: row.try_get(8)?,
+        blocks: row.try_get(9)?,
+        version: row.try_get(10)?,
     })
 }
 
+/// A `room_night_allocations` row: the columns of [`allocation_rows`], by index.
 fn allocation_row(row: PgRow) -> Result<AllocationRow, sqlx::Error> {
     Ok(AllocationRow {
         stream_id: night_stream_id(&row)?,
-        reservation_id: row.try_get("reservation_id")?,
-        rooms: row.try_get("rooms")?,
-        expires_at: row.try_get("expires_at")?,
-        block_code: row.try_get("block_code")?,
+        reservation_id: row.try_get(3)?,
+        rooms: row.try_get(4)?,
+        expires_at: row.try_get(5)?,
+        block_code: row.try_get(6)?,
     })
 }
 
@@ -697,6 +700,8 @@ async fn check_streams(
         compacted_before,
     };
 
+    // The stream being replayed; one value restarted for each stream, keeping its
+    // buffers (most of a chain's streams are nights of one event).
     let mut current: Option<StreamReplay> = None;
     // A stream is reported once: after its first illegal event the state is suspect,
     // and what follows would mostly repeat the same problem.
@@ -708,18 +713,15 @@ async fn check_streams(
         let position: i64 = row.try_get_unchecked(0)?;
         let aggregate_type: &str = row.try_get_unchecked(1)?;
         let aggregate_id: &str = row.try_get_unchecked(2)?;
-        let same = current
-            .as_ref()
-            .is_some_and(|s| s.aggregate_type == aggregate_type && s.aggregate_id == aggregate_id);
-        if !same {
-            if let Some(done) = current.take() {
-                inline.finish(&done, &mut findings).await?;
+        let stream = match &mut current {
+            Some(s) if s.aggregate_type == aggregate_type && s.aggregate_id == aggregate_id => s,
+            Some(done) => {
+                inline.finish(done, &mut findings).await?;
+                done.restart(aggregate_type, aggregate_id);
+                broken = false;
+                done
             }
-            current = Some(StreamReplay::new(aggregate_type, aggregate_id));
-            broken = false;
-        }
-        let Some(stream) = current.as_mut() else {
-            continue;
+            None => current.insert(StreamReplay::new(aggregate_type, aggregate_id)),
         };
         let sequence: i64 = row.try_get_unchecked(3)?;
         let event_type: &str = row.try_get_unchecked(4)?;
