@@ -100,37 +100,59 @@ pub fn room_night_stream_id(key: &RoomNightKey) -> String {
 /// compares a table's rows with their streams rather than trusting the rows.
 pub fn night_stream_id_of(hotel_id: i64, room_type_id: i64, night: NaiveDate) -> String {
     let mut id = String::with_capacity(32);
-    // Writing to a String cannot fail.
-    let _ = write_night_stream_id(&mut id, hotel_id, room_type_id, night);
+    let mut ints = itoa::Buffer::new();
+    id.push_str(ints.format(hotel_id));
+    id.push(':');
+    id.push_str(ints.format(room_type_id));
+    id.push(':');
+    push_night(&mut id, night);
     id
 }
 
-/// Writes [`night_stream_id_of`] to `out`. Years 0 to 9999 (every night a hotel sells)
-/// are written digit by digit, not through chrono's `format`, which reads its format
-/// string again on every call: the audit verify writes one id per night row, millions
-/// of them. Other years go through `NIGHT_FORMAT`, which signs and widens them.
-pub fn write_night_stream_id(
-    out: &mut impl fmt::Write,
-    hotel_id: i64,
-    room_type_id: i64,
-    night: NaiveDate,
-) -> fmt::Result {
+/// A night as its stream id writes it (`NIGHT_FORMAT`). Years 0 to 9999 (every night a
+/// hotel sells) are written digit by digit, not through chrono's `format`, which reads
+/// its format string again on every call: the audit verify writes an id for every night
+/// row and every `InventorySet`, millions of them. Other years go through
+/// `NIGHT_FORMAT`, which signs and widens them.
+fn push_night(out: &mut String, night: NaiveDate) {
     use chrono::Datelike;
+    use fmt::Write;
     let year = night.year();
-    if (0..=9999).contains(&year) {
-        write!(
-            out,
-            "{hotel_id}:{room_type_id}:{year:04}-{:02}-{:02}",
-            night.month(),
-            night.day()
-        )
-    } else {
-        write!(
-            out,
-            "{hotel_id}:{room_type_id}:{}",
-            night.format(NIGHT_FORMAT)
-        )
+    if !(0..=9999).contains(&year) {
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{}", night.format(NIGHT_FORMAT));
+        return;
     }
+    let digits = |out: &mut String, value: u32, width: u32| {
+        for place in (0..width).rev() {
+            let digit = (value / 10_u32.pow(place)) % 10;
+            out.push(char::from(b'0' + u8::try_from(digit).unwrap_or(0)));
+        }
+    };
+    digits(out, year.unsigned_abs(), 4);
+    out.push('-');
+    digits(out, night.month(), 2);
+    out.push('-');
+    digits(out, night.day(), 2);
+}
+
+/// The night of a stream id's last part, as `NIGHT_FORMAT` reads it. The form every id
+/// is written in (`YYYY-MM-DD`, ten characters) is read digit by digit; anything else
+/// goes to chrono's parser, which also takes it, so both accept the same texts.
+fn parse_night(text: &str) -> Option<NaiveDate> {
+    let bytes = text.as_bytes();
+    let number = |range: std::ops::Range<usize>| -> Option<u32> {
+        let part = bytes.get(range)?;
+        part.iter().try_fold(0_u32, |n, b| {
+            b.is_ascii_digit().then(|| n * 10 + u32::from(b - b'0'))
+        })
+    };
+    if bytes.len() == 10 && bytes.get(4) == Some(&b'-') && bytes.get(7) == Some(&b'-') {
+        if let (Some(year), Some(month), Some(day)) = (number(0..4), number(5..7), number(8..10)) {
+            return NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, month, day);
+        }
+    }
+    NaiveDate::parse_from_str(text, NIGHT_FORMAT).ok()
 }
 
 /// The night a room-night stream id names.
@@ -145,10 +167,7 @@ pub fn parse_room_night_stream_id(stream_id: &str) -> Result<RoomNightKey, Strea
     };
     let hotel_id = HotelId::parse(id()?).map_err(|_| bad())?;
     let room_type_id = RoomTypeId::parse(id()?).map_err(|_| bad())?;
-    let night = parts
-        .next()
-        .and_then(|p| NaiveDate::parse_from_str(p, NIGHT_FORMAT).ok())
-        .ok_or_else(bad)?;
+    let night = parts.next().and_then(parse_night).ok_or_else(bad)?;
     Ok(RoomNightKey::new(hotel_id, room_type_id, night))
 }
 
@@ -274,6 +293,28 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Texts shaped like a night or nearly (digits, signs, dashes, any length) are
+        /// read as chrono reads them with `NIGHT_FORMAT`.
+        #[test]
+        fn a_night_is_read_as_chrono_reads_it(
+            text in "([0-9]{4}-[0-9]{2}-[0-9]{2})|([0-9+-]{0,6}-?[0-9]{0,3}-?[0-9]{0,3})",
+        ) {
+            proptest::prop_assert_eq!(
+                parse_night(&text),
+                NaiveDate::parse_from_str(&text, NIGHT_FORMAT).ok(),
+                "{}", text
+            );
+        }
+
+        /// Every night written in the ten-character form is read back.
+        #[test]
+        fn a_written_night_is_read_back(days in 0_i32..3_652_000) {
+            let night = NaiveDate::from_num_days_from_ce_opt(days).expect("in chrono's range");
+            let mut text = String::new();
+            push_night(&mut text, night);
+            proptest::prop_assert_eq!(parse_night(&text), Some(night));
+        }
+
         #[test]
         fn a_night_stream_id_is_written_as_chrono_formats_its_date(
             hotel in proptest::prelude::any::<i64>(),

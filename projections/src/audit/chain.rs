@@ -90,19 +90,51 @@ fn write_canonical_event(
     serde_json::to_writer(&mut *out, event.event_type)?;
     out.extend_from_slice(b",\"event_version\":");
     serde_json::to_writer(&mut *out, event.event_version)?;
-    out.extend_from_slice(b",\"recorded_at\":");
-    serde_json::to_writer(
-        &mut *out,
-        &event
-            .recorded_at
-            .to_rfc3339_opts(SecondsFormat::Micros, true),
-    )?;
+    out.extend_from_slice(b",\"recorded_at\":\"");
+    write_rfc3339_micros(event.recorded_at, out);
+    out.push(b'"');
     out.extend_from_slice(b",\"payload\":");
     write_canonical_text(event.payload, out, scratch)?;
     out.extend_from_slice(b",\"metadata\":");
     write_canonical_text(event.metadata, out, scratch)?;
     out.push(b'}');
     Ok(())
+}
+
+/// `at` as `to_rfc3339_opts(SecondsFormat::Micros, true)` writes it
+/// (`2027-06-01T12:00:00.000000Z`, nothing to escape in it), without its `String`
+/// and chrono's formatting machinery: this runs once per event of the log, in verify
+/// and in the runner. Years outside 0 to 9999 and leap seconds, which chrono writes its
+/// own way, go through chrono.
+fn write_rfc3339_micros(at: DateTime<Utc>, out: &mut Vec<u8>) {
+    use chrono::{Datelike, Timelike};
+    let year = at.year();
+    let nanos = at.nanosecond();
+    if !(0..=9999).contains(&year) || nanos >= 1_000_000_000 {
+        out.extend_from_slice(at.to_rfc3339_opts(SecondsFormat::Micros, true).as_bytes());
+        return;
+    }
+    // Each field as its digits, most significant first (the year is at most 9999).
+    let digits = |out: &mut Vec<u8>, value: u32, width: u32| {
+        for place in (0..width).rev() {
+            let digit = (value / 10_u32.pow(place)) % 10;
+            out.push(b'0' + u8::try_from(digit).unwrap_or(0));
+        }
+    };
+    digits(out, year.unsigned_abs(), 4);
+    out.push(b'-');
+    digits(out, at.month(), 2);
+    out.push(b'-');
+    digits(out, at.day(), 2);
+    out.push(b'T');
+    digits(out, at.hour(), 2);
+    out.push(b':');
+    digits(out, at.minute(), 2);
+    out.push(b':');
+    digits(out, at.second(), 2);
+    out.push(b'.');
+    digits(out, nanos / 1_000, 6);
+    out.push(b'Z');
 }
 
 /// As [`write_canonical`] of the `Value` that `text` parses to, byte for byte, without
@@ -710,6 +742,23 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// The timestamp is written as chrono writes it, whatever the instant (leap
+        /// seconds and years past 9999 included).
+        #[test]
+        fn recorded_at_is_written_as_chrono_writes_it(
+            seconds in -70_000_000_000_i64..300_000_000_000,
+            nanos in 0_u32..2_000_000_000,
+        ) {
+            if let Some(at) = DateTime::<Utc>::from_timestamp(seconds, nanos) {
+                let mut out = Vec::new();
+                write_rfc3339_micros(at, &mut out);
+                proptest::prop_assert_eq!(
+                    String::from_utf8(out).unwrap_or_default(),
+                    at.to_rfc3339_opts(SecondsFormat::Micros, true)
+                );
+            }
+        }
+
         /// Plain JSON, compact, pretty or spaced as PostgreSQL prints it: the faster road
         /// takes it and writes what the `Value` path writes.
         #[test]

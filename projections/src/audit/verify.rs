@@ -359,6 +359,24 @@ fn audit_row(row: PgRow) -> Result<AuditRow, sqlx::Error> {
     })
 }
 
+/// PostgreSQL's epoch (2000-01-01 UTC) in Unix microseconds.
+const POSTGRES_EPOCH_MICROS: i64 = 946_684_800_000_000;
+
+/// The chain's row's `recorded_at` (column 9). A `timestamptz` is sent as microseconds
+/// since 2000-01-01 UTC, 8 bytes big-endian as a bigint: read as an i64, as
+/// `transaction_id` is, rather than through sqlx's chrono decoding, which goes by a
+/// fixed offset and a `Duration` (once per event of the log).
+fn recorded_at(row: &PgRow) -> Result<DateTime<Utc>, sqlx::Error> {
+    let micros: i64 = row.try_get_unchecked(9)?;
+    micros
+        .checked_add(POSTGRES_EPOCH_MICROS)
+        .and_then(DateTime::from_timestamp_micros)
+        .ok_or_else(|| sqlx::Error::ColumnDecode {
+            index: "recorded_at".to_owned(),
+            source: format!("{micros} microseconds from 2000 is out of range").into(),
+        })
+}
+
 /// Checks 1 and 5: the chain, by `seq`, against the events it records, merged in commit
 /// order up to the audit checkpoint (`audit_log` by `seq` and `events` by
 /// `events_commit_order` are both in that order, so two sequential reads suffice). Each
@@ -467,7 +485,7 @@ async fn check_chain(
                         event_version: row.try_get_unchecked(6)?,
                         payload,
                         metadata,
-                        recorded_at: row.try_get_unchecked(9)?,
+                        recorded_at: recorded_at(&row)?,
                     };
                     let (aggregate_type, aggregate_id, sequence, event_type) = a.names()?;
                     let named = (
@@ -630,12 +648,14 @@ fn in_stream_id_order(table: &str, columns: &str, order: &str) -> String {
 
 /// The stream id of a night's row (its ids as stored, valid or not: a row is compared,
 /// not trusted). Columns by index, as both night tables' reads begin
-/// ([`in_stream_id_order`]): this runs once per row, and a name is a lookup.
+/// ([`in_stream_id_order`]), their types unchecked as in the replay's loop (the SELECT
+/// fixes them; a mismatch is a decode error, not a wrong value): this runs once per
+/// row, and a name is a lookup.
 fn night_stream_id(row: &PgRow) -> Result<String, sqlx::Error> {
     Ok(aggregates::streams::night_stream_id_of(
-        row.try_get(0)?,
-        row.try_get(1)?,
-        row.try_get(2)?,
+        row.try_get_unchecked(0)?,
+        row.try_get_unchecked(1)?,
+        row.try_get_unchecked(2)?,
     ))
 }
 
@@ -643,14 +663,14 @@ fn night_stream_id(row: &PgRow) -> Result<String, sqlx::Error> {
 fn night_row(row: PgRow) -> Result<NightRow, sqlx::Error> {
     Ok(NightRow {
         stream_id: night_stream_id(&row)?,
-        total_rooms: row.try_get(3)?,
-        allowance: row.try_get(4)?,
-        rate_cents: row.try_get(5)?,
-        confirmed: row.try_get(6)?,
-        held: row.try_get(7)?,
-        blocked: row.try_get(8)?,
-        blocks: row.try_get(9)?,
-        version: row.try_get(10)?,
+        total_rooms: row.try_get_unchecked(3)?,
+        allowance: row.try_get_unchecked(4)?,
+        rate_cents: row.try_get_unchecked(5)?,
+        confirmed: row.try_get_unchecked(6)?,
+        held: row.try_get_unchecked(7)?,
+        blocked: row.try_get_unchecked(8)?,
+        blocks: row.try_get_unchecked(9)?,
+        version: row.try_get_unchecked(10)?,
     })
 }
 
@@ -658,10 +678,10 @@ fn night_row(row: PgRow) -> Result<NightRow, sqlx::Error> {
 fn allocation_row(row: PgRow) -> Result<AllocationRow, sqlx::Error> {
     Ok(AllocationRow {
         stream_id: night_stream_id(&row)?,
-        reservation_id: row.try_get(3)?,
-        rooms: row.try_get(4)?,
-        expires_at: row.try_get(5)?,
-        block_code: row.try_get(6)?,
+        reservation_id: row.try_get_unchecked(3)?,
+        rooms: row.try_get_unchecked(4)?,
+        expires_at: row.try_get_unchecked(5)?,
+        block_code: row.try_get_unchecked(6)?,
     })
 }
 
