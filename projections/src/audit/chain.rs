@@ -121,20 +121,19 @@ fn write_rfc3339_micros(at: DateTime<Utc>, out: &mut Vec<u8>) {
             out.push(b'0' + u8::try_from(digit).unwrap_or(0));
         }
     };
-    digits(out, year.unsigned_abs(), 4);
-    out.push(b'-');
-    digits(out, at.month(), 2);
-    out.push(b'-');
-    digits(out, at.day(), 2);
-    out.push(b'T');
-    digits(out, at.hour(), 2);
-    out.push(b':');
-    digits(out, at.minute(), 2);
-    out.push(b':');
-    digits(out, at.second(), 2);
-    out.push(b'.');
-    digits(out, nanos / 1_000, 6);
-    out.push(b'Z');
+    let fields = [
+        (year.unsigned_abs(), 4, b'-'),
+        (at.month(), 2, b'-'),
+        (at.day(), 2, b'T'),
+        (at.hour(), 2, b':'),
+        (at.minute(), 2, b':'),
+        (at.second(), 2, b'.'),
+        (nanos / 1_000, 6, b'Z'),
+    ];
+    for (value, width, then) in fields {
+        digits(out, value, width);
+        out.push(then);
+    }
 }
 
 /// As [`write_canonical`] of the `Value` that `text` parses to, byte for byte, without
