@@ -1217,29 +1217,7 @@ async fn nights_of_ids_that_sort_apart_as_text_are_compared_row_for_row() {
         .await
         .expect("set hotel");
         for room_type in room_types {
-            let room_type_id = aggregates::RoomTypeId::parse(room_type).expect("room type id");
-            svc.set_room_type(
-                &staff,
-                hotel_id,
-                room_type_id,
-                aggregates::RoomTypeDetails::parse(&format!("type {room_type}"), 2)
-                    .expect("room type"),
-            )
-            .await
-            .expect("set room type");
-            svc.set_inventory(
-                &staff,
-                hotel_id,
-                room_type_id,
-                stay(day(9), day(12)),
-                aggregates::booking::InventoryUpdate {
-                    total_rooms: Some(4),
-                    overbooking_allowance: Some(0),
-                    rate_cents: Some(aggregates::Cents::new(10_000)),
-                },
-            )
-            .await
-            .expect("set inventory");
+            room_type_of_hotel_with_rooms(&svc, hotel_id, room_type, day(9), 3, 4).await;
         }
     }
     // Allocations on the hotels and room types at either end of the text order.

@@ -60,6 +60,18 @@ pub async fn room_type_with_rooms(
     nights: u64,
     total_rooms: i64,
 ) {
+    room_type_of_hotel_with_rooms(svc, hotel_id(), room_type, first, nights, total_rooms).await;
+}
+
+/// [`room_type_with_rooms`] for another hotel (defined already).
+pub async fn room_type_of_hotel_with_rooms(
+    svc: &CommandService,
+    hotel_id: HotelId,
+    room_type: i64,
+    first: NaiveDate,
+    nights: u64,
+    total_rooms: i64,
+) {
     let room_type = RoomTypeId::parse(room_type).expect("room type id");
     let staff = app::commands::Caller::Staff("staff".into());
     let name = if room_type == king() {
@@ -69,7 +81,7 @@ pub async fn room_type_with_rooms(
     };
     svc.set_room_type(
         &staff,
-        hotel_id(),
+        hotel_id,
         room_type,
         RoomTypeDetails::parse(&name, 2).expect("room type"),
     )
@@ -78,7 +90,7 @@ pub async fn room_type_with_rooms(
     let last = first.checked_add_days(Days::new(nights)).expect("date");
     svc.set_inventory(
         &staff,
-        hotel_id(),
+        hotel_id,
         room_type,
         stay(first, last),
         InventoryUpdate {
